@@ -1,0 +1,133 @@
+// Python bindings of torch_tpu._C: thin wrappers over the runtime's C API.
+#include <torch/csrc/Generator.h>
+#include <torch/extension.h>
+
+#include <map>
+
+#include "Generator.h"
+#include "Runtime.h"
+
+namespace torch_tpu {
+std::map<std::string, std::pair<int64_t, std::string>> fallback_counts();
+void reset_fallback_counts();
+}  // namespace torch_tpu
+
+namespace {
+using namespace torch_tpu;
+namespace py = pybind11;
+
+py::dict chip_info(int device) {
+  tpurt_chip_info i{};
+  i.struct_size = sizeof i;
+  check(tpurt_chip_get_info(device, &i));
+  py::dict d;
+  d["generation"] = std::string(i.generation);
+  d["accelerator_type"] = std::string(i.accelerator_type);
+  d["topology"] = std::string(i.topology);
+  d["global_index"] = i.global_index;
+  d["hbm_bytes"] = i.hbm_bytes;
+  d["bf16_tflops"] = i.bf16_tflops;
+  d["hbm_GBps"] = i.hbm_GBps;
+  d["ici_GBps_bidir"] = i.ici_GBps_bidir;
+  d["mxu_dim"] = i.mxu_dim;
+  d["mxu_count"] = i.mxu_count;
+  d["tensorcores"] = i.tensorcores;
+  d["usd_per_chip_hour"] = i.usd_per_chip_hour;
+  return d;
+}
+
+py::dict memory_stats(int device) {
+  tpurt_memory_stats m{};
+  m.struct_size = sizeof m;
+  check(tpurt_memory_get_stats(device, &m));
+  py::dict d;
+  d["allocated_bytes.all.current"] = m.allocated_bytes;
+  d["allocated_bytes.all.peak"] = m.allocated_peak;
+  d["reserved_bytes.all.current"] = m.reserved_bytes;
+  d["reserved_bytes.all.peak"] = m.reserved_peak;
+  d["requested_bytes.all.current"] = m.requested_bytes;
+  d["allocation.all.allocated"] = m.alloc_count;
+  d["allocation.all.freed"] = m.free_count;
+  d["allocation.all.current"] = m.alloc_count - m.free_count;
+  d["segment.all.current"] = m.segment_count;
+  d["segment.all.allocated"] = m.segment_alloc_count;
+  d["segment.all.freed"] = m.segment_free_count;
+  d["num_alloc_retries"] = m.cache_flushes;
+  d["num_ooms"] = m.oom_count;
+  d["capacity_bytes"] = m.capacity_bytes;
+  d["largest_free_block"] = m.largest_free_block;
+  return d;
+}
+
+py::dict metrics() {
+  tpurt_metrics m{};
+  m.struct_size = sizeof m;
+  tpurt_metrics_get(&m);
+  py::dict d;
+  d["ops_executed"] = m.ops_executed;
+  d["ops_f64"] = m.ops_f64;
+  d["h2d_count"] = m.h2d_count;
+  d["h2d_bytes"] = m.h2d_bytes;
+  d["d2h_count"] = m.d2h_count;
+  d["d2h_bytes"] = m.d2h_bytes;
+  d["d2d_count"] = m.d2d_count;
+  d["d2d_bytes"] = m.d2d_bytes;
+  d["alloc_count"] = m.alloc_count;
+  d["kernel_errors"] = m.kernel_errors;
+  py::dict per_kernel;
+  for (int i = 0; i < tpurt_op_name_count(); i++) {
+    int op = tpurt_op_lookup(tpurt_op_name(i));
+    std::string k = tpurt_op_kernel_name(op);
+    if (!per_kernel.contains(k) && tpurt_metrics_op_count(op)) per_kernel[k.c_str()] = tpurt_metrics_op_count(op);
+  }
+  d["kernels"] = per_kernel;
+  py::dict fb;
+  for (auto& [name, e] : fallback_counts()) fb[name.c_str()] = py::make_tuple(e.first, e.second);
+  d["fallbacks"] = fb;
+  return d;
+}
+
+std::vector<std::pair<std::string, std::string>> native_ops() {
+  std::vector<std::pair<std::string, std::string>> v;
+  for (int i = 0; i < tpurt_op_name_count(); i++) {
+    const char* n = tpurt_op_name(i);
+    v.emplace_back(n, tpurt_op_kernel_name(tpurt_op_lookup(n)));
+  }
+  return v;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "torch_tpu native extension: the emulated TPU runtime and its PyTorch registration";
+  m.def("_init", [] { check(tpurt_init()); });
+  m.def("_runtime_version", [] { return py::make_tuple(TPURT_VERSION_MAJOR, TPURT_VERSION_MINOR); });
+  m.def("_device_count", [] { return tpurt_device_count(); });
+  m.def("_current_device", [] { return tpurt_device_get(); });
+  m.def("_set_device", [](int d) { check(tpurt_device_set(d)); });
+  m.def("_synchronize", [](int d) {
+    py::gil_scoped_release nogil;
+    check(tpurt_device_synchronize(d));
+  });
+  m.def("_chip_info", &chip_info);
+  m.def("_memory_stats", &memory_stats);
+  m.def("_empty_cache", [] {
+    py::gil_scoped_release nogil;
+    tpurt_empty_cache();
+  });
+  m.def("_reset_peak_memory_stats", [](int d) { check(tpurt_memory_reset_peak(d)); });
+  m.def("_reset_accumulated_memory_stats", [](int d) { check(tpurt_memory_reset_counts(d)); });
+  m.def("_metrics", &metrics);
+  m.def("_metrics_reset", [] {
+    tpurt_metrics_reset();
+    reset_fallback_counts();
+  });
+  m.def("_native_ops", &native_ops);
+  m.def("_set_eager_mode", [](int mode) { tpurt_set_eager_mode(static_cast<tpurt_eager_mode>(mode)); });
+  m.def("_get_eager_mode", [] { return static_cast<int>(tpurt_get_eager_mode()); });
+  m.def("_set_matmul_precision", [](int p) { tpurt_set_matmul_precision(static_cast<tpurt_precision>(p)); });
+  m.def("_get_matmul_precision", [] { return static_cast<int>(tpurt_get_matmul_precision()); });
+  m.def("_default_generator", [](int d) {
+    return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(default_generator(d)));
+  });
+}

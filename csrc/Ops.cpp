@@ -1,0 +1,492 @@
+// The dispatcher side of tpu ops. One generic boxed kernel serves every op of the runtime's
+// op table: PyTorch's meta function gives the outputs' shapes/dtypes/strides (and checks the
+// arguments exactly as the CPU backend does), outputs are allocated from the caching
+// allocator, and the C kernel runs on the current stream. Factories, views, copies and
+// resize/set are registered here too; everything else goes to the counted CPU fallback.
+#include <ATen/EmptyTensor.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_native.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+
+#include <map>
+#include <mutex>
+
+#include "Generator.h"
+#include "Runtime.h"
+
+namespace torch_tpu {
+
+// ------------------------------------------------------------------ fallback accounting
+namespace {
+std::mutex fallback_mu;
+std::map<std::string, std::pair<int64_t, std::string>> fallbacks;  // op -> (count, reason)
+}  // namespace
+
+std::map<std::string, std::pair<int64_t, std::string>> fallback_counts() {
+  std::lock_guard<std::mutex> g(fallback_mu);
+  return fallbacks;
+}
+
+void reset_fallback_counts() {
+  std::lock_guard<std::mutex> g(fallback_mu);
+  fallbacks.clear();
+}
+
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const char* why) {
+  const auto& name = op.schema().operator_name();
+  std::string key = name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> g(fallback_mu);
+    auto& e = fallbacks[key];
+    first = e.first++ == 0;
+    if (first) e.second = why;
+  }
+  if (first)
+    TORCH_WARN("torch_tpu: ", key, " runs on the CPU (", why,
+               "); its tensors are copied to the host and back. torch.tpu.metrics lists these ops.");
+  for (int d = 0; d < tpurt_device_count(); d++) synchronize_device(static_cast<c10::DeviceIndex>(d));
+  at::native::cpu_fallback(op, stack);
+}
+
+namespace {
+
+void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  cpu_fallback(op, stack, "no native tpu kernel");
+}
+
+// ------------------------------------------------------------------ factories, views, resize
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                               std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> fmt) {
+  auto dev = c10::device_or_default(device);
+  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided, "tpu tensors are strided only");
+  TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "Only dense CPU tensors can be pinned");
+  c10::DeviceGuard guard(dev);
+  return at::detail::empty_generic(size, c10::GetAllocator(kTpu), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                   c10::dtype_or_default(dtype), fmt);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
+                         std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                         std::optional<bool> pin_memory) {
+  auto dev = c10::device_or_default(device);
+  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided, "tpu tensors are strided only");
+  TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "Only dense CPU tensors can be pinned");
+  c10::DeviceGuard guard(dev);
+  return at::detail::empty_strided_generic(size, stride, c10::GetAllocator(kTpu),
+                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                           c10::dtype_or_default(dtype));
+}
+
+at::Tensor as_strided(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride,
+                      std::optional<int64_t> offset) {
+  return at::native::as_strided_tensorimpl(self, size, stride, offset);
+}
+at::Tensor view(const at::Tensor& self, c10::IntArrayRef size) { return at::native::view(self, size); }
+at::Tensor reshape_alias(const at::Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride) {
+  return at::native::_reshape_alias(self, size, stride);
+}
+at::Tensor unfold(const at::Tensor& self, int64_t dim, int64_t size, int64_t step) {
+  return at::native::unfold(self, dim, size, step);
+}
+
+void ensure_storage(const at::Tensor& self) {
+  auto* impl = self.unsafeGetTensorImpl();
+  size_t need = self.numel() == 0 ? 0
+                                  : at::detail::computeStorageNbytes(self.sizes(), self.strides(),
+                                                                     self.dtype().itemsize(), self.storage_offset());
+  if (need > impl->storage().nbytes())
+    at::detail::getPrivateUse1Hooks().resizePrivateUse1Bytes(impl->storage(), need);
+}
+
+const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size, std::optional<c10::MemoryFormat> fmt) {
+  auto* impl = self.unsafeGetTensorImpl();
+  at::native::resize_impl_cpu_(impl, size, std::nullopt, /*resize_storage=*/false);
+  if (fmt.has_value()) {
+    TORCH_CHECK(*fmt != c10::MemoryFormat::Preserve, "Unsupported memory format", *fmt);
+    impl->empty_tensor_restride(*fmt);
+  }
+  ensure_storage(self);
+  return self;
+}
+
+at::Tensor& set_storage(at::Tensor& self, c10::Storage source, int64_t offset, c10::IntArrayRef size,
+                        c10::IntArrayRef stride) {
+  at::native::checkSetStorage(self, source, offset, size, stride);
+  self.unsafeGetTensorImpl()->set_storage_offset(offset);
+  at::OptionalIntArrayRef st = stride.data() != nullptr ? at::OptionalIntArrayRef(stride) : std::nullopt;
+  at::native::resize_impl_cpu_(self.unsafeGetTensorImpl(), size, st, /*resize_storage=*/false);
+  ensure_storage(self);
+  return self;
+}
+at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source) {
+  size_t n = source.nbytes() / self.dtype().itemsize();
+  return set_storage(self, source, 0, {static_cast<int64_t>(n)}, {});
+}
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& src) {
+  if (self.is_same(src)) return self;
+  return set_storage(self, src.storage(), src.storage_offset(), src.sizes(), src.strides());
+}
+at::Tensor& set_empty(at::Tensor& self) {
+  c10::Storage s(c10::Storage::use_byte_size_t(), 0, c10::GetAllocator(kTpu), true);
+  return set_storage(self, s, 0, {0}, {});
+}
+
+// ------------------------------------------------------------------ copies
+int copy_op_id() {
+  static const int id = tpurt_op_lookup("tpurt::copy");
+  return id;
+}
+
+void device_copy(const at::Tensor& dst, const at::Tensor& src) {
+  tpurt_op_call call{};
+  call.struct_size = sizeof call;
+  call.op = copy_op_id();
+  call.device = dst.device().index();
+  call.nargs = 1;
+  call.nouts = 1;
+  call.args[0].kind = TPURT_V_TENSOR;
+  call.args[0].t = describe(src);
+  call.outs[0] = describe(dst);
+  if (src.device() != dst.device()) synchronize_device(src.device().index());
+  check(tpurt_op_launch(current_stream(dst.device().index()), &call));
+}
+
+bool is_dense_contiguous(const at::Tensor& t) { return t.is_contiguous(); }
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  if (dst.numel() == 0) return dst;
+  TORCH_CHECK(to_tpurt_dtype(dst.scalar_type()) >= 0 && to_tpurt_dtype(self.scalar_type()) >= 0,
+              "tpu does not support dtype ", dst.scalar_type() == self.scalar_type() ? dst.scalar_type() : self.scalar_type(),
+              " (supported: bool, uint8, int8/16/32/64, float16, bfloat16, float32, float64)");
+  if (self.device().type() == kTpu && dst.device().type() == kTpu) {
+    device_copy(dst, self);
+  } else if (dst.device().type() == kTpu) {  // host -> device
+    at::Tensor host = self.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+    at::Tensor target = is_dense_contiguous(dst) ? dst : at::empty(dst.sizes(), dst.options());
+    check(tpurt_memcpy_h2d(current_stream(dst.device().index()), target.data_ptr(), host.data_ptr(), host.nbytes()));
+    if (!target.is_same(dst)) device_copy(dst, target);
+  } else {  // device -> host
+    at::Tensor src = is_dense_contiguous(self) ? self : self.contiguous();
+    bool direct = dst.is_contiguous() && dst.scalar_type() == src.scalar_type() && dst.sizes() == src.sizes();
+    at::Tensor host = direct ? dst : at::empty(src.sizes(), src.options().device(c10::kCPU));
+    check(tpurt_memcpy_d2h(current_stream(src.device().index()), host.data_ptr(), src.data_ptr(), src.nbytes()));
+    if (!direct) const_cast<at::Tensor&>(dst).copy_(host);
+  }
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  if (dst.sizes() != self.sizes()) resize_(dst, self.sizes(), std::nullopt);
+  return copy_from(self, dst, false);
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  at::Tensor host = at::empty({}, self.options().device(c10::kCPU));
+  check(tpurt_memcpy_d2h(current_stream(self.device().index()), host.data_ptr(), self.data_ptr(),
+                         self.element_size()));
+  return host.item();
+}
+
+// ------------------------------------------------------------------ the generic native kernel
+struct NativeKernel final : c10::OperatorKernel {
+  explicit NativeKernel(int op) : op_(op), flags_(tpurt_op_flags(op)) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    const auto& schema = op.schema();
+    const size_t nargs = schema.arguments().size();
+    auto args = torch::jit::last(*stack, nargs);
+
+    // Device, and what cannot run natively.
+    std::optional<c10::Device> device;
+    const char* decline = nullptr;
+    auto visit = [&](const at::Tensor& t) {
+      if (!t.defined()) return;
+      if (t.device().type() == kTpu) {
+        TORCH_CHECK(!device || *device == t.device(),
+                    "Expected all tensors to be on the same device, but found at least two devices, ", *device,
+                    " and ", t.device(), "!");
+        device = t.device();
+        if (to_tpurt_dtype(t.scalar_type()) < 0) decline = "dtype not supported by the tpu runtime";
+        if (t.dim() > TPURT_MAX_DIMS) decline = "more dimensions than the runtime supports";
+      } else if (t.dim() != 0 || to_tpurt_dtype(t.scalar_type()) < 0) {
+        decline = "non-tpu tensor argument";
+      }
+    };
+    for (const auto& a : args) {
+      if (a.isTensor()) visit(a.toTensor());
+      else if (a.isTensorList()) for (const auto& t : a.toTensorList()) visit(t);
+      else if (a.isOptionalTensorList())
+        for (std::optional<at::Tensor> t : a.toOptionalTensorList()) if (t.has_value()) visit(*t);
+    }
+    for (const auto& a : args)
+      if (a.isTensor() && a.toTensor().defined() && a.toTensor().device().type() != kTpu && device)
+        TORCH_CHECK(a.toTensor().dim() == 0, "Expected all tensors to be on the same device, but found at least two devices, ",
+                    *device, " and ", a.toTensor().device(), "!");
+    if (!decline && !has_meta(op)) decline = "no meta function to compute output shapes";
+    if (decline || !device) {
+      cpu_fallback(op, stack, decline ? decline : "no tpu tensor argument");
+      return;
+    }
+    c10::DeviceGuard guard(*device);
+
+    // Outputs: PyTorch's meta function decides shapes/dtypes/strides and validates.
+    torch::jit::Stack meta(args.begin(), args.end());
+    for (auto& v : meta) v = to_meta(v);
+    std::vector<std::pair<size_t, at::Tensor>> written;  // out= args, to see meta resizes
+    for (size_t i = 0; i < nargs; i++) {
+      const auto* ai = schema.arguments()[i].alias_info();
+      if (ai && ai->isWrite() && meta[i].isTensor()) written.emplace_back(i, meta[i].toTensor());
+    }
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta);
+    for (auto& [i, m] : written) {
+      const auto& real = args[i].toTensor();
+      if (m.defined() && real.sizes() != m.sizes()) resize_(real, m.sizes(), std::nullopt);
+    }
+
+    const auto& rets = schema.returns();
+    std::vector<c10::IValue> results;
+    results.reserve(rets.size());
+    for (size_t r = 0; r < rets.size(); r++) {
+      int aliased = aliased_arg(schema, r);
+      if (aliased >= 0) {
+        results.push_back(args[aliased]);
+      } else if (meta[r].isTensor()) {
+        results.emplace_back(like_meta(meta[r].toTensor(), *device));
+      } else if (meta[r].isTensorList()) {
+        c10::List<at::Tensor> l;
+        for (const auto& t : meta[r].toTensorList()) l.push_back(like_meta(t, *device));
+        results.emplace_back(l);
+      } else {
+        results.push_back(meta[r]);
+      }
+    }
+
+    // The call.
+    tpurt_op_call call{};
+    call.struct_size = sizeof call;
+    call.op = op_;
+    call.device = device->index();
+    call.precision = tpurt_get_matmul_precision();
+    std::vector<std::vector<int64_t>> ints;
+    std::vector<std::vector<double>> floats;
+    std::vector<std::vector<tpurt_tensor>> lists;
+    std::vector<std::string> strings;
+    ints.reserve(nargs);
+    floats.reserve(nargs);
+    lists.reserve(nargs + 1);
+    strings.reserve(nargs);
+    std::optional<at::Generator> gen;
+    int n = 0;
+    for (size_t i = 0; i < nargs; i++) {
+      const auto& a = args[i];
+      if (a.isGenerator()) gen = a.toGenerator();
+      TORCH_CHECK(n < TPURT_MAX_ARGS, "too many arguments for the tpu runtime");
+      call.args[n++] = value_of(a, ints, floats, lists, strings);
+    }
+    int nouts = 0;
+    for (const auto& r : results) {
+      if (r.isTensor()) {
+        TORCH_CHECK(nouts < TPURT_MAX_OUTS, "too many outputs for the tpu runtime");
+        call.outs[nouts++] = describe(r.toTensor());
+      } else if (r.isTensorList()) {
+        std::vector<tpurt_tensor> l;
+        for (const auto& t : r.toTensorList()) l.push_back(describe(t));
+        lists.push_back(std::move(l));
+        tpurt_value v{};
+        v.kind = TPURT_V_TENSORS;
+        v.scalar_dtype = -1;
+        v.n = static_cast<int32_t>(lists.back().size());
+        v.tensors = lists.back().data();
+        call.args[n++] = v;
+      }
+    }
+    if (results.empty()) {  // in-place list ops (_foreach_*_): the mutated list is the output list
+      for (size_t i = 0; i < nargs; i++) {
+        const auto* ai = schema.arguments()[i].alias_info();
+        if (ai && ai->isWrite() && args[i].isTensorList()) {
+          TORCH_CHECK(n < TPURT_MAX_ARGS, "too many arguments for the tpu runtime");
+          call.args[n++] = call.args[i];
+          break;
+        }
+      }
+    }
+    call.nargs = n;
+    call.nouts = nouts;
+    if (flags_ & TPURT_OPF_RANDOM) {
+      auto g = gen && gen->defined() ? *gen : default_generator(device->index());
+      auto* impl = at::check_generator<TpuGenerator>(g);
+      int64_t counters = 0;
+      for (int o = 0; o < nouts; o++) counters = std::max<int64_t>(counters, numel_of(call.outs[o]));
+      auto [seed, offset] = impl->reserve(static_cast<uint64_t>((counters + 3) / 4 * 4));
+      call.rng_seed = seed;
+      call.rng_offset = offset;
+    }
+    check(tpurt_op_launch(current_stream(device->index()), &call));
+
+    torch::jit::drop(*stack, nargs);
+    for (auto& r : results) stack->push_back(std::move(r));
+  }
+
+ private:
+  static int64_t numel_of(const tpurt_tensor& t) {
+    int64_t n = 1;
+    for (int d = 0; d < t.ndim; d++) n *= t.sizes[d];
+    return t.ndim < 0 ? 0 : n;
+  }
+
+  bool has_meta(const c10::OperatorHandle& op) {
+    if (meta_known_ < 0)
+      meta_known_ = op.hasKernelForDispatchKey(c10::DispatchKey::Meta) ||
+                    op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
+    return meta_known_ == 1;
+  }
+
+  static c10::IValue to_meta(const c10::IValue& v) {
+    auto meta_of = [](const at::Tensor& t) -> at::Tensor {
+      if (!t.defined() || t.device().type() != kTpu) return t;
+      return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
+    };
+    if (v.isTensor()) return meta_of(v.toTensor());
+    if (v.isTensorList()) {
+      c10::List<at::Tensor> l;
+      for (const auto& t : v.toTensorList()) l.push_back(meta_of(t));
+      return l;
+    }
+    if (v.isOptionalTensorList()) {
+      c10::List<std::optional<at::Tensor>> l;
+      for (std::optional<at::Tensor> t : v.toOptionalTensorList())
+        l.push_back(t.has_value() ? std::optional<at::Tensor>(meta_of(*t)) : std::nullopt);
+      return l;
+    }
+    return v;
+  }
+
+  static at::Tensor like_meta(const at::Tensor& m, c10::Device device) {
+    if (!m.defined()) return m;
+    return at::empty_strided(m.sizes(), m.strides(), m.options().device(device));
+  }
+
+  // Index of the argument a return aliases (out= and in-place ops), or -1.
+  static int aliased_arg(const c10::FunctionSchema& schema, size_t r) {
+    const auto* ra = schema.returns()[r].alias_info();
+    if (!ra || !ra->isWrite()) return -1;
+    for (size_t i = 0; i < schema.arguments().size(); i++) {
+      const auto* aa = schema.arguments()[i].alias_info();
+      if (aa && aa->isWrite() && aa->beforeSets() == ra->beforeSets()) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  static tpurt_value value_of(const c10::IValue& a, std::vector<std::vector<int64_t>>& ints,
+                              std::vector<std::vector<double>>& floats,
+                              std::vector<std::vector<tpurt_tensor>>& lists, std::vector<std::string>& strings) {
+    tpurt_value v{};
+    v.scalar_dtype = -1;
+    auto scalar = [&](const at::Scalar& s) {
+      if (s.isFloatingPoint()) {
+        v.kind = TPURT_V_FLOAT;
+        v.f = s.toDouble();
+      } else if (s.isBoolean()) {
+        v.kind = TPURT_V_BOOL;
+        v.i = s.toBool();
+      } else if (s.isIntegral(false)) {
+        v.kind = TPURT_V_INT;
+        v.i = s.toLong();
+      } else {
+        TORCH_CHECK_NOT_IMPLEMENTED(false, "complex scalars are not supported on tpu");
+      }
+    };
+    if (a.isNone()) {
+      v.kind = TPURT_V_NONE;
+    } else if (a.isTensor()) {
+      const auto& t = a.toTensor();
+      if (!t.defined()) {
+        v.kind = TPURT_V_NONE;
+      } else if (t.device().type() == kTpu) {
+        v.kind = TPURT_V_TENSOR;
+        v.t = describe(t);
+      } else {  // 0-dim CPU tensor: a scalar operand
+        scalar(t.item());
+        v.wrapped = t.unsafeGetTensorImpl()->is_wrapped_number();
+        v.scalar_dtype = to_tpurt_dtype(t.scalar_type());
+      }
+    } else if (a.isScalar()) {
+      scalar(a.toScalar());
+    } else if (a.isIntList()) {
+      ints.push_back(a.toIntVector());
+      v.kind = TPURT_V_INTS;
+      v.n = static_cast<int32_t>(ints.back().size());
+      v.ints = ints.back().data();
+    } else if (a.isDoubleList()) {
+      floats.push_back(a.toDoubleVector());
+      v.kind = TPURT_V_FLOATS;
+      v.n = static_cast<int32_t>(floats.back().size());
+      v.floats = floats.back().data();
+    } else if (a.isTensorList() || a.isOptionalTensorList()) {
+      std::vector<tpurt_tensor> l;
+      if (a.isTensorList())
+        for (const auto& t : a.toTensorList()) l.push_back(describe(t));
+      else
+        for (std::optional<at::Tensor> t : a.toOptionalTensorList()) l.push_back(describe(t.has_value() ? *t : at::Tensor()));
+      lists.push_back(std::move(l));
+      v.kind = TPURT_V_TENSORS;
+      v.n = static_cast<int32_t>(lists.back().size());
+      v.tensors = lists.back().data();
+    } else if (a.isString()) {
+      strings.push_back(a.toStringRef());
+      v.kind = TPURT_V_STRING;
+      v.s = strings.back().c_str();
+    } else if (a.isDevice()) {
+      v.kind = TPURT_V_INT;
+      v.i = a.toDevice().index();
+    } else if (a.isGenerator()) {
+      v.kind = TPURT_V_NONE;
+    } else if (a.isInt()) {  // also ScalarType / Layout / MemoryFormat enums
+      v.kind = TPURT_V_INT;
+      v.i = a.toInt();
+    } else {
+      TORCH_CHECK_NOT_IMPLEMENTED(false, "tpu runtime: unsupported argument type ", a.tagKind());
+    }
+    return v;
+  }
+
+  int op_;
+  int flags_;
+  int meta_known_ = -1;
+};
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", empty_memory_format);
+  m.impl("empty_strided", empty_strided);
+  m.impl("as_strided", as_strided);
+  m.impl("view", view);
+  m.impl("_reshape_alias", reshape_alias);
+  m.impl("unfold", unfold);
+  m.impl("resize_", resize_);
+  m.impl("set_.source_Storage_storage_offset", set_storage);
+  m.impl("set_.source_Storage", set_source_storage);
+  m.impl("set_.source_Tensor", set_source_tensor);
+  m.impl("set_", set_empty);
+  m.impl("_copy_from", copy_from);
+  m.impl("_copy_from_and_resize", copy_from_and_resize);
+  m.impl("_local_scalar_dense", local_scalar_dense);
+  for (int i = 0; i < tpurt_op_name_count(); i++) {
+    std::string name = tpurt_op_name(i);
+    if (name.rfind("tpurt::", 0) == 0) continue;
+    m.impl(name.c_str(), torch::CppFunction::makeFromBoxedFunctor(std::make_unique<NativeKernel>(tpurt_op_lookup(name.c_str()))));
+  }
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&fallback_kernel>()); }
+
+}  // namespace torch_tpu

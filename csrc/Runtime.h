@@ -1,0 +1,31 @@
+// What the C++ glue files share: status -> exception mapping and tensor descriptors.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <c10/core/Device.h>
+
+#include "tpurt.h"
+
+namespace torch_tpu {
+
+constexpr c10::DeviceType kTpu = c10::DeviceType::PrivateUse1;
+
+// Raises the c10 exception that matches a runtime status (no-op for TPURT_OK).
+void check(tpurt_status status);
+
+// tpurt dtype for a c10 scalar type, or -1 when the runtime has no such dtype.
+int to_tpurt_dtype(c10::ScalarType t);
+c10::ScalarType from_tpurt_dtype(int d);
+
+// Descriptor of a tpu tensor's view (borrowed pointers).
+tpurt_tensor describe(const at::Tensor& t);
+
+int32_t current_stream(c10::DeviceIndex device);
+
+// The current stream of the tensor's device, as a c10::Stream-compatible id.
+void synchronize_device(c10::DeviceIndex device);
+
+// Counted CPU fallback entry (Ops.cpp); also used for ops whose native path declines.
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const char* why);
+
+}  // namespace torch_tpu

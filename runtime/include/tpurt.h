@@ -1,0 +1,297 @@
+/* tpurt.h — the public C API of torch_tpu's emulated TPU runtime.
+ *
+ * One header, versioned. Everything a caller (the C++ glue, the C tests) may use is here.
+ * Conventions:
+ *   - Every call that can fail returns tpurt_status; on failure a message describing the
+ *     failure (op, shapes, what was expected) is kept per thread: tpurt_last_error().
+ *   - Device memory is host memory owned by the runtime; pointers to it are plain void*.
+ *   - Unless stated otherwise every function may be called from any thread.
+ *   - Nothing here aborts the process on bad input.
+ */
+#ifndef TPURT_H
+#define TPURT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TPURT_VERSION_MAJOR 0
+#define TPURT_VERSION_MINOR 1
+
+/* ---------------------------------------------------------------- status codes */
+/* X(code, value, python exception the C++ boundary raises) */
+#define TPURT_STATUS_LIST(X)                 \
+  X(TPURT_OK, 0, "none")                     \
+  X(TPURT_ERR_RUNTIME, 1, "RuntimeError")    \
+  X(TPURT_ERR_VALUE, 2, "ValueError")        \
+  X(TPURT_ERR_INDEX, 3, "IndexError")        \
+  X(TPURT_ERR_TYPE, 4, "TypeError")          \
+  X(TPURT_ERR_OOM, 5, "OutOfMemoryError")    \
+  X(TPURT_ERR_UNSUPPORTED, 6, "NotImplementedError")
+
+typedef enum {
+#define TPURT_X(code, value, exc) code = value,
+  TPURT_STATUS_LIST(TPURT_X)
+#undef TPURT_X
+} tpurt_status;
+
+/* Message of the last failure on the calling thread. Never NULL; valid until the next
+ * failing call on this thread. */
+const char* tpurt_last_error(void);
+/* Name of a status code ("TPURT_ERR_OOM"); static storage. */
+const char* tpurt_status_name(tpurt_status s);
+
+/* ---------------------------------------------------------------- dtypes */
+/* X(enum, C storage type, size in bytes, name) — order is ours, not c10's. */
+#define TPURT_DTYPE_LIST(X)                  \
+  X(TPURT_BOOL, uint8_t, 1, "bool")          \
+  X(TPURT_U8, uint8_t, 1, "uint8")           \
+  X(TPURT_I8, int8_t, 1, "int8")             \
+  X(TPURT_I16, int16_t, 2, "int16")          \
+  X(TPURT_I32, int32_t, 4, "int32")          \
+  X(TPURT_I64, int64_t, 8, "int64")          \
+  X(TPURT_F16, uint16_t, 2, "float16")       \
+  X(TPURT_BF16, uint16_t, 2, "bfloat16")     \
+  X(TPURT_F32, float, 4, "float32")          \
+  X(TPURT_F64, double, 8, "float64")
+
+typedef enum {
+#define TPURT_X(e, ctype, size, name) e,
+  TPURT_DTYPE_LIST(TPURT_X)
+#undef TPURT_X
+  TPURT_DTYPE_COUNT
+} tpurt_dtype;
+
+size_t tpurt_dtype_size(tpurt_dtype d);
+/* "float32" etc.; static storage; "?" for an unknown value. */
+const char* tpurt_dtype_name(tpurt_dtype d);
+
+/* ---------------------------------------------------------------- tensors and values */
+#define TPURT_MAX_DIMS 16
+
+/* A strided view of device memory. Borrowed: the runtime never frees `data`.
+ * `data` points at element 0 (storage offset already applied); strides are in elements
+ * and may be 0 (broadcast) or negative. */
+typedef struct tpurt_tensor {
+  void* data;
+  int32_t dtype; /* tpurt_dtype */
+  int32_t ndim;
+  int64_t sizes[TPURT_MAX_DIMS];
+  int64_t strides[TPURT_MAX_DIMS];
+} tpurt_tensor;
+
+typedef enum {
+  TPURT_V_NONE = 0,   /* absent optional argument */
+  TPURT_V_TENSOR,     /* .t */
+  TPURT_V_INT,        /* .i */
+  TPURT_V_FLOAT,      /* .f */
+  TPURT_V_BOOL,       /* .i (0 or 1) */
+  TPURT_V_INTS,       /* .ints[0..n) */
+  TPURT_V_FLOATS,     /* .floats[0..n) */
+  TPURT_V_TENSORS,    /* .tensors[0..n); an element with data == NULL and ndim == -1 is None */
+  TPURT_V_STRING,     /* .s (NUL-terminated) */
+} tpurt_value_kind;
+
+/* One argument of an op, in the order of its ATen schema. Scalars that arrive as 0-dim
+ * CPU tensors are passed as INT/FLOAT/BOOL with `wrapped` = 1 (they then take part in
+ * type promotion like Python numbers). */
+typedef struct tpurt_value {
+  int32_t kind; /* tpurt_value_kind */
+  int32_t n;    /* element count for the list kinds */
+  int32_t wrapped;
+  int32_t scalar_dtype; /* for INT/FLOAT/BOOL that came from a 0-dim tensor: its dtype; else -1 */
+  union {
+    int64_t i;
+    double f;
+    tpurt_tensor t;
+    const int64_t* ints;
+    const double* floats;
+    const tpurt_tensor* tensors;
+    const char* s;
+  };
+} tpurt_value;
+
+/* ---------------------------------------------------------------- matmul precision */
+/* Number of bf16 passes the emulated MXU uses for f32 operands (TorchTPU's names). */
+typedef enum {
+  TPURT_PRECISION_DEFAULT = 1, /* one bf16 pass, f32 accumulation */
+  TPURT_PRECISION_HIGH = 3,    /* bf16_3x */
+  TPURT_PRECISION_HIGHEST = 6, /* about f32 */
+} tpurt_precision;
+
+/* ---------------------------------------------------------------- op calls */
+#define TPURT_MAX_ARGS 24
+#define TPURT_MAX_OUTS 8
+
+/* Everything a kernel needs. Built by the caller; tpurt_op_launch copies it (lists
+ * included), so the caller's storage can go away as soon as launch returns. */
+typedef struct tpurt_op_call {
+  size_t struct_size; /* sizeof(tpurt_op_call) as the caller knows it */
+  int32_t op;         /* id from tpurt_op_lookup */
+  int32_t device;
+  int32_t nargs;
+  int32_t nouts;
+  int32_t precision;  /* tpurt_precision in force when the op was issued */
+  int32_t reserved;
+  uint64_t rng_seed;   /* Philox key and counter base for ops flagged TPURT_OPF_RANDOM */
+  uint64_t rng_offset;
+  tpurt_value args[TPURT_MAX_ARGS];
+  tpurt_tensor outs[TPURT_MAX_OUTS]; /* preallocated with PyTorch's shapes/dtypes/strides */
+} tpurt_op_call;
+
+/* Op flags, from the op table. */
+enum {
+  TPURT_OPF_ALIAS_SAFE = 1 << 0, /* output may be the very same view as an input (elementwise) */
+  TPURT_OPF_RANDOM = 1 << 1,     /* consumes Philox numbers: one counter per output element */
+  TPURT_OPF_OUT_ARGS = 1 << 2,   /* outputs are listed in args as mutable tensors too (foreach_) */
+};
+
+/* Number of ATen overload names the runtime implements natively. */
+int tpurt_op_name_count(void);
+/* i-th ATen overload name ("add.Tensor", "add_.Tensor", ...); static storage. */
+const char* tpurt_op_name(int i);
+/* Op id for an overload name, or -1 when no native kernel exists. */
+int tpurt_op_lookup(const char* aten_overload_name);
+/* Kernel name for an op id ("add"); static storage. */
+const char* tpurt_op_kernel_name(int op);
+int tpurt_op_flags(int op);
+
+/* Run an op on the device's current stream: synchronously in debug mode (the kernel's
+ * status comes back here), else enqueued (a kernel failure is reported by the next
+ * synchronizing call on that stream). Validation the kernel can do without reading
+ * tensor data happens here in both modes. */
+tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* call);
+/* Run an op now, on the calling thread (used by tests and by the stream workers). */
+tpurt_status tpurt_op_run(const tpurt_op_call* call);
+
+/* ---------------------------------------------------------------- chips */
+typedef struct tpurt_chip_info {
+  size_t struct_size;
+  char generation[16];       /* "v6e" */
+  char accelerator_type[32]; /* "v6e-1" */
+  char topology[32];         /* "1x1", "2x4" */
+  int32_t global_index;      /* chip index within the slice */
+  int64_t hbm_bytes;
+  double bf16_tflops;
+  double hbm_GBps;
+  double ici_GBps_bidir;
+  int32_t mxu_dim;
+  int32_t mxu_count;
+  int32_t tensorcores;
+  double usd_per_chip_hour; /* < 0 when not published */
+} tpurt_chip_info;
+
+/* Reads TPU_ACCELERATOR_TYPE / TPU_VISIBLE_CHIPS (default: one v6e chip). Idempotent;
+ * called implicitly by every other entry point. Fails with VALUE for an unknown type. */
+tpurt_status tpurt_init(void);
+int tpurt_device_count(void);
+tpurt_status tpurt_chip_get_info(int device, tpurt_chip_info* out);
+/* Current device of the calling thread (default 0). */
+int tpurt_device_get(void);
+tpurt_status tpurt_device_set(int device);
+
+/* ---------------------------------------------------------------- memory */
+/* Allocate device memory from the caching allocator, ordered on `stream`. Fails with OOM
+ * when the chip's HBM capacity would be exceeded, after flushing the cache once.
+ * The caller owns the block until tpurt_free. nbytes == 0 gives a valid non-NULL block. */
+tpurt_status tpurt_malloc(int device, size_t nbytes, int32_t stream, void** out);
+/* Give a block back to the cache. NULL is ignored. */
+void tpurt_free(void* ptr);
+/* The block may be used by `stream` as well: it is not reused before that stream's
+ * work issued so far completes. */
+void tpurt_record_stream(void* ptr, int32_t stream);
+/* Device of a pointer returned by tpurt_malloc (or inside such a block), -1 if none. */
+int tpurt_pointer_device(const void* ptr);
+/* Release cached blocks of every device back to the host (synchronizes first). */
+void tpurt_empty_cache(void);
+
+typedef struct tpurt_memory_stats {
+  size_t struct_size;
+  int64_t allocated_bytes, allocated_peak;
+  int64_t reserved_bytes, reserved_peak;
+  int64_t requested_bytes;
+  int64_t alloc_count, free_count;   /* client calls */
+  int64_t segment_count;             /* live host segments */
+  int64_t segment_alloc_count, segment_free_count;
+  int64_t cache_flushes, oom_count;
+  int64_t capacity_bytes;
+  int64_t largest_free_block;        /* cached, reusable */
+} tpurt_memory_stats;
+
+tpurt_status tpurt_memory_get_stats(int device, tpurt_memory_stats* out);
+tpurt_status tpurt_memory_reset_peak(int device);
+tpurt_status tpurt_memory_reset_counts(int device);
+
+/* ---------------------------------------------------------------- streams and events */
+/* Streams are small integers per device: 0 is the default stream of every device.
+ * A stream handle encodes (device, index): tpurt_stream_make(device, index). */
+#define TPURT_MAX_STREAMS_PER_DEVICE 32
+int32_t tpurt_stream_make(int device, int index);
+int tpurt_stream_device(int32_t stream);
+int tpurt_stream_index(int32_t stream);
+/* A fresh stream index on device (1..MAX-1, recycled round-robin like CUDA's pool). */
+tpurt_status tpurt_stream_create(int device, int32_t* out);
+/* Current stream of the calling thread for a device (default stream unless set). */
+int32_t tpurt_stream_get_current(int device);
+void tpurt_stream_set_current(int32_t stream);
+/* Wait for all work on the stream; returns the first kernel failure since the last
+ * synchronizing call (and clears it). */
+tpurt_status tpurt_stream_synchronize(int32_t stream);
+/* 1 when all issued work completed. */
+int tpurt_stream_query(int32_t stream);
+tpurt_status tpurt_device_synchronize(int device);
+/* Run fn(arg) on the stream's worker, in order. fn's status is reported like a kernel's. */
+tpurt_status tpurt_stream_enqueue(int32_t stream, tpurt_status (*fn)(void* arg), void* arg,
+                                  void (*release)(void* arg), const char* what);
+
+typedef struct tpurt_event tpurt_event;
+tpurt_status tpurt_event_create(int enable_timing, tpurt_event** out);
+void tpurt_event_destroy(tpurt_event* ev);
+tpurt_status tpurt_event_record(tpurt_event* ev, int32_t stream);
+/* Make `stream` wait until the event's last recording completes. */
+tpurt_status tpurt_event_wait(tpurt_event* ev, int32_t stream);
+/* 1 when the last recording completed (or it was never recorded). */
+int tpurt_event_query(tpurt_event* ev);
+tpurt_status tpurt_event_synchronize(tpurt_event* ev);
+tpurt_status tpurt_event_elapsed_ms(tpurt_event* start, tpurt_event* end, double* out_ms);
+
+/* ---------------------------------------------------------------- copies */
+/* Host -> device and device -> host byte copies, ordered on `stream`. Both return after
+ * the copy is done (host memory may be pageable). dev points into a tpurt_malloc block. */
+tpurt_status tpurt_memcpy_h2d(int32_t stream, void* dev, const void* host, size_t nbytes);
+tpurt_status tpurt_memcpy_d2h(int32_t stream, void* host, const void* dev, size_t nbytes);
+
+/* ---------------------------------------------------------------- modes */
+typedef enum {
+  TPURT_MODE_STRICT = 0, /* asynchronous (default) */
+  TPURT_MODE_DEBUG = 1,  /* synchronous; TPU_LAUNCH_BLOCKING=1 */
+} tpurt_eager_mode;
+void tpurt_set_eager_mode(tpurt_eager_mode m);
+tpurt_eager_mode tpurt_get_eager_mode(void);
+/* Precision stamped on ops issued from now on by the calling thread's process. */
+void tpurt_set_matmul_precision(tpurt_precision p);
+tpurt_precision tpurt_get_matmul_precision(void);
+
+/* ---------------------------------------------------------------- metrics */
+typedef struct tpurt_metrics {
+  size_t struct_size;
+  int64_t ops_executed;
+  int64_t ops_f64; /* ops that ran with float64 tensors: not native on real TPUs */
+  int64_t h2d_count, h2d_bytes;
+  int64_t d2h_count, d2h_bytes;
+  int64_t d2d_count, d2d_bytes;
+  int64_t alloc_count;
+  int64_t kernel_errors;
+} tpurt_metrics;
+void tpurt_metrics_get(tpurt_metrics* out);
+/* Executions of op id so far. */
+int64_t tpurt_metrics_op_count(int op);
+void tpurt_metrics_reset(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TPURT_H */

@@ -1,0 +1,169 @@
+/* Emulated chips: which generation and slice this process sees, from the TPU launch
+ * variables, and the calling thread's current device. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+typedef struct generation {
+  const char* name;
+  const char* aliases;
+  double bf16_tflops;
+  int64_t hbm_bytes;
+  double hbm_GBps, ici_GBps_bidir;
+  int tensorcores, mxu_per_tc, mxu_dim, chips_per_host, suffix_counts_tensorcores;
+  double usd_per_chip_hour;
+  int topology_dims;
+} generation;
+
+static const generation generations[] = {
+#define GEN(n, a, tf, hbm, bw, ici, tc, mxu, dim, cph, sct, usd, td) \
+  {n, a, tf, hbm, bw, ici, tc, mxu, dim, cph, sct, usd, td},
+#include "generations.def"
+#undef GEN
+};
+enum { GENERATION_COUNT = sizeof generations / sizeof generations[0] };
+
+#define MAX_CHIPS 64
+static struct {
+  tpurt_status status;
+  char error[512];
+  const generation* gen;
+  char accelerator_type[32];
+  char topology[32];
+  int slice_chips;
+  int count;
+  int global_index[MAX_CHIPS];
+} cfg;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static _Thread_local int current_device;
+
+static const generation* find_generation(const char* prefix, size_t len) {
+  for (int g = 0; g < GENERATION_COUNT; g++) {
+    const char* a = generations[g].aliases;
+    while (*a) {
+      size_t n = strcspn(a, "|");
+      if (n == len && strncmp(a, prefix, len) == 0) return &generations[g];
+      a += n + (a[n] == '|');
+    }
+  }
+  return NULL;
+}
+
+static void default_topology(const generation* g, int chips, char* out, size_t n) {
+  const char* env = getenv("TPU_TOPOLOGY");
+  if (env && *env) {
+    snprintf(out, n, "%s", env);
+    return;
+  }
+  if (g->topology_dims == 2) {
+    int x = 1, y = 1;
+    while (x * y < chips) (y <= x ? (y *= 2) : (x *= 2));
+    if (x > y) { int t = x; x = y; y = t; }
+    snprintf(out, n, "%dx%d", x, y);
+  } else {
+    int d[3] = {1, 1, 1}, i = 0;
+    while (d[0] * d[1] * d[2] < chips) d[i++ % 3] *= 2;
+    snprintf(out, n, "%dx%dx%d", d[0], d[1], d[2]);
+  }
+}
+
+static void configure(void) {
+  const char* type = getenv("TPU_ACCELERATOR_TYPE");
+  if (!type || !*type) type = "v6e-1";
+  snprintf(cfg.accelerator_type, sizeof cfg.accelerator_type, "%s", type);
+  const char* dash = strrchr(type, '-');
+  size_t len = dash ? (size_t)(dash - type) : strlen(type);
+  cfg.gen = find_generation(type, len);
+  long suffix = dash ? strtol(dash + 1, NULL, 10) : 1;
+  if (!cfg.gen || suffix <= 0) {
+    cfg.status = TPURT_ERR_VALUE;
+    snprintf(cfg.error, sizeof cfg.error,
+             "TPU_ACCELERATOR_TYPE='%s' is not a known slice name; expected <generation>-<count> "
+             "with generation one of v4, v5litepod, v5p, v6e, tpu7x (e.g. v6e-4)",
+             type);
+    return;
+  }
+  int chips = (int)(cfg.gen->suffix_counts_tensorcores ? suffix / cfg.gen->tensorcores : suffix);
+  if (chips < 1) chips = 1;
+  cfg.slice_chips = chips;
+  default_topology(cfg.gen, chips, cfg.topology, sizeof cfg.topology);
+  int host_chips = chips < cfg.gen->chips_per_host ? chips : cfg.gen->chips_per_host;
+  const char* worker = getenv("TPU_WORKER_ID");
+  int first = worker ? atoi(worker) * host_chips : 0;
+  const char* visible = getenv("TPU_VISIBLE_CHIPS");
+  if (visible && *visible) {
+    const char* p = visible;
+    while (*p && cfg.count < MAX_CHIPS) {
+      char* end;
+      long v = strtol(p, &end, 10);
+      if (end == p || v < 0 || v >= host_chips) {
+        cfg.status = TPURT_ERR_VALUE;
+        snprintf(cfg.error, sizeof cfg.error,
+                 "TPU_VISIBLE_CHIPS='%s' names chip indices outside 0..%d of this %s host",
+                 visible, host_chips - 1, cfg.accelerator_type);
+        return;
+      }
+      cfg.global_index[cfg.count++] = first + (int)v;
+      p = end + (*end == ',');
+    }
+  } else {
+    for (int i = 0; i < host_chips && i < MAX_CHIPS; i++) cfg.global_index[cfg.count++] = first + i;
+  }
+  const char* blocking = getenv("TPU_LAUNCH_BLOCKING");
+  if (blocking && *blocking && strcmp(blocking, "0") != 0) tpurt_set_eager_mode(TPURT_MODE_DEBUG);
+  cfg.status = TPURT_OK;
+}
+
+tpurt_status tpurt_init(void) {
+  pthread_once(&init_once, configure);
+  if (cfg.status != TPURT_OK) return tpurt_fail(cfg.status, "%s", cfg.error);
+  return TPURT_OK;
+}
+
+int tpurt_device_count(void) { return tpurt_init() == TPURT_OK ? cfg.count : 0; }
+
+static tpurt_status check_device(int device) {
+  tpurt_status s = tpurt_init();
+  if (s) return s;
+  if (device < 0 || device >= cfg.count)
+    return tpurt_fail(TPURT_ERR_VALUE, "invalid device index tpu:%d: this process sees %d chip(s)",
+                      device, cfg.count);
+  return TPURT_OK;
+}
+
+tpurt_status tpurt_chip_get_info(int device, tpurt_chip_info* out) {
+  tpurt_status s = check_device(device);
+  if (s) return s;
+  tpurt_chip_info i;
+  memset(&i, 0, sizeof i);
+  i.struct_size = sizeof i;
+  snprintf(i.generation, sizeof i.generation, "%s", cfg.gen->name);
+  snprintf(i.accelerator_type, sizeof i.accelerator_type, "%s", cfg.accelerator_type);
+  snprintf(i.topology, sizeof i.topology, "%s", cfg.topology);
+  i.global_index = cfg.global_index[device];
+  i.hbm_bytes = cfg.gen->hbm_bytes;
+  const char* override = getenv("TPU_HBM_BYTES"); /* shrink the emulated HBM for tests */
+  if (override && atoll(override) > 0) i.hbm_bytes = atoll(override);
+  i.bf16_tflops = cfg.gen->bf16_tflops;
+  i.hbm_GBps = cfg.gen->hbm_GBps;
+  i.ici_GBps_bidir = cfg.gen->ici_GBps_bidir;
+  i.mxu_dim = cfg.gen->mxu_dim;
+  i.mxu_count = cfg.gen->mxu_per_tc > 0 ? cfg.gen->mxu_per_tc * cfg.gen->tensorcores : -1;
+  i.tensorcores = cfg.gen->tensorcores;
+  i.usd_per_chip_hour = cfg.gen->usd_per_chip_hour;
+  size_t n = out->struct_size && out->struct_size < sizeof i ? out->struct_size : sizeof i;
+  memcpy(out, &i, n);
+  out->struct_size = n;
+  return TPURT_OK;
+}
+
+int tpurt_device_get(void) { return current_device; }
+
+tpurt_status tpurt_device_set(int device) {
+  tpurt_status s = check_device(device);
+  if (s) return s;
+  current_device = device;
+  return TPURT_OK;
+}

@@ -1,0 +1,335 @@
+/* The elementwise engine: broadcasting, dtype conversion to a compute type, chunked
+ * dense loops. Every elementwise kernel is one chunk function run through here. */
+#include <stdlib.h>
+
+#include "internal.h"
+
+#define CHUNK 1024
+
+tpurt_ctype tpurt_ctype_of(int dt) {
+  if (dt == TPURT_F64) return TPURT_CT_F64;
+  if (tpurt_is_float(dt)) return TPURT_CT_F32;
+  return TPURT_CT_I64;
+}
+
+static inline int64_t f_to_i64(double v) {
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return INT64_MIN;
+  return (int64_t)v;
+}
+
+/* dst[0..n) (compute type ct, dense) <- src (dtype dt, element stride st) */
+static void load(tpurt_ctype ct, void* dst, const char* src, int64_t st, int dt, int64_t n) {
+#define LOAD_LOOP(T, CT, EXPR)                                   \
+  do {                                                           \
+    const T* s = (const T*)src;                                  \
+    CT* d = (CT*)dst;                                            \
+    for (int64_t i = 0; i < n; i++) { T x = s[i * st]; d[i] = (CT)(EXPR); } \
+  } while (0)
+#define LOAD_ALL(CT)                                                        \
+  switch (dt) {                                                             \
+    case TPURT_BOOL: LOAD_LOOP(uint8_t, CT, x != 0); break;                 \
+    case TPURT_U8: LOAD_LOOP(uint8_t, CT, x); break;                        \
+    case TPURT_I8: LOAD_LOOP(int8_t, CT, x); break;                         \
+    case TPURT_I16: LOAD_LOOP(int16_t, CT, x); break;                       \
+    case TPURT_I32: LOAD_LOOP(int32_t, CT, x); break;                       \
+    case TPURT_I64: LOAD_LOOP(int64_t, CT, x); break;                       \
+    case TPURT_F16: LOAD_LOOP(uint16_t, CT, tpurt_f16_to_f32(x)); break;    \
+    case TPURT_BF16: LOAD_LOOP(uint16_t, CT, tpurt_bf16_to_f32(x)); break;  \
+    case TPURT_F32: LOAD_LOOP(float, CT, x); break;                         \
+    case TPURT_F64: LOAD_LOOP(double, CT, x); break;                        \
+  }
+  if (ct == TPURT_CT_F32) { LOAD_ALL(float) }
+  else if (ct == TPURT_CT_F64) { LOAD_ALL(double) }
+  else {
+    switch (dt) {
+      case TPURT_F16: LOAD_LOOP(uint16_t, int64_t, f_to_i64(tpurt_f16_to_f32(x))); break;
+      case TPURT_BF16: LOAD_LOOP(uint16_t, int64_t, f_to_i64(tpurt_bf16_to_f32(x))); break;
+      case TPURT_F32: LOAD_LOOP(float, int64_t, f_to_i64(x)); break;
+      case TPURT_F64: LOAD_LOOP(double, int64_t, f_to_i64(x)); break;
+      default: LOAD_ALL(int64_t)
+    }
+  }
+#undef LOAD_ALL
+}
+
+/* dst (dtype dt, element stride st) <- src[0..n) (compute type ct, dense) */
+static void store(tpurt_ctype ct, char* dst, int64_t st, int dt, const void* src, int64_t n) {
+#define STORE_LOOP(T, CT, EXPR)                                  \
+  do {                                                           \
+    const CT* s = (const CT*)src;                                \
+    T* d = (T*)dst;                                              \
+    for (int64_t i = 0; i < n; i++) { CT x = s[i]; d[i * st] = (T)(EXPR); } \
+  } while (0)
+#define STORE_INTS(CT, CONV)                                             \
+  case TPURT_BOOL: STORE_LOOP(uint8_t, CT, x != 0); break;               \
+  case TPURT_U8: STORE_LOOP(uint8_t, CT, (uint8_t)CONV(x)); break;       \
+  case TPURT_I8: STORE_LOOP(int8_t, CT, (int8_t)CONV(x)); break;         \
+  case TPURT_I16: STORE_LOOP(int16_t, CT, (int16_t)CONV(x)); break;      \
+  case TPURT_I32: STORE_LOOP(int32_t, CT, (int32_t)CONV(x)); break;      \
+  case TPURT_I64: STORE_LOOP(int64_t, CT, CONV(x)); break;
+#define STORE_FLOATS(CT)                                                   \
+  case TPURT_F16: STORE_LOOP(uint16_t, CT, tpurt_f32_to_f16((float)x)); break;   \
+  case TPURT_BF16: STORE_LOOP(uint16_t, CT, tpurt_f32_to_bf16((float)x)); break; \
+  case TPURT_F32: STORE_LOOP(float, CT, x); break;                         \
+  case TPURT_F64: STORE_LOOP(double, CT, x); break;
+#define ID(x) (x)
+  if (ct == TPURT_CT_F32) {
+    switch (dt) { STORE_INTS(float, f_to_i64) STORE_FLOATS(float) }
+  } else if (ct == TPURT_CT_F64) {
+    switch (dt) { STORE_INTS(double, f_to_i64) STORE_FLOATS(double) }
+  } else {
+    switch (dt) { STORE_INTS(int64_t, ID) STORE_FLOATS(int64_t) }
+  }
+#undef ID
+}
+
+static int native_of(tpurt_ctype ct, int dt) {
+  return (ct == TPURT_CT_F32 && dt == TPURT_F32) || (ct == TPURT_CT_F64 && dt == TPURT_F64) ||
+         (ct == TPURT_CT_I64 && dt == TPURT_I64);
+}
+
+tpurt_status tpurt_ew_run2(const tpurt_tensor* out, tpurt_ctype out_ct, int nin, const tpurt_tensor* in,
+                           tpurt_ctype in_ct, tpurt_ew_fn fn, const void* ctx) {
+  if (nin > TPURT_EW_MAX_IN) return tpurt_fail(TPURT_ERR_UNSUPPORTED, "elementwise op with %d inputs", nin);
+  int nd = out->ndim;
+  int64_t size[TPURT_MAX_DIMS];
+  int64_t st[TPURT_EW_MAX_IN + 1][TPURT_MAX_DIMS];
+  for (int d = 0; d < nd; d++) {
+    size[d] = out->sizes[d];
+    st[0][d] = out->strides[d];
+  }
+  for (int k = 0; k < nin; k++) {
+    const tpurt_tensor* t = &in[k];
+    if (t->ndim > nd) return tpurt_fail(TPURT_ERR_VALUE, "input %s has more dims than output %s",
+                                        tpurt_shape_str(t), tpurt_shape_str(out));
+    for (int d = 0; d < nd; d++) {
+      int td = d - (nd - t->ndim);
+      if (td < 0 || t->sizes[td] == 1) st[k + 1][d] = 0;
+      else if (t->sizes[td] == out->sizes[d]) st[k + 1][d] = t->strides[td];
+      else
+        return tpurt_fail(TPURT_ERR_VALUE, "shape %s does not broadcast to %s", tpurt_shape_str(t),
+                          tpurt_shape_str(out));
+    }
+  }
+  int nops = nin + 1;
+  /* Drop size-1 dims and merge dims that are contiguous for every operand. */
+  int m = 0;
+  for (int d = 0; d < nd; d++) {
+    if (size[d] == 0) return TPURT_OK;
+    if (size[d] == 1) continue;
+    if (m > 0) {
+      int ok = 1;
+      for (int k = 0; k < nops; k++) ok &= st[k][m - 1] == st[k][d] * size[d];
+      if (ok) {
+        size[m - 1] *= size[d];
+        for (int k = 0; k < nops; k++) st[k][m - 1] = st[k][d];
+        continue;
+      }
+    }
+    size[m] = size[d];
+    for (int k = 0; k < nops; k++) st[k][m] = st[k][d];
+    m++;
+  }
+  if (m == 0) {
+    size[0] = 1;
+    for (int k = 0; k < nops; k++) st[k][0] = 0;
+    m = 1;
+  }
+  int64_t inner = size[m - 1];
+  int64_t idx[TPURT_MAX_DIMS] = {0};
+  _Alignas(64) char bufs[TPURT_EW_MAX_IN + 1][CHUNK * 8];
+  size_t osz = tpurt_dtype_size((tpurt_dtype)out->dtype);
+  for (;;) {
+    char* obase = (char*)out->data;
+    const char* ibase[TPURT_EW_MAX_IN];
+    int64_t off = 0;
+    for (int d = 0; d < m - 1; d++) off += idx[d] * st[0][d];
+    obase += off * (int64_t)osz;
+    for (int k = 0; k < nin; k++) {
+      int64_t o = 0;
+      for (int d = 0; d < m - 1; d++) o += idx[d] * st[k + 1][d];
+      ibase[k] = (const char*)in[k].data + o * (int64_t)tpurt_dtype_size((tpurt_dtype)in[k].dtype);
+    }
+    for (int64_t j = 0; j < inner; j += CHUNK) {
+      int64_t n = inner - j < CHUNK ? inner - j : CHUNK;
+      const void* ins[TPURT_EW_MAX_IN];
+      for (int k = 0; k < nin; k++) {
+        int64_t s = st[k + 1][m - 1];
+        size_t es = tpurt_dtype_size((tpurt_dtype)in[k].dtype);
+        const char* p = ibase[k] + j * s * (int64_t)es;
+        if (s == 1 && native_of(in_ct, in[k].dtype)) ins[k] = p;
+        else if (s == 0 && j > 0) ins[k] = bufs[k + 1]; /* broadcast chunk already loaded */
+        else {
+          /* a broadcast operand is loaded once per row: the first chunk is the longest */
+          load(in_ct, bufs[k + 1], p, s, in[k].dtype, n);
+          ins[k] = bufs[k + 1];
+        }
+      }
+      int64_t so = st[0][m - 1];
+      char* op = obase + j * so * (int64_t)osz;
+      if (so == 1 && native_of(out_ct, out->dtype)) {
+        fn(n, op, ins, ctx);
+      } else {
+        fn(n, bufs[0], ins, ctx);
+        store(out_ct, op, so, out->dtype, bufs[0], n);
+      }
+    }
+    if (m == 1 || !tpurt_next_index(idx, size, m - 1)) break;
+  }
+  return TPURT_OK;
+}
+
+tpurt_status tpurt_ew_run(const tpurt_tensor* out, int nin, const tpurt_tensor* in, tpurt_ctype ct,
+                          tpurt_ew_fn fn, const void* ctx) {
+  return tpurt_ew_run2(out, ct, nin, in, ct, fn, ctx);
+}
+
+/* ---------------------------------------------------------------- copy */
+static void copy_f32(int64_t n, void* o, const void* const* in, const void* ctx) {
+  (void)ctx;
+  memcpy(o, in[0], (size_t)n * 4);
+}
+static void copy_f64(int64_t n, void* o, const void* const* in, const void* ctx) {
+  (void)ctx;
+  memcpy(o, in[0], (size_t)n * 8);
+}
+
+tpurt_status tpurt_copy_tensor(const tpurt_tensor* dst, const tpurt_tensor* src) {
+  int64_t n = tpurt_numel(dst);
+  size_t es = tpurt_dtype_size((tpurt_dtype)dst->dtype);
+  tpurt_metrics_count_copy(2, n * (int64_t)es);
+  if (dst->dtype == src->dtype && tpurt_is_contiguous(dst) && tpurt_is_contiguous(src) &&
+      tpurt_numel(src) == n) {
+    if (n && dst->data != src->data) memmove(dst->data, src->data, (size_t)n * es);
+    return TPURT_OK;
+  }
+  /* Same-width bit copies go through an integer compute type so bf16/f16 stay bit exact. */
+  if (dst->dtype == src->dtype && (es == 2 || es == 1 || es == 4)) {
+    tpurt_tensor d = *dst, s = *src;
+    int as = es == 1 ? TPURT_U8 : es == 2 ? TPURT_I16 : TPURT_I32;
+    if (dst->dtype != TPURT_BOOL) d.dtype = s.dtype = as;
+    return tpurt_ew_run(&d, 1, &s, TPURT_CT_I64, copy_f64, NULL);
+  }
+  tpurt_ctype ct = tpurt_ctype_of(src->dtype);
+  if (tpurt_is_float(src->dtype) && dst->dtype == TPURT_F64) ct = TPURT_CT_F64;
+  if (ct == TPURT_CT_I64 && tpurt_is_float(dst->dtype) && dst->dtype != TPURT_F64) ct = TPURT_CT_F64;
+  return tpurt_ew_run(dst, 1, src, ct, ct == TPURT_CT_F32 ? copy_f32 : copy_f64, NULL);
+}
+
+/* ---------------------------------------------------------------- scalars */
+tpurt_tensor tpurt_scalar_tensor(const tpurt_value* v, void* storage) {
+  tpurt_tensor t;
+  memset(&t, 0, sizeof t);
+  t.data = storage;
+  if (v->kind == TPURT_V_FLOAT) {
+    t.dtype = TPURT_F64;
+    memcpy(storage, &v->f, 8);
+  } else if (v->kind == TPURT_V_TENSOR) {
+    return v->t;
+  } else {
+    t.dtype = TPURT_I64;
+    memcpy(storage, &v->i, 8);
+  }
+  return t;
+}
+
+double tpurt_value_f(const tpurt_value* v) {
+  if (v->kind == TPURT_V_FLOAT) return v->f;
+  if (v->kind == TPURT_V_INT || v->kind == TPURT_V_BOOL) return (double)v->i;
+  if (v->kind == TPURT_V_TENSOR) return tpurt_load_f64(v->t.data, v->t.dtype);
+  return 0;
+}
+
+int64_t tpurt_value_i(const tpurt_value* v) {
+  if (v->kind == TPURT_V_FLOAT) return f_to_i64(v->f);
+  if (v->kind == TPURT_V_INT || v->kind == TPURT_V_BOOL) return v->i;
+  if (v->kind == TPURT_V_TENSOR) return tpurt_load_i64(v->t.data, v->t.dtype);
+  return 0;
+}
+
+double tpurt_load_f64(const void* p, int dt) {
+  double d = 0;
+  load(TPURT_CT_F64, &d, p, 0, dt, 1);
+  return d;
+}
+int64_t tpurt_load_i64(const void* p, int dt) {
+  int64_t v = 0;
+  load(TPURT_CT_I64, &v, p, 0, dt, 1);
+  return v;
+}
+void tpurt_store_f64(void* p, int dt, double v) { store(TPURT_CT_F64, p, 0, dt, &v, 1); }
+void tpurt_store_i64(void* p, int dt, int64_t v) { store(TPURT_CT_I64, p, 0, dt, &v, 1); }
+
+/* ---------------------------------------------------------------- type promotion */
+int tpurt_promote_types(int a, int b) {
+  if (a < 0) return b;
+  if (b < 0 || a == b) return a;
+  if (a == TPURT_BOOL) return b;
+  if (b == TPURT_BOOL) return a;
+  int fa = tpurt_is_float(a), fb = tpurt_is_float(b);
+  if (fa && !fb) return a;
+  if (fb && !fa) return b;
+  if (fa && fb) {
+    if ((a == TPURT_F16 && b == TPURT_BF16) || (a == TPURT_BF16 && b == TPURT_F16)) return TPURT_F32;
+    return tpurt_dtype_size((tpurt_dtype)a) >= tpurt_dtype_size((tpurt_dtype)b) ? a : b;
+  }
+  /* integers: uint8 with a signed type needs the next wider signed type */
+  if (a == TPURT_U8 || b == TPURT_U8) {
+    int other = a == TPURT_U8 ? b : a;
+    return other == TPURT_I8 ? TPURT_I16 : other;
+  }
+  return tpurt_dtype_size((tpurt_dtype)a) >= tpurt_dtype_size((tpurt_dtype)b) ? a : b;
+}
+
+void tpurt_promo_init(tpurt_promo* p) { p->dim_result = p->zero_result = p->wrapped_result = -1; }
+
+void tpurt_promo_add_tensor(tpurt_promo* p, const tpurt_tensor* t) {
+  if (t->ndim > 0) p->dim_result = tpurt_promote_types(p->dim_result, t->dtype);
+  else p->zero_result = tpurt_promote_types(p->zero_result, t->dtype);
+}
+
+void tpurt_promo_add_value(tpurt_promo* p, const tpurt_value* v) {
+  if (v->kind == TPURT_V_TENSOR) {
+    tpurt_promo_add_tensor(p, &v->t);
+    return;
+  }
+  int dt;
+  if (v->kind == TPURT_V_FLOAT) dt = TPURT_F32; /* Python floats take the default dtype */
+  else if (v->kind == TPURT_V_INT) dt = TPURT_I64;
+  else if (v->kind == TPURT_V_BOOL) dt = TPURT_BOOL;
+  else return;
+  if (v->scalar_dtype >= 0 && !v->wrapped) {
+    p->zero_result = tpurt_promote_types(p->zero_result, v->scalar_dtype);
+    return;
+  }
+  if (v->scalar_dtype >= 0 && tpurt_is_float(v->scalar_dtype)) dt = TPURT_F32;
+  p->wrapped_result = tpurt_promote_types(p->wrapped_result, dt);
+}
+
+static int combine(int higher, int lower) {
+  if (higher >= 0 && tpurt_is_float(higher)) return higher;
+  if (higher == TPURT_BOOL || (lower >= 0 && tpurt_is_float(lower)))
+    return tpurt_promote_types(higher, lower);
+  return higher >= 0 ? higher : lower;
+}
+
+int tpurt_promo_result(const tpurt_promo* p) {
+  return combine(p->dim_result, combine(p->zero_result, p->wrapped_result));
+}
+
+/* ---------------------------------------------------------------- Philox 4x32-10 */
+void tpurt_philox(uint64_t seed, uint64_t counter, uint32_t out[4]) {
+  uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32), c2 = 0, c3 = 0;
+  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+  for (int r = 0; r < 10; r++) {
+    uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+    uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+    c1 = (uint32_t)p1;
+    c3 = (uint32_t)p0;
+    c0 = n0;
+    c2 = n2;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}

@@ -1,0 +1,140 @@
+/* Shared internals of the runtime: error helpers, the op table, dtype conversion and the
+ * elementwise engine every kernel family builds on. Not part of the public API. */
+#ifndef TPURT_INTERNAL_H
+#define TPURT_INTERNAL_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "tpurt.h"
+
+/* ---------------------------------------------------------------- errors */
+/* Set the thread's error message and return `code` (printf-style). */
+tpurt_status tpurt_fail(tpurt_status code, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* "[2, 3]" for a tensor's sizes, in a rotating thread-local buffer (valid for a few calls). */
+const char* tpurt_shape_str(const tpurt_tensor* t);
+
+/* ---------------------------------------------------------------- op table */
+typedef tpurt_status (*tpurt_kernel_fn)(const tpurt_op_call* call);
+
+/* ---------------------------------------------------------------- half types */
+static inline float tpurt_bf16_to_f32(uint16_t v) {
+  uint32_t u = (uint32_t)v << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+/* Round to nearest even; NaN stays NaN (quiet), overflow becomes inf. */
+static inline uint16_t tpurt_f32_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+static inline float tpurt_round_bf16(float f) { return tpurt_bf16_to_f32(tpurt_f32_to_bf16(f)); }
+static inline float tpurt_f16_to_f32(uint16_t v) {
+  _Float16 h;
+  memcpy(&h, &v, 2);
+  return (float)h;
+}
+static inline uint16_t tpurt_f32_to_f16(float f) {
+  _Float16 h = (_Float16)f;
+  uint16_t v;
+  memcpy(&v, &h, 2);
+  return v;
+}
+
+/* ---------------------------------------------------------------- tensors */
+int64_t tpurt_numel(const tpurt_tensor* t);
+int tpurt_is_contiguous(const tpurt_tensor* t);
+static inline int tpurt_is_float(int dt) {
+  return dt == TPURT_F16 || dt == TPURT_BF16 || dt == TPURT_F32 || dt == TPURT_F64;
+}
+/* Type promotion as torch.result_type: the category of tensors with dim > 0 wins over
+ * 0-dim tensors, which win over Python scalars (wrapped numbers). */
+typedef struct tpurt_promo {
+  int dim_result, zero_result, wrapped_result; /* -1 when none seen */
+} tpurt_promo;
+void tpurt_promo_init(tpurt_promo* p);
+void tpurt_promo_add_tensor(tpurt_promo* p, const tpurt_tensor* t);
+void tpurt_promo_add_value(tpurt_promo* p, const tpurt_value* v);
+int tpurt_promo_result(const tpurt_promo* p);
+int tpurt_promote_types(int a, int b);
+
+/* ---------------------------------------------------------------- elementwise engine */
+/* Compute types: every operand is converted to one of these in chunks, the op's chunk
+ * function runs on dense arrays, and the result is converted to the output's dtype. */
+typedef enum { TPURT_CT_F32 = 0, TPURT_CT_F64 = 1, TPURT_CT_I64 = 2 } tpurt_ctype;
+/* Compute type for an input dtype: f16/bf16/f32 -> f32, f64 -> f64, ints/bool -> i64. */
+tpurt_ctype tpurt_ctype_of(int dtype);
+
+#define TPURT_EW_MAX_IN 4
+/* Chunk function: out[0..n) = f(in[k][0..n)) in compute type ct; ctx is the op's. */
+typedef void (*tpurt_ew_fn)(int64_t n, void* out, const void* const* in, const void* ctx);
+
+/* Run an elementwise op over `out`; inputs broadcast to out's shape. Each input is read
+ * as compute type `ct`; the chunk function's result (also `ct`) is stored to out. */
+tpurt_status tpurt_ew_run(const tpurt_tensor* out, int nin, const tpurt_tensor* in,
+                          tpurt_ctype ct, tpurt_ew_fn fn, const void* ctx);
+/* Like tpurt_ew_run with a different compute type for the result (e.g. isnan: f32 in,
+ * i64 out). */
+tpurt_status tpurt_ew_run2(const tpurt_tensor* out, tpurt_ctype out_ct, int nin,
+                           const tpurt_tensor* in, tpurt_ctype in_ct, tpurt_ew_fn fn,
+                           const void* ctx);
+/* A 0-dim tensor view of a scalar value, backed by `storage` (8 bytes). */
+tpurt_tensor tpurt_scalar_tensor(const tpurt_value* v, void* storage);
+/* Scalar value as double / int64. */
+double tpurt_value_f(const tpurt_value* v);
+int64_t tpurt_value_i(const tpurt_value* v);
+
+/* Read/write one element as double (slow path helpers for small kernels). */
+double tpurt_load_f64(const void* p, int dtype);
+int64_t tpurt_load_i64(const void* p, int dtype);
+void tpurt_store_f64(void* p, int dtype, double v);
+void tpurt_store_i64(void* p, int dtype, int64_t v);
+/* Pointer to element at multi-index idx[0..ndim). */
+static inline char* tpurt_elem_ptr(const tpurt_tensor* t, const int64_t* idx) {
+  int64_t off = 0;
+  for (int d = 0; d < t->ndim; d++) off += idx[d] * t->strides[d];
+  return (char*)t->data + off * (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype);
+}
+/* Advance a multi-index over sizes (last dim fastest); returns 0 when done. */
+static inline int tpurt_next_index(int64_t* idx, const int64_t* sizes, int ndim) {
+  for (int d = ndim - 1; d >= 0; d--) {
+    if (++idx[d] < sizes[d]) return 1;
+    idx[d] = 0;
+  }
+  return 0;
+}
+
+/* Strided copy with dtype conversion between two tensors of the same shape. */
+tpurt_status tpurt_copy_tensor(const tpurt_tensor* dst, const tpurt_tensor* src);
+
+/* ---------------------------------------------------------------- Philox 4x32-10 */
+void tpurt_philox(uint64_t seed, uint64_t counter, uint32_t out[4]);
+static inline float tpurt_u32_to_unit_f32(uint32_t x) { /* [0, 1) */
+  return (float)(x >> 8) * (1.0f / 16777216.0f);
+}
+static inline double tpurt_u64_to_unit_f64(uint32_t hi, uint32_t lo) {
+  uint64_t x = ((uint64_t)hi << 32 | lo) >> 11;
+  return (double)x * (1.0 / 9007199254740992.0);
+}
+
+/* ---------------------------------------------------------------- runtime internals */
+void tpurt_metrics_count_op(int op, int f64);
+void tpurt_metrics_count_copy(int kind /* 0 h2d, 1 d2h, 2 d2d */, int64_t bytes);
+void tpurt_metrics_count_alloc(void);
+void tpurt_metrics_count_kernel_error(void);
+int tpurt_op_count(void); /* number of op ids */
+/* Stream internals used by the allocator. */
+uint64_t tpurt_stream_issued_seq(int32_t stream);
+uint64_t tpurt_stream_completed_seq(int32_t stream);
+int tpurt_stream_valid(int32_t stream);
+/* Allocator hooks used by the stream module (scratch memory for kernels is not used). */
+void tpurt_allocator_flush_device(int device);
+
+#endif /* TPURT_INTERNAL_H */

@@ -1,0 +1,65 @@
+/* copy, fill, add: the kernels every other path relies on. add is also the worked example
+ * of a binary elementwise kernel: promote, pick the compute type, run one chunk function. */
+#include "../internal.h"
+
+tpurt_status tpurt_kernel_copy(const tpurt_op_call* c) {
+  /* tpurt::copy(Tensor src) -> out[0] */
+  return tpurt_copy_tensor(&c->outs[0], &c->args[0].t);
+}
+
+tpurt_status tpurt_kernel_fill(const tpurt_op_call* c) {
+  /* fill_.Scalar(Tensor self, Scalar value) / fill_.Tensor(self, Tensor value) / zero_(self) */
+  const tpurt_tensor* out = &c->outs[0];
+  if (c->nargs < 2) {
+    tpurt_value zero = {.kind = TPURT_V_INT, .scalar_dtype = -1, .i = 0};
+    char st[8];
+    tpurt_tensor z = tpurt_scalar_tensor(&zero, st);
+    return tpurt_copy_tensor(out, &z);
+  }
+  const tpurt_value* v = &c->args[1];
+  if (v->kind == TPURT_V_TENSOR && v->t.ndim != 0)
+    return tpurt_fail(TPURT_ERR_RUNTIME,
+                      "fill_ only supports 0-dimension value tensor but got tensor with %d dimensions.",
+                      v->t.ndim);
+  char st[8];
+  tpurt_tensor s = tpurt_scalar_tensor(v, st);
+  return tpurt_copy_tensor(out, &s);
+}
+
+typedef struct { double alpha_f; int64_t alpha_i; } add_ctx;
+
+#define ADD_FN(NAME, T, ALPHA)                                                     \
+  static void NAME(int64_t n, void* o, const void* const* in, const void* ctx) {   \
+    const add_ctx* a = ctx;                                                        \
+    const T *x = in[0], *y = in[1];                                                \
+    T* r = o;                                                                      \
+    T al = (T)a->ALPHA;                                                            \
+    if (al == (T)1)                                                                \
+      for (int64_t i = 0; i < n; i++) r[i] = x[i] + y[i];                          \
+    else                                                                           \
+      for (int64_t i = 0; i < n; i++) r[i] = x[i] + al * y[i];                     \
+  }
+ADD_FN(add_f32, float, alpha_f)
+ADD_FN(add_f64, double, alpha_f)
+ADD_FN(add_i64, int64_t, alpha_i)
+
+tpurt_status tpurt_kernel_add(const tpurt_op_call* c) {
+  /* add(Tensor self, Tensor|Scalar other, *, Scalar alpha=1) */
+  tpurt_promo p;
+  tpurt_promo_init(&p);
+  tpurt_promo_add_value(&p, &c->args[0]);
+  tpurt_promo_add_value(&p, &c->args[1]);
+  int common = tpurt_promo_result(&p);
+  tpurt_ctype ct = tpurt_ctype_of(common);
+  if (common == TPURT_BOOL) ct = TPURT_CT_I64;
+  char s0[8], s1[8];
+  tpurt_tensor in[2] = {tpurt_scalar_tensor(&c->args[0], s0), tpurt_scalar_tensor(&c->args[1], s1)};
+  add_ctx ctx = {1.0, 1};
+  if (c->nargs > 2 && c->args[2].kind != TPURT_V_NONE) {
+    ctx.alpha_f = tpurt_value_f(&c->args[2]);
+    ctx.alpha_i = tpurt_value_i(&c->args[2]);
+  }
+  tpurt_ew_fn fn = ct == TPURT_CT_F32 ? add_f32 : ct == TPURT_CT_F64 ? add_f64 : add_i64;
+  tpurt_status s = tpurt_ew_run(&c->outs[0], 2, in, ct, fn, &ctx);
+  return s;
+}

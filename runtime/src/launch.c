@@ -1,0 +1,279 @@
+/* The op table and the launch path: look an ATen overload up, then run its kernel now
+ * (debug mode) or on the stream's worker (strict mode). Also the host<->device copies,
+ * the eager mode and matmul precision switches, and the metrics counters. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+#define OP(kernel, flags, names) tpurt_status tpurt_kernel_##kernel(const tpurt_op_call* call);
+#include "ops.def"
+#undef OP
+
+typedef struct op_entry {
+  const char* kernel;
+  tpurt_kernel_fn fn;
+  int flags;
+  const char* names; /* space separated ATen overload names */
+} op_entry;
+
+static const op_entry ops[] = {
+#define OP(kernel, flags, names) {#kernel, tpurt_kernel_##kernel, flags, names},
+#include "ops.def"
+#undef OP
+};
+enum { OP_COUNT = sizeof ops / sizeof ops[0] };
+
+#define MAX_NAMES 2048
+static struct {
+  char* names[MAX_NAMES];
+  int op_of[MAX_NAMES];
+  int count;
+} name_table;
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void build_names(void) {
+  for (int op = 0; op < OP_COUNT; op++) {
+    const char* p = ops[op].names;
+    while (*p) {
+      while (*p == ' ') p++;
+      size_t n = strcspn(p, " ");
+      if (n && name_table.count < MAX_NAMES) {
+        char* s = malloc(n + 1);
+        memcpy(s, p, n);
+        s[n] = 0;
+        name_table.op_of[name_table.count] = op;
+        name_table.names[name_table.count++] = s;
+      }
+      p += n;
+    }
+  }
+}
+
+int tpurt_op_count(void) { return OP_COUNT; }
+
+int tpurt_op_name_count(void) {
+  pthread_once(&names_once, build_names);
+  return name_table.count;
+}
+
+const char* tpurt_op_name(int i) {
+  pthread_once(&names_once, build_names);
+  return i >= 0 && i < name_table.count ? name_table.names[i] : NULL;
+}
+
+int tpurt_op_lookup(const char* name) {
+  pthread_once(&names_once, build_names);
+  for (int i = 0; i < name_table.count; i++)
+    if (strcmp(name_table.names[i], name) == 0) return name_table.op_of[i];
+  return -1;
+}
+
+const char* tpurt_op_kernel_name(int op) { return op >= 0 && op < OP_COUNT ? ops[op].kernel : "?"; }
+int tpurt_op_flags(int op) { return op >= 0 && op < OP_COUNT ? ops[op].flags : 0; }
+
+/* ---------------------------------------------------------------- modes */
+static int eager_mode = TPURT_MODE_STRICT;
+static int matmul_precision = TPURT_PRECISION_DEFAULT;
+
+void tpurt_set_eager_mode(tpurt_eager_mode m) { __atomic_store_n(&eager_mode, (int)m, __ATOMIC_RELAXED); }
+tpurt_eager_mode tpurt_get_eager_mode(void) {
+  tpurt_init();
+  return (tpurt_eager_mode)__atomic_load_n(&eager_mode, __ATOMIC_RELAXED);
+}
+void tpurt_set_matmul_precision(tpurt_precision p) { __atomic_store_n(&matmul_precision, (int)p, __ATOMIC_RELAXED); }
+tpurt_precision tpurt_get_matmul_precision(void) {
+  return (tpurt_precision)__atomic_load_n(&matmul_precision, __ATOMIC_RELAXED);
+}
+
+/* ---------------------------------------------------------------- metrics */
+static struct {
+  tpurt_metrics m;
+  int64_t per_op[OP_COUNT];
+} metrics;
+
+static void add(int64_t* c, int64_t v) { __atomic_fetch_add(c, v, __ATOMIC_RELAXED); }
+
+void tpurt_metrics_count_op(int op, int f64) {
+  add(&metrics.m.ops_executed, 1);
+  if (f64) add(&metrics.m.ops_f64, 1);
+  if (op >= 0 && op < OP_COUNT) add(&metrics.per_op[op], 1);
+}
+void tpurt_metrics_count_copy(int kind, int64_t bytes) {
+  int64_t* c[3][2] = {{&metrics.m.h2d_count, &metrics.m.h2d_bytes},
+                      {&metrics.m.d2h_count, &metrics.m.d2h_bytes},
+                      {&metrics.m.d2d_count, &metrics.m.d2d_bytes}};
+  add(c[kind][0], 1);
+  add(c[kind][1], bytes);
+}
+void tpurt_metrics_count_alloc(void) { add(&metrics.m.alloc_count, 1); }
+void tpurt_metrics_count_kernel_error(void) { add(&metrics.m.kernel_errors, 1); }
+
+void tpurt_metrics_get(tpurt_metrics* out) {
+  tpurt_metrics m;
+  for (size_t i = 0; i < sizeof m / sizeof(int64_t); i++)
+    ((int64_t*)&m)[i] = __atomic_load_n(&((int64_t*)&metrics.m)[i], __ATOMIC_RELAXED);
+  m.struct_size = sizeof m;
+  size_t n = out->struct_size && out->struct_size < sizeof m ? out->struct_size : sizeof m;
+  memcpy(out, &m, n);
+  out->struct_size = n;
+}
+int64_t tpurt_metrics_op_count(int op) {
+  return op >= 0 && op < OP_COUNT ? __atomic_load_n(&metrics.per_op[op], __ATOMIC_RELAXED) : 0;
+}
+void tpurt_metrics_reset(void) { memset(&metrics, 0, sizeof metrics); }
+
+/* ---------------------------------------------------------------- running an op */
+static void extent(const tpurt_tensor* t, uintptr_t* lo, uintptr_t* hi) {
+  intptr_t a = 0, b = 0;
+  for (int d = 0; d < t->ndim; d++) {
+    if (t->sizes[d] == 0) { *lo = 1; *hi = 0; return; }
+    intptr_t span = (intptr_t)(t->sizes[d] - 1) * t->strides[d];
+    if (span < 0) a += span; else b += span;
+  }
+  size_t es = tpurt_dtype_size((tpurt_dtype)t->dtype);
+  *lo = (uintptr_t)t->data + a * (intptr_t)es;
+  *hi = (uintptr_t)t->data + b * (intptr_t)es + es;
+}
+
+static int same_view(const tpurt_tensor* a, const tpurt_tensor* b) {
+  if (a->data != b->data || a->ndim != b->ndim || a->dtype != b->dtype) return 0;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->sizes[d] != b->sizes[d] || (a->sizes[d] > 1 && a->strides[d] != b->strides[d])) return 0;
+  return 1;
+}
+
+static int overlaps(const tpurt_tensor* out, const tpurt_tensor* in, int alias_safe) {
+  if (!in->data || !out->data) return 0;
+  uintptr_t a0, a1, b0, b1;
+  extent(out, &a0, &a1);
+  extent(in, &b0, &b1);
+  if (a0 >= a1 || b0 >= b1 || a1 <= b0 || b1 <= a0) return 0;
+  return !(alias_safe && same_view(out, in));
+}
+
+static int needs_private_outputs(const tpurt_op_call* c) {
+  int safe = ops[c->op].flags & TPURT_OPF_ALIAS_SAFE;
+  if (ops[c->op].flags & TPURT_OPF_OUT_ARGS) return 0;
+  for (int o = 0; o < c->nouts; o++)
+    for (int a = 0; a < c->nargs; a++) {
+      const tpurt_value* v = &c->args[a];
+      if (v->kind == TPURT_V_TENSOR && overlaps(&c->outs[o], &v->t, safe)) return 1;
+      if (v->kind == TPURT_V_TENSORS)
+        for (int k = 0; k < v->n; k++)
+          if (overlaps(&c->outs[o], &v->tensors[k], safe)) return 1;
+    }
+  return 0;
+}
+
+static int uses_f64(const tpurt_op_call* c) {
+  for (int o = 0; o < c->nouts; o++)
+    if (c->outs[o].dtype == TPURT_F64) return 1;
+  for (int a = 0; a < c->nargs; a++) {
+    const tpurt_value* v = &c->args[a];
+    if (v->kind == TPURT_V_TENSOR && v->t.dtype == TPURT_F64) return 1;
+    if (v->kind == TPURT_V_TENSORS)
+      for (int k = 0; k < v->n; k++)
+        if (v->tensors[k].dtype == TPURT_F64) return 1;
+  }
+  return 0;
+}
+
+tpurt_status tpurt_op_run(const tpurt_op_call* c) {
+  if (c->op < 0 || c->op >= OP_COUNT) return tpurt_fail(TPURT_ERR_VALUE, "unknown op id %d", c->op);
+  tpurt_metrics_count_op(c->op, uses_f64(c));
+  if (!needs_private_outputs(c)) return ops[c->op].fn(c);
+  /* An output shares memory with an input: compute into private buffers, then copy. */
+  tpurt_op_call* tmp = malloc(sizeof *tmp);
+  memcpy(tmp, c, sizeof *tmp);
+  void* bufs[TPURT_MAX_OUTS] = {0};
+  tpurt_status s = TPURT_OK;
+  for (int o = 0; o < c->nouts && !s; o++) {
+    tpurt_tensor* t = &tmp->outs[o];
+    int64_t n = tpurt_numel(t);
+    bufs[o] = malloc((size_t)(n ? n : 1) * tpurt_dtype_size((tpurt_dtype)t->dtype));
+    if (!bufs[o]) s = tpurt_fail(TPURT_ERR_OOM, "host out of memory for a temporary output");
+    t->data = bufs[o];
+    int64_t st = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+      t->strides[d] = st;
+      st *= t->sizes[d];
+    }
+  }
+  if (!s) s = ops[c->op].fn(tmp);
+  for (int o = 0; o < c->nouts && !s; o++) s = tpurt_copy_tensor(&c->outs[o], &tmp->outs[o]);
+  for (int o = 0; o < c->nouts; o++) free(bufs[o]);
+  free(tmp);
+  return s;
+}
+
+/* A private copy of a call: lists are moved into storage after the struct. */
+static tpurt_op_call* clone_call(const tpurt_op_call* c) {
+  size_t extra = 0;
+  for (int a = 0; a < c->nargs; a++) {
+    const tpurt_value* v = &c->args[a];
+    if (v->kind == TPURT_V_INTS) extra += sizeof(int64_t) * (size_t)v->n;
+    if (v->kind == TPURT_V_FLOATS) extra += sizeof(double) * (size_t)v->n;
+    if (v->kind == TPURT_V_TENSORS) extra += sizeof(tpurt_tensor) * (size_t)v->n;
+    if (v->kind == TPURT_V_STRING) extra += (strlen(v->s) + 8) & ~(size_t)7;
+  }
+  tpurt_op_call* copy = malloc(sizeof *copy + extra);
+  if (!copy) return NULL;
+  memcpy(copy, c, sizeof *copy);
+  char* p = (char*)(copy + 1);
+  for (int a = 0; a < c->nargs; a++) {
+    tpurt_value* v = &copy->args[a];
+    size_t n = 0;
+    if (v->kind == TPURT_V_INTS) n = sizeof(int64_t) * (size_t)v->n;
+    else if (v->kind == TPURT_V_FLOATS) n = sizeof(double) * (size_t)v->n;
+    else if (v->kind == TPURT_V_TENSORS) n = sizeof(tpurt_tensor) * (size_t)v->n;
+    else if (v->kind == TPURT_V_STRING) n = (strlen(v->s) + 8) & ~(size_t)7;
+    else continue;
+    if (n) memcpy(p, v->ints, v->kind == TPURT_V_STRING ? strlen(v->s) + 1 : n);
+    v->ints = (const int64_t*)p;
+    p += n;
+  }
+  return copy;
+}
+
+static tpurt_status run_cloned(void* p) { return tpurt_op_run(p); }
+
+tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* c) {
+  tpurt_status s = tpurt_init();
+  if (s) return s;
+  if (c->op < 0 || c->op >= OP_COUNT) return tpurt_fail(TPURT_ERR_VALUE, "unknown op id %d", c->op);
+  if (c->nargs > TPURT_MAX_ARGS || c->nouts > TPURT_MAX_OUTS)
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "op %s: too many arguments", ops[c->op].kernel);
+  if (tpurt_get_eager_mode() == TPURT_MODE_DEBUG) {
+    s = tpurt_stream_synchronize(stream);
+    if (s) return s;
+    return tpurt_op_run(c);
+  }
+  tpurt_op_call* copy = clone_call(c);
+  if (!copy) return tpurt_fail(TPURT_ERR_OOM, "host out of memory queueing op %s", ops[c->op].kernel);
+  return tpurt_stream_enqueue(stream, run_cloned, copy, free, ops[c->op].kernel);
+}
+
+/* ---------------------------------------------------------------- host <-> device copies */
+tpurt_status tpurt_stream_run_blocking(int32_t s, tpurt_status (*fn)(void*), void* arg, const char* what);
+
+typedef struct { void* dst; const void* src; size_t n; } copy_arg;
+
+static tpurt_status copy_cmd(void* p) {
+  copy_arg* a = p;
+  if (a->n) memcpy(a->dst, a->src, a->n);
+  return TPURT_OK;
+}
+
+tpurt_status tpurt_memcpy_h2d(int32_t stream, void* dev, const void* host, size_t nbytes) {
+  copy_arg a = {dev, host, nbytes};
+  tpurt_metrics_count_copy(0, (int64_t)nbytes);
+  return tpurt_stream_run_blocking(stream, copy_cmd, &a, "host-to-device copy");
+}
+
+tpurt_status tpurt_memcpy_d2h(int32_t stream, void* host, const void* dev, size_t nbytes) {
+  copy_arg a = {host, dev, nbytes};
+  tpurt_metrics_count_copy(1, (int64_t)nbytes);
+  return tpurt_stream_run_blocking(stream, copy_cmd, &a, "device-to-host copy");
+}

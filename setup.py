@@ -1,0 +1,46 @@
+"""Builds the C runtime (runtime/, plain make) and the thin C++ extension torch_tpu._C.
+
+Build without isolation so the extension compiles against the installed torch:
+    pip install --no-build-isolation -e .
+"""
+import os
+import shutil
+import subprocess
+
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+CCACHE_DIR = "/usr/lib/ccache"  # Debian's compiler symlinks through ccache
+
+
+class BuildRuntimeThenExtension(BuildExtension):
+    def run(self):
+        lib_dir = os.path.join(ROOT, "torch_tpu", "lib")
+        subprocess.check_call(["make", "-C", os.path.join(ROOT, "runtime"), f"-j{os.cpu_count() or 2}",
+                               f"OUT={lib_dir}"])
+        if not self.inplace:  # a regular (non-editable) build: ship the runtime in the wheel
+            dest = os.path.join(self.build_lib, "torch_tpu", "lib")
+            os.makedirs(dest, exist_ok=True)
+            shutil.copy2(os.path.join(lib_dir, "libtpurt.so"), dest)
+        super().run()
+
+
+if os.path.isdir(CCACHE_DIR) and CCACHE_DIR not in os.environ.get("PATH", ""):
+    os.environ["PATH"] = CCACHE_DIR + os.pathsep + os.environ.get("PATH", "")
+
+setup(
+    ext_modules=[
+        CppExtension(
+            "torch_tpu._C",
+            sorted(os.path.join("csrc", f) for f in os.listdir(os.path.join(ROOT, "csrc")) if f.endswith(".cpp")),
+            include_dirs=[os.path.join(ROOT, "runtime", "include")],
+            library_dirs=[os.path.join(ROOT, "torch_tpu", "lib")],
+            libraries=["tpurt"],
+            extra_compile_args=["-std=c++20", "-O2", "-Wno-unused-parameter"],
+            extra_link_args=["-Wl,-rpath,$ORIGIN/lib"],
+        )
+    ],
+    cmdclass={"build_ext": BuildRuntimeThenExtension.with_options(use_ninja=True)},
+    package_data={"torch_tpu": ["lib/libtpurt.so"]},
+)

@@ -1,0 +1,75 @@
+"""Makes PrivateUse1 the ``tpu`` device and installs torch_tpu's objects over the stubs that
+PyTorch >= 2.12 registers lazily for the name "tpu" (ARCHITECTURE.md, known traps)."""
+import importlib.abc
+import importlib.util
+import sys
+
+import torch
+
+from . import tpu as _tpu_module
+
+_done = False
+
+
+def register():
+    global _done
+    if _done:
+        return
+    _done = True
+    if torch._C._get_privateuse1_backend_name() != "tpu":
+        torch.utils.rename_privateuse1_backend("tpu")
+    torch._register_device_module("tpu", _tpu_module)
+    torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
+    _C_init()
+    _after_import("torch._dynamo.device_interface", _install_dynamo_interface)
+
+
+def _C_init():
+    from . import _C
+
+    _C._init()
+
+
+def _install_dynamo_interface(mod):
+    # Dynamo registers its own stub TpuInterface the first time any interface is looked up;
+    # run that first, then put ours in its place.
+    mod.init_device_reg()
+    from ._dynamo_interface import TpuInterface
+
+    mod.register_interface_for_device("tpu", TpuInterface)
+    for i in range(torch.tpu.device_count()):
+        mod.register_interface_for_device(f"tpu:{i}", TpuInterface)
+
+
+class _PostImportFinder(importlib.abc.MetaPathFinder):
+    """Runs a callback right after a module finishes importing (without importing it)."""
+
+    def __init__(self, name, callback):
+        self.name, self.callback = name, callback
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        loader, callback = spec.loader, self.callback
+
+        class _Loader(importlib.abc.Loader):
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                loader.exec_module(module)
+                callback(module)
+
+        spec.loader = _Loader()
+        return spec
+
+
+def _after_import(name, callback):
+    if name in sys.modules:
+        callback(sys.modules[name])
+    else:
+        sys.meta_path.insert(0, _PostImportFinder(name, callback))

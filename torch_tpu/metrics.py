@@ -1,0 +1,47 @@
+"""``torch.tpu.metrics``: what the emulated chip did — ops executed (per kernel), ops that
+fell back to the CPU and why, host<->device transfers, allocations, float64 use."""
+from . import _C
+
+
+def counters() -> dict:
+    """All counters as a dict (kernels and fallbacks as nested dicts)."""
+    return _C._metrics()
+
+
+def fallback_ops() -> dict:
+    """{aten op: (count, reason)} for every op that ran on the CPU instead of the chip."""
+    return {k: tuple(v) for k, v in _C._metrics()["fallbacks"].items()}
+
+
+def executed_ops() -> dict:
+    """{kernel name: executions}."""
+    return dict(_C._metrics()["kernels"])
+
+
+def reset() -> None:
+    _C._metrics_reset()
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):,.1f} MiB"
+
+
+def short_report() -> str:
+    m = _C._metrics()
+    lines = [
+        f"ops executed: {m['ops_executed']:,} native, {sum(c for c, _ in m['fallbacks'].values()):,} CPU fallback",
+        f"transfers: host->tpu {m['h2d_count']:,} ({_mib(m['h2d_bytes'])}), tpu->host {m['d2h_count']:,} "
+        f"({_mib(m['d2h_bytes'])}), on-device copies {m['d2d_count']:,} ({_mib(m['d2d_bytes'])})",
+        f"allocations: {m['alloc_count']:,}",
+    ]
+    if m["ops_f64"]:
+        lines.append(f"float64 ops: {m['ops_f64']:,} (not native on real TPUs: XLA rewrites or rejects f64)")
+    if m["kernel_errors"]:
+        lines.append(f"kernel errors: {m['kernel_errors']:,}")
+    if m["fallbacks"]:
+        lines.append("fell back to CPU:")
+        for name, (count, why) in sorted(m["fallbacks"].items(), key=lambda kv: -kv[1][0]):
+            lines.append(f"  {name}: {count:,} ({why})")
+    else:
+        lines.append("fell back to CPU: none")
+    return "\n".join(lines)

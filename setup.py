@@ -26,6 +26,7 @@ class BuildRuntimeThenExtension(BuildExtension):
         super().run()
 
 
+os.environ.setdefault("CCACHE_BASEDIR", ROOT)  # cache hits across clones of the repo
 if os.path.isdir(CCACHE_DIR) and CCACHE_DIR not in os.environ.get("PATH", ""):
     os.environ["PATH"] = CCACHE_DIR + os.pathsep + os.environ.get("PATH", "")
 

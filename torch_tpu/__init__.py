@@ -3,15 +3,19 @@
 Importing torch autoloads this package (entry point group ``torch.backends``); after that
 ``torch.tpu`` exists and tensors can live on ``device="tpu"``.
 """
-import torch
-
-from . import _C  # noqa: F401  (loads the runtime and registers the kernels)
-from . import _registration
-
 __version__ = "0.1.0"
-
-_registration.register()
 
 
 def _autoload():
-    """Entry point for torch's device-backend autoloading; the import above did the work."""
+    """Entry point for torch's device-backend autoloading (also run by a direct import).
+    Defined before ``import torch`` because importing torch first re-enters here."""
+    from . import _registration
+
+    _registration.register()
+
+
+import torch  # noqa: E402
+
+_autoload()
+
+from . import _C, metrics  # noqa: E402,F401

@@ -137,9 +137,12 @@ class Stream(torch.Stream):
 
 
 class Event(torch.Event):
+    """A tpu event. Instances are plain ``torch.Event`` objects on the tpu device, because
+    PyTorch's ``elapsed_time``/``wait`` accept exactly that type."""
+
     def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
-        return super().__new__(cls, device="tpu", enable_timing=enable_timing, blocking=blocking,
-                               interprocess=interprocess)
+        return torch.Event(device="tpu", enable_timing=enable_timing, blocking=blocking,
+                           interprocess=interprocess)
 
 
 def _wrap(s: torch.Stream) -> Stream:

@@ -1,0 +1,42 @@
+/* Slice configuration from the TPU launch variables: each case runs in a child process,
+ * since a process reads its configuration once. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "internal.h"
+
+static int run_child(const char* type, const char* visible, int expect_count, const char* expect_gen,
+                     const char* expect_topology) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("TPU_ACCELERATOR_TYPE", type, 1);
+    if (visible) setenv("TPU_VISIBLE_CHIPS", visible, 1);
+    else unsetenv("TPU_VISIBLE_CHIPS");
+    if (expect_count < 0) _exit(tpurt_init() == TPURT_ERR_VALUE && strstr(tpurt_last_error(), type) ? 0 : 1);
+    tpurt_chip_info i = {.struct_size = sizeof i};
+    if (tpurt_device_count() != expect_count) _exit(2);
+    if (tpurt_chip_get_info(expect_count - 1, &i) != TPURT_OK) _exit(3);
+    if (strcmp(i.generation, expect_gen) != 0) _exit(4);
+    if (expect_topology && strcmp(i.topology, expect_topology) != 0) _exit(5);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 99;
+}
+
+int main(void) {
+  int r;
+  CHECK((r = run_child("v5litepod-8", NULL, 8, "v5e", "2x4")) == 0, "v5litepod-8: %d", r);
+  CHECK((r = run_child("v6e-4", NULL, 4, "v6e", "2x2")) == 0, "v6e-4: %d", r);
+  CHECK((r = run_child("v6e-4", "2", 1, "v6e", NULL)) == 0, "TPU_VISIBLE_CHIPS narrows: %d", r);
+  CHECK((r = run_child("v5p-8", NULL, 4, "v5p", NULL)) == 0, "v5p counts tensorcores: %d", r);
+  CHECK((r = run_child("tpu7x-8", NULL, 4, "v7", NULL)) == 0, "tpu7x-8 is 4 chips: %d", r);
+  CHECK((r = run_child("v6e-64", NULL, 8, "v6e", "8x8")) == 0, "a host sees its 8 chips: %d", r);
+  CHECK((r = run_child("v9z-8", NULL, -1, NULL, NULL)) == 0, "unknown type rejected: %d", r);
+  CHECK((r = run_child("v6e-4", "7", -1, NULL, NULL)) == 0, "bad visible chip rejected: %d", r);
+  return CHECK_DONE();
+}

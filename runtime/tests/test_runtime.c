@@ -1,0 +1,180 @@
+/* The runtime's own tests: chips, allocator, streams, events, copies, op table, the
+ * elementwise engine and numerics helpers. Run under ASan + UBSan by `make test`. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "internal.h"
+
+static tpurt_tensor tensor1d(void* data, int dtype, int64_t n) {
+  tpurt_tensor t = {.data = data, .dtype = dtype, .ndim = 1};
+  t.sizes[0] = n;
+  t.strides[0] = 1;
+  return t;
+}
+
+static void test_chips(void) {
+  CHECK(tpurt_init() == TPURT_OK, "%s", tpurt_last_error());
+  CHECK(tpurt_device_count() == 1, "default is one chip, got %d", tpurt_device_count());
+  tpurt_chip_info i = {.struct_size = sizeof i};
+  CHECK(tpurt_chip_get_info(0, &i) == TPURT_OK, "info");
+  CHECK(strcmp(i.generation, "v6e") == 0, "generation %s", i.generation);
+  CHECK(i.hbm_bytes == 32000000000LL, "hbm %lld", (long long)i.hbm_bytes);
+  CHECK(i.mxu_dim == 256, "mxu %d", i.mxu_dim);
+  CHECK(tpurt_chip_get_info(3, &i) == TPURT_ERR_VALUE, "bad device must fail");
+  CHECK(strstr(tpurt_last_error(), "tpu:3") != NULL, "message names the device: %s", tpurt_last_error());
+}
+
+static void test_allocator(void) {
+  tpurt_memory_stats s0 = {.struct_size = sizeof s0}, s1 = {.struct_size = sizeof s1};
+  tpurt_memory_get_stats(0, &s0);
+  void *a, *b;
+  CHECK(tpurt_malloc(0, 1000, 0, &a) == TPURT_OK, "malloc");
+  tpurt_memory_get_stats(0, &s1);
+  CHECK(s1.allocated_bytes - s0.allocated_bytes == 1024, "rounded to 512: %lld",
+        (long long)(s1.allocated_bytes - s0.allocated_bytes));
+  CHECK(tpurt_pointer_device((char*)a + 10) == 0, "interior pointer maps to its device");
+  tpurt_free(a);
+  CHECK(tpurt_malloc(0, 900, 0, &b) == TPURT_OK && b == a, "freed block is reused on the same stream");
+  tpurt_free(b);
+  void* z;
+  CHECK(tpurt_malloc(0, 0, 0, &z) == TPURT_OK && z != NULL, "zero-byte allocations are valid");
+  tpurt_free(z);
+  void* huge;
+  CHECK(tpurt_malloc(0, (size_t)40e9, 0, &huge) == TPURT_ERR_OOM, "beyond HBM is OOM");
+  const char* msg = tpurt_last_error();
+  CHECK(strstr(msg, "37.25 GiB") && strstr(msg, "HBM capacity 29.80 GiB") && strstr(msg, "allocated"),
+        "OOM message names request, capacity and use: %s", msg);
+  tpurt_memory_get_stats(0, &s1);
+  CHECK(s1.oom_count == s0.oom_count + 1, "OOM counted");
+  tpurt_empty_cache();
+  tpurt_memory_get_stats(0, &s1);
+  CHECK(s1.reserved_bytes == s1.allocated_bytes, "empty_cache releases cached blocks");
+  void* ok;
+  CHECK(tpurt_malloc(0, 1 << 20, 0, &ok) == TPURT_OK, "allocations work after an OOM");
+  tpurt_free(ok);
+}
+
+static tpurt_status sleepy(void* arg) {
+  struct timespec ts = {0, 20 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  (*(int*)arg)++;
+  return TPURT_OK;
+}
+static tpurt_status failing(void* arg) {
+  (void)arg;
+  return tpurt_fail(TPURT_ERR_INDEX, "index 9 is out of bounds");
+}
+
+static void test_streams_events(void) {
+  int counter = 0;
+  int32_t s = tpurt_stream_make(0, 0);
+  tpurt_event *e0, *e1;
+  tpurt_event_create(1, &e0);
+  tpurt_event_create(1, &e1);
+  tpurt_event_record(e0, s);
+  tpurt_stream_enqueue(s, sleepy, &counter, NULL, "sleepy");
+  tpurt_event_record(e1, s);
+  CHECK(!tpurt_stream_query(s), "work is asynchronous");
+  CHECK(tpurt_stream_synchronize(s) == TPURT_OK && counter == 1, "synchronize waits");
+  double ms = 0;
+  CHECK(tpurt_event_elapsed_ms(e0, e1, &ms) == TPURT_OK && ms >= 15, "elapsed %.2f ms", ms);
+  /* cross-stream ordering: stream 1 waits for an event recorded after slow work on stream 0 */
+  int32_t s1;
+  tpurt_stream_create(0, &s1);
+  tpurt_stream_enqueue(s, sleepy, &counter, NULL, "sleepy");
+  tpurt_event_record(e0, s);
+  tpurt_event_wait(e0, s1);
+  int seen = -1;
+  tpurt_stream_enqueue(s1, sleepy, &seen, NULL, "after");
+  tpurt_stream_synchronize(s1);
+  CHECK(counter == 2, "stream 1 ran after stream 0's work");
+  /* a failing kernel surfaces at the next synchronization, once */
+  tpurt_stream_enqueue(s, failing, NULL, NULL, "aten::embedding");
+  CHECK(tpurt_stream_synchronize(s) == TPURT_ERR_INDEX, "error reported");
+  CHECK(strstr(tpurt_last_error(), "aten::embedding") && strstr(tpurt_last_error(), "out of bounds"),
+        "message names the op: %s", tpurt_last_error());
+  CHECK(tpurt_stream_synchronize(s) == TPURT_OK, "error cleared after reporting");
+  tpurt_event_destroy(e0);
+  tpurt_event_destroy(e1);
+}
+
+static void test_copies_and_ops(void) {
+  float host[6] = {1, 2, 3, 4, 5, 6}, back[6] = {0};
+  void* dev;
+  tpurt_malloc(0, sizeof host, 0, &dev);
+  CHECK(tpurt_memcpy_h2d(0, dev, host, sizeof host) == TPURT_OK, "h2d");
+  /* add(dev[2x3], row [3]) through the op table, broadcasting */
+  void* out;
+  tpurt_malloc(0, sizeof host, 0, &out);
+  float row[3] = {10, 20, 30};
+  void* drow;
+  tpurt_malloc(0, sizeof row, 0, &drow);
+  tpurt_memcpy_h2d(0, drow, row, sizeof row);
+  tpurt_op_call c = {.struct_size = sizeof c, .op = tpurt_op_lookup("add.Tensor"), .nargs = 2, .nouts = 1};
+  CHECK(c.op >= 0, "add.Tensor is in the table");
+  tpurt_tensor a = {.data = dev, .dtype = TPURT_F32, .ndim = 2, .sizes = {2, 3}, .strides = {3, 1}};
+  c.args[0] = (tpurt_value){.kind = TPURT_V_TENSOR, .scalar_dtype = -1, .t = a};
+  c.args[1] = (tpurt_value){.kind = TPURT_V_TENSOR, .scalar_dtype = -1, .t = tensor1d(drow, TPURT_F32, 3)};
+  c.outs[0] = a;
+  c.outs[0].data = out;
+  CHECK(tpurt_op_launch(0, &c) == TPURT_OK, "launch");
+  CHECK(tpurt_memcpy_d2h(0, back, out, sizeof back) == TPURT_OK, "d2h");
+  CHECK(back[0] == 11 && back[4] == 25 && back[5] == 36, "broadcast add: %g %g %g", back[0], back[4], back[5]);
+  /* in place on a transposed view: out == input view (alias-safe) */
+  tpurt_tensor t = {.data = out, .dtype = TPURT_F32, .ndim = 2, .sizes = {3, 2}, .strides = {1, 3}};
+  c.args[0].t = t;
+  c.args[1] = (tpurt_value){.kind = TPURT_V_FLOAT, .scalar_dtype = -1, .f = 0.5};
+  c.outs[0] = t;
+  tpurt_op_launch(0, &c);
+  tpurt_memcpy_d2h(0, back, out, sizeof back);
+  CHECK(back[0] == 11.5f && back[5] == 36.5f, "in-place strided add: %g %g", back[0], back[5]);
+  CHECK(tpurt_op_lookup("no_such_op.default") == -1, "unknown names are -1");
+  tpurt_free(dev);
+  tpurt_free(out);
+  tpurt_free(drow);
+}
+
+static void test_numerics(void) {
+  CHECK(tpurt_f32_to_bf16(1.0f) == 0x3f80, "1.0");
+  CHECK(tpurt_bf16_to_f32(tpurt_f32_to_bf16(1.00390625f)) == 1.0f, "ties round to even (down)");
+  CHECK(tpurt_bf16_to_f32(tpurt_f32_to_bf16(1.01171875f)) == 1.015625f, "ties round to even (up)");
+  CHECK(isinf(tpurt_round_bf16(3.4e38f)), "overflow becomes inf");
+  CHECK(isnan(tpurt_round_bf16(NAN)), "nan stays nan");
+  CHECK(tpurt_promote_types(TPURT_U8, TPURT_I8) == TPURT_I16, "u8+i8 -> i16");
+  CHECK(tpurt_promote_types(TPURT_F16, TPURT_BF16) == TPURT_F32, "f16+bf16 -> f32");
+  CHECK(tpurt_promote_types(TPURT_I64, TPURT_F16) == TPURT_F16, "int+f16 -> f16");
+  tpurt_promo p;
+  tpurt_promo_init(&p);
+  tpurt_tensor t = {.dtype = TPURT_BF16, .ndim = 1};
+  tpurt_promo_add_tensor(&p, &t);
+  tpurt_value py = {.kind = TPURT_V_FLOAT, .wrapped = 1, .scalar_dtype = TPURT_F64};
+  tpurt_promo_add_value(&p, &py);
+  CHECK(tpurt_promo_result(&p) == TPURT_BF16, "bf16 tensor + python float stays bf16");
+  uint32_t r1[4], r2[4];
+  tpurt_philox(42, 7, r1);
+  tpurt_philox(42, 7, r2);
+  CHECK(memcmp(r1, r2, sizeof r1) == 0, "philox is deterministic");
+  tpurt_philox(42, 8, r2);
+  CHECK(memcmp(r1, r2, sizeof r1) != 0, "philox counters differ");
+  /* dtype conversion through the engine: f32 -> bf16 -> f32 with a strided source */
+  float src[4] = {1.0f, 99.f, 1.01171875f, 99.f};
+  uint16_t mid[2];
+  tpurt_tensor s = tensor1d(src, TPURT_F32, 2);
+  s.strides[0] = 2;
+  tpurt_tensor m = tensor1d(mid, TPURT_BF16, 2);
+  CHECK(tpurt_copy_tensor(&m, &s) == TPURT_OK && mid[0] == 0x3f80 && tpurt_bf16_to_f32(mid[1]) == 1.015625f,
+        "strided f32->bf16 copy");
+}
+
+int main(void) {
+  test_chips();
+  test_allocator();
+  test_streams_events();
+  test_copies_and_ops();
+  test_numerics();
+  return CHECK_DONE();
+}

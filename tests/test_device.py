@@ -1,0 +1,83 @@
+"""The tpu device as PyTorch sees it: registration, torch.tpu, torch.accelerator, chips."""
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torch_tpu
+
+
+def test_available_and_default_chip():
+    assert torch.tpu.is_available()
+    assert torch.tpu.device_count() == 1
+    p = torch.tpu.get_device_properties(0)
+    assert p.generation == "v6e" and p.total_memory == 32_000_000_000 and p.mxu_dim == 256
+    assert torch.tpu.current_device() == 0
+    assert torch._C._get_privateuse1_backend_name() == "tpu"
+
+
+def test_tensor_lives_on_tpu():
+    x = torch.randn(64, 128, device="tpu")
+    assert x.device == torch.device("tpu", 0) and x.is_tpu
+    assert torch.equal(x.cpu().to("tpu").cpu(), x.cpu())
+    m = torch.nn.Linear(3, 4).tpu()
+    assert m.weight.device.type == "tpu"
+
+
+def test_accelerator_api():
+    assert torch.accelerator.is_available()
+    assert torch.accelerator.current_accelerator() == torch.device("tpu")
+    assert torch.accelerator.device_count() == 1
+    assert torch.accelerator.current_device_index() == 0
+    torch.accelerator.synchronize()
+    x = torch.empty(1024, device="tpu")
+    assert torch.accelerator.memory_allocated() >= 4096
+    del x
+
+
+def test_our_dynamo_interface_won_over_pytorchs_stub():
+    from torch._dynamo import device_interface as di
+
+    from torch_tpu._dynamo_interface import TpuInterface
+
+    assert di.get_interface_for_device("tpu") is TpuInterface
+    assert di.get_interface_for_device("tpu:0") is TpuInterface
+
+
+def test_autoload_without_explicit_import():
+    code = "import torch; x = torch.ones(3, device='tpu'); print(x.device, hasattr(torch, 'tpu'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "tpu:0 True"
+
+
+def test_slice_from_launch_env():
+    code = ("import torch; p = torch.tpu.get_device_properties(7); "
+            "print(torch.tpu.device_count(), p.generation, p.topology, p.total_memory)")
+    env = {"TPU_ACCELERATOR_TYPE": "v5litepod-8", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=env).stdout
+    assert out.split() == ["8", "v5e", "2x4", "16000000000"]
+    env["TPU_VISIBLE_CHIPS"] = "3"
+    code = "import torch; print(torch.tpu.device_count(), torch.tpu.get_device_properties(0).global_index)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert out.split() == ["1", "3"]
+
+
+def test_device_context_and_invalid_index():
+    with torch.tpu.device(0):
+        assert torch.tpu.current_device() == 0
+    with pytest.raises((ValueError, RuntimeError)):
+        torch.tpu.set_device(5)
+
+
+def test_info_cli():
+    out = subprocess.run([sys.executable, "-m", "torch_tpu", "info"], capture_output=True, text=True,
+                         check=True).stdout
+    assert "v6e" in out and "tpu:0" in out and "HBM" in out
+
+
+def test_pinned_memory():
+    x = torch.ones(16).pin_memory("tpu")
+    assert x.is_pinned("tpu")
+    assert torch.equal(x.to("tpu", non_blocking=True).cpu(), torch.ones(16))

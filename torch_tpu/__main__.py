@@ -1,0 +1,43 @@
+"""``python -m torch_tpu info`` — the emulated chips this process sees (like ``tpu-info``)."""
+import argparse
+import sys
+
+import torch
+
+import torch_tpu
+
+
+def info() -> str:
+    lines = []
+    n = torch.tpu.device_count()
+    p0 = torch.tpu.get_device_properties(0)
+    lines.append(f"torch_tpu {torch_tpu.__version__} (runtime {'.'.join(map(str, torch_tpu._C._runtime_version()))}), "
+                 f"torch {torch.__version__}")
+    lines.append(f"slice {p0.accelerator_type}: generation {p0.generation}, topology {p0.topology}, "
+                 f"{n} chip(s) visible to this process, eager mode {torch.tpu.get_eager_mode()}, "
+                 f"matmul precision {torch.tpu.get_matmul_precision()}")
+    lines.append(f"{'device':8} {'chip':>4} {'HBM used':>12} {'HBM total':>12} {'peak':>12} {'bf16 TFLOP/s':>13} "
+                 f"{'HBM GB/s':>9} {'MXU':>9}")
+    for i in range(n):
+        p = torch.tpu.get_device_properties(i)
+        s = torch.tpu.memory_stats(i)
+        gib = 1 << 30
+        mxu = f"{p.mxu_count}x{p.mxu_dim}" if p.mxu_count > 0 else f"?x{p.mxu_dim}"
+        lines.append(f"tpu:{i:<4} {p.global_index:>4} {s['reserved_bytes.all.current'] / gib:>8.2f} GiB "
+                     f"{p.total_memory / gib:>8.2f} GiB {s['allocated_bytes.all.peak'] / gib:>8.2f} GiB "
+                     f"{p.bf16_tflops:>13.0f} {p.hbm_GBps:>9.0f} {mxu:>9}")
+    price = f"${p0.usd_per_chip_hour:.2f} per chip-hour" if p0.usd_per_chip_hour else "price not published"
+    lines.append(f"(emulated on the host CPU; HBM is accounted per chip against the {p0.generation} capacity; {price})")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m torch_tpu")
+    parser.add_argument("command", choices=["info"], help="info: chips, generation, topology, HBM use")
+    parser.parse_args(argv)
+    print(info())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""Bad input raises the exception type PyTorch's CPU backend raises, with a clear message;
+never a crash. Data-dependent errors (an index out of range) surface at the next
+synchronization in strict mode and at the issuing line in debug mode."""
+import pytest
+import torch
+
+BAD_CALLS = {
+    "add shape mismatch": lambda d: torch.ones(3, 4, device=d) + torch.ones(5, device=d),
+    "in-place broadcast to a smaller output": lambda d: torch.ones(3, device=d).add_(torch.ones(2, 3, device=d)),
+    "mm inner dims": lambda d: torch.ones(3, 4, device=d) @ torch.ones(5, 6, device=d),
+    "mm dtype mismatch": lambda d: torch.ones(3, 4, device=d) @ torch.ones(4, 2, device=d, dtype=torch.float16),
+    "cat rank mismatch": lambda d: torch.cat([torch.ones(2, 3, device=d), torch.ones(3, device=d)]),
+    "view incompatible": lambda d: torch.ones(4, 6, device=d).t().view(24),
+    "softmax bad dim": lambda d: torch.softmax(torch.ones(3, device=d), dim=3),
+    "sum bad dim": lambda d: torch.ones(3, device=d).sum(dim=2),
+    "layer_norm shape": lambda d: torch.nn.functional.layer_norm(torch.ones(3, 4, device=d), (5,)),
+    "nll_loss target shape": lambda d: torch.nn.functional.nll_loss(torch.ones(3, 4, device=d),
+                                                                   torch.zeros(5, dtype=torch.long, device=d)),
+    "integer requires_grad": lambda d: torch.ones(3, dtype=torch.long, device=d).requires_grad_(),
+    "bool subtraction": lambda d: torch.ones(3, dtype=torch.bool, device=d) - torch.ones(3, dtype=torch.bool, device=d),
+    "fill_ with a 1-dim value": lambda d: torch.ones(3, device=d).fill_(torch.ones(2, device=d)),
+    "normal_ negative std": lambda d: torch.empty(3, device=d).normal_(0, -1),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_CALLS))
+def test_same_exception_type_as_cpu(name):
+    call = BAD_CALLS[name]
+    with pytest.raises(Exception) as cpu_err:
+        call("cpu")
+    with pytest.raises(Exception) as tpu_err:
+        call("tpu")
+        torch.tpu.synchronize()
+    assert type(tpu_err.value) is type(cpu_err.value), f"cpu: {cpu_err.value!r}\ntpu: {tpu_err.value!r}"
+    assert str(tpu_err.value), "message must not be empty"
+
+
+def test_mixing_devices_is_rejected():
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.ones(3, device="tpu") + torch.ones(3)
+
+
+def test_index_out_of_range():
+    weight = torch.randn(10, 4, device="tpu")
+    bad = torch.tensor([1, 12], device="tpu")
+    with pytest.raises(IndexError):
+        torch.nn.functional.embedding(torch.tensor([1, 12]), weight.cpu())
+    with torch.tpu.eager_mode("debug"):
+        with pytest.raises(IndexError, match="out of range|out of bounds"):
+            torch.nn.functional.embedding(bad, weight)
+    out = torch.nn.functional.embedding(bad, weight)  # strict: returns at once
+    with pytest.raises(IndexError, match="embedding|index_select"):
+        torch.tpu.synchronize()
+    del out
+    assert torch.equal(torch.nn.functional.embedding(torch.tensor([3], device="tpu"), weight).cpu(),
+                       weight.cpu()[3:4])

@@ -1,0 +1,577 @@
+/* Reductions (sum, mean, prod, max/min and their arg/index forms, var/std, all/any, norms,
+ * logsumexp, count_nonzero) and cumsum. Every reduction is a red_op run by one driver. */
+#include <stdlib.h>
+
+#include "reduce.h"
+
+/* ---------------------------------------------------------------- strided load/store */
+void tpurt_red_load(void* dst, int as_int, const void* src, int64_t st, int dt, int64_t n) {
+#define RL(T, CT, EXPR)                                                        \
+  do {                                                                         \
+    const T* s = (const T*)src;                                                \
+    CT* d = (CT*)dst;                                                          \
+    for (int64_t k = 0; k < n; k++) { T x = s[k * st]; d[k] = (CT)(EXPR); }    \
+  } while (0)
+#define RL_ALL(CT)                                                     \
+  switch (dt) {                                                        \
+    case TPURT_BOOL: RL(uint8_t, CT, x != 0); break;                   \
+    case TPURT_U8: RL(uint8_t, CT, x); break;                          \
+    case TPURT_I8: RL(int8_t, CT, x); break;                           \
+    case TPURT_I16: RL(int16_t, CT, x); break;                         \
+    case TPURT_I32: RL(int32_t, CT, x); break;                         \
+    case TPURT_I64: RL(int64_t, CT, x); break;                         \
+    case TPURT_F16: RL(uint16_t, CT, tpurt_f16_to_f32(x)); break;      \
+    case TPURT_BF16: RL(uint16_t, CT, tpurt_bf16_to_f32(x)); break;    \
+    case TPURT_F32: RL(float, CT, x); break;                           \
+    case TPURT_F64: RL(double, CT, x); break;                          \
+  }
+  if (as_int) { RL_ALL(int64_t) } else { RL_ALL(double) }
+#undef RL_ALL
+#undef RL
+}
+
+void tpurt_red_store(void* dst, int64_t st, int dt, const double* src, int64_t n) {
+#define RS(T, EXPR)                                                      \
+  do {                                                                   \
+    T* d = (T*)dst;                                                      \
+    for (int64_t k = 0; k < n; k++) { double x = src[k]; d[k * st] = (T)(EXPR); } \
+  } while (0)
+  switch (dt) {
+    case TPURT_F32: RS(float, x); break;
+    case TPURT_F64: RS(double, x); break;
+    case TPURT_BF16: RS(uint16_t, tpurt_f32_to_bf16((float)x)); break;
+    case TPURT_F16: RS(uint16_t, tpurt_f32_to_f16((float)x)); break;
+    default: {
+      size_t es = tpurt_dtype_size((tpurt_dtype)dt);
+      for (int64_t k = 0; k < n; k++) tpurt_store_f64((char*)dst + k * st * (int64_t)es, dt, src[k]);
+    }
+  }
+#undef RS
+}
+
+tpurt_status tpurt_wrap_dim(int64_t dim, int ndim, int* out) {
+  int n = ndim > 0 ? ndim : 1;
+  if (dim < -n || dim >= n)
+    return tpurt_fail(TPURT_ERR_INDEX, "Dimension out of range (expected to be in range of [%d, %d], but got %lld)",
+                      -n, n - 1, (long long)dim);
+  *out = (int)(dim < 0 ? dim + n : dim);
+  return TPURT_OK;
+}
+
+tpurt_status tpurt_red_mask(const tpurt_tensor* in, const tpurt_value* dims, const tpurt_tensor* out,
+                            uint32_t* mask) {
+  uint32_t all = in->ndim ? (uint32_t)((1ull << in->ndim) - 1) : 0;
+  *mask = 0;
+  if (dims->kind == TPURT_V_NONE) {
+    *mask = all;
+    return TPURT_OK;
+  }
+  if (dims->kind == TPURT_V_INTS && dims->n == 0) {
+    int same = out->ndim == in->ndim && tpurt_numel(out) == tpurt_numel(in);
+    *mask = same ? 0 : all;
+    return TPURT_OK;
+  }
+  int n = dims->kind == TPURT_V_INTS ? dims->n : 1;
+  for (int k = 0; k < n; k++) {
+    int d;
+    tpurt_status s = tpurt_wrap_dim(dims->kind == TPURT_V_INTS ? dims->ints[k] : dims->i, in->ndim, &d);
+    if (s) return s;
+    if (in->ndim) *mask |= 1u << d;
+  }
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- the driver */
+typedef struct red_plan {
+  int nk, nr;                       /* kept / reduced dims */
+  int64_t ksize[TPURT_MAX_DIMS];    /* kept dims in output order */
+  int64_t kin[TPURT_MAX_DIMS];      /* their input strides */
+  int64_t kout[TPURT_MAX_OUTS][TPURT_MAX_DIMS];
+  int64_t rsize[TPURT_MAX_DIMS], rst[TPURT_MAX_DIMS]; /* reduced dims, input order */
+  int64_t rcount;
+} red_plan;
+
+static tpurt_status plan(const tpurt_tensor* in, uint32_t mask, const tpurt_tensor* outs, int nouts,
+                         red_plan* p) {
+  memset(p, 0, sizeof *p);
+  p->rcount = 1;
+  int keepdim = outs[0].ndim == in->ndim;
+  for (int d = 0; d < in->ndim; d++) {
+    if (mask >> d & 1) {
+      p->rsize[p->nr] = in->sizes[d];
+      p->rst[p->nr++] = in->strides[d];
+      p->rcount *= in->sizes[d];
+      continue;
+    }
+    int j = keepdim ? d : p->nk;
+    for (int o = 0; o < nouts; o++) {
+      if (j >= outs[o].ndim || outs[o].sizes[j] != in->sizes[d])
+        return tpurt_fail(TPURT_ERR_VALUE, "reduction output %s does not match input %s",
+                          tpurt_shape_str(&outs[o]), tpurt_shape_str(in));
+      p->kout[o][p->nk] = outs[o].strides[j];
+    }
+    p->ksize[p->nk] = in->sizes[d];
+    p->kin[p->nk++] = in->strides[d];
+  }
+  if (!keepdim && p->nk != outs[0].ndim)
+    return tpurt_fail(TPURT_ERR_VALUE, "reduction output %s does not match input %s",
+                      tpurt_shape_str(&outs[0]), tpurt_shape_str(in));
+  if (p->nr == 0) { /* a single element per output: one reduced dim of size 1 */
+    p->rsize[0] = 1;
+    p->rst[0] = 0;
+    p->nr = 1;
+  }
+  return TPURT_OK;
+}
+
+static void store_vals(const tpurt_tensor* outs, int nouts, const red_plan* p, const int64_t* kidx,
+                       const red_val* v) {
+  for (int o = 0; o < nouts; o++) {
+    int64_t off = 0;
+    for (int j = 0; j < p->nk; j++) off += kidx[j] * p->kout[o][j];
+    char* dst = (char*)outs[o].data + off * (int64_t)tpurt_dtype_size((tpurt_dtype)outs[o].dtype);
+    if (v[o].is_int) tpurt_store_i64(dst, outs[o].dtype, v[o].i);
+    else tpurt_store_f64(dst, outs[o].dtype, v[o].f);
+  }
+}
+
+static int64_t in_offset(const int64_t* idx, const int64_t* st, int n) {
+  int64_t off = 0;
+  for (int d = 0; d < n; d++) off += idx[d] * st[d];
+  return off;
+}
+
+/* Row mode: one state per output element; the last reduced dim is folded in dense runs. */
+static void run_rows(const tpurt_tensor* in, const tpurt_tensor* outs, int nouts, const red_plan* p,
+                     const red_op* op, const red_ctx* ctx, void* buf) {
+  size_t es = tpurt_dtype_size((tpurt_dtype)in->dtype);
+  int64_t kidx[TPURT_MAX_DIMS] = {0}, ridx[TPURT_MAX_DIMS];
+  int64_t len = p->rsize[p->nr - 1], st = p->rst[p->nr - 1];
+  for (;;) {
+    const char* base = (const char*)in->data + in_offset(kidx, p->kin, p->nk) * (int64_t)es;
+    red_state s;
+    op->init(&s, 1, ctx);
+    memset(ridx, 0, sizeof ridx);
+    int64_t lin = 0;
+    if (p->rcount > 0) {
+      do {
+        const char* row = base + in_offset(ridx, p->rst, p->nr - 1) * (int64_t)es;
+        for (int64_t j = 0; j < len; j += RED_CHUNK) {
+          int64_t n = len - j < RED_CHUNK ? len - j : RED_CHUNK;
+          tpurt_red_load(buf, ctx->as_int, row + j * st * (int64_t)es, st, in->dtype, n);
+          op->row(&s, buf, n, lin + j, ctx);
+        }
+        lin += len;
+      } while (p->nr > 1 && tpurt_next_index(ridx, p->rsize, p->nr - 1));
+    }
+    red_val v[TPURT_MAX_OUTS];
+    op->fin(&s, p->rcount, ctx, v);
+    store_vals(outs, nouts, p, kidx, v);
+    if (p->nk == 0 || !tpurt_next_index(kidx, p->ksize, p->nk)) break;
+  }
+}
+
+/* Column mode: kept dim `c` is innermost; blocks of it hold one state per column. */
+static void run_cols(const tpurt_tensor* in, const tpurt_tensor* outs, int nouts, const red_plan* p,
+                     int c, const red_op* op, const red_ctx* ctx, void* buf, red_state* states) {
+  size_t es = tpurt_dtype_size((tpurt_dtype)in->dtype);
+  int64_t kidx[TPURT_MAX_DIMS] = {0}, ridx[TPURT_MAX_DIMS];
+  int64_t osize[TPURT_MAX_DIMS]; /* kept sizes with the column dim collapsed */
+  memcpy(osize, p->ksize, sizeof osize);
+  osize[c] = 1;
+  int64_t cs = p->kin[c];
+  for (;;) {
+    for (int64_t c0 = 0; c0 < p->ksize[c]; c0 += RED_CHUNK) {
+      int64_t n = p->ksize[c] - c0 < RED_CHUNK ? p->ksize[c] - c0 : RED_CHUNK;
+      kidx[c] = c0;
+      const char* base = (const char*)in->data + in_offset(kidx, p->kin, p->nk) * (int64_t)es;
+      op->init(states, n, ctx);
+      memset(ridx, 0, sizeof ridx);
+      int64_t lin = 0;
+      if (p->rcount > 0) {
+        do {
+          tpurt_red_load(buf, ctx->as_int, base + in_offset(ridx, p->rst, p->nr) * (int64_t)es, cs,
+                         in->dtype, n);
+          op->col(states, buf, n, lin++, ctx);
+        } while (tpurt_next_index(ridx, p->rsize, p->nr));
+      }
+      for (int64_t k = 0; k < n; k++) {
+        red_val v[TPURT_MAX_OUTS];
+        op->fin(&states[k], p->rcount, ctx, v);
+        kidx[c] = c0 + k;
+        store_vals(outs, nouts, p, kidx, v);
+      }
+      kidx[c] = 0;
+    }
+    if (!tpurt_next_index(kidx, osize, p->nk)) break;
+  }
+}
+
+static int64_t iabs64(int64_t x) { return x < 0 ? -x : x; }
+
+tpurt_status tpurt_red_run(const tpurt_tensor* in, uint32_t mask, const tpurt_tensor* outs, int nouts,
+                           const red_op* op, red_ctx* ctx) {
+  red_plan p;
+  tpurt_status s = plan(in, mask, outs, nouts, &p);
+  if (s) return s;
+  for (int j = 0; j < p.nk; j++)
+    if (p.ksize[j] == 0) return TPURT_OK;
+  ctx->as_int = op->int_inputs && !tpurt_is_float(in->dtype);
+  /* Column mode when some kept dim is denser than the innermost reduced dim. */
+  int c = -1;
+  int64_t rs = iabs64(p.rst[p.nr - 1]);
+  if (p.rsize[p.nr - 1] == 1) rs = INT64_MAX;
+  for (int j = 0; j < p.nk; j++)
+    if (p.ksize[j] > 1 && iabs64(p.kin[j]) < rs && (c < 0 || iabs64(p.kin[j]) <= iabs64(p.kin[c]))) c = j;
+  _Alignas(64) int64_t buf[RED_CHUNK];
+  if (c < 0) {
+    run_rows(in, outs, nouts, &p, op, ctx, buf);
+    return TPURT_OK;
+  }
+  red_state* states = malloc(sizeof(red_state) * RED_CHUNK);
+  if (!states) return tpurt_fail(TPURT_ERR_OOM, "reduction: out of host memory for scratch");
+  run_cols(in, outs, nouts, &p, c, op, ctx, buf, states);
+  free(states);
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- the ops */
+static void init_zero(red_state* s, int64_t n, const red_ctx* c) { memset(s, 0, sizeof *s * (size_t)n); }
+
+/* Integer folds wrap like C's unsigned arithmetic, as ATen's do in practice. */
+#define WRAP_ADD(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))
+#define WRAP_MUL(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))
+
+/* sum / nansum (flag) / mean share the fold; they differ in fin. */
+static void sum_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {
+  if (c->as_int) {
+    const int64_t* v = x;
+    int64_t a = s->i;
+    for (int64_t k = 0; k < n; k++) a = WRAP_ADD(a, v[k]);
+    s->i = a;
+    return;
+  }
+  const double* v = x;
+  double a0 = 0, a1 = 0, a2 = 0, a3 = 0; /* independent chains: lets the loop vectorize */
+  int64_t k = 0;
+  if (c->flag) {
+    for (; k < n; k++) a0 += isnan(v[k]) ? 0 : v[k];
+  } else {
+    for (; k + 4 <= n; k += 4) { a0 += v[k]; a1 += v[k + 1]; a2 += v[k + 2]; a3 += v[k + 3]; }
+    for (; k < n; k++) a0 += v[k];
+  }
+  s->f += (a0 + a1) + (a2 + a3);
+}
+static void sum_col(red_state* s, const void* x, int64_t n, int64_t idx, const red_ctx* c) {
+  if (c->as_int) {
+    const int64_t* v = x;
+    for (int64_t k = 0; k < n; k++) s[k].i = WRAP_ADD(s[k].i, v[k]);
+    return;
+  }
+  const double* v = x;
+  if (c->flag) for (int64_t k = 0; k < n; k++) s[k].f += isnan(v[k]) ? 0 : v[k];
+  else for (int64_t k = 0; k < n; k++) s[k].f += v[k];
+}
+static void sum_fin(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
+  o[0] = (red_val){s->f, s->i, c->as_int};
+}
+static void mean_fin(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
+  o[0] = (red_val){s->f / (double)count, 0, 0};
+}
+static const red_op op_sum = {1, init_zero, sum_row, sum_col, sum_fin};
+static const red_op op_mean = {0, init_zero, sum_row, sum_col, mean_fin};
+
+/* count_nonzero: an int64 count of x != 0 */
+static void cnz_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {
+  const double* v = x;
+  for (int64_t k = 0; k < n; k++) s->i += v[k] != 0;
+}
+static void cnz_col(red_state* s, const void* x, int64_t n, int64_t idx, const red_ctx* c) {
+  const double* v = x;
+  for (int64_t k = 0; k < n; k++) s[k].i += v[k] != 0;
+}
+static void int_fin(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
+  o[0] = (red_val){0, s->i, 1};
+}
+static const red_op op_count_nonzero = {0, init_zero, cnz_row, cnz_col, int_fin};
+
+/* prod */
+static void init_one(red_state* s, int64_t n, const red_ctx* c) {
+  for (int64_t k = 0; k < n; k++) s[k] = (red_state){1, 0, 1, 0};
+}
+static void prod_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {
+  if (c->as_int) {
+    const int64_t* v = x;
+    for (int64_t k = 0; k < n; k++) s->i = WRAP_MUL(s->i, v[k]);
+  } else {
+    const double* v = x;
+    for (int64_t k = 0; k < n; k++) s->f *= v[k];
+  }
+}
+static void prod_col(red_state* s, const void* x, int64_t n, int64_t idx, const red_ctx* c) {
+  if (c->as_int) {
+    const int64_t* v = x;
+    for (int64_t k = 0; k < n; k++) s[k].i = WRAP_MUL(s[k].i, v[k]);
+  } else {
+    const double* v = x;
+    for (int64_t k = 0; k < n; k++) s[k].f *= v[k];
+  }
+}
+static const red_op op_prod = {1, init_one, prod_row, prod_col, sum_fin};
+
+/* all (flag 0) / any (flag 1): i holds the running truth value */
+static void init_all_any(red_state* s, int64_t n, const red_ctx* c) {
+  for (int64_t k = 0; k < n; k++) s[k] = (red_state){0, 0, !c->flag, 0};
+}
+static void allany_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {
+  const double* v = x;
+  for (int64_t k = 0; k < n && s->i == !c->flag; k++)
+    if ((v[k] != 0) == c->flag) s->i = c->flag;
+}
+static void allany_col(red_state* s, const void* x, int64_t n, int64_t idx, const red_ctx* c) {
+  const double* v = x;
+  for (int64_t k = 0; k < n; k++)
+    if ((v[k] != 0) == c->flag) s[k].i = c->flag;
+}
+static const red_op op_all_any = {0, init_all_any, allany_row, allany_col, int_fin};
+
+/* max (flag 0) / min (flag 1) with the first index of the extreme; NaN wins (first NaN).
+ * j = -1 until the first element. Values in f (floats) or i (ints). */
+static void init_ext(red_state* s, int64_t n, const red_ctx* c) {
+  for (int64_t k = 0; k < n; k++) s[k] = (red_state){0, 0, 0, -1};
+}
+static inline void ext_f(red_state* s, double x, int64_t idx, int mn) {
+  if (s->j < 0 || (isnan(x) ? !isnan(s->f) : (mn ? x < s->f : x > s->f))) {
+    s->f = x;
+    s->j = idx;
+  }
+}
+static inline void ext_i(red_state* s, int64_t x, int64_t idx, int mn) {
+  if (s->j < 0 || (mn ? x < s->i : x > s->i)) {
+    s->i = x;
+    s->j = idx;
+  }
+}
+static void ext_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {
+  if (c->as_int) for (int64_t k = 0; k < n; k++) ext_i(s, ((const int64_t*)x)[k], idx0 + k, c->flag);
+  else for (int64_t k = 0; k < n; k++) ext_f(s, ((const double*)x)[k], idx0 + k, c->flag);
+}
+static void ext_col(red_state* s, const void* x, int64_t n, int64_t idx, const red_ctx* c) {
+  if (c->as_int) for (int64_t k = 0; k < n; k++) ext_i(&s[k], ((const int64_t*)x)[k], idx, c->flag);
+  else for (int64_t k = 0; k < n; k++) ext_f(&s[k], ((const double*)x)[k], idx, c->flag);
+}
+static void ext_fin_val(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
+  o[0] = (red_val){s->f, s->i, c->as_int};
+}
+static void ext_fin_both(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
+  o[0] = (red_val){s->f, s->i, c->as_int};
+  o[1] = (red_val){0, s->j < 0 ? 0 : s->j, 1};
+}
+static void ext_fin_idx(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
+  o[0] = (red_val){0, s->j < 0 ? 0 : s->j, 1};
+}
+static const red_op op_ext_val = {1, init_ext, ext_row, ext_col, ext_fin_val};
+static const red_op op_ext_both = {1, init_ext, ext_row, ext_col, ext_fin_both};
+static const red_op op_ext_idx = {1, init_ext, ext_row, ext_col, ext_fin_idx};
+
+/* var/std (+mean): Welford per element in column mode, chunk two-pass + Chan merge in row
+ * mode. f = mean, g = M2, i = count. p = correction; flag bit 0 = sqrt, bit 1 = also mean. */
+static void welford_merge(red_state* s, double mean_b, double m2_b, int64_t nb) {
+  int64_t n = s->i + nb;
+  if (!nb) return;
+  double d = mean_b - s->f;
+  s->f += d * (double)nb / (double)n;
+  s->g += m2_b + d * d * (double)s->i * (double)nb / (double)n;
+  s->i = n;
+}
+static void var_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {
+  const double* v = x;
+  double sum = 0, m2 = 0;
+  for (int64_t k = 0; k < n; k++) sum += v[k];
+  double mean = sum / (double)n;
+  for (int64_t k = 0; k < n; k++) m2 += (v[k] - mean) * (v[k] - mean);
+  welford_merge(s, mean, m2, n);
+}
+static void var_col(red_state* s, const void* x, int64_t n, int64_t idx, const red_ctx* c) {
+  const double* v = x;
+  double inv = 1.0 / (double)(idx + 1);
+  for (int64_t k = 0; k < n; k++) {
+    double d = v[k] - s[k].f;
+    s[k].f += d * inv;
+    s[k].g += d * (v[k] - s[k].f);
+  }
+  for (int64_t k = 0; k < n; k++) s[k].i = idx + 1;
+}
+static void var_fin(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
+  double div = (double)count - c->p;
+  double var = s->g / (div > 0 ? div : 0);
+  o[0] = (red_val){(c->flag & 1) ? sqrt(var) : var, 0, 0};
+  if (c->flag & 2) o[1] = (red_val){count ? s->f : NAN, 0, 0};
+}
+static const red_op op_var = {0, init_zero, var_row, var_col, var_fin};
+
+/* linalg_vector_norm: p in ctx; f accumulates sum |x|^p, max |x| or min |x| */
+static inline double norm_term(double a, double p) {
+  return p == 2 ? a * a : p == 1 ? a : p == 0 ? (a != 0) : pow(a, p);
+}
+static void init_norm(red_state* s, int64_t n, const red_ctx* c) {
+  double v = isinf(c->p) && c->p < 0 ? INFINITY : 0;
+  for (int64_t k = 0; k < n; k++) s[k] = (red_state){v, 0, 0, 0};
+}
+static inline double norm_fold(double acc, double x, double p) {
+  double a = fabs(x);
+  if (isinf(p)) return isnan(a) || isnan(acc) ? NAN : (p > 0 ? (a > acc ? a : acc) : (a < acc ? a : acc));
+  return acc + norm_term(a, p);
+}
+static void norm_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {
+  const double* v = x;
+  double p = c->p, acc = s->f;
+  if (p == 2) for (int64_t k = 0; k < n; k++) acc += v[k] * v[k];
+  else for (int64_t k = 0; k < n; k++) acc = norm_fold(acc, v[k], p);
+  s->f = acc;
+}
+static void norm_col(red_state* s, const void* x, int64_t n, int64_t idx, const red_ctx* c) {
+  const double* v = x;
+  for (int64_t k = 0; k < n; k++) s[k].f = norm_fold(s[k].f, v[k], c->p);
+}
+static void norm_fin(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
+  double p = c->p, r = s->f;
+  if (p == 2) r = sqrt(r);
+  else if (p != 1 && p != 0 && !isinf(p)) r = pow(r, 1.0 / p);
+  o[0] = (red_val){r, 0, 0};
+}
+static const red_op op_norm = {0, init_norm, norm_row, norm_col, norm_fin};
+
+/* logsumexp, online: f = running max, g = sum exp(x - f), i = saw NaN */
+static void init_lse(red_state* s, int64_t n, const red_ctx* c) {
+  for (int64_t k = 0; k < n; k++) s[k] = (red_state){-INFINITY, 0, 0, 0};
+}
+static inline void lse_fold(red_state* s, double x) {
+  if (isnan(x)) s->i = 1;
+  else if (x > s->f) {
+    s->g = s->g * exp(s->f - x) + 1;
+    s->f = x;
+  } else if (!isinf(x)) {
+    s->g += exp(x - s->f);
+  }
+}
+static void lse_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {
+  for (int64_t k = 0; k < n; k++) lse_fold(s, ((const double*)x)[k]);
+}
+static void lse_col(red_state* s, const void* x, int64_t n, int64_t idx, const red_ctx* c) {
+  for (int64_t k = 0; k < n; k++) lse_fold(&s[k], ((const double*)x)[k]);
+}
+static void lse_fin(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
+  double r = s->i ? NAN : isinf(s->f) ? s->f : s->f + log(s->g);
+  o[0] = (red_val){r, 0, 0};
+}
+static const red_op op_lse = {0, init_lse, lse_row, lse_col, lse_fin};
+
+/* ---------------------------------------------------------------- kernels */
+static const tpurt_value NONE_DIMS = {.kind = TPURT_V_NONE, .scalar_dtype = -1};
+
+/* Reduce args[0] over the dims in args[dim_arg] (-1: every dim) into the call's outputs. */
+static tpurt_status reduce(const tpurt_op_call* c, int dim_arg, const red_op* op, red_ctx ctx) {
+  const tpurt_tensor* in = &c->args[0].t;
+  uint32_t mask;
+  tpurt_status s = tpurt_red_mask(in, dim_arg < 0 ? &NONE_DIMS : &c->args[dim_arg], &c->outs[0], &mask);
+  if (s) return s;
+  return tpurt_red_run(in, mask, c->outs, c->nouts, op, &ctx);
+}
+
+/* correction: Scalar? (None means 1) */
+static double correction_of(const tpurt_value* v) { return v->kind == TPURT_V_NONE ? 1.0 : tpurt_value_f(v); }
+
+#define RED_KERNEL(name, dim_arg, op, ...) \
+  tpurt_status tpurt_kernel_##name(const tpurt_op_call* c) { return reduce(c, dim_arg, &op, (red_ctx){__VA_ARGS__}); }
+
+/* sum(self, dtype) / sum.dim_IntList(self, dim, keepdim, dtype) / nansum(self, dim, keepdim, dtype) */
+RED_KERNEL(sum, -1, op_sum, 0)
+RED_KERNEL(sum_dim, 1, op_sum, 0)
+RED_KERNEL(nansum, 1, op_sum, .flag = 1)
+RED_KERNEL(mean, -1, op_mean, 0)
+RED_KERNEL(mean_dim, 1, op_mean, 0)
+RED_KERNEL(prod, -1, op_prod, 0)
+RED_KERNEL(prod_dim, 1, op_prod, 0)
+RED_KERNEL(count_nonzero, 1, op_count_nonzero, 0)
+/* all(self) / all.dim(self, dim, keepdim) / all.dims(self, dim?, keepdim); any likewise */
+RED_KERNEL(all, -1, op_all_any, .flag = 0)
+RED_KERNEL(all_dim, 1, op_all_any, .flag = 0)
+RED_KERNEL(any, -1, op_all_any, .flag = 1)
+RED_KERNEL(any_dim, 1, op_all_any, .flag = 1)
+/* amax(self, dim, keepdim), max(self), max.dim(self, dim, keepdim) -> (values, indices),
+ * argmax(self, dim?, keepdim) */
+RED_KERNEL(amax, 1, op_ext_val, .flag = 0)
+RED_KERNEL(amin, 1, op_ext_val, .flag = 1)
+RED_KERNEL(max, -1, op_ext_val, .flag = 0)
+RED_KERNEL(min, -1, op_ext_val, .flag = 1)
+RED_KERNEL(max_dim, 1, op_ext_both, .flag = 0)
+RED_KERNEL(min_dim, 1, op_ext_both, .flag = 1)
+RED_KERNEL(argmax, 1, op_ext_idx, .flag = 0)
+RED_KERNEL(argmin, 1, op_ext_idx, .flag = 1)
+/* logsumexp(self, dim, keepdim) */
+RED_KERNEL(logsumexp, 1, op_lse, 0)
+
+/* aminmax(self, *, dim?, keepdim) -> (min, max): two passes of the extreme op */
+tpurt_status tpurt_kernel_aminmax(const tpurt_op_call* c) {
+  const tpurt_tensor* in = &c->args[0].t;
+  uint32_t mask;
+  tpurt_status s = tpurt_red_mask(in, &c->args[1], &c->outs[0], &mask);
+  for (int k = 0; k < 2 && !s; k++) {
+    red_ctx ctx = {.flag = k == 0};
+    s = tpurt_red_run(in, mask, &c->outs[k], 1, &op_ext_val, &ctx);
+  }
+  return s;
+}
+
+/* var.correction(self, dim?, *, correction?, keepdim) and std / var_mean / std_mean */
+#define VAR_KERNEL(name, flags) \
+  tpurt_status tpurt_kernel_##name(const tpurt_op_call* c) { \
+    return reduce(c, 1, &op_var, (red_ctx){.p = correction_of(&c->args[2]), .flag = flags}); \
+  }
+VAR_KERNEL(var, 0)
+VAR_KERNEL(std, 1)
+VAR_KERNEL(var_mean, 2)
+VAR_KERNEL(std_mean, 3)
+
+/* linalg_vector_norm(self, ord, dim?, keepdim, *, dtype) */
+tpurt_status tpurt_kernel_vector_norm(const tpurt_op_call* c) {
+  return reduce(c, 2, &op_norm, (red_ctx){.p = tpurt_value_f(&c->args[1])});
+}
+
+/* cumsum(self, dim, *, dtype): a running double/int64 sum along dim, one line at a time */
+tpurt_status tpurt_kernel_cumsum(const tpurt_op_call* c) {
+  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* out = &c->outs[0];
+  int dim;
+  tpurt_status s = tpurt_wrap_dim(c->args[1].i, in->ndim, &dim);
+  if (s) return s;
+  if (tpurt_numel(in) == 0) return TPURT_OK;
+  int nd = in->ndim;
+  int64_t len = nd ? in->sizes[dim] : 1, ist = nd ? in->strides[dim] : 0, ost = nd ? out->strides[dim] : 0;
+  int64_t sizes[TPURT_MAX_DIMS], idx[TPURT_MAX_DIMS] = {0};
+  memcpy(sizes, in->sizes, sizeof sizes);
+  if (nd) sizes[dim] = 1;
+  int as_int = !tpurt_is_float(in->dtype) && !tpurt_is_float(out->dtype);
+  size_t ies = tpurt_dtype_size((tpurt_dtype)in->dtype), oes = tpurt_dtype_size((tpurt_dtype)out->dtype);
+  _Alignas(64) int64_t buf[RED_CHUNK];
+  do {
+    const char* src = (const char*)in->data + in_offset(idx, in->strides, nd) * (int64_t)ies;
+    char* dst = (char*)out->data + in_offset(idx, out->strides, nd) * (int64_t)oes;
+    double fa = 0;
+    int64_t ia = 0;
+    for (int64_t j = 0; j < len; j += RED_CHUNK) {
+      int64_t n = len - j < RED_CHUNK ? len - j : RED_CHUNK;
+      tpurt_red_load(buf, as_int, src + j * ist * (int64_t)ies, ist, in->dtype, n);
+      if (as_int) {
+        for (int64_t k = 0; k < n; k++) buf[k] = ia = WRAP_ADD(ia, buf[k]);
+        for (int64_t k = 0; k < n; k++) tpurt_store_i64(dst + (j + k) * ost * (int64_t)oes, out->dtype, buf[k]);
+      } else {
+        double* f = (double*)buf;
+        for (int64_t k = 0; k < n; k++) f[k] = fa += f[k];
+        tpurt_red_store(dst + j * ost * (int64_t)oes, ost, out->dtype, f, n);
+      }
+    }
+  } while (nd && tpurt_next_index(idx, sizes, nd));
+  return TPURT_OK;
+}

@@ -1,0 +1,62 @@
+/* The reduction driver shared by the reduce and nn families.
+ *
+ * A reduction folds every input element of the reduced sub-space into one small state per
+ * output element. The driver walks the input in one of two orders so that the innermost
+ * loop is always over a dense-ish run of memory:
+ *   - row mode: the last reduced dim is innermost; a run of it is folded into ONE state;
+ *   - column mode: a kept dim has the smallest stride (e.g. sum over dim 0 of [N, C]); a
+ *     run of that dim is folded element-wise into a block of states, one per column.
+ * Float inputs are folded as double, integer/bool inputs as int64 when the op asks. */
+#ifndef TPURT_REDUCE_H
+#define TPURT_REDUCE_H
+
+#include "../internal.h"
+
+typedef struct red_state {
+  double f, g;  /* float accumulators (sum, running max, mean, ...) */
+  int64_t i, j; /* int accumulator / counts / arg index */
+} red_state;
+
+/* One finalized result; `is_int` selects which field is stored. */
+typedef struct red_val {
+  double f;
+  int64_t i;
+  int is_int;
+} red_val;
+
+typedef struct red_ctx {
+  int as_int; /* inputs arrive as int64 (else double) */
+  double p;   /* op parameter: norm order, correction */
+  int flag;   /* op parameter: nan-skipping, min (vs max) */
+} red_ctx;
+
+typedef struct red_op {
+  int int_inputs; /* fold integer/bool inputs as int64 (exact); else as double */
+  void (*init)(red_state* s, int64_t n, const red_ctx* c);
+  /* fold x[0..n) into *s; x[k] has linear index idx0 + k in the reduced sub-space */
+  void (*row)(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c);
+  /* fold x[k] into s[k] for k < n; every x[k] has linear index idx in the reduced sub-space */
+  void (*col)(red_state* s, const void* x, int64_t n, int64_t idx, const red_ctx* c);
+  /* results for outs[0..nouts); count = size of the reduced sub-space */
+  void (*fin)(const red_state* s, int64_t count, const red_ctx* c, red_val* out);
+} red_op;
+
+/* Bit d set = dim d of `in` is reduced. `dims` is NONE, INT or INTS; NONE reduces every dim;
+ * an empty list does too, except when `out` has in's shape (then nothing is reduced). */
+tpurt_status tpurt_red_mask(const tpurt_tensor* in, const tpurt_value* dims,
+                            const tpurt_tensor* out, uint32_t* mask);
+/* Reduce `in` over the dims in `mask` into outs[0..nouts) (all of the same shape: keepdim
+ * or not). ctx->as_int is set by the driver. */
+tpurt_status tpurt_red_run(const tpurt_tensor* in, uint32_t mask, const tpurt_tensor* outs,
+                           int nouts, const red_op* op, red_ctx* ctx);
+
+/* dst[0..n) (double, or int64 when as_int) <- n elements of dtype dt at src, stride st */
+void tpurt_red_load(void* dst, int as_int, const void* src, int64_t st, int dt, int64_t n);
+/* n doubles -> dtype dt at dst, stride st (bf16/f16 via f32, round to nearest even) */
+void tpurt_red_store(void* dst, int64_t st, int dt, const double* src, int64_t n);
+/* Wrap a possibly negative dim for a tensor of ndim dims (0-dim tensors take dim 0/-1). */
+tpurt_status tpurt_wrap_dim(int64_t dim, int ndim, int* out);
+
+#define RED_CHUNK 1024
+
+#endif /* TPURT_REDUCE_H */

@@ -15,7 +15,9 @@
 #include <torch/library.h>
 
 #include <map>
+#include <memory>
 #include <mutex>
+#include <unordered_map>
 
 #include "Generator.h"
 #include "Runtime.h"
@@ -237,35 +239,41 @@ struct NativeKernel final : c10::OperatorKernel {
     }
     c10::DeviceGuard guard(*device);
 
-    // Outputs: PyTorch's meta function decides shapes/dtypes/strides and validates.
-    torch::jit::Stack meta(args.begin(), args.end());
-    for (auto& v : meta) v = to_meta(v);
-    std::vector<std::pair<size_t, at::Tensor>> written;  // out= args, to see meta resizes
-    for (size_t i = 0; i < nargs; i++) {
-      const auto* ai = schema.arguments()[i].alias_info();
-      if (ai && ai->isWrite() && meta[i].isTensor()) written.emplace_back(i, meta[i].toTensor());
+    // Outputs: PyTorch's meta function decides shapes/dtypes/strides and validates; its
+    // answer is cached per argument signature (meta functions are often Python, ~100 us).
+    std::shared_ptr<const MetaResult> meta;
+    std::vector<int64_t> key;
+    bool cacheable = signature(args, key);
+    if (cacheable) {
+      std::lock_guard<std::mutex> g(cache_mu_);
+      auto it = cache_.find(key);
+      if (it != cache_.end()) meta = it->second;
     }
-    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta);
-    for (auto& [i, m] : written) {
+    if (!meta) {
+      meta = compute_meta(op, args);
+      if (cacheable) {
+        std::lock_guard<std::mutex> g(cache_mu_);
+        if (cache_.size() > 4096) cache_.clear();
+        cache_.emplace(std::move(key), meta);
+      }
+    }
+    for (const auto& [i, sizes] : meta->resized) {
       const auto& real = args[i].toTensor();
-      if (m.defined() && real.sizes() != m.sizes()) resize_(real, m.sizes(), std::nullopt);
+      if (real.sizes() != c10::IntArrayRef(sizes)) resize_(real, sizes, std::nullopt);
     }
-
-    const auto& rets = schema.returns();
     std::vector<c10::IValue> results;
-    results.reserve(rets.size());
-    for (size_t r = 0; r < rets.size(); r++) {
-      int aliased = aliased_arg(schema, r);
-      if (aliased >= 0) {
-        results.push_back(args[aliased]);
-      } else if (meta[r].isTensor()) {
-        results.emplace_back(like_meta(meta[r].toTensor(), *device));
-      } else if (meta[r].isTensorList()) {
+    results.reserve(meta->rets.size());
+    for (const auto& r : meta->rets) {
+      if (r.aliased_arg >= 0) {
+        results.push_back(args[r.aliased_arg]);
+      } else if (r.kind == MetaRet::kTensor) {
+        results.emplace_back(r.tensors[0].allocate(*device));
+      } else if (r.kind == MetaRet::kList) {
         c10::List<at::Tensor> l;
-        for (const auto& t : meta[r].toTensorList()) l.push_back(like_meta(t, *device));
+        for (const auto& t : r.tensors) l.push_back(t.allocate(*device));
         results.emplace_back(l);
       } else {
-        results.push_back(meta[r]);
+        results.push_back(r.other);
       }
     }
 
@@ -336,6 +344,145 @@ struct NativeKernel final : c10::OperatorKernel {
   }
 
  private:
+  struct TensorMeta {
+    bool defined = false;
+    std::vector<int64_t> sizes, strides;
+    c10::ScalarType dtype = c10::ScalarType::Undefined;
+    at::Tensor allocate(c10::Device device) const {
+      if (!defined) return at::Tensor();
+      return at::empty_strided(sizes, strides, at::TensorOptions().dtype(dtype).device(device));
+    }
+    static TensorMeta of(const at::Tensor& t) {
+      TensorMeta m;
+      if (!t.defined()) return m;
+      m.defined = true;
+      m.sizes = t.sizes().vec();
+      m.strides = t.strides().vec();
+      m.dtype = t.scalar_type();
+      return m;
+    }
+  };
+  struct MetaRet {
+    enum Kind { kTensor, kList, kOther } kind = kOther;
+    int aliased_arg = -1;
+    std::vector<TensorMeta> tensors;
+    c10::IValue other;
+  };
+  struct MetaResult {
+    std::vector<MetaRet> rets;
+    std::vector<std::pair<size_t, std::vector<int64_t>>> resized;  // out= args the meta resized
+  };
+
+  static std::shared_ptr<const MetaResult> compute_meta(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args) {
+    const auto& schema = op.schema();
+    torch::jit::Stack stack(args.begin(), args.end());
+    for (auto& v : stack) v = to_meta(v);
+    std::vector<std::pair<size_t, at::Tensor>> written;
+    for (size_t i = 0; i < args.size(); i++) {
+      const auto* ai = schema.arguments()[i].alias_info();
+      if (ai && ai->isWrite() && stack[i].isTensor()) written.emplace_back(i, stack[i].toTensor());
+    }
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &stack);
+    auto result = std::make_shared<MetaResult>();
+    for (auto& [i, m] : written) result->resized.emplace_back(i, m.defined() ? m.sizes().vec() : std::vector<int64_t>{});
+    for (size_t r = 0; r < schema.returns().size(); r++) {
+      MetaRet ret;
+      ret.aliased_arg = aliased_arg(schema, r);
+      if (ret.aliased_arg < 0) {
+        if (stack[r].isTensor()) {
+          ret.kind = MetaRet::kTensor;
+          ret.tensors.push_back(TensorMeta::of(stack[r].toTensor()));
+        } else if (stack[r].isTensorList()) {
+          ret.kind = MetaRet::kList;
+          for (const auto& t : stack[r].toTensorList()) ret.tensors.push_back(TensorMeta::of(t));
+        } else {
+          ret.other = stack[r];
+        }
+      }
+      result->rets.push_back(std::move(ret));
+    }
+    return result;
+  }
+
+  // Everything a meta function can see of the arguments; false if some argument kind is not
+  // understood (then the meta function runs every time).
+  static bool signature(c10::ArrayRef<c10::IValue> args, std::vector<int64_t>& key) {
+    key.reserve(64);
+    key.push_back(static_cast<int64_t>(c10::get_default_dtype_as_scalartype()));
+    auto tensor = [&](const at::Tensor& t) {
+      if (!t.defined()) {
+        key.push_back(-1);
+        return;
+      }
+      key.push_back(t.dim());
+      key.push_back(static_cast<int64_t>(t.scalar_type()) | (int64_t)(t.device().type() == kTpu) << 8 |
+                    (int64_t)t.unsafeGetTensorImpl()->is_wrapped_number() << 9);
+      for (auto v : t.sizes()) key.push_back(v);
+      for (auto v : t.strides()) key.push_back(v);
+    };
+    auto bits = [](double d) {
+      int64_t b;
+      std::memcpy(&b, &d, 8);
+      return b;
+    };
+    for (const auto& a : args) {
+      if (a.isNone()) {
+        key.push_back(100);
+      } else if (a.isTensor()) {
+        key.push_back(101);
+        tensor(a.toTensor());
+      } else if (a.isTensorList()) {
+        key.push_back(102);
+        key.push_back(static_cast<int64_t>(a.toTensorList().size()));
+        for (const auto& t : a.toTensorList()) tensor(t);
+      } else if (a.isOptionalTensorList()) {
+        key.push_back(103);
+        for (std::optional<at::Tensor> t : a.toOptionalTensorList()) tensor(t.has_value() ? *t : at::Tensor());
+      } else if (a.isInt()) {
+        key.push_back(104);
+        key.push_back(a.toInt());
+      } else if (a.isDouble()) {
+        key.push_back(105);
+        key.push_back(bits(a.toDouble()));
+      } else if (a.isBool()) {
+        key.push_back(106 + a.toBool());
+      } else if (a.isIntList()) {
+        key.push_back(108);
+        for (auto v : a.toIntVector()) key.push_back(v);
+        key.push_back(109);
+      } else if (a.isDoubleList()) {
+        key.push_back(110);
+        for (auto v : a.toDoubleVector()) key.push_back(bits(v));
+        key.push_back(111);
+      } else if (a.isScalar()) {
+        auto sc = a.toScalar();
+        key.push_back(112 + static_cast<int64_t>(sc.type()));
+        key.push_back(sc.isFloatingPoint() ? bits(sc.toDouble()) : sc.isComplex() ? 0 : sc.toLong());
+      } else if (a.isGenerator()) {
+        key.push_back(130);
+      } else if (a.isDevice()) {
+        key.push_back(131);
+        key.push_back(a.toDevice().index());
+      } else if (a.isString()) {
+        key.push_back(132);
+        key.push_back(static_cast<int64_t>(std::hash<std::string>{}(a.toStringRef())));
+      } else {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  struct KeyHash {
+    size_t operator()(const std::vector<int64_t>& k) const {
+      size_t h = 1469598103934665603ull;
+      for (auto v : k) h = (h ^ static_cast<size_t>(v)) * 1099511628211ull;
+      return h;
+    }
+  };
+  std::mutex cache_mu_;
+  std::unordered_map<std::vector<int64_t>, std::shared_ptr<const MetaResult>, KeyHash> cache_;
+
   static int64_t numel_of(const tpurt_tensor& t) {
     int64_t n = 1;
     for (int d = 0; d < t.ndim; d++) n *= t.sizes[d];
@@ -367,11 +514,6 @@ struct NativeKernel final : c10::OperatorKernel {
       return l;
     }
     return v;
-  }
-
-  static at::Tensor like_meta(const at::Tensor& m, c10::Device device) {
-    if (!m.defined()) return m;
-    return at::empty_strided(m.sizes(), m.strides(), m.options().device(device));
   }
 
   // Index of the argument a return aliases (out= and in-place ops), or -1.

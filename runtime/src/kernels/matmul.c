@@ -1,0 +1,345 @@
+/* Matmul family: mm, bmm, addmm, baddbmm, addbmm, addmv, mv, dot. Every op is one call of
+ * the same blocked GEMM core (packing handles any strides, batching and the emulated MXU
+ * numerics) followed by one elementwise epilogue (alpha, beta*self, dtype rounding).
+ *
+ * MXU numerics for float32 operands (call->precision):
+ *   DEFAULT  one bf16 pass: both operands rounded to bf16 (nearest even) while packing; the
+ *            bf16*bf16 products are exact in f32, accumulation is f32.
+ *   HIGH     bf16_3x: x = hi + lo (hi = bf16(x), lo = bf16(x - hi)); the packed K axis is
+ *            tripled so the core sums hi*hi + hi*lo + lo*hi in f32.
+ *   HIGHEST  plain f32.
+ * bf16/f16 operands convert exactly to f32 (products f32, accumulation f32), f64 is plain
+ * double, integers accumulate in int64. */
+#include <stdlib.h>
+
+#include "../internal.h"
+
+/* ---------------------------------------------------------------- operands */
+/* A strided matrix: element (i, k) lives at data + (i * rs + k * cs) elements. */
+typedef struct {
+  const char* data;
+  int dtype;
+  int64_t rs, cs;
+} mat;
+
+/* How a loaded f32 value becomes packed values: 1 copy, 1 bf16, or 3 bf16 parts. */
+typedef enum { PASS_F32 = 0, PASS_BF16 = 1, PASS_BF16X3 = 3 } pass_mode;
+
+static pass_mode pass_of(int dtype, int precision) {
+  if (dtype != TPURT_F32 || precision >= TPURT_PRECISION_HIGHEST) return PASS_F32;
+  return precision >= TPURT_PRECISION_HIGH ? PASS_BF16X3 : PASS_BF16;
+}
+
+static const char* elem(const mat* m, int64_t i, int64_t k) {
+  return m->data + (i * m->rs + k * m->cs) * (int64_t)tpurt_dtype_size((tpurt_dtype)m->dtype);
+}
+
+/* dst[0..n) <- n elements from p with element stride st, converted to float / double. */
+static void load_f32(float* dst, const char* p, int64_t st, int dt, int64_t n) {
+  switch (dt) {
+    case TPURT_F32: for (int64_t i = 0; i < n; i++) dst[i] = ((const float*)p)[i * st]; break;
+    case TPURT_BF16: for (int64_t i = 0; i < n; i++) dst[i] = tpurt_bf16_to_f32(((const uint16_t*)p)[i * st]); break;
+    case TPURT_F16: for (int64_t i = 0; i < n; i++) dst[i] = tpurt_f16_to_f32(((const uint16_t*)p)[i * st]); break;
+  }
+}
+static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) {
+  (void)dt; /* the double core only sees float64 operands */
+  for (int64_t i = 0; i < n; i++) dst[i] = ((const double*)p)[i * st];
+}
+
+/* ---------------------------------------------------------------- the core */
+/* Register-blocked micro-kernel on packed panels: an MR x NR tile of C += A_panel * B_panel
+ * over kc packed steps. Vector extensions give the compiler the tile shape directly; the
+ * clones pick AVX2+FMA at load time where the CPU has it. */
+#define KC 256 /* packed K per block (B micro-panel: KC*NR*4 = 16 KiB, fits L1) */
+#define MC 96  /* rows of A per block (A block: 96 KiB, L2) */
+#define NC 1024
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define MICRO_ATTRS __attribute__((target_clones("arch=x86-64-v3", "default"), optimize("fp-contract=fast")))
+#else
+#define MICRO_ATTRS
+#endif
+
+/* GEMM_CORE(T, SFX, W, ROWS): W lanes per 32-byte vector; the tile is ROWS x (2*W). */
+#define GEMM_CORE(T, SFX, W, ROWS)                                                              \
+  typedef T v##SFX __attribute__((vector_size(32)));                                           \
+  enum { MR_##SFX = ROWS, NR_##SFX = 2 * W };                                                   \
+  MICRO_ATTRS static void micro_##SFX(int64_t kc, const T* restrict a, const T* restrict b,    \
+                                      T* restrict c, int64_t ldc, int mr, int nr) {            \
+    v##SFX acc[ROWS][2];                                                                        \
+    memset(acc, 0, sizeof acc);                                                                \
+    for (int64_t k = 0; k < kc; k++) {                                                         \
+      v##SFX b0, b1;                                                                           \
+      memcpy(&b0, b + k * 2 * W, sizeof b0);                                                   \
+      memcpy(&b1, b + k * 2 * W + W, sizeof b1);                                               \
+      for (int i = 0; i < ROWS; i++) {                                                          \
+        T ai = a[k * ROWS + i];                                                                 \
+        acc[i][0] += ai * b0;                                                                  \
+        acc[i][1] += ai * b1;                                                                  \
+      }                                                                                        \
+    }                                                                                          \
+    for (int i = 0; i < mr; i++)                                                               \
+      for (int j = 0; j < nr; j++) c[i * ldc + j] += acc[i][j / W][j % W];                     \
+  }
+GEMM_CORE(float, f32, 8, 6)
+GEMM_CORE(double, f64, 4, 4)
+
+/* Packed values per K step for a pass mode. */
+static int expand_of(pass_mode p) { return p == PASS_BF16X3 ? 3 : 1; }
+
+/* Write one loaded value x to the packed slots dst[0], dst[st], dst[2*st] as the pass
+ * mode wants. `b_side` picks which factor gets the low part: A packs (hi, hi, lo) and
+ * B packs (hi, lo, hi) so the K-sum is hi*hi + hi*lo + lo*hi. */
+static inline void put_f32(float* dst, int64_t st, float x, pass_mode p, int b_side) {
+  if (p == PASS_F32) { dst[0] = x; return; }
+  float hi = tpurt_round_bf16(x);
+  if (p == PASS_BF16) { dst[0] = hi; return; }
+  float lo = tpurt_round_bf16(x - hi);
+  dst[0] = hi;
+  dst[st] = b_side ? lo : hi;
+  dst[2 * st] = b_side ? hi : lo;
+}
+static inline void put_f64(double* dst, int64_t st, double x, pass_mode p, int b_side) {
+  (void)st, (void)p, (void)b_side;
+  dst[0] = x;
+}
+
+/* Pack A rows [i0, i0+mc) x K [k0, k0+kc) into MR-row panels: panel r, packed step q,
+ * row r' at ap[r * MR * kcx + q * MR + r']; rows past mc are zero. Pack B K [k0, k0+kc)
+ * x cols [j0, j0+nc) into NR-col panels likewise. */
+#define PACKERS(T, SFX)                                                                         \
+  static void pack_a_##SFX(T* ap, const mat* A, int64_t i0, int64_t mc, int64_t k0, int64_t kc,  \
+                           pass_mode p, T* row) {                                              \
+    int x = expand_of(p);                                                                      \
+    int64_t kcx = kc * x, panels = (mc + MR_##SFX - 1) / MR_##SFX;                             \
+    memset(ap, 0, sizeof(T) * (size_t)(panels * MR_##SFX * kcx));                              \
+    for (int64_t i = 0; i < mc; i++) {                                                         \
+      load_##SFX(row, elem(A, i0 + i, k0), A->cs, A->dtype, kc);                               \
+      T* dst = ap + (i / MR_##SFX) * MR_##SFX * kcx + i % MR_##SFX;                            \
+      for (int64_t k = 0; k < kc; k++) put_##SFX(dst + k * x * MR_##SFX, MR_##SFX, row[k], p, 0); \
+    }                                                                                          \
+  }                                                                                            \
+  static void pack_b_##SFX(T* bp, const mat* B, int64_t k0, int64_t kc, int64_t j0, int64_t nc,  \
+                           pass_mode p, T* row) {                                              \
+    int x = expand_of(p);                                                                      \
+    int64_t kcx = kc * x, panels = (nc + NR_##SFX - 1) / NR_##SFX;                             \
+    memset(bp, 0, sizeof(T) * (size_t)(panels * NR_##SFX * kcx));                              \
+    for (int64_t k = 0; k < kc; k++) {                                                         \
+      load_##SFX(row, elem(B, k0 + k, j0), B->cs, B->dtype, nc);                               \
+      for (int64_t j = 0; j < nc; j++)                                                         \
+        put_##SFX(bp + (j / NR_##SFX) * NR_##SFX * kcx + k * x * NR_##SFX + j % NR_##SFX,      \
+                  NR_##SFX, row[j], p, 1);                                                     \
+    }                                                                                          \
+  }
+PACKERS(float, f32)
+PACKERS(double, f64)
+
+/* C[M x N] (dense, row stride ldc) += A[M x K] * B[K x N]. `ws` is scratch from
+ * gemm_scratch. The K blocking keeps every packed step count a multiple of the
+ * expansion so hi/lo parts of one product never straddle blocks. */
+#define GEMM(T, SFX)                                                                           \
+  static void gemm_##SFX(int64_t M, int64_t N, int64_t K, const mat* A, const mat* B,         \
+                         pass_mode pa, pass_mode pb, T* c, int64_t ldc, T* ws) {               \
+    int x = expand_of(pa) > expand_of(pb) ? expand_of(pa) : expand_of(pb);                     \
+    if (x == 3) pa = pb = PASS_BF16X3;                                                         \
+    int64_t kb = KC / x;                                                                       \
+    T* bp = ws;                                                                                \
+    T* ap = bp + (size_t)KC * (NC + NR_##SFX);                                                 \
+    T* row = ap + (size_t)KC * (MC + MR_##SFX);                                                \
+    for (int64_t j0 = 0; j0 < N; j0 += NC) {                                                   \
+      int64_t nc = N - j0 < NC ? N - j0 : NC;                                                  \
+      for (int64_t k0 = 0; k0 < K; k0 += kb) {                                                 \
+        int64_t kc = K - k0 < kb ? K - k0 : kb;                                                \
+        pack_b_##SFX(bp, B, k0, kc, j0, nc, pb, row);                                          \
+        for (int64_t i0 = 0; i0 < M; i0 += MC) {                                               \
+          int64_t mc = M - i0 < MC ? M - i0 : MC;                                              \
+          pack_a_##SFX(ap, A, i0, mc, k0, kc, pa, row);                                        \
+          for (int64_t jr = 0; jr < nc; jr += NR_##SFX)                                        \
+            for (int64_t ir = 0; ir < mc; ir += MR_##SFX) {                                    \
+              int mr = mc - ir < MR_##SFX ? (int)(mc - ir) : MR_##SFX;                         \
+              int nr = nc - jr < NR_##SFX ? (int)(nc - jr) : NR_##SFX;                         \
+              micro_##SFX(kc * x, ap + ir * kc * x, bp + jr * kc * x,                          \
+                          c + (i0 + ir) * ldc + j0 + jr, ldc, mr, nr);                         \
+            }                                                                                  \
+        }                                                                                      \
+      }                                                                                        \
+    }                                                                                          \
+  }
+GEMM(float, f32)
+GEMM(double, f64)
+
+/* Scratch for gemm_*: B block, A block, one loaded row (sizes in the widest type). */
+static void* gemm_scratch(void) {
+  size_t n = (size_t)KC * (NC + 16) + (size_t)KC * (MC + 8) + (KC > NC ? KC : NC);
+  void* p = NULL;
+  return posix_memalign(&p, 64, n * sizeof(double)) ? NULL : p;
+}
+
+/* Integer matmul (CPU supports it): int64 accumulation, simple loops over dense copies. */
+static void gemm_i64(int64_t M, int64_t N, int64_t K, const mat* A, const mat* B, int64_t* c,
+                     int64_t ldc, int64_t* brow) {
+  for (int64_t k = 0; k < K; k++) {
+    for (int64_t j = 0; j < N; j++) brow[j] = tpurt_load_i64(elem(B, k, j), B->dtype);
+    for (int64_t i = 0; i < M; i++) {
+      int64_t a = tpurt_load_i64(elem(A, i, k), A->dtype);
+      /* wrap like CPU's integer arithmetic instead of overflowing */
+      for (int64_t j = 0; j < N; j++) c[i * ldc + j] = (int64_t)((uint64_t)c[i * ldc + j] + (uint64_t)a * (uint64_t)brow[j]);
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- op plumbing */
+/* A batch of matmul problems: nb times C_b (+)= A_b * B_b, operand b at data + b*bs. */
+typedef struct {
+  int64_t nb, M, N, K;
+  mat A, B;
+  int64_t a_bs, b_bs;
+  int64_t c_bs; /* 0: every batch accumulates into the same C (addbmm) */
+} problem;
+
+static mat mat_of(const tpurt_tensor* t, int d_row, int d_col) {
+  mat m = {(const char*)t->data, t->dtype, d_row >= 0 ? t->strides[d_row] : 0,
+           d_col >= 0 ? t->strides[d_col] : 0};
+  return m;
+}
+
+typedef struct { double alpha, beta; int64_t alpha_i, beta_i; } epi_ctx;
+
+#define EPI_FN(NAME, T, A, B)                                                      \
+  static void NAME##_1(int64_t n, void* o, const void* const* in, const void* ctx) { \
+    const epi_ctx* e = ctx;                                                        \
+    const T* acc = in[0];                                                          \
+    T* r = o;                                                                      \
+    T al = (T)e->A;                                                                \
+    for (int64_t i = 0; i < n; i++) r[i] = al * acc[i];                            \
+  }                                                                                \
+  static void NAME##_2(int64_t n, void* o, const void* const* in, const void* ctx) { \
+    const epi_ctx* e = ctx;                                                        \
+    const T *acc = in[0], *s = in[1];                                              \
+    T* r = o;                                                                      \
+    T al = (T)e->A, be = (T)e->B;                                                  \
+    for (int64_t i = 0; i < n; i++) r[i] = al * acc[i] + be * s[i];                \
+  }
+EPI_FN(epi_f32, float, alpha, beta)
+EPI_FN(epi_f64, double, alpha, beta)
+EPI_FN(epi_i64, int64_t, alpha_i, beta_i)
+
+/* Run the problem into a dense accumulator shaped like out, then out = alpha*acc +
+ * beta*self (self broadcast; beta == 0 ignores self entirely, NaNs included, as CPU). */
+static tpurt_status run_matmul(const tpurt_op_call* c, const problem* pr, const tpurt_value* self,
+                               const tpurt_value* beta, const tpurt_value* alpha) {
+  const tpurt_tensor* out = &c->outs[0];
+  int dt = pr->A.dtype;
+  if (dt == TPURT_BOOL)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "\"addmm_impl_cpu_\" not implemented for 'Bool'");
+  tpurt_ctype ct = tpurt_ctype_of(dt);
+  int acc_dt = ct == TPURT_CT_F32 ? TPURT_F32 : ct == TPURT_CT_F64 ? TPURT_F64 : TPURT_I64;
+  size_t es = tpurt_dtype_size((tpurt_dtype)acc_dt);
+  int64_t nacc = tpurt_numel(out);
+  void* acc = calloc((size_t)(nacc ? nacc : 1), es);
+  void* ws = ct == TPURT_CT_I64 ? malloc(sizeof(int64_t) * (size_t)(pr->N ? pr->N : 1)) : gemm_scratch();
+  if (!acc || !ws) {
+    free(acc);
+    free(ws);
+    return tpurt_fail(TPURT_ERR_OOM, "matmul: host out of memory for scratch");
+  }
+  pass_mode pa = pass_of(pr->A.dtype, c->precision), pb = pass_of(pr->B.dtype, c->precision);
+  size_t a_es = tpurt_dtype_size((tpurt_dtype)pr->A.dtype), b_es = tpurt_dtype_size((tpurt_dtype)pr->B.dtype);
+  for (int64_t b = 0; b < pr->nb; b++) {
+    mat A = pr->A, B = pr->B;
+    A.data += b * pr->a_bs * (int64_t)a_es;
+    B.data += b * pr->b_bs * (int64_t)b_es;
+    char* cb = (char*)acc + b * pr->c_bs * pr->M * pr->N * (int64_t)es;
+    if (ct == TPURT_CT_F32) gemm_f32(pr->M, pr->N, pr->K, &A, &B, pa, pb, (float*)cb, pr->N, ws);
+    else if (ct == TPURT_CT_F64) gemm_f64(pr->M, pr->N, pr->K, &A, &B, pa, pb, (double*)cb, pr->N, ws);
+    else gemm_i64(pr->M, pr->N, pr->K, &A, &B, (int64_t*)cb, pr->N, ws);
+  }
+  free(ws);
+
+  tpurt_tensor in[2];
+  in[0] = *out;
+  in[0].data = acc;
+  in[0].dtype = acc_dt;
+  for (int64_t d = out->ndim - 1, st = 1; d >= 0; d--) {
+    in[0].strides[d] = st;
+    st *= out->sizes[d];
+  }
+  epi_ctx e = {1, 0, 1, 0};
+  if (alpha) e.alpha = tpurt_value_f(alpha), e.alpha_i = tpurt_value_i(alpha);
+  if (beta) e.beta = tpurt_value_f(beta), e.beta_i = tpurt_value_i(beta);
+  int nin = self && self->kind == TPURT_V_TENSOR && (ct == TPURT_CT_I64 ? e.beta_i != 0 : e.beta != 0) ? 2 : 1;
+  if (nin == 2) in[1] = self->t;
+  tpurt_ew_fn fn = ct == TPURT_CT_F32 ? (nin == 2 ? epi_f32_2 : epi_f32_1)
+                 : ct == TPURT_CT_F64 ? (nin == 2 ? epi_f64_2 : epi_f64_1)
+                                      : (nin == 2 ? epi_i64_2 : epi_i64_1);
+  tpurt_status s = tpurt_ew_run(out, nin, in, ct, fn, &e);
+  free(acc);
+  return s;
+}
+
+/* 2-D problem from self (M x K) and mat2 (K x N). */
+static problem problem_2d(const tpurt_tensor* a, const tpurt_tensor* b) {
+  problem p = {1, a->sizes[0], b->sizes[1], a->sizes[1], mat_of(a, 0, 1), mat_of(b, 0, 1), 0, 0, 1};
+  return p;
+}
+/* Batched problem from (nb x M x K) and (nb x K x N); c_bs 0 sums the batches. */
+static problem problem_3d(const tpurt_tensor* a, const tpurt_tensor* b, int64_t c_bs) {
+  problem p = {a->sizes[0], a->sizes[1], b->sizes[2], a->sizes[2], mat_of(a, 1, 2), mat_of(b, 1, 2),
+               a->strides[0], b->strides[0], c_bs};
+  return p;
+}
+/* Matrix (M x K) times vector (K): the vector is a K x 1 matrix. */
+static problem problem_mv(const tpurt_tensor* a, const tpurt_tensor* v) {
+  problem p = {1, a->sizes[0], 1, a->sizes[1], mat_of(a, 0, 1), mat_of(v, 0, -1), 0, 0, 1};
+  return p;
+}
+
+tpurt_status tpurt_kernel_mm(const tpurt_op_call* c) {
+  /* mm(self, mat2) */
+  problem p = problem_2d(&c->args[0].t, &c->args[1].t);
+  return run_matmul(c, &p, NULL, NULL, NULL);
+}
+
+tpurt_status tpurt_kernel_bmm(const tpurt_op_call* c) {
+  /* bmm(self, mat2) */
+  problem p = problem_3d(&c->args[0].t, &c->args[1].t, 1);
+  return run_matmul(c, &p, NULL, NULL, NULL);
+}
+
+tpurt_status tpurt_kernel_addmm(const tpurt_op_call* c) {
+  /* addmm(self, mat1, mat2, *, beta, alpha) */
+  problem p = problem_2d(&c->args[1].t, &c->args[2].t);
+  return run_matmul(c, &p, &c->args[0], &c->args[3], &c->args[4]);
+}
+
+tpurt_status tpurt_kernel_baddbmm(const tpurt_op_call* c) {
+  /* baddbmm(self, batch1, batch2, *, beta, alpha) */
+  problem p = problem_3d(&c->args[1].t, &c->args[2].t, 1);
+  return run_matmul(c, &p, &c->args[0], &c->args[3], &c->args[4]);
+}
+
+tpurt_status tpurt_kernel_addbmm(const tpurt_op_call* c) {
+  /* addbmm(self, batch1, batch2, *, beta, alpha): the batch sum is one longer K-sum */
+  problem p = problem_3d(&c->args[1].t, &c->args[2].t, 0);
+  return run_matmul(c, &p, &c->args[0], &c->args[3], &c->args[4]);
+}
+
+tpurt_status tpurt_kernel_mv(const tpurt_op_call* c) {
+  /* mv(self, vec) */
+  problem p = problem_mv(&c->args[0].t, &c->args[1].t);
+  return run_matmul(c, &p, NULL, NULL, NULL);
+}
+
+tpurt_status tpurt_kernel_addmv(const tpurt_op_call* c) {
+  /* addmv(self, mat, vec, *, beta, alpha) */
+  problem p = problem_mv(&c->args[1].t, &c->args[2].t);
+  return run_matmul(c, &p, &c->args[0], &c->args[3], &c->args[4]);
+}
+
+tpurt_status tpurt_kernel_dot(const tpurt_op_call* c) {
+  /* dot(self, tensor): a 1 x K times K x 1 problem */
+  const tpurt_tensor *a = &c->args[0].t, *b = &c->args[1].t;
+  problem p = {1, 1, 1, a->sizes[0], mat_of(a, -1, 0), mat_of(b, 0, -1), 0, 0, 1};
+  return run_matmul(c, &p, NULL, NULL, NULL);
+}

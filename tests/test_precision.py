@@ -1,0 +1,112 @@
+"""Emulated MXU numerics of float32 matmuls: "default" is one bf16 pass with f32 accumulation,
+"high" is bf16_3x, "highest" is about f32. Errors are measured against a float64 reference."""
+import pytest
+import torch
+
+import torch_tpu  # noqa: F401  (registers the tpu device)
+
+K = 256
+
+
+def _inputs(seed=0, m=64, k=K, n=48):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+
+
+def _rel_err(a, b):
+    ref = a.double() @ b.double()
+    with_tpu = (a.to("tpu") @ b.to("tpu")).cpu().double()
+    return ((with_tpu - ref).norm() / ref.norm()).item()
+
+
+def _err(p, a, b):
+    with torch.tpu.precision(p):
+        return _rel_err(a, b)
+
+
+@pytest.fixture(autouse=True)
+def _restore_precision():
+    prev = torch.tpu.get_matmul_precision()
+    yield
+    torch.tpu.set_matmul_precision(prev)
+
+
+def test_highest_matches_cpu_f32():
+    a, b = _inputs()
+    with torch.tpu.precision("highest"):
+        got = (a.to("tpu") @ b.to("tpu")).cpu()
+    torch.testing.assert_close(got, a @ b, rtol=1e-5, atol=1e-4)  # f32 summation order only
+    assert _err("highest", a, b) < 1e-6
+
+
+def test_error_levels_are_ordered():
+    a, b = _inputs(1)
+    default, high, highest = (_err(p, a, b) for p in ("default", "high", "highest"))
+    assert 1e-4 < default < 1e-2, default            # bf16-level
+    assert default > 100 * highest, (default, highest)
+    assert high < default / 100, (high, default)      # bf16_3x: close to f32
+    assert high < 1e-5, high
+
+
+def test_default_is_one_bf16_pass():
+    """default == f32 matmul of bf16-rounded inputs (products exact, f32 accumulation)."""
+    a, b = _inputs(2)
+    ab, bb = a.bfloat16().float(), b.bfloat16().float()
+    want = (ab.double() @ bb.double()).float()
+    with torch.tpu.precision("default"):
+        got = (a.to("tpu") @ b.to("tpu")).cpu()
+    # only the order of the f32 accumulation differs
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert not torch.allclose(got, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_high_is_bf16_3x():
+    a, b = _inputs(3)
+    split = lambda x: (x.bfloat16().float(), (x - x.bfloat16().float()).bfloat16().float())  # noqa: E731
+    (ah, al), (bh, bl) = split(a), split(b)
+    want = (ah.double() @ bh.double() + ah.double() @ bl.double() + al.double() @ bh.double()).float()
+    with torch.tpu.precision("high"):
+        got = (a.to("tpu") @ b.to("tpu")).cpu()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_set_matmul_precision_switches():
+    a, b = _inputs(4)
+    torch.tpu.set_matmul_precision("highest")
+    assert torch.tpu.get_matmul_precision() == "highest"
+    e_highest = _rel_err(a, b)
+    torch.tpu.set_matmul_precision("default")
+    assert torch.tpu.get_matmul_precision() == "default"
+    e_default = _rel_err(a, b)
+    assert e_default > 100 * e_highest
+    with torch.tpu.precision("high"):
+        assert torch.tpu.get_matmul_precision() == "high"
+    assert torch.tpu.get_matmul_precision() == "default"
+
+
+@pytest.mark.parametrize("op", ["bmm", "addmm", "baddbmm", "mv"])
+def test_every_matmul_op_honours_precision(op):
+    a, b = _inputs(5, m=8, n=8)
+    s = torch.randn(8, 8)
+    calls = {
+        "bmm": lambda s, a, b: torch.bmm(a[None], b[None])[0],
+        "addmm": lambda s, a, b: torch.addmm(s, a, b, beta=0),
+        "baddbmm": lambda s, a, b: torch.baddbmm(s[None], a[None], b[None], beta=0)[0],
+        "mv": lambda s, a, b: torch.mv(a, b[:, 0])[:, None],
+    }
+    fn = calls[op]
+    ref = fn(s.double(), a.double(), b.double())
+    errs = {}
+    for p in ("default", "highest"):
+        with torch.tpu.precision(p):
+            errs[p] = ((fn(s.to("tpu"), a.to("tpu"), b.to("tpu")).cpu().double() - ref).norm() / ref.norm()).item()
+    assert errs["default"] > 100 * errs["highest"], errs
+
+
+def test_bf16_inputs_ignore_precision():
+    a, b = (x.bfloat16() for x in _inputs(6))
+    outs = []
+    for p in ("default", "highest"):
+        with torch.tpu.precision(p):
+            outs.append((a.to("tpu") @ b.to("tpu")).cpu())
+    assert torch.equal(outs[0], outs[1])

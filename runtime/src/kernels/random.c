@@ -95,13 +95,13 @@ static double dtype_int_max(int dt) {
 tpurt_status tpurt_kernel_random_int(const tpurt_op_call* c) {
   /* random_(self, *, gen) / random_.to(self, int to, *, gen) / random_.from(self, int from, int? to, *, gen) */
   const tpurt_tensor* out = &c->outs[0];
-  double p[2];
-  int kinds = 0;
-  for (int a = 1; a < c->nargs; a++) kinds += c->args[a].kind == TPURT_V_INT;
-  if (kinds == 0) { p[0] = 0; p[1] = dtype_int_max(out->dtype) + (out->dtype == TPURT_BOOL); }
-  else if (kinds == 1 && c->nargs == 3 && c->args[2].kind == TPURT_V_NONE) { p[0] = (double)c->args[1].i; p[1] = dtype_int_max(out->dtype) + 1 - p[0]; }
-  else if (kinds == 1) { p[0] = 0; p[1] = (double)c->args[1].i; }
-  else { p[0] = (double)c->args[1].i; p[1] = (double)(c->args[2].i - c->args[1].i); }
+  double p[2] = {0, dtype_int_max(out->dtype) + 1};
+  if (c->nargs == 3) { /* random_.to */
+    p[1] = (double)c->args[1].i;
+  } else if (c->nargs == 4) { /* random_.from; to=None means up to the dtype's largest integer */
+    p[0] = (double)c->args[1].i;
+    p[1] = (c->args[2].kind == TPURT_V_NONE ? dtype_int_max(out->dtype) + 1 : (double)c->args[2].i) - p[0];
+  }
   if (p[1] <= 0)
     return tpurt_fail(TPURT_ERR_RUNTIME, "random_ expects 'from' to be less than 'to', but got from=%g >= to=%g", p[0], p[0] + p[1]);
   return fill_random(c, out, draw_int, p, 1);

@@ -96,7 +96,45 @@ static void test_addmm_beta0_and_ints(void) {
   CHECK(r == (int32_t)(uint32_t)(3000000000LL + 15 - 14), "int dot wraps like int32: %d", r);
 }
 
+/* Bad indices fail with CPU's messages and never read or write out of bounds (ASan). */
+static void test_index_bounds(void) {
+  float w[6] = {0, 1, 2, 3, 4, 5}, out[4] = {-1, -1, -1, -1};
+  int64_t good[2] = {2, 0}, bad[2] = {1, 3};
+  tpurt_op_call e = call_of("embedding", 0);
+  e.nargs = 2, e.nouts = 1;
+  e.args[0] = tv(mat2d(w, TPURT_F32, 3, 2, 2, 1));
+  e.args[1] = tv(vec1d(good, TPURT_I64, 2));
+  e.outs[0] = mat2d(out, TPURT_F32, 2, 2, 2, 1);
+  CHECK(tpurt_op_run(&e) == TPURT_OK, "embedding: %s", tpurt_last_error());
+  CHECK(out[0] == 4 && out[1] == 5 && out[2] == 0 && out[3] == 1, "embedding rows %g %g %g %g", out[0], out[1],
+        out[2], out[3]);
+  e.args[1] = tv(vec1d(bad, TPURT_I64, 2));
+  CHECK(tpurt_op_run(&e) == TPURT_ERR_INDEX, "embedding out of range must fail");
+  CHECK(strcmp(tpurt_last_error(), "index out of range in self") == 0, "message: %s", tpurt_last_error());
+
+  /* x[idx] = v with idx = [1, 3] on a 3-element tensor */
+  float x[3] = {0, 0, 0}, v = 7;
+  tpurt_tensor list[1] = {vec1d(bad, TPURT_I64, 2)};
+  tpurt_op_call p = call_of("index_put_", 0);
+  p.nargs = 4, p.nouts = 1;
+  p.args[0] = tv(vec1d(x, TPURT_F32, 3));
+  p.args[1] = (tpurt_value){.kind = TPURT_V_TENSORS, .n = 1, .scalar_dtype = -1, .tensors = list};
+  p.args[2] = tv((tpurt_tensor){.data = &v, .dtype = TPURT_F32, .ndim = 0});
+  p.args[3] = iv(0);
+  p.outs[0] = vec1d(x, TPURT_F32, 3);
+  CHECK(tpurt_op_run(&p) == TPURT_ERR_INDEX, "index_put out of range must fail");
+  CHECK(strstr(tpurt_last_error(), "index 3 is out of bounds for dimension 0 with size 3"), "message: %s",
+        tpurt_last_error());
+  CHECK(x[1] == 0, "nothing written before the failure");
+  /* a bool mask selects positions 0 and 2 */
+  uint8_t mask[3] = {1, 0, 1};
+  list[0] = vec1d(mask, TPURT_BOOL, 3);
+  CHECK(tpurt_op_run(&p) == TPURT_OK, "index_put mask: %s", tpurt_last_error());
+  CHECK(x[0] == 7 && x[1] == 0 && x[2] == 7, "mask put %g %g %g", x[0], x[1], x[2]);
+}
+
 int main(void) {
+  test_index_bounds();
   test_mm_precisions();
   test_addmm_beta0_and_ints();
   return CHECK_DONE();

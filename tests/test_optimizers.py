@@ -65,9 +65,9 @@ def _train(name, clip=None):
         norms = []
         for model, opt, dev in ((cpu, opt_cpu, "cpu"), (tpu, opt_tpu, "tpu")):
             opt.zero_grad()
-            with torch.tpu.precision("highest"):
+            with torch.tpu.precision("highest"):  # the backward's matmuls too
                 loss = torch.nn.functional.mse_loss(model(x[step].to(dev)), y[step].to(dev))
-            loss.backward()
+                loss.backward()
             torch_tpu.metrics.reset()
             if clip is not None:
                 norms.append(torch.nn.utils.clip_grad_norm_(model.parameters(), clip))

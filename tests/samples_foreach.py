@@ -142,6 +142,10 @@ def _adam_inputs(dtype):
     return p + g + m + v + vmax + steps + [torch.tensor(2.0), torch.tensor(0.0)]
 
 
+def _adam_inputs_inf(dtype):  # found_inf set: the step is skipped
+    return _adam_inputs(dtype)[:-1] + [torch.tensor(1.0)]
+
+
 def _fused(fn, amsgrad, maximize, wd, scaled):
     def run(*a):
         p, g, m, v, vmax, steps, scale, found = _lists(a, 6)
@@ -156,3 +160,5 @@ for _name, _fn in (("_fused_adam_", torch._fused_adam_), ("_fused_adamw_", torch
         # were contiguous (it updates the wrong elements), so it is no reference for them
         register(_name, _fused(_fn, _ams, _max, _wd, _sc), _adam_inputs, dtypes=FLOATS, grad=False, noncontig=False,
                  name=f"{_name} amsgrad={_ams} maximize={_max} wd={_wd} grad_scale={_sc}")
+    register(_name, _fused(_fn, False, False, 0.0, True), _adam_inputs_inf, dtypes=FLOATS, grad=False,
+             noncontig=False, name=f"{_name} found_inf")

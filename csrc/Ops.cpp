@@ -250,7 +250,13 @@ struct NativeKernel final : c10::OperatorKernel {
       if (it != cache_.end()) meta = it->second;
     }
     if (!meta) {
-      meta = compute_meta(op, args);
+      try {
+        meta = compute_meta(op, args);
+      } catch (const c10::NotImplementedError&) {
+        // No meta answer without reading data (nonzero, x[bool_mask]): run it on the CPU.
+        cpu_fallback(op, stack, "output shape depends on tensor data");
+        return;
+      }
       if (cacheable) {
         std::lock_guard<std::mutex> g(cache_mu_);
         if (cache_.size() > 4096) cache_.clear();
@@ -458,6 +464,13 @@ struct NativeKernel final : c10::OperatorKernel {
         auto sc = a.toScalar();
         key.push_back(112 + static_cast<int64_t>(sc.type()));
         key.push_back(sc.isFloatingPoint() ? bits(sc.toDouble()) : sc.isComplex() ? 0 : sc.toLong());
+      } else if (a.isList() && is_number_list(a)) {
+        key.push_back(133);
+        for (const auto& e : a.toListRef()) {
+          key.push_back(e.isDouble() ? 1 : 0);
+          key.push_back(e.isDouble() ? bits(e.toDouble()) : e.isBool() ? e.toBool() : e.toInt());
+        }
+        key.push_back(134);
       } else if (a.isGenerator()) {
         key.push_back(130);
       } else if (a.isDevice()) {
@@ -482,6 +495,12 @@ struct NativeKernel final : c10::OperatorKernel {
   };
   std::mutex cache_mu_;
   std::unordered_map<std::vector<int64_t>, std::shared_ptr<const MetaResult>, KeyHash> cache_;
+
+  static bool is_number_list(const c10::IValue& a) {
+    for (const auto& e : a.toListRef())
+      if (!e.isInt() && !e.isDouble() && !e.isBool()) return false;
+    return true;
+  }
 
   static int64_t numel_of(const tpurt_tensor& t) {
     int64_t n = 1;
@@ -582,6 +601,22 @@ struct NativeKernel final : c10::OperatorKernel {
       v.kind = TPURT_V_TENSORS;
       v.n = static_cast<int32_t>(lists.back().size());
       v.tensors = lists.back().data();
+    } else if (a.isList() && is_number_list(a)) {  // Scalar[]: ints stay exact, else doubles
+      bool all_int = true;
+      for (const auto& e : a.toListRef()) all_int &= e.isInt() || e.isBool();
+      if (all_int) {
+        ints.emplace_back();
+        for (const auto& e : a.toListRef()) ints.back().push_back(e.isBool() ? e.toBool() : e.toInt());
+        v.kind = TPURT_V_INTS;
+        v.n = static_cast<int32_t>(ints.back().size());
+        v.ints = ints.back().data();
+      } else {
+        floats.emplace_back();
+        for (const auto& e : a.toListRef()) floats.back().push_back(e.toScalar().toDouble());
+        v.kind = TPURT_V_FLOATS;
+        v.n = static_cast<int32_t>(floats.back().size());
+        v.floats = floats.back().data();
+      }
     } else if (a.isString()) {
       strings.push_back(a.toStringRef());
       v.kind = TPURT_V_STRING;

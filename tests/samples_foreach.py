@@ -100,6 +100,18 @@ _fe("lerp", "List", lambda a, b, w: (a, b, w), In(3, low=(-3, -3, 0), high=(3, 3
 _fe("lerp", "Scalar", lambda a, b, w: (a, b, w), In(2, extra=[0.1]), FLOATS, tag="small weight")
 _fe("lerp", "Scalar", lambda a, b, w: (a, b, w), In(2, extra=[0.8]), FLOATS, tag="large weight")
 
+# ---------------------------------------------------------------- Scalar[] operands (one scalar per tensor)
+for _op, _dt in (("add", NUMERIC), ("sub", SIGNED), ("mul", NUMERIC), ("maximum", NUMERIC), ("minimum", NUMERIC),
+                 ("clamp_min", NUMERIC), ("clamp_max", NUMERIC)):
+    _fe(_op, "ScalarList", lambda a, s: (a, s), In(1, extra=[[2, -1, 3]]), _dt, tag="ints")
+    _fe(_op, "ScalarList", lambda a, s: (a, s), In(1, extra=[[0.5, -1.25, 2.0]]), FLOATS, tag="floats")
+_fe("div", "ScalarList", lambda a, s: (a, s), In(1, extra=[[0.5, -1.25, 2.0]]), NUMERIC, inplace_ok=_is_float)
+_fe("pow", "ScalarList", lambda a, s: (a, s), In(1, low=0.1, high=3, extra=[[2.0, 0.5, 3]]), FLOATS)
+_fe("lerp", "ScalarList", lambda a, b, w: (a, b, w), In(2, extra=[[0.1, 0.5, 0.9]]), FLOATS)
+_fe("addcmul", "ScalarList", lambda a, b, c, v: (a, b, c, v), In(3, extra=[[0.5, -2.0, 1.0]]), FLOATS)
+_fe("addcdiv", "ScalarList", lambda a, b, c, v: (a, b, c, v),
+    In(3, low=(-3, -3, 0.5), high=(3, 3, 3), extra=[[-0.3, 1.5, 2.0]]), FLOATS)
+
 # ---------------------------------------------------------------- unary ops
 _UNARY = {  # op: (low, high, dtypes)
     "abs": (None, None, SIGNED), "neg": (None, None, SIGNED), "sign": (None, None, SIGNED),

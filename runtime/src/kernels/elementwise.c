@@ -1,0 +1,232 @@
+/* Elementwise family: the generic kernel body (promotion, scalar operands, parameters) and
+ * the unary ops. Binary/ternary ops are in elementwise_binary.c, activations and their
+ * backward ops in elementwise_activation.c. */
+#include <float.h>
+
+#include "elementwise.h"
+
+/* ---------------------------------------------------------------- generic kernel body */
+/* A scalar operand as a 0-dim tensor. For integer common dtypes the scalar is first cast to
+ * that dtype, as CPU does (uint8 == -1 compares against 255); float scalars stay double. */
+static tpurt_tensor operand(const tpurt_value* v, int common, int64_t* storage) {
+  if (v->kind == TPURT_V_TENSOR) return v->t;
+  tpurt_tensor t;
+  memset(&t, 0, sizeof t);
+  t.data = storage;
+  t.dtype = tpurt_is_float(common) ? TPURT_F64 : common;
+  if (v->kind == TPURT_V_FLOAT) tpurt_store_f64(storage, t.dtype, v->f);
+  else tpurt_store_i64(storage, t.dtype, v->i);
+  return t;
+}
+
+tpurt_status ew_run_op(const tpurt_tensor* out, const ew_op* op, const tpurt_value* const* v,
+                       const ew_par* par) {
+  tpurt_promo p;
+  tpurt_promo_init(&p);
+  for (int k = 0; k < op->nin; k++)
+    if (op->promo & (1u << k)) tpurt_promo_add_value(&p, v[k]);
+  int common = tpurt_promo_result(&p);
+  if (op->rule == EW_FLOAT && !tpurt_is_float(common))
+    common = tpurt_is_float(out->dtype) ? out->dtype : TPURT_F32;
+  tpurt_ctype ct = tpurt_ctype_of(common);
+  tpurt_ew_fn fn = op->fn[ct];
+  if (!fn)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "\"%s\" not implemented for '%s'", op->name,
+                      tpurt_dtype_name((tpurt_dtype)common));
+  int64_t storage[TPURT_EW_MAX_IN];
+  tpurt_tensor in[TPURT_EW_MAX_IN];
+  for (int k = 0; k < op->nin; k++) in[k] = operand(v[k], common, &storage[k]);
+  int err = 0;
+  ew_par local = *par;
+  local.err = &err;
+  tpurt_status s = op->rule == EW_BOOL_OUT
+                       ? tpurt_ew_run2(out, TPURT_CT_I64, op->nin, in, ct, fn, &local)
+                       : tpurt_ew_run(out, op->nin, in, ct, fn, &local);
+  if (!s && err) s = tpurt_fail(TPURT_ERR_RUNTIME, "ZeroDivisionError");
+  return s;
+}
+
+void ew_operands(const tpurt_op_call* c, const ew_op* op, const tpurt_value** v) {
+  for (int k = 0; k < op->nin; k++) v[k] = &c->args[op->arg[k]];
+}
+
+static int mode_code(const char* s) {
+  if (!strcmp(s, "tanh")) return EW_MODE_TANH;
+  if (!strcmp(s, "trunc")) return EW_MODE_TRUNC;
+  if (!strcmp(s, "floor")) return EW_MODE_FLOOR;
+  return EW_MODE_NONE;
+}
+
+void ew_params(const tpurt_op_call* c, const ew_op* op, ew_par* par) {
+  memset(par, 0, sizeof *par);
+  int k = 0;
+  for (int a = 0; a < c->nargs && k < EW_MAX_PAR; a++) {
+    int is_operand = 0;
+    for (int j = 0; j < op->nin; j++) is_operand |= op->arg[j] == a;
+    if (is_operand) continue;
+    const tpurt_value* v = &c->args[a];
+    switch (v->kind) {
+      case TPURT_V_INT:
+      case TPURT_V_BOOL:
+      case TPURT_V_FLOAT:
+        par->f[k] = tpurt_value_f(v);
+        par->i[k] = tpurt_value_i(v);
+        break;
+      case TPURT_V_NONE: /* an absent float? reads as NaN: expressions test it with !(p >= 0) */
+        par->f[k] = NAN;
+        break;
+      case TPURT_V_STRING:
+        par->f[k] = par->i[k] = mode_code(v->s);
+        break;
+      default: /* out= tensors: not parameters */
+        break;
+    }
+    k++;
+  }
+}
+
+tpurt_status ew_apply(const tpurt_op_call* c, const ew_op* op) {
+  const tpurt_value* v[TPURT_EW_MAX_IN];
+  ew_par par;
+  ew_operands(c, op, v);
+  ew_params(c, op, &par);
+  return ew_run_op(&c->outs[0], op, v, &par);
+}
+
+/* ---------------------------------------------------------------- unary ops */
+/* Inverse error function: rational first guess + two Newton steps (PyTorch's calc_erfinv). */
+static double ew_erfinv(double y) {
+  static const double a[4] = {0.886226899, -1.645349621, 0.914624893, -0.140543331};
+  static const double b[4] = {-2.118377725, 1.442710462, -0.329097515, 0.012229801};
+  static const double c[4] = {-1.970840454, -1.624906493, 3.429567803, 1.641345311};
+  static const double d[2] = {3.543889200, 1.637067800};
+  double ya = fabs(y), x;
+  if (ya > 1) return NAN;
+  if (ya == 1) return copysign(INFINITY, y);
+  if (ya <= 0.7) {
+    double z = y * y;
+    x = y * (((a[3] * z + a[2]) * z + a[1]) * z + a[0]) /
+        ((((b[3] * z + b[2]) * z + b[1]) * z + b[0]) * z + 1);
+  } else {
+    double z = sqrt(-log((1 - ya) / 2));
+    x = copysign(((c[3] * z + c[2]) * z + c[1]) * z + c[0], y) / ((d[1] * z + d[0]) * z + 1);
+  }
+  for (int i = 0; i < 2; i++) x -= (erf(x) - y) / (M_2_SQRTPI * exp(-x * x));
+  return x;
+}
+
+/* Integer inputs promote to float: name, expression of x. */
+#define UNARY_FLOAT_OPS(X)                                                       \
+  X(exp, exp(x))                                                                 \
+  X(exp2, exp2(x))                                                               \
+  X(expm1, expm1(x))                                                             \
+  X(log, log(x))                                                                 \
+  X(log2, log2(x))                                                               \
+  X(log10, log10(x))                                                             \
+  X(log1p, log1p(x))                                                             \
+  X(sqrt, sqrt(x))                                                               \
+  X(rsqrt, 1 / sqrt(x))                                                          \
+  X(sin, sin(x))                                                                 \
+  X(cos, cos(x))                                                                 \
+  X(tan, tan(x))                                                                 \
+  X(asin, asin(x))                                                               \
+  X(acos, acos(x))                                                               \
+  X(atan, atan(x))                                                               \
+  X(sinh, sinh(x))                                                               \
+  X(cosh, cosh(x))                                                               \
+  X(tanh, tanh(x))                                                               \
+  X(asinh, asinh(x))                                                             \
+  X(acosh, acosh(x))                                                             \
+  X(atanh, atanh(x))                                                             \
+  X(sigmoid, 1 / (1 + exp(-x)))                                                  \
+  X(reciprocal, 1 / x)                                                           \
+  X(erf, erf(x))                                                                 \
+  X(erfc, erfc(x))                                                               \
+  X(erfinv, ew_erfinv(x))                                                        \
+  /* eps (PF(0)) absent or negative: no clamping */                              \
+  X(logit, log(ew_logit_in(x, PF(0)) / (1 - ew_logit_in(x, PF(0)))))
+#define ew_logit_in(x, eps) (!((eps) >= 0) ? (x) : (x) < (eps) ? (eps) : (x) > 1 - (eps) ? 1 - (eps) : (x))
+
+/* Same dtype in and out, integers too: name, float expression, int64 expression. */
+#define UNARY_SAME_OPS(X)                                      \
+  X(neg, -x, ew_wneg(x))                                       \
+  X(abs, fabs(x), x < 0 ? ew_wneg(x) : x)                      \
+  X(sign, (0 < x) - (x < 0), (0 < x) - (x < 0))                \
+  X(sgn, (0 < x) - (x < 0), (0 < x) - (x < 0))                 \
+  X(floor, floor(x), x)                                        \
+  X(ceil, ceil(x), x)                                          \
+  X(trunc, trunc(x), x)                                        \
+  X(round, nearbyint(x), x) /* half to even */                 \
+  X(relu, isnan(x) ? x : x < 0 ? 0 : x, x < 0 ? 0 : x)          \
+  X(nan_to_num, isnan(x) ? PF(0) : x == INFINITY ? PF(1) : x == -INFINITY ? PF(2) : x, x)
+
+/* Boolean results: name, float expression, int64 expression. */
+#define UNARY_BOOL_OPS(X)                       \
+  X(isnan, isnan(x), 0)                         \
+  X(isinf, isinf(x), 0)                         \
+  X(isposinf, x == INFINITY, 0)                 \
+  X(isneginf, x == -INFINITY, 0)                \
+  X(signbit, signbit(x) != 0, x < 0)            \
+  X(logical_not, !x, !x)
+
+#define DEF_UNARY_FLOAT(NAME, E) EW_DEF_F(NAME, EW_FLOAT, 1, E)
+#define DEF_UNARY_SAME(NAME, E, IE) EW_DEF_FI(NAME, EW_SAME, 1, E, IE)
+#define DEF_UNARY_BOOL(NAME, E, IE) EW_DEF_BOOL(NAME, 1, E, IE)
+#define KERNEL2(NAME, E) EW_KERNEL(NAME)
+#define KERNEL3(NAME, E, IE) EW_KERNEL(NAME)
+UNARY_FLOAT_OPS(DEF_UNARY_FLOAT)
+UNARY_FLOAT_OPS(KERNEL2)
+UNARY_SAME_OPS(DEF_UNARY_SAME)
+UNARY_BOOL_OPS(DEF_UNARY_BOOL)
+UNARY_BOOL_OPS(KERNEL3)
+
+#define UNARY_SAME_PLAIN(X) X(neg) X(abs) X(sign) X(sgn) X(floor) X(ceil) X(trunc) X(round) X(relu)
+UNARY_SAME_PLAIN(EW_KERNEL)
+
+EW_DEF_F(frac, EW_SAME, 1, x - trunc(x))
+EW_KERNEL(frac)
+EW_DEF_I(bitwise_not_int, EW_SAME, 1, ~x)
+
+tpurt_status tpurt_kernel_bitwise_not(const tpurt_op_call* c) {
+  /* ~ on bool is logical not (~1 would read back as true) */
+  int bool_in = c->args[0].kind == TPURT_V_TENSOR && c->args[0].t.dtype == TPURT_BOOL;
+  return ew_apply(c, bool_in ? &logical_not_op : &bitwise_not_int_op);
+}
+
+/* round.decimals(self, *, int decimals): PF(1) = 10^|decimals|, PI(1) = decimals < 0. */
+EW_DEF_F(round_decimals, EW_SAME, 1,
+         PI(1) ? nearbyint(x / PF(1)) * PF(1) : nearbyint(x * PF(1)) / PF(1))
+
+tpurt_status tpurt_kernel_round_decimals(const tpurt_op_call* c) {
+  const tpurt_value* v[1];
+  ew_par par;
+  ew_operands(c, &round_decimals_op, v);
+  ew_params(c, &round_decimals_op, &par);
+  int64_t d = par.i[0];
+  par.f[1] = pow(10.0, (double)(d < 0 ? -d : d));
+  par.i[1] = d < 0;
+  return ew_run_op(&c->outs[0], &round_decimals_op, v, &par);
+}
+
+static double dtype_max(int dt) {
+  switch (dt) {
+    case TPURT_F16: return 65504.0;
+    case TPURT_BF16: return 3.3895313892515355e38;
+    case TPURT_F32: return FLT_MAX;
+    default: return DBL_MAX;
+  }
+}
+
+tpurt_status tpurt_kernel_nan_to_num(const tpurt_op_call* c) {
+  /* nan_to_num(self, float? nan, float? posinf, float? neginf): absent ones default to 0 and
+   * the output dtype's finite extremes */
+  const tpurt_value* v[1];
+  ew_par par;
+  ew_operands(c, &nan_to_num_op, v);
+  ew_params(c, &nan_to_num_op, &par);
+  double m = dtype_max(c->outs[0].dtype);
+  if (isnan(par.f[0])) par.f[0] = 0;
+  if (isnan(par.f[1])) par.f[1] = m;
+  if (isnan(par.f[2])) par.f[2] = -m;
+  return ew_run_op(&c->outs[0], &nan_to_num_op, v, &par);
+}

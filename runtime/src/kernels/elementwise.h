@@ -1,0 +1,117 @@
+/* The elementwise family's shared machinery: an op is a descriptor (chunk functions per
+ * compute type + a dtype rule) generated from ONE expression, and one generic kernel body
+ * (ew_apply) does promotion, scalar operands, parameters and the engine call.
+ *
+ * Expressions are written once for f32 and f64: <tgmath.h> makes exp(x) call expf for a
+ * float x. Inside an expression: x, y, z are the operands in compute type ew_t; PF(k) and
+ * PI(k) are the k-th non-operand argument (Scalar / float? / bool / str) as ew_t / int64. */
+#ifndef TPURT_KERNELS_ELEMENTWISE_H
+#define TPURT_KERNELS_ELEMENTWISE_H
+
+#include <tgmath.h>
+
+#include "../internal.h"
+
+#define EW_MAX_PAR 6
+
+typedef struct ew_par {
+  double f[EW_MAX_PAR];
+  int64_t i[EW_MAX_PAR];
+  int* err; /* a chunk function sets *err on bad data (integer division by zero) */
+} ew_par;
+
+/* How the compute dtype follows from the promoted operand dtype. */
+enum {
+  EW_SAME,     /* compute in the common dtype (ints in i64) */
+  EW_FLOAT,    /* integers promote to the output's float type (exp, true division) */
+  EW_BOOL_OUT, /* compute in the common dtype, result is 0/1 (comparisons, isnan) */
+};
+
+typedef struct ew_op {
+  const char* name;
+  tpurt_ew_fn fn[3]; /* by tpurt_ctype; NULL: dtype not supported (like CPU) */
+  uint8_t rule;
+  uint8_t nin;
+  uint8_t promo;     /* bit k: operand k takes part in type promotion */
+  int8_t arg[4];     /* argument index of each operand; the other arguments are parameters */
+} ew_op;
+
+/* Run `op` into `out` over the operands v[0..nin) (tensors or scalars). */
+tpurt_status ew_run_op(const tpurt_tensor* out, const ew_op* op, const tpurt_value* const* v,
+                       const ew_par* par);
+/* The operands and parameters of a call, as laid out by op->arg. */
+void ew_operands(const tpurt_op_call* c, const ew_op* op, const tpurt_value** v);
+void ew_params(const tpurt_op_call* c, const ew_op* op, ew_par* par);
+/* The whole kernel of a plain op: operands and parameters from the call, into outs[0]. */
+tpurt_status ew_apply(const tpurt_op_call* c, const ew_op* op);
+
+/* String arguments as parameter codes. */
+enum { EW_MODE_NONE = 0, EW_MODE_TANH = 1, EW_MODE_TRUNC = 2, EW_MODE_FLOOR = 3 };
+
+#define PF(k) ((ew_t)P->f[k])
+#define PI(k) (P->i[k])
+
+/* Integer arithmetic wraps like PyTorch's, without signed-overflow UB. */
+static inline int64_t ew_wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static inline int64_t ew_wsub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+static inline int64_t ew_wmul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+static inline int64_t ew_wneg(int64_t a) { return (int64_t)(0 - (uint64_t)a); }
+/* Flag a division by zero (CPU raises ZeroDivisionError for integer division). */
+static inline int64_t ew_zero_div(const ew_par* P) {
+  *P->err = 1;
+  return 0;
+}
+
+/* NaN-propagating maximum / minimum (torch.maximum, clamp). */
+#define EW_MAXN(a, b) ((isnan(a) || (a) > (b)) ? (a) : (b))
+#define EW_MINN(a, b) ((isnan(a) || (a) < (b)) ? (a) : (b))
+/* std::max / std::min: for floats NaN in a passes, NaN in b does not */
+#define EW_MAXI(a, b) ((a) < (b) ? (b) : (a))
+#define EW_MINI(a, b) ((b) < (a) ? (b) : (a))
+
+/* Chunk function NAME: R[i] = EXPR over NIN operands of type T, result type RT. */
+#define EW_CHUNK(NAME, T, RT, NIN, EXPR)                                                  \
+  static void NAME(int64_t n, void* o, const void* const* in, const void* ctx) {        \
+    typedef T ew_t;                                                                      \
+    const ew_par* P = ctx;                                                               \
+    const ew_t* A0 = in[0];                                                              \
+    const ew_t* A1 = (NIN) > 1 ? (const ew_t*)in[1] : A0;                               \
+    const ew_t* A2 = (NIN) > 2 ? (const ew_t*)in[2] : A0;                               \
+    RT* R = o;                                                                           \
+    (void)P;                                                                             \
+    for (int64_t i = 0; i < n; i++) {                                                    \
+      ew_t x = A0[i], y = A1[i], z = A2[i];                                              \
+      (void)x;                                                                           \
+      (void)y;                                                                           \
+      (void)z;                                                                           \
+      R[i] = (RT)(EXPR);                                                                 \
+    }                                                                                    \
+  }
+
+/* Descriptors. F: float dtypes only; FI: floats and integers (IEXPR on int64). Operands are
+ * args[0..NIN) and all promote; BOOL variants store 0/1. */
+#define EW_DESC(NAME, RULE, NIN, F32, F64, I64) \
+  static const ew_op NAME##_op = {#NAME, {F32, F64, I64}, RULE, NIN, (1u << (NIN)) - 1, {0, 1, 2, 3}};
+#define EW_DEF_F(NAME, RULE, NIN, EXPR)               \
+  EW_CHUNK(NAME##_f32, float, float, NIN, EXPR)       \
+  EW_CHUNK(NAME##_f64, double, double, NIN, EXPR)     \
+  EW_DESC(NAME, RULE, NIN, NAME##_f32, NAME##_f64, NULL)
+#define EW_DEF_FI(NAME, RULE, NIN, EXPR, IEXPR)       \
+  EW_CHUNK(NAME##_f32, float, float, NIN, EXPR)       \
+  EW_CHUNK(NAME##_f64, double, double, NIN, EXPR)     \
+  EW_CHUNK(NAME##_i64, int64_t, int64_t, NIN, IEXPR)  \
+  EW_DESC(NAME, RULE, NIN, NAME##_f32, NAME##_f64, NAME##_i64)
+#define EW_DEF_I(NAME, RULE, NIN, IEXPR)              \
+  EW_CHUNK(NAME##_i64, int64_t, int64_t, NIN, IEXPR)  \
+  EW_DESC(NAME, RULE, NIN, NULL, NULL, NAME##_i64)
+#define EW_DEF_BOOL(NAME, NIN, EXPR, IEXPR)           \
+  EW_CHUNK(NAME##_f32, float, int64_t, NIN, EXPR)     \
+  EW_CHUNK(NAME##_f64, double, int64_t, NIN, EXPR)    \
+  EW_CHUNK(NAME##_i64, int64_t, int64_t, NIN, IEXPR)  \
+  EW_DESC(NAME, EW_BOOL_OUT, NIN, NAME##_f32, NAME##_f64, NAME##_i64)
+
+/* The kernel of an op whose descriptor says everything. */
+#define EW_KERNEL(NAME) \
+  tpurt_status tpurt_kernel_##NAME(const tpurt_op_call* c) { return ew_apply(c, &NAME##_op); }
+
+#endif /* TPURT_KERNELS_ELEMENTWISE_H */

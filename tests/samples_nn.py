@@ -95,3 +95,44 @@ for red in ("mean", "sum", "none"):
 register("mse_loss.out", lambda x, y: A.mse_loss.out(x, y, 1, out=mk(x)), [(4, 5), (4, 5)], dtypes=FLOATS, grad=False)
 register("mse_loss_backward.grad_input", lambda g, x, y: A.mse_loss_backward.grad_input(g, x, y, 0, grad_input=mk(x)),
          [(4, 5), (4, 5), (4, 5)], dtypes=FLOATS, grad=False)
+
+# ---------------------------------------------------------------- group norm, batch norm
+register("native_group_norm native_group_norm_backward", lambda x, w, b: F.group_norm(x, 2, w, b),
+         [(3, 4, 5), (4,), (4,)], dtypes=FLOATS)
+register("native_group_norm native_group_norm_backward", lambda x: F.group_norm(x, 3, eps=1e-3),
+         [(2, 6, 2, 3)], dtypes=FLOATS, name="group_norm no affine 4d")
+register("native_group_norm", lambda x, w, b: A.native_group_norm(x, w, b, 2, 6, 4, 3, 1e-5),
+         [(2, 6, 2, 2), (6,), (6,)], grad=False, noncontig=False, name="native_group_norm outputs")  # CPU needs contiguous
+
+
+def bn_inputs(shape):
+    def f(dt):
+        c = shape[1]
+        return [make(shape, dt), make((c,), dt, 0.5, 1.5, seed=1), make((c,), dt, seed=2),
+                make((c,), torch.float32, seed=3), make((c,), torch.float32, 0.5, 2, seed=4)]
+    return f
+
+
+# running-stat updates are checked by the _native_batch_norm_legit sample (mutated inputs are compared
+# only when they don't require grad)
+register("native_batch_norm native_batch_norm_backward",
+         lambda x, w, b, rm, rv: F.batch_norm(x, rm.detach(), rv.detach(), w, b, training=True, momentum=0.2),
+         bn_inputs((4, 3, 5)), dtypes=(torch.float32,),
+         name="batch_norm train")
+register("native_batch_norm native_batch_norm_backward",
+         lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True), lambda dt: bn_inputs((5, 2, 2, 3))(dt)[:3],
+         dtypes=FLOATS, name="batch_norm train no stats")
+register("native_batch_norm native_batch_norm_backward",
+         lambda x, w, b, rm, rv: F.batch_norm(x, rm.detach(), rv.detach(), w, b, training=False),
+         lambda dt: bn_inputs((4, 3))(dt)[:3] + [make((3,), dt, seed=3), make((3,), dt, 0.5, 2, seed=4)],
+         dtypes=(torch.float32,), name="batch_norm eval")
+register("_native_batch_norm_legit",
+         lambda x, w, b, rm, rv: A._native_batch_norm_legit(x, w, b, rm, rv, True, 0.1, 1e-5),
+         bn_inputs((4, 3, 2)), dtypes=(torch.float32,), grad=False)
+register("_native_batch_norm_legit.no_stats",
+         lambda x, w, b: A._native_batch_norm_legit.no_stats(x, w, b, True, 0.1, 1e-5),
+         lambda dt: bn_inputs((4, 3, 2))(dt)[:3], dtypes=(torch.float32,), grad=False)
+register("_native_batch_norm_legit_no_training",
+         # [0]: CPU returns empty save_mean/save_invstd where the meta function gives [C]
+         lambda x, w, b, rm, rv: A._native_batch_norm_legit_no_training(x, w, b, rm, rv, 0.1, 1e-5)[0],
+         bn_inputs((4, 3, 2)), dtypes=(torch.float32,), grad=False)

@@ -157,13 +157,19 @@ static void load_param(const tpurt_value* v, double* dst, int64_t n, double fill
   else for (int64_t k = 0; k < n; k++) dst[k] = fill;
 }
 
-static void mean_rstd(const double* x, int64_t n, double eps, double* mean, double* rstd) {
+/* two-pass mean and biased variance */
+static void mean_var(const double* x, int64_t n, double* mean, double* var) {
   double s = 0, v = 0;
   for (int64_t k = 0; k < n; k++) s += x[k];
   double m = n ? s / (double)n : 0;
   for (int64_t k = 0; k < n; k++) v += (x[k] - m) * (x[k] - m);
   *mean = m;
-  *rstd = 1.0 / sqrt((n ? v / (double)n : 0) + eps);
+  *var = n ? v / (double)n : 0;
+}
+static void mean_rstd(const double* x, int64_t n, double eps, double* mean, double* rstd) {
+  double var;
+  mean_var(x, n, mean, &var);
+  *rstd = 1.0 / sqrt(var + eps);
 }
 
 /* native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd) */
@@ -416,4 +422,192 @@ tpurt_status tpurt_kernel_mse_loss_backward(const tpurt_op_call* c) {
   double scale = c->args[3].i == RED_MEAN ? 2.0 / (double)tpurt_numel(gi) : 2.0;
   tpurt_tensor in[3] = {c->args[0].t, c->args[1].t, c->args[2].t};
   return tpurt_ew_run(gi, 3, in, TPURT_CT_F64, mse_bwd, &(mse_ctx){NULL, scale});
+}
+
+/* ---------------------------------------------------------------- group norm */
+/* Store v at element (i, j) of a 2-D tensor (mean/rstd are [N, group]). */
+static void store_2d(const tpurt_tensor* t, int64_t i, int64_t j, double v) {
+  int64_t off = i * t->strides[0] + j * t->strides[1];
+  tpurt_store_f64((char*)t->data + off * (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype), t->dtype, v);
+}
+static double load_2d(const tpurt_tensor* t, int64_t i, int64_t j) {
+  int64_t off = i * t->strides[0] + j * t->strides[1];
+  return tpurt_load_f64((char*)t->data + off * (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype), t->dtype);
+}
+
+/* native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) -> (out, mean, rstd).
+ * Sample n is the dense block of C * HxW values; group g is a contiguous range of it. */
+tpurt_status tpurt_kernel_group_norm(const tpurt_op_call* c) {
+  const tpurt_tensor* in = &c->args[0].t;
+  int64_t N = c->args[3].i, C = c->args[4].i, HW = c->args[5].i, G = c->args[6].i;
+  double eps = tpurt_value_f(&c->args[7]);
+  int64_t D = C / G * HW; /* elements per group */
+  double* buf = scratch(C * HW + 2 * C);
+  if (!buf) return OOM("group_norm");
+  double *x = buf, *w = buf + C * HW, *b = w + C;
+  load_param(&c->args[1], w, C, 1);
+  load_param(&c->args[2], b, C, 0);
+  for (int64_t n = 0; n < N; n++) {
+    load_block(in, 1, n, x);
+    for (int64_t g = 0; g < G; g++) {
+      double mean, rstd, *xg = x + g * D;
+      mean_rstd(xg, D, eps, &mean, &rstd);
+      for (int64_t j = 0; j < D; j++) {
+        int64_t ch = (g * D + j) / HW;
+        xg[j] = (xg[j] - mean) * rstd * w[ch] + b[ch];
+      }
+      store_2d(&c->outs[1], n, g, mean);
+      store_2d(&c->outs[2], n, g, rstd);
+    }
+    if (C * HW > 0) store_block(&c->outs[0], 1, n, x);
+  }
+  free(buf);
+  return TPURT_OK;
+}
+
+/* native_group_norm_backward(grad_out, input, mean, rstd, weight?, N, C, HxW, group,
+ * output_mask) -> (grad_input, grad_weight, grad_bias) */
+tpurt_status tpurt_kernel_group_norm_backward(const tpurt_op_call* c) {
+  const tpurt_tensor *dy_t = &c->args[0].t, *in = &c->args[1].t;
+  int64_t N = c->args[5].i, C = c->args[6].i, HW = c->args[7].i, G = c->args[8].i;
+  int64_t D = C / G * HW;
+  double* buf = scratch(2 * C * HW + 3 * C);
+  if (!buf) return OOM("group_norm_backward");
+  double *x = buf, *dy = x + C * HW, *w = dy + C * HW, *dw = w + C, *db = dw + C;
+  load_param(&c->args[4], w, C, 1);
+  for (int64_t k = 0; k < 2 * C; k++) dw[k] = 0;
+  for (int64_t n = 0; n < N; n++) {
+    load_block(in, 1, n, x);
+    load_block(dy_t, 1, n, dy);
+    for (int64_t g = 0; g < G; g++) {
+      double mean = load_2d(&c->args[2].t, n, g), rstd = load_2d(&c->args[3].t, n, g);
+      double *xg = x + g * D, *dyg = dy + g * D, sg = 0, sgx = 0;
+      for (int64_t j = 0; j < D; j++) {
+        int64_t ch = (g * D + j) / HW;
+        xg[j] = (xg[j] - mean) * rstd;
+        dw[ch] += dyg[j] * xg[j];
+        db[ch] += dyg[j];
+        sg += dyg[j] * w[ch];
+        sgx += dyg[j] * w[ch] * xg[j];
+      }
+      sg /= (double)D;
+      sgx /= (double)D;
+      for (int64_t j = 0; j < D; j++) {
+        int64_t ch = (g * D + j) / HW;
+        xg[j] = rstd * (dyg[j] * w[ch] - sg - xg[j] * sgx);
+      }
+    }
+    if (defined(&c->outs[0]) && C * HW > 0) store_block(&c->outs[0], 1, n, x);
+  }
+  if (defined(&c->outs[1])) store_block(&c->outs[1], 0, 0, dw);
+  if (defined(&c->outs[2])) store_block(&c->outs[2], 0, 0, db);
+  free(buf);
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- batch norm */
+/* Channel c of an [N, C, *] tensor as a dense array of N * HxW values. */
+static void channel_io(const tpurt_tensor* t, int64_t ch, double* buf, int store) {
+  int64_t N = t->sizes[0], C = t->sizes[1], HW = prod_dims(t, 2, t->ndim);
+  for (int64_t n = 0; n < N; n++) block_io(t, 2, n * C + ch, buf + n * HW, store);
+}
+
+static double vec_get(const tpurt_value* v, int64_t k, double dflt) {
+  if (v->kind != TPURT_V_TENSOR || v->t.ndim < 0 || !v->t.data) return dflt;
+  const tpurt_tensor* t = &v->t;
+  return tpurt_load_f64((char*)t->data + k * t->strides[0] * (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype), t->dtype);
+}
+static void vec_set(const tpurt_tensor* t, int64_t k, double v) {
+  if (t->ndim < 1 || !t->data || t->sizes[0] <= k) return;
+  tpurt_store_f64((char*)t->data + k * t->strides[0] * (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype), t->dtype, v);
+}
+
+/* Shared by the batch-norm forward overloads: positions of the optional arguments (-1
+ * when the overload has none) and whether it trains. */
+typedef struct bn_args {
+  int running_mean, running_var, momentum, eps;
+  int training; /* arg index of the flag, or -2 (never) */
+} bn_args;
+
+static tpurt_status batch_norm(const tpurt_op_call* c, bn_args a) {
+  static const tpurt_value none = {.kind = TPURT_V_NONE, .scalar_dtype = -1};
+  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_value* rm = a.running_mean >= 0 ? &c->args[a.running_mean] : &none;
+  const tpurt_value* rv = a.running_var >= 0 ? &c->args[a.running_var] : &none;
+  int train = a.training >= 0 && c->args[a.training].i;
+  double mom = tpurt_value_f(&c->args[a.momentum]), eps = tpurt_value_f(&c->args[a.eps]);
+  int64_t N = in->sizes[0], C = in->sizes[1], M = N * prod_dims(in, 2, in->ndim);
+  double* x = scratch(M);
+  if (!x) return OOM("batch_norm");
+  for (int64_t ch = 0; ch < C; ch++) {
+    double mean, invstd;
+    channel_io(in, ch, x, 0);
+    if (train) {
+      double var;
+      mean_var(x, M, &mean, &var);
+      invstd = 1.0 / sqrt(var + eps);
+      if (rm->kind == TPURT_V_TENSOR) vec_set(&rm->t, ch, (1 - mom) * vec_get(rm, ch, 0) + mom * mean);
+      if (rv->kind == TPURT_V_TENSOR) {
+        double unbiased = M > 1 ? var * (double)M / (double)(M - 1) : var;
+        vec_set(&rv->t, ch, (1 - mom) * vec_get(rv, ch, 0) + mom * unbiased);
+      }
+    } else {
+      mean = vec_get(rm, ch, 0);
+      invstd = 1.0 / sqrt(vec_get(rv, ch, 1) + eps);
+    }
+    double w = vec_get(&c->args[1], ch, 1), b = vec_get(&c->args[2], ch, 0);
+    for (int64_t k = 0; k < M; k++) x[k] = (x[k] - mean) * invstd * w + b;
+    channel_io(&c->outs[0], ch, x, 1);
+    if (train) {
+      vec_set(&c->outs[1], ch, mean);
+      vec_set(&c->outs[2], ch, invstd);
+    }
+  }
+  free(x);
+  return TPURT_OK;
+}
+
+/* native_batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum, eps)
+ * and _native_batch_norm_legit (same arguments, running stats mutable) */
+tpurt_status tpurt_kernel_batch_norm(const tpurt_op_call* c) { return batch_norm(c, (bn_args){3, 4, 6, 7, 5}); }
+/* _native_batch_norm_legit.no_stats(input, weight?, bias?, training, momentum, eps) */
+tpurt_status tpurt_kernel_batch_norm_no_stats(const tpurt_op_call* c) {
+  return batch_norm(c, (bn_args){-1, -1, 4, 5, 3});
+}
+/* _native_batch_norm_legit_no_training(input, weight?, bias?, running_mean, running_var, momentum, eps) */
+tpurt_status tpurt_kernel_batch_norm_no_training(const tpurt_op_call* c) {
+  return batch_norm(c, (bn_args){3, 4, 5, 6, -2});
+}
+
+/* native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?, save_mean?,
+ * save_invstd?, train, eps, output_mask) -> (grad_input, grad_weight, grad_bias) */
+tpurt_status tpurt_kernel_batch_norm_backward(const tpurt_op_call* c) {
+  const tpurt_tensor *dy_t = &c->args[0].t, *in = &c->args[1].t;
+  int train = (int)c->args[7].i;
+  double eps = tpurt_value_f(&c->args[8]);
+  int64_t C = in->sizes[1], M = in->sizes[0] * prod_dims(in, 2, in->ndim);
+  double* buf = scratch(2 * M);
+  if (!buf) return OOM("batch_norm_backward");
+  double *x = buf, *dy = buf + M;
+  for (int64_t ch = 0; ch < C; ch++) {
+    double mean = train ? vec_get(&c->args[5], ch, 0) : vec_get(&c->args[3], ch, 0);
+    double invstd = train ? vec_get(&c->args[6], ch, 1) : 1.0 / sqrt(vec_get(&c->args[4], ch, 1) + eps);
+    double w = vec_get(&c->args[2], ch, 1), sdy = 0, sdyx = 0;
+    channel_io(in, ch, x, 0);
+    channel_io(dy_t, ch, dy, 0);
+    for (int64_t k = 0; k < M; k++) {
+      x[k] = (x[k] - mean) * invstd;
+      sdy += dy[k];
+      sdyx += dy[k] * x[k];
+    }
+    vec_set(&c->outs[1], ch, sdyx);
+    vec_set(&c->outs[2], ch, sdy);
+    if (!defined(&c->outs[0])) continue;
+    double mdy = sdy / (double)M, mdyx = sdyx / (double)M;
+    for (int64_t k = 0; k < M; k++)
+      x[k] = train ? w * invstd * (dy[k] - mdy - x[k] * mdyx) : w * invstd * dy[k];
+    channel_io(&c->outs[0], ch, x, 1);
+  }
+  free(buf);
+  return TPURT_OK;
 }

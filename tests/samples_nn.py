@@ -15,7 +15,8 @@ def mk(x, dtype=None):
 # ---------------------------------------------------------------- softmax
 register("_softmax _softmax_backward_data", lambda x: F.softmax(x, -1), [(4, 7)], dtypes=FLOATS)
 register("_softmax _softmax_backward_data", lambda x: F.softmax(x, 0), [(5, 3, 2)], dtypes=FLOATS, name="softmax dim 0")
-register("_softmax", lambda x: F.softmax(x * 1e4, -1), [(3, 5)], dtypes=(torch.float32,), grad=False, name="softmax large")
+register("_softmax", lambda x: F.softmax(x, -1), lambda dt: [make((3, 5), dt, -3e4, 3e4)], dtypes=(torch.float32,),
+         grad=False, name="softmax large")
 register("_softmax.out", lambda x: A._softmax.out(x, 1, False, out=mk(x)), [(3, 6)], dtypes=FLOATS, grad=False)
 register("_log_softmax _log_softmax_backward_data", lambda x: F.log_softmax(x, -1), [(4, 7)], dtypes=FLOATS)
 register("_log_softmax _log_softmax_backward_data", lambda x: F.log_softmax(x, 1), [(2, 5, 3)], dtypes=FLOATS,

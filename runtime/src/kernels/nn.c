@@ -391,18 +391,17 @@ static tpurt_status broadcast_shape(const tpurt_tensor* a, const tpurt_tensor* b
 
 /* mse_loss(self, target, reduction) */
 tpurt_status tpurt_kernel_mse_loss(const tpurt_op_call* c) {
-  const tpurt_tensor* in = &c->args[0].t;
+  tpurt_tensor in[2] = {c->args[0].t, c->args[1].t};
   int64_t red = c->args[2].i;
   if (red == RED_NONE) return tpurt_ew_run(&c->outs[0], 2, in, TPURT_CT_F64, sq_diff_sum, &(mse_ctx){NULL, 0});
   /* Reduced: run the elementwise engine over the broadcast shape into a zero-stride sink. */
   double sum = 0, sink = 0;
   tpurt_tensor shape;
-  tpurt_status s = broadcast_shape(&c->args[0].t, &c->args[1].t, &shape);
+  tpurt_status s = broadcast_shape(&in[0], &in[1], &shape);
   if (s) return s;
   shape.dtype = TPURT_F64;
   shape.data = &sink;
-  tpurt_tensor in2[2] = {c->args[0].t, c->args[1].t};
-  s = tpurt_ew_run(&shape, 2, in2, TPURT_CT_F64, sq_diff_sum, &(mse_ctx){&sum, 0});
+  s = tpurt_ew_run(&shape, 2, in, TPURT_CT_F64, sq_diff_sum, &(mse_ctx){&sum, 0});
   if (s) return s;
   int64_t n = tpurt_numel(&shape);
   tpurt_store_f64(c->outs[0].data, c->outs[0].dtype, red == RED_MEAN ? sum / (double)n : sum);

@@ -17,6 +17,10 @@ register("_softmax _softmax_backward_data", lambda x: F.softmax(x, -1), [(4, 7)]
 register("_softmax _softmax_backward_data", lambda x: F.softmax(x, 0), [(5, 3, 2)], dtypes=FLOATS, name="softmax dim 0")
 register("_softmax", lambda x: F.softmax(x, -1), lambda dt: [make((3, 5), dt, -3e4, 3e4)], dtypes=(torch.float32,),
          grad=False, name="softmax large")
+register("_softmax _softmax_backward_data", lambda x: F.softmax(x, 0), [(3000, 10)], dtypes=(torch.float32,),
+         name="softmax dim 0 partial tiles")
+register("_log_softmax _log_softmax_backward_data", lambda x: F.log_softmax(x, 1), [(3, 2000, 9)],
+         dtypes=(torch.bfloat16,), name="log_softmax channels")
 register("_softmax.out", lambda x: A._softmax.out(x, 1, False, out=mk(x)), [(3, 6)], dtypes=FLOATS, grad=False)
 register("_log_softmax _log_softmax_backward_data", lambda x: F.log_softmax(x, -1), [(4, 7)], dtypes=FLOATS)
 register("_log_softmax _log_softmax_backward_data", lambda x: F.log_softmax(x, 1), [(2, 5, 3)], dtypes=FLOATS,

@@ -55,8 +55,34 @@ static double* scratch(int64_t n) { return malloc(sizeof(double) * (size_t)(n > 
 /* ---------------------------------------------------------------- lines along one dim */
 /* Call fn on every line along `dim` of same-shaped tensors t[0..nt): each line is loaded
  * into a dense double array (lines[k], length len); lines of tensors flagged in `outs`
- * are stored back afterwards. */
+ * are stored back afterwards. When another dim p is denser than `dim` (softmax over dim 0
+ * or over channels), B neighbouring lines along p go together: each line position is then
+ * one run of B elements along p instead of B scattered loads. */
 typedef void (*line_fn)(double* const* lines, int64_t len);
+
+#define LINE_TILE 16384 /* doubles per tensor in a tile of lines */
+
+static int64_t iabs64(int64_t x) { return x < 0 ? -x : x; }
+
+static void tile_io(const tpurt_tensor* t, char* base, int64_t std_, int64_t stp, int64_t len, int64_t b,
+                    double* lines, double* row, int store) {
+  size_t es = tpurt_dtype_size((tpurt_dtype)t->dtype);
+  if (b == 1) {
+    if (store) tpurt_red_store(base, std_, t->dtype, lines, len);
+    else tpurt_red_load(lines, 0, base, std_, t->dtype, len);
+    return;
+  }
+  for (int64_t j = 0; j < len; j++) {
+    char* p = base + j * std_ * (int64_t)es;
+    if (store) {
+      for (int64_t q = 0; q < b; q++) row[q] = lines[q * len + j];
+      tpurt_red_store(p, stp, t->dtype, row, b);
+    } else {
+      tpurt_red_load(row, 0, p, stp, t->dtype, b);
+      for (int64_t q = 0; q < b; q++) lines[q * len + j] = row[q];
+    }
+  }
+}
 
 static tpurt_status for_lines(int nt, const tpurt_tensor* const* t, unsigned outs, int64_t dim, line_fn fn) {
   int d;
@@ -65,26 +91,43 @@ static tpurt_status for_lines(int nt, const tpurt_tensor* const* t, unsigned out
   int nd = t[0]->ndim;
   int64_t len = nd ? t[0]->sizes[d] : 1;
   if (tpurt_numel(t[0]) == 0) return TPURT_OK;
-  double* buf = scratch(len * nt);
+  int p = -1;
+  for (int e = 0; e < nd; e++)
+    if (e != d && t[0]->sizes[e] > 1 && iabs64(t[0]->strides[e]) < iabs64(t[0]->strides[d]) &&
+        (p < 0 || iabs64(t[0]->strides[e]) < iabs64(t[0]->strides[p])))
+      p = e;
+  int64_t B = 1;
+  if (p >= 0) {
+    B = LINE_TILE / len;
+    B = B < 1 ? 1 : B > t[0]->sizes[p] ? t[0]->sizes[p] : B;
+  }
+  double* buf = scratch(len * B * nt + B);
   if (!buf) return OOM("softmax");
-  double* lines[4];
-  for (int k = 0; k < nt; k++) lines[k] = buf + k * len;
+  double* row = buf + len * B * nt;
   int64_t sizes[TPURT_MAX_DIMS], idx[TPURT_MAX_DIMS] = {0};
   memcpy(sizes, t[0]->sizes, sizeof sizes);
   if (nd) sizes[d] = 1;
+  if (p >= 0) sizes[p] = (sizes[p] + B - 1) / B;
   do {
+    int64_t b = p >= 0 && (idx[p] + 1) * B > t[0]->sizes[p] ? t[0]->sizes[p] - idx[p] * B : B;
     char* base[4];
-    int64_t st[4];
     for (int k = 0; k < nt; k++) {
       int64_t off = 0;
-      for (int e = 0; e < nd; e++) off += idx[e] * t[k]->strides[e];
+      for (int e = 0; e < nd; e++) off += idx[e] * (e == p ? B : 1) * t[k]->strides[e];
       base[k] = (char*)t[k]->data + off * (int64_t)tpurt_dtype_size((tpurt_dtype)t[k]->dtype);
-      st[k] = nd ? t[k]->strides[d] : 0;
-      if (!(outs >> k & 1)) tpurt_red_load(lines[k], 0, base[k], st[k], t[k]->dtype, len);
+      if (!(outs >> k & 1))
+        tile_io(t[k], base[k], nd ? t[k]->strides[d] : 0, p >= 0 ? t[k]->strides[p] : 0, len, b, buf + k * len * B,
+                row, 0);
     }
-    fn(lines, len);
+    for (int64_t q = 0; q < b; q++) {
+      double* lines[4];
+      for (int k = 0; k < nt; k++) lines[k] = buf + k * len * B + q * len;
+      fn(lines, len);
+    }
     for (int k = 0; k < nt; k++)
-      if (outs >> k & 1) tpurt_red_store(base[k], st[k], t[k]->dtype, lines[k], len);
+      if (outs >> k & 1)
+        tile_io(t[k], base[k], nd ? t[k]->strides[d] : 0, p >= 0 ? t[k]->strides[p] : 0, len, b, buf + k * len * B,
+                row, 1);
   } while (nd && tpurt_next_index(idx, sizes, nd));
   free(buf);
   return TPURT_OK;

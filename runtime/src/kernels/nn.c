@@ -1,6 +1,6 @@
-/* NN kernels: softmax / log_softmax (+ backward), layer norm (+ backward), nll_loss (1d and
- * 2d, + backward), mse_loss (+ backward). Everything computes in double on dense copies of
- * the lines/blocks it works on, so any input strides are fine. */
+/* NN kernels: softmax / log_softmax (+ backward), layer / group / batch norm (+ backward),
+ * nll_loss (1d and 2d, + backward), mse_loss (+ backward). Everything computes in double on
+ * dense copies of the lines/blocks it works on, so any input strides are fine. */
 #include <stdlib.h>
 
 #include "reduce.h"
@@ -62,8 +62,6 @@ typedef void (*line_fn)(double* const* lines, int64_t len);
 
 #define LINE_TILE 16384 /* doubles per tensor in a tile of lines */
 
-static int64_t iabs64(int64_t x) { return x < 0 ? -x : x; }
-
 static void tile_io(const tpurt_tensor* t, char* base, int64_t std_, int64_t stp, int64_t len, int64_t b,
                     double* lines, double* row, int store) {
   size_t es = tpurt_dtype_size((tpurt_dtype)t->dtype);
@@ -93,8 +91,8 @@ static tpurt_status for_lines(int nt, const tpurt_tensor* const* t, unsigned out
   if (tpurt_numel(t[0]) == 0) return TPURT_OK;
   int p = -1;
   for (int e = 0; e < nd; e++)
-    if (e != d && t[0]->sizes[e] > 1 && iabs64(t[0]->strides[e]) < iabs64(t[0]->strides[d]) &&
-        (p < 0 || iabs64(t[0]->strides[e]) < iabs64(t[0]->strides[p])))
+    if (e != d && t[0]->sizes[e] > 1 && tpurt_iabs64(t[0]->strides[e]) < tpurt_iabs64(t[0]->strides[d]) &&
+        (p < 0 || tpurt_iabs64(t[0]->strides[e]) < tpurt_iabs64(t[0]->strides[p])))
       p = e;
   int64_t B = 1;
   if (p >= 0) {

@@ -91,7 +91,7 @@ for name in ("all", "any"):
     register(f"{name}.out", lambda x, f=f: f(x, 1, out=mk(x, torch.uint8 if x.dtype == torch.uint8 else torch.bool)),
              inputs, dtypes=ALL, grad=False)
     register(f"{name}.dims", lambda x, f=f: f(x, (0, 1)), inputs, dtypes=ALL, grad=False)
-    register(f"{name}.dims", lambda x, f=f: getattr(torch.ops.aten, name).dims(x, []), inputs, dtypes=ALL, grad=False,
+    register(f"{name}.dims", lambda x, name=name: getattr(torch.ops.aten, name).dims(x, []), inputs, dtypes=ALL, grad=False,
              name=f"{name} empty dims")
     register(f"{name}.dims_out", lambda x, f=f: f(x, (1,), out=mk(x, torch.uint8 if x.dtype == torch.uint8 else torch.bool)),
              inputs, dtypes=ALL, grad=False)

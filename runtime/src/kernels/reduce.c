@@ -207,8 +207,6 @@ static void run_cols(const tpurt_tensor* in, const tpurt_tensor* outs, int nouts
   }
 }
 
-static int64_t iabs64(int64_t x) { return x < 0 ? -x : x; }
-
 tpurt_status tpurt_red_run(const tpurt_tensor* in, uint32_t mask, const tpurt_tensor* outs, int nouts,
                            const red_op* op, red_ctx* ctx) {
   red_plan p;
@@ -219,10 +217,10 @@ tpurt_status tpurt_red_run(const tpurt_tensor* in, uint32_t mask, const tpurt_te
   ctx->as_int = op->int_inputs && !tpurt_is_float(in->dtype);
   /* Column mode when some kept dim is denser than the innermost reduced dim. */
   int c = -1;
-  int64_t rs = iabs64(p.rst[p.nr - 1]);
+  int64_t rs = tpurt_iabs64(p.rst[p.nr - 1]);
   if (p.rsize[p.nr - 1] == 1) rs = INT64_MAX;
   for (int j = 0; j < p.nk; j++)
-    if (p.ksize[j] > 1 && iabs64(p.kin[j]) < rs && (c < 0 || iabs64(p.kin[j]) <= iabs64(p.kin[c]))) c = j;
+    if (p.ksize[j] > 1 && tpurt_iabs64(p.kin[j]) < rs && (c < 0 || tpurt_iabs64(p.kin[j]) <= tpurt_iabs64(p.kin[c]))) c = j;
   _Alignas(64) int64_t buf[RED_CHUNK];
   if (c < 0) {
     run_rows(in, outs, nouts, &p, op, ctx, buf);

@@ -59,4 +59,6 @@ tpurt_status tpurt_wrap_dim(int64_t dim, int ndim, int* out);
 
 #define RED_CHUNK 1024
 
+static inline int64_t tpurt_iabs64(int64_t x) { return x < 0 ? -x : x; }
+
 #endif /* TPURT_REDUCE_H */

@@ -1,0 +1,653 @@
+/* NN kernels: softmax / log_softmax (+ backward), layer / group / batch norm (+ backward),
+ * nll_loss (1d and 2d, + backward), mse_loss (+ backward). Everything computes in double on
+ * dense copies of the lines/blocks it works on, so any input strides are fine. */
+#include <stdlib.h>
+
+#include "reduce.h"
+
+/* ---------------------------------------------------------------- blocks
+ * A tensor seen as [outer dims 0..k) x [inner dims k..nd): block `o` is the inner
+ * sub-tensor at row-major outer index o, copied to/from a dense double array. */
+static int64_t outer_offset(const tpurt_tensor* t, int k, int64_t o) {
+  int64_t off = 0;
+  for (int d = k - 1; d >= 0; d--) {
+    off += (o % t->sizes[d]) * t->strides[d];
+    o /= t->sizes[d];
+  }
+  return off;
+}
+
+static void block_io(const tpurt_tensor* t, int k, int64_t o, double* buf, int store) {
+  size_t es = tpurt_dtype_size((tpurt_dtype)t->dtype);
+  char* base = (char*)t->data + outer_offset(t, k, o) * (int64_t)es;
+  int nd = t->ndim;
+  if (k >= nd) {
+    if (store) tpurt_red_store(base, 0, t->dtype, buf, 1);
+    else tpurt_red_load(buf, 0, base, 0, t->dtype, 1);
+    return;
+  }
+  int64_t idx[TPURT_MAX_DIMS] = {0}, len = t->sizes[nd - 1], st = t->strides[nd - 1];
+  do {
+    int64_t off = 0;
+    for (int d = k; d < nd - 1; d++) off += idx[d] * t->strides[d];
+    char* p = base + off * (int64_t)es;
+    if (store) tpurt_red_store(p, st, t->dtype, buf, len);
+    else tpurt_red_load(buf, 0, p, st, t->dtype, len);
+    buf += len;
+  } while (nd - 1 > k && tpurt_next_index(idx + k, t->sizes + k, nd - 1 - k));
+}
+static void load_block(const tpurt_tensor* t, int k, int64_t o, double* buf) { block_io(t, k, o, buf, 0); }
+static void store_block(const tpurt_tensor* t, int k, int64_t o, const double* buf) {
+  block_io(t, k, o, (double*)buf, 1);
+}
+
+static int64_t prod_dims(const tpurt_tensor* t, int from, int to) {
+  int64_t n = 1;
+  for (int d = from; d < to; d++) n *= t->sizes[d];
+  return n;
+}
+
+static int defined(const tpurt_tensor* t) { return t->ndim >= 0 && t->data; }
+
+static double* scratch(int64_t n) { return malloc(sizeof(double) * (size_t)(n > 0 ? n : 1)); }
+#define OOM(op) tpurt_fail(TPURT_ERR_OOM, op ": out of host memory for scratch")
+
+/* ---------------------------------------------------------------- lines along one dim */
+/* Call fn on every line along `dim` of same-shaped tensors t[0..nt): each line is loaded
+ * into a dense double array (lines[k], length len); lines of tensors flagged in `outs`
+ * are stored back afterwards. When another dim p is denser than `dim` (softmax over dim 0
+ * or over channels), B neighbouring lines along p go together: each line position is then
+ * one run of B elements along p instead of B scattered loads. */
+typedef void (*line_fn)(double* const* lines, int64_t len);
+
+#define LINE_TILE 16384 /* doubles per tensor in a tile of lines */
+
+static void tile_io(const tpurt_tensor* t, char* base, int64_t std_, int64_t stp, int64_t len, int64_t b,
+                    double* lines, double* row, int store) {
+  size_t es = tpurt_dtype_size((tpurt_dtype)t->dtype);
+  if (b == 1) {
+    if (store) tpurt_red_store(base, std_, t->dtype, lines, len);
+    else tpurt_red_load(lines, 0, base, std_, t->dtype, len);
+    return;
+  }
+  for (int64_t j = 0; j < len; j++) {
+    char* p = base + j * std_ * (int64_t)es;
+    if (store) {
+      for (int64_t q = 0; q < b; q++) row[q] = lines[q * len + j];
+      tpurt_red_store(p, stp, t->dtype, row, b);
+    } else {
+      tpurt_red_load(row, 0, p, stp, t->dtype, b);
+      for (int64_t q = 0; q < b; q++) lines[q * len + j] = row[q];
+    }
+  }
+}
+
+static tpurt_status for_lines(int nt, const tpurt_tensor* const* t, unsigned outs, int64_t dim, line_fn fn) {
+  int d;
+  tpurt_status s = tpurt_wrap_dim(dim, t[0]->ndim, &d);
+  if (s) return s;
+  int nd = t[0]->ndim;
+  int64_t len = nd ? t[0]->sizes[d] : 1;
+  if (tpurt_numel(t[0]) == 0) return TPURT_OK;
+  int p = -1;
+  for (int e = 0; e < nd; e++)
+    if (e != d && t[0]->sizes[e] > 1 && tpurt_iabs64(t[0]->strides[e]) < tpurt_iabs64(t[0]->strides[d]) &&
+        (p < 0 || tpurt_iabs64(t[0]->strides[e]) < tpurt_iabs64(t[0]->strides[p])))
+      p = e;
+  int64_t B = 1;
+  if (p >= 0) {
+    B = LINE_TILE / len;
+    B = B < 1 ? 1 : B > t[0]->sizes[p] ? t[0]->sizes[p] : B;
+  }
+  double* buf = scratch(len * B * nt + B);
+  if (!buf) return OOM("softmax");
+  double* row = buf + len * B * nt;
+  int64_t sizes[TPURT_MAX_DIMS], idx[TPURT_MAX_DIMS] = {0};
+  memcpy(sizes, t[0]->sizes, sizeof sizes);
+  if (nd) sizes[d] = 1;
+  if (p >= 0) sizes[p] = (sizes[p] + B - 1) / B;
+  do {
+    int64_t b = p >= 0 && (idx[p] + 1) * B > t[0]->sizes[p] ? t[0]->sizes[p] - idx[p] * B : B;
+    char* base[4];
+    for (int k = 0; k < nt; k++) {
+      int64_t off = 0;
+      for (int e = 0; e < nd; e++) off += idx[e] * (e == p ? B : 1) * t[k]->strides[e];
+      base[k] = (char*)t[k]->data + off * (int64_t)tpurt_dtype_size((tpurt_dtype)t[k]->dtype);
+      if (!(outs >> k & 1))
+        tile_io(t[k], base[k], nd ? t[k]->strides[d] : 0, p >= 0 ? t[k]->strides[p] : 0, len, b, buf + k * len * B,
+                row, 0);
+    }
+    for (int64_t q = 0; q < b; q++) {
+      double* lines[4];
+      for (int k = 0; k < nt; k++) lines[k] = buf + k * len * B + q * len;
+      fn(lines, len);
+    }
+    for (int k = 0; k < nt; k++)
+      if (outs >> k & 1)
+        tile_io(t[k], base[k], nd ? t[k]->strides[d] : 0, p >= 0 ? t[k]->strides[p] : 0, len, b, buf + k * len * B,
+                row, 1);
+  } while (nd && tpurt_next_index(idx, sizes, nd));
+  free(buf);
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- softmax */
+/* lines: [0] input, [1] output */
+static double line_max(const double* x, int64_t n) {
+  double m = -INFINITY;
+  for (int64_t k = 0; k < n; k++) m = x[k] > m ? x[k] : m;
+  return m;
+}
+static void softmax_line(double* const* l, int64_t n) {
+  double m = line_max(l[0], n), sum = 0;
+  for (int64_t k = 0; k < n; k++) sum += l[1][k] = exp(l[0][k] - m);
+  for (int64_t k = 0; k < n; k++) l[1][k] /= sum;
+}
+static void log_softmax_line(double* const* l, int64_t n) {
+  double m = line_max(l[0], n), sum = 0;
+  for (int64_t k = 0; k < n; k++) sum += exp(l[0][k] - m);
+  double lse = m + log(sum);
+  for (int64_t k = 0; k < n; k++) l[1][k] = l[0][k] - lse;
+}
+/* lines: [0] grad_output, [1] output, [2] grad_input */
+static void softmax_bwd_line(double* const* l, int64_t n) {
+  double dot = 0;
+  for (int64_t k = 0; k < n; k++) dot += l[0][k] * l[1][k];
+  for (int64_t k = 0; k < n; k++) l[2][k] = l[1][k] * (l[0][k] - dot);
+}
+static void log_softmax_bwd_line(double* const* l, int64_t n) {
+  double sum = 0;
+  for (int64_t k = 0; k < n; k++) sum += l[0][k];
+  for (int64_t k = 0; k < n; k++) l[2][k] = l[0][k] - exp(l[1][k]) * sum;
+}
+
+/* _softmax(self, dim, half_to_float) / _log_softmax likewise */
+tpurt_status tpurt_kernel_softmax(const tpurt_op_call* c) {
+  const tpurt_tensor* t[2] = {&c->args[0].t, &c->outs[0]};
+  return for_lines(2, t, 2, c->args[1].i, softmax_line);
+}
+tpurt_status tpurt_kernel_log_softmax(const tpurt_op_call* c) {
+  const tpurt_tensor* t[2] = {&c->args[0].t, &c->outs[0]};
+  return for_lines(2, t, 2, c->args[1].i, log_softmax_line);
+}
+/* _softmax_backward_data(grad_output, output, dim, input_dtype) */
+tpurt_status tpurt_kernel_softmax_backward(const tpurt_op_call* c) {
+  const tpurt_tensor* t[3] = {&c->args[0].t, &c->args[1].t, &c->outs[0]};
+  return for_lines(3, t, 4, c->args[2].i, softmax_bwd_line);
+}
+tpurt_status tpurt_kernel_log_softmax_backward(const tpurt_op_call* c) {
+  const tpurt_tensor* t[3] = {&c->args[0].t, &c->args[1].t, &c->outs[0]};
+  return for_lines(3, t, 4, c->args[2].i, log_softmax_bwd_line);
+}
+
+/* ---------------------------------------------------------------- layer norm */
+/* Leading dims of `in` that are not normalized; fails when normalized_shape doesn't match. */
+static tpurt_status norm_axis(const tpurt_tensor* in, const tpurt_value* shape, int* k) {
+  int n = shape->n;
+  *k = in->ndim - n;
+  if (*k < 0) return tpurt_fail(TPURT_ERR_RUNTIME, "layer_norm: normalized_shape longer than input %s", tpurt_shape_str(in));
+  for (int d = 0; d < n; d++)
+    if (in->sizes[*k + d] != shape->ints[d])
+      return tpurt_fail(TPURT_ERR_RUNTIME, "layer_norm: normalized_shape does not match input %s", tpurt_shape_str(in));
+  return TPURT_OK;
+}
+
+/* Optional per-feature tensor as a dense array of n doubles (fill when absent). */
+static void load_param(const tpurt_value* v, double* dst, int64_t n, double fill) {
+  if (v->kind == TPURT_V_TENSOR) load_block(&v->t, 0, 0, dst);
+  else for (int64_t k = 0; k < n; k++) dst[k] = fill;
+}
+
+/* two-pass mean and biased variance */
+static void mean_var(const double* x, int64_t n, double* mean, double* var) {
+  double s = 0, v = 0;
+  for (int64_t k = 0; k < n; k++) s += x[k];
+  double m = n ? s / (double)n : 0;
+  for (int64_t k = 0; k < n; k++) v += (x[k] - m) * (x[k] - m);
+  *mean = m;
+  *var = n ? v / (double)n : 0;
+}
+static void mean_rstd(const double* x, int64_t n, double eps, double* mean, double* rstd) {
+  double var;
+  mean_var(x, n, mean, &var);
+  *rstd = 1.0 / sqrt(var + eps);
+}
+
+/* native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd) */
+tpurt_status tpurt_kernel_layer_norm(const tpurt_op_call* c) {
+  const tpurt_tensor* in = &c->args[0].t;
+  int k;
+  tpurt_status s = norm_axis(in, &c->args[1], &k);
+  if (s) return s;
+  int64_t m = prod_dims(in, 0, k), n = prod_dims(in, k, in->ndim);
+  double eps = tpurt_value_f(&c->args[4]);
+  double* buf = scratch(3 * n);
+  if (!buf) return OOM("layer_norm");
+  double *x = buf, *w = buf + n, *b = buf + 2 * n;
+  load_param(&c->args[2], w, n, 1);
+  load_param(&c->args[3], b, n, 0);
+  for (int64_t o = 0; o < m; o++) {
+    double mean, rstd;
+    load_block(in, k, o, x);
+    mean_rstd(x, n, eps, &mean, &rstd);
+    for (int64_t j = 0; j < n; j++) x[j] = (x[j] - mean) * rstd * w[j] + b[j];
+    store_block(&c->outs[0], k, o, x);
+    store_block(&c->outs[1], k, o, &mean);
+    store_block(&c->outs[2], k, o, &rstd);
+  }
+  free(buf);
+  return TPURT_OK;
+}
+
+/* native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight?, bias?,
+ * output_mask) -> (grad_input, grad_weight, grad_bias); masked-off outputs are undefined. */
+tpurt_status tpurt_kernel_layer_norm_backward(const tpurt_op_call* c) {
+  const tpurt_tensor *dy_t = &c->args[0].t, *in = &c->args[1].t;
+  int k;
+  tpurt_status s = norm_axis(in, &c->args[2], &k);
+  if (s) return s;
+  int64_t m = prod_dims(in, 0, k), n = prod_dims(in, k, in->ndim);
+  double* buf = scratch(5 * n);
+  if (!buf) return OOM("layer_norm_backward");
+  double *x = buf, *dy = buf + n, *w = buf + 2 * n, *dw = buf + 3 * n, *db = buf + 4 * n;
+  load_param(&c->args[5], w, n, 1);
+  for (int64_t j = 0; j < 2 * n; j++) dw[j] = 0;
+  int want_dx = defined(&c->outs[0]);
+  for (int64_t o = 0; o < m; o++) {
+    double mean, rstd;
+    load_block(in, k, o, x);
+    load_block(dy_t, k, o, dy);
+    load_block(&c->args[3].t, k, o, &mean);
+    load_block(&c->args[4].t, k, o, &rstd);
+    double sg = 0, sgx = 0;
+    for (int64_t j = 0; j < n; j++) {
+      x[j] = (x[j] - mean) * rstd; /* x-hat */
+      dw[j] += dy[j] * x[j];
+      db[j] += dy[j];
+      double g = dy[j] * w[j];
+      sg += g;
+      sgx += g * x[j];
+    }
+    if (!want_dx) continue;
+    sg /= (double)n;
+    sgx /= (double)n;
+    for (int64_t j = 0; j < n; j++) x[j] = rstd * (dy[j] * w[j] - sg - x[j] * sgx);
+    store_block(&c->outs[0], k, o, x);
+  }
+  if (defined(&c->outs[1])) store_block(&c->outs[1], 0, 0, dw);
+  if (defined(&c->outs[2])) store_block(&c->outs[2], 0, 0, db);
+  free(buf);
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- nll_loss */
+enum { RED_NONE = 0, RED_MEAN = 1, RED_SUM = 2 };
+
+/* Walk target elements; self is target's shape with the class dim inserted at 1 (at 0 for
+ * an unbatched 1-D self). fn gets the self element offset for (position, class). */
+typedef struct nll_args {
+  const tpurt_tensor *self, *target;
+  const tpurt_value* weight;
+  int64_t ignore;
+  int cdim;
+} nll_args;
+
+static nll_args nll_parse(const tpurt_op_call* c, int self_arg) {
+  nll_args a = {&c->args[self_arg].t, &c->args[self_arg + 1].t, &c->args[self_arg + 2], c->args[self_arg + 4].i,
+                0};
+  a.cdim = a.self->ndim == 1 ? 0 : 1;
+  return a;
+}
+
+/* self offset of the class-0 element for target multi-index idx */
+static int64_t nll_self_offset(const nll_args* a, const int64_t* idx) {
+  int64_t off = 0;
+  for (int d = 0, e = 0; d < a->self->ndim; d++)
+    if (d != a->cdim) off += idx[e++] * a->self->strides[d];
+  return off;
+}
+
+static double nll_weight(const nll_args* a, int64_t cls) {
+  if (a->weight->kind != TPURT_V_TENSOR) return 1.0;
+  const tpurt_tensor* w = &a->weight->t;
+  return tpurt_load_f64((char*)w->data + cls * w->strides[0] * (int64_t)tpurt_dtype_size((tpurt_dtype)w->dtype),
+                        w->dtype);
+}
+
+/* Visit every target element: fn(ctx, target idx, target class, self offset, weight);
+ * ignored targets get weight 0. Fails on out-of-range targets like CPU. */
+typedef void (*nll_fn)(void* ctx, const int64_t* idx, int64_t cls, int64_t self_off, double w);
+
+static tpurt_status nll_walk(const nll_args* a, nll_fn fn, void* ctx) {
+  const tpurt_tensor* t = a->target;
+  int64_t nclass = a->self->sizes[a->cdim];
+  int64_t idx[TPURT_MAX_DIMS] = {0};
+  if (tpurt_numel(t) == 0) return TPURT_OK;
+  do {
+    int64_t cls = tpurt_load_i64(tpurt_elem_ptr(t, idx), t->dtype);
+    double w = 0;
+    if (cls != a->ignore) {
+      if (cls < 0 || cls >= nclass) return tpurt_fail(TPURT_ERR_INDEX, "Target %lld is out of bounds.", (long long)cls);
+      w = nll_weight(a, cls);
+    }
+    fn(ctx, idx, cls, nll_self_offset(a, idx) + (cls == a->ignore ? 0 : cls * a->self->strides[a->cdim]), w);
+  } while (t->ndim && tpurt_next_index(idx, t->sizes, t->ndim));
+  return TPURT_OK;
+}
+
+typedef struct nll_fwd_ctx {
+  const nll_args* a;
+  const tpurt_tensor* out; /* per-element output (reduction none) or NULL */
+  double sum, total_w;
+} nll_fwd_ctx;
+
+static void nll_fwd_elem(void* p, const int64_t* idx, int64_t cls, int64_t off, double w) {
+  nll_fwd_ctx* c = p;
+  const tpurt_tensor* s = c->a->self;
+  double v = w == 0 ? 0 : -w * tpurt_load_f64((char*)s->data + off * (int64_t)tpurt_dtype_size((tpurt_dtype)s->dtype), s->dtype);
+  c->sum += v;
+  c->total_w += w;
+  if (c->out) tpurt_store_f64(tpurt_elem_ptr(c->out, idx), c->out->dtype, v);
+}
+
+/* nll_loss_forward(self, target, weight?, reduction, ignore_index) -> (output, total_weight);
+ * also nll_loss2d_forward. */
+tpurt_status tpurt_kernel_nll_loss(const tpurt_op_call* c) {
+  nll_args a = nll_parse(c, 0);
+  int64_t red = c->args[3].i;
+  nll_fwd_ctx ctx = {&a, red == RED_NONE ? &c->outs[0] : NULL, 0, 0};
+  tpurt_status s = nll_walk(&a, nll_fwd_elem, &ctx);
+  if (s) return s;
+  if (red != RED_NONE) tpurt_store_f64(c->outs[0].data, c->outs[0].dtype, red == RED_MEAN ? ctx.sum / ctx.total_w : ctx.sum);
+  /* CPU leaves total_weight 0 for a batched 'none' reduction */
+  double tw = red == RED_NONE && a.self->ndim > 1 ? 0 : ctx.total_w;
+  tpurt_store_f64(c->outs[1].data, c->outs[1].dtype, tw);
+  return TPURT_OK;
+}
+
+typedef struct nll_bwd_ctx {
+  const tpurt_tensor *gi, *go;
+  double scale; /* reduced grad_output, already divided by total weight for mean */
+} nll_bwd_ctx;
+
+static void nll_bwd_elem(void* p, const int64_t* idx, int64_t cls, int64_t off, double w) {
+  nll_bwd_ctx* c = p;
+  if (w == 0) return;
+  double g = c->go->ndim > 0 ? tpurt_load_f64(tpurt_elem_ptr(c->go, idx), c->go->dtype) : c->scale;
+  tpurt_store_f64((char*)c->gi->data + off * (int64_t)tpurt_dtype_size((tpurt_dtype)c->gi->dtype), c->gi->dtype, -w * g);
+}
+
+/* nll_loss_backward(grad_output, self, target, weight?, reduction, ignore_index, total_weight)
+ * -> grad_input; also nll_loss2d_backward. */
+tpurt_status tpurt_kernel_nll_loss_backward(const tpurt_op_call* c) {
+  nll_args a = nll_parse(c, 1);
+  const tpurt_tensor *go = &c->args[0].t, *gi = &c->outs[0];
+  int64_t red = c->args[4].i;
+  tpurt_value zero = {.kind = TPURT_V_INT, .scalar_dtype = -1, .i = 0};
+  char st[8];
+  tpurt_tensor z = tpurt_scalar_tensor(&zero, st);
+  tpurt_tensor gz = *gi;
+  tpurt_status s = tpurt_copy_tensor(&gz, &z);
+  if (s) return s;
+  /* grad_input shares self's strides layout only by shape: walk offsets on grad_input */
+  nll_args ag = a;
+  ag.self = gi;
+  nll_bwd_ctx ctx = {gi, go, 0};
+  if (red != RED_NONE || go->ndim == 0) {
+    ctx.scale = tpurt_load_f64(go->data, go->dtype);
+    if (red == RED_MEAN) ctx.scale /= tpurt_load_f64(c->args[6].t.data, c->args[6].t.dtype);
+  }
+  return nll_walk(&ag, nll_bwd_elem, &ctx);
+}
+
+/* ---------------------------------------------------------------- mse_loss */
+typedef struct mse_ctx {
+  double* sum;
+  double scale;
+} mse_ctx;
+
+static void sq_diff_sum(int64_t n, void* o, const void* const* in, const void* p) {
+  const mse_ctx* c = p;
+  const double *x = in[0], *y = in[1];
+  double* r = o;
+  double s = 0;
+  for (int64_t k = 0; k < n; k++) s += r[k] = (x[k] - y[k]) * (x[k] - y[k]);
+  if (c->sum) *c->sum += s;
+}
+
+static tpurt_status broadcast_shape(const tpurt_tensor* a, const tpurt_tensor* b, tpurt_tensor* out) {
+  int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+  memset(out, 0, sizeof *out);
+  out->ndim = nd;
+  for (int d = 0; d < nd; d++) {
+    int da = d - (nd - a->ndim), db = d - (nd - b->ndim);
+    int64_t sa = da >= 0 ? a->sizes[da] : 1, sb = db >= 0 ? b->sizes[db] : 1;
+    if (sa != sb && sa != 1 && sb != 1)
+      return tpurt_fail(TPURT_ERR_RUNTIME, "mse_loss: shapes %s and %s do not broadcast", tpurt_shape_str(a),
+                        tpurt_shape_str(b));
+    out->sizes[d] = sa == 1 ? sb : sa;
+  }
+  return TPURT_OK;
+}
+
+/* mse_loss(self, target, reduction) */
+tpurt_status tpurt_kernel_mse_loss(const tpurt_op_call* c) {
+  tpurt_tensor in[2] = {c->args[0].t, c->args[1].t};
+  int64_t red = c->args[2].i;
+  if (red == RED_NONE) return tpurt_ew_run(&c->outs[0], 2, in, TPURT_CT_F64, sq_diff_sum, &(mse_ctx){NULL, 0});
+  /* Reduced: run the elementwise engine over the broadcast shape into a zero-stride sink. */
+  double sum = 0, sink = 0;
+  tpurt_tensor shape;
+  tpurt_status s = broadcast_shape(&in[0], &in[1], &shape);
+  if (s) return s;
+  shape.dtype = TPURT_F64;
+  shape.data = &sink;
+  s = tpurt_ew_run(&shape, 2, in, TPURT_CT_F64, sq_diff_sum, &(mse_ctx){&sum, 0});
+  if (s) return s;
+  int64_t n = tpurt_numel(&shape);
+  tpurt_store_f64(c->outs[0].data, c->outs[0].dtype, red == RED_MEAN ? sum / (double)n : sum);
+  return TPURT_OK;
+}
+
+static void mse_bwd(int64_t n, void* o, const void* const* in, const void* p) {
+  const mse_ctx* c = p;
+  const double *g = in[0], *x = in[1], *y = in[2];
+  double* r = o;
+  for (int64_t k = 0; k < n; k++) r[k] = c->scale * (x[k] - y[k]) * g[k];
+}
+
+/* mse_loss_backward(grad_output, self, target, reduction) -> grad_input (self's shape) */
+tpurt_status tpurt_kernel_mse_loss_backward(const tpurt_op_call* c) {
+  const tpurt_tensor* gi = &c->outs[0];
+  double scale = c->args[3].i == RED_MEAN ? 2.0 / (double)tpurt_numel(gi) : 2.0;
+  tpurt_tensor in[3] = {c->args[0].t, c->args[1].t, c->args[2].t};
+  return tpurt_ew_run(gi, 3, in, TPURT_CT_F64, mse_bwd, &(mse_ctx){NULL, scale});
+}
+
+/* ---------------------------------------------------------------- group norm */
+/* Store v at element (i, j) of a 2-D tensor (mean/rstd are [N, group]). */
+static void store_2d(const tpurt_tensor* t, int64_t i, int64_t j, double v) {
+  int64_t off = i * t->strides[0] + j * t->strides[1];
+  tpurt_store_f64((char*)t->data + off * (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype), t->dtype, v);
+}
+static double load_2d(const tpurt_tensor* t, int64_t i, int64_t j) {
+  int64_t off = i * t->strides[0] + j * t->strides[1];
+  return tpurt_load_f64((char*)t->data + off * (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype), t->dtype);
+}
+
+/* native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) -> (out, mean, rstd).
+ * Sample n is the dense block of C * HxW values; group g is a contiguous range of it. */
+tpurt_status tpurt_kernel_group_norm(const tpurt_op_call* c) {
+  const tpurt_tensor* in = &c->args[0].t;
+  int64_t N = c->args[3].i, C = c->args[4].i, HW = c->args[5].i, G = c->args[6].i;
+  double eps = tpurt_value_f(&c->args[7]);
+  int64_t D = C / G * HW; /* elements per group */
+  double* buf = scratch(C * HW + 2 * C);
+  if (!buf) return OOM("group_norm");
+  double *x = buf, *w = buf + C * HW, *b = w + C;
+  load_param(&c->args[1], w, C, 1);
+  load_param(&c->args[2], b, C, 0);
+  for (int64_t n = 0; n < N; n++) {
+    load_block(in, 1, n, x);
+    for (int64_t g = 0; g < G; g++) {
+      double mean, rstd, *xg = x + g * D;
+      mean_rstd(xg, D, eps, &mean, &rstd);
+      for (int64_t j = 0; j < D; j++) {
+        int64_t ch = (g * D + j) / HW;
+        xg[j] = (xg[j] - mean) * rstd * w[ch] + b[ch];
+      }
+      store_2d(&c->outs[1], n, g, mean);
+      store_2d(&c->outs[2], n, g, rstd);
+    }
+    if (C * HW > 0) store_block(&c->outs[0], 1, n, x);
+  }
+  free(buf);
+  return TPURT_OK;
+}
+
+/* native_group_norm_backward(grad_out, input, mean, rstd, weight?, N, C, HxW, group,
+ * output_mask) -> (grad_input, grad_weight, grad_bias) */
+tpurt_status tpurt_kernel_group_norm_backward(const tpurt_op_call* c) {
+  const tpurt_tensor *dy_t = &c->args[0].t, *in = &c->args[1].t;
+  int64_t N = c->args[5].i, C = c->args[6].i, HW = c->args[7].i, G = c->args[8].i;
+  int64_t D = C / G * HW;
+  double* buf = scratch(2 * C * HW + 3 * C);
+  if (!buf) return OOM("group_norm_backward");
+  double *x = buf, *dy = x + C * HW, *w = dy + C * HW, *dw = w + C, *db = dw + C;
+  load_param(&c->args[4], w, C, 1);
+  for (int64_t k = 0; k < 2 * C; k++) dw[k] = 0;
+  for (int64_t n = 0; n < N; n++) {
+    load_block(in, 1, n, x);
+    load_block(dy_t, 1, n, dy);
+    for (int64_t g = 0; g < G; g++) {
+      double mean = load_2d(&c->args[2].t, n, g), rstd = load_2d(&c->args[3].t, n, g);
+      double *xg = x + g * D, *dyg = dy + g * D, sg = 0, sgx = 0;
+      for (int64_t j = 0; j < D; j++) {
+        int64_t ch = (g * D + j) / HW;
+        xg[j] = (xg[j] - mean) * rstd;
+        dw[ch] += dyg[j] * xg[j];
+        db[ch] += dyg[j];
+        sg += dyg[j] * w[ch];
+        sgx += dyg[j] * w[ch] * xg[j];
+      }
+      sg /= (double)D;
+      sgx /= (double)D;
+      for (int64_t j = 0; j < D; j++) {
+        int64_t ch = (g * D + j) / HW;
+        xg[j] = rstd * (dyg[j] * w[ch] - sg - xg[j] * sgx);
+      }
+    }
+    if (defined(&c->outs[0]) && C * HW > 0) store_block(&c->outs[0], 1, n, x);
+  }
+  if (defined(&c->outs[1])) store_block(&c->outs[1], 0, 0, dw);
+  if (defined(&c->outs[2])) store_block(&c->outs[2], 0, 0, db);
+  free(buf);
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- batch norm */
+/* Channel c of an [N, C, *] tensor as a dense array of N * HxW values. */
+static void channel_io(const tpurt_tensor* t, int64_t ch, double* buf, int store) {
+  int64_t N = t->sizes[0], C = t->sizes[1], HW = prod_dims(t, 2, t->ndim);
+  for (int64_t n = 0; n < N; n++) block_io(t, 2, n * C + ch, buf + n * HW, store);
+}
+
+static double vec_get(const tpurt_value* v, int64_t k, double dflt) {
+  if (v->kind != TPURT_V_TENSOR || v->t.ndim < 0 || !v->t.data) return dflt;
+  const tpurt_tensor* t = &v->t;
+  return tpurt_load_f64((char*)t->data + k * t->strides[0] * (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype), t->dtype);
+}
+static void vec_set(const tpurt_tensor* t, int64_t k, double v) {
+  if (t->ndim < 1 || !t->data || t->sizes[0] <= k) return;
+  tpurt_store_f64((char*)t->data + k * t->strides[0] * (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype), t->dtype, v);
+}
+
+/* Shared by the batch-norm forward overloads: positions of the optional arguments (-1
+ * when the overload has none) and whether it trains. */
+typedef struct bn_args {
+  int running_mean, running_var, momentum, eps;
+  int training; /* arg index of the flag, or -2 (never) */
+} bn_args;
+
+static tpurt_status batch_norm(const tpurt_op_call* c, bn_args a) {
+  static const tpurt_value none = {.kind = TPURT_V_NONE, .scalar_dtype = -1};
+  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_value* rm = a.running_mean >= 0 ? &c->args[a.running_mean] : &none;
+  const tpurt_value* rv = a.running_var >= 0 ? &c->args[a.running_var] : &none;
+  int train = a.training >= 0 && c->args[a.training].i;
+  double mom = tpurt_value_f(&c->args[a.momentum]), eps = tpurt_value_f(&c->args[a.eps]);
+  int64_t N = in->sizes[0], C = in->sizes[1], M = N * prod_dims(in, 2, in->ndim);
+  double* x = scratch(M);
+  if (!x) return OOM("batch_norm");
+  for (int64_t ch = 0; ch < C; ch++) {
+    double mean, invstd;
+    channel_io(in, ch, x, 0);
+    if (train) {
+      double var;
+      mean_var(x, M, &mean, &var);
+      invstd = 1.0 / sqrt(var + eps);
+      if (rm->kind == TPURT_V_TENSOR) vec_set(&rm->t, ch, (1 - mom) * vec_get(rm, ch, 0) + mom * mean);
+      if (rv->kind == TPURT_V_TENSOR) {
+        double unbiased = M > 1 ? var * (double)M / (double)(M - 1) : var;
+        vec_set(&rv->t, ch, (1 - mom) * vec_get(rv, ch, 0) + mom * unbiased);
+      }
+    } else {
+      mean = vec_get(rm, ch, 0);
+      invstd = 1.0 / sqrt(vec_get(rv, ch, 1) + eps);
+    }
+    double w = vec_get(&c->args[1], ch, 1), b = vec_get(&c->args[2], ch, 0);
+    for (int64_t k = 0; k < M; k++) x[k] = (x[k] - mean) * invstd * w + b;
+    channel_io(&c->outs[0], ch, x, 1);
+    if (train) {
+      vec_set(&c->outs[1], ch, mean);
+      vec_set(&c->outs[2], ch, invstd);
+    }
+  }
+  free(x);
+  return TPURT_OK;
+}
+
+/* native_batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum, eps)
+ * and _native_batch_norm_legit (same arguments, running stats mutable) */
+tpurt_status tpurt_kernel_batch_norm(const tpurt_op_call* c) { return batch_norm(c, (bn_args){3, 4, 6, 7, 5}); }
+/* _native_batch_norm_legit.no_stats(input, weight?, bias?, training, momentum, eps) */
+tpurt_status tpurt_kernel_batch_norm_no_stats(const tpurt_op_call* c) {
+  return batch_norm(c, (bn_args){-1, -1, 4, 5, 3});
+}
+/* _native_batch_norm_legit_no_training(input, weight?, bias?, running_mean, running_var, momentum, eps) */
+tpurt_status tpurt_kernel_batch_norm_no_training(const tpurt_op_call* c) {
+  return batch_norm(c, (bn_args){3, 4, 5, 6, -2});
+}
+
+/* native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?, save_mean?,
+ * save_invstd?, train, eps, output_mask) -> (grad_input, grad_weight, grad_bias) */
+tpurt_status tpurt_kernel_batch_norm_backward(const tpurt_op_call* c) {
+  const tpurt_tensor *dy_t = &c->args[0].t, *in = &c->args[1].t;
+  int train = (int)c->args[7].i;
+  double eps = tpurt_value_f(&c->args[8]);
+  int64_t C = in->sizes[1], M = in->sizes[0] * prod_dims(in, 2, in->ndim);
+  double* buf = scratch(2 * M);
+  if (!buf) return OOM("batch_norm_backward");
+  double *x = buf, *dy = buf + M;
+  for (int64_t ch = 0; ch < C; ch++) {
+    double mean = train ? vec_get(&c->args[5], ch, 0) : vec_get(&c->args[3], ch, 0);
+    double invstd = train ? vec_get(&c->args[6], ch, 1) : 1.0 / sqrt(vec_get(&c->args[4], ch, 1) + eps);
+    double w = vec_get(&c->args[2], ch, 1), sdy = 0, sdyx = 0;
+    channel_io(in, ch, x, 0);
+    channel_io(dy_t, ch, dy, 0);
+    for (int64_t k = 0; k < M; k++) {
+      x[k] = (x[k] - mean) * invstd;
+      sdy += dy[k];
+      sdyx += dy[k] * x[k];
+    }
+    vec_set(&c->outs[1], ch, sdyx);
+    vec_set(&c->outs[2], ch, sdy);
+    if (!defined(&c->outs[0])) continue;
+    double mdy = sdy / (double)M, mdyx = sdyx / (double)M;
+    for (int64_t k = 0; k < M; k++)
+      x[k] = train ? w * invstd * (dy[k] - mdy - x[k] * mdyx) : w * invstd * dy[k];
+    channel_io(&c->outs[0], ch, x, 1);
+  }
+  free(buf);
+  return TPURT_OK;
+}

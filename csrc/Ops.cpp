@@ -141,6 +141,15 @@ at::Tensor& set_empty(at::Tensor& self) {
   return set_storage(self, s, 0, {0}, {});
 }
 
+// Module.to("tpu") swaps parameter data in place (keeping tied weights tied) only when the
+// CPU and tpu tensor types are shallow-copy compatible: dense tensors on either device are.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  auto dense = [](const at::Tensor& t) {
+    return t.layout() == c10::kStrided && (t.device().type() == kTpu || t.device().is_cpu());
+  };
+  return dense(self) && dense(from);
+}
+
 // ------------------------------------------------------------------ copies
 int copy_op_id() {
   static const int id = tpurt_op_lookup("tpurt::copy");
@@ -657,6 +666,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", copy_from);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
   m.impl("_local_scalar_dense", local_scalar_dense);
+  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
   for (int i = 0; i < tpurt_op_name_count(); i++) {
     std::string name = tpurt_op_name(i);
     if (name.rfind("tpurt::", 0) == 0) continue;

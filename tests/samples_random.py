@@ -25,6 +25,3 @@ register("native_dropout_backward", lambda g, m: torch.ops.aten.native_dropout_b
 register("native_dropout_backward.out",
          lambda g, m: torch.ops.aten.native_dropout_backward.out(g, m, 2.0, out=torch.empty_like(g)),
          lambda dt: [make((3, 5), dt), make((3, 5), torch.bool)], dtypes=FLOATS, grad=False)
-# tpu answers MATH (CPU may pick its flash kernel): attention itself must agree
-register("_fused_sdp_choice", lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
-         [(2, 2, 6, 8), (2, 2, 6, 8), (2, 2, 6, 8)], dtypes=(torch.float32, torch.bfloat16))

@@ -81,3 +81,16 @@ def test_pinned_memory():
     x = torch.ones(16).pin_memory("tpu")
     assert x.is_pinned("tpu")
     assert torch.equal(x.to("tpu", non_blocking=True).cpu(), torch.ones(16))
+
+
+def test_module_to_keeps_tied_weights_tied():
+    emb = torch.nn.Embedding(10, 4)
+    head = torch.nn.Linear(4, 10, bias=False)
+    head.weight = emb.weight
+    m = torch.nn.ModuleDict({"emb": emb, "head": head}).to("tpu")
+    assert m["emb"].weight is m["head"].weight and m["emb"].weight.device.type == "tpu"
+    p = torch.nn.Parameter(torch.ones(3))
+    q = torch.nn.Module()
+    q.p = p
+    q.to("tpu")
+    assert q.p is p  # parameters are converted in place, as on CUDA

@@ -12,7 +12,7 @@ tpurt_status tpurt_kernel_fill(const tpurt_op_call* c) {
   const tpurt_tensor* out = &c->outs[0];
   if (c->nargs < 2) {
     tpurt_value zero = {.kind = TPURT_V_INT, .scalar_dtype = -1, .i = 0};
-    char st[8];
+    int64_t st[1]; /* 8-byte aligned scalar storage */
     tpurt_tensor z = tpurt_scalar_tensor(&zero, st);
     return tpurt_copy_tensor(out, &z);
   }
@@ -21,7 +21,7 @@ tpurt_status tpurt_kernel_fill(const tpurt_op_call* c) {
     return tpurt_fail(TPURT_ERR_RUNTIME,
                       "fill_ only supports 0-dimension value tensor but got tensor with %d dimensions.",
                       v->t.ndim);
-  char st[8];
+  int64_t st[1]; /* 8-byte aligned scalar storage */
   tpurt_tensor s = tpurt_scalar_tensor(v, st);
   return tpurt_copy_tensor(out, &s);
 }
@@ -52,7 +52,7 @@ tpurt_status tpurt_kernel_add(const tpurt_op_call* c) {
   int common = tpurt_promo_result(&p);
   tpurt_ctype ct = tpurt_ctype_of(common);
   if (common == TPURT_BOOL) ct = TPURT_CT_I64;
-  char s0[8], s1[8];
+  int64_t s0[1], s1[1];
   tpurt_tensor in[2] = {tpurt_scalar_tensor(&c->args[0], s0), tpurt_scalar_tensor(&c->args[1], s1)};
   add_ctx ctx = {1.0, 1};
   if (c->nargs > 2 && c->args[2].kind != TPURT_V_NONE) {
@@ -62,11 +62,4 @@ tpurt_status tpurt_kernel_add(const tpurt_op_call* c) {
   tpurt_ew_fn fn = ct == TPURT_CT_F32 ? add_f32 : ct == TPURT_CT_F64 ? add_f64 : add_i64;
   tpurt_status s = tpurt_ew_run(&c->outs[0], 2, in, ct, fn, &ctx);
   return s;
-}
-
-tpurt_status tpurt_kernel_sdp_choice(const tpurt_op_call* c) {
-  /* _fused_sdp_choice(...) -> int. The emulated chip runs attention as its math
-   * decomposition (matmuls + softmax); the meta function already answers MATH. */
-  (void)c;
-  return TPURT_OK;
 }

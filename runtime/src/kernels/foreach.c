@@ -144,14 +144,25 @@ static tpurt_status fe_run(const tpurt_op_call* c, int nin, const tpurt_ew_fn fn
   for (int i = 0; i < outs->n; i++) {
     const tpurt_tensor* out = &outs->tensors[i];
     tpurt_tensor in[TPURT_EW_MAX_IN];
-    char storage[TPURT_EW_MAX_IN][8];
+    int64_t storage[TPURT_EW_MAX_IN][1];
+    int is_int_scalar[TPURT_EW_MAX_IN];
     tpurt_promo p;
     tpurt_promo_init(&p);
     for (int k = 0; k < nin; k++) {
       tpurt_value v = fe_elem(&c->args[k], i);
       tpurt_promo_add_value(&p, &v);
       in[k] = tpurt_scalar_tensor(&v, storage[k]);
+      is_int_scalar[k] = v.kind == TPURT_V_INT;
     }
+    /* CPU casts a Python int to an integer common dtype first (uint8 vs -1 sees 255) */
+    int common = tpurt_promo_result(&p);
+    if (!tpurt_is_float(common) && common != TPURT_I64 && common != TPURT_BOOL)
+      for (int k = 0; k < nin; k++)
+        if (is_int_scalar[k]) {
+          int64_t narrow = 0;
+          tpurt_store_i64(&narrow, common, storage[k][0]);
+          storage[k][0] = tpurt_load_i64(&narrow, common);
+        }
     /* integer operands of a float result (div, sqrt, ...) compute in float */
     tpurt_ctype ct = tpurt_ctype_of(tpurt_promote_types(tpurt_promo_result(&p), out->dtype));
     fe_ctx k = fe_coef(c, nin, i);
@@ -346,7 +357,7 @@ static tpurt_status fused_adam(const tpurt_op_call* c, int adamw, const char* op
     k.bc2_sqrt = sqrt(1 - pow(k.beta2, step));
     tpurt_status s = TPURT_OK;
     if (a[13].kind != TPURT_V_NONE) { /* grads are unscaled in place first */
-      char st[8];
+      int64_t st[1]; /* 8-byte aligned scalar storage */
       tpurt_tensor gs[2] = {*grad, tpurt_scalar_tensor(&a[13], st)};
       fe_ctx one = {1.0, 1};
       s = tpurt_ew_run(grad, 2, gs, ct, ct == TPURT_CT_F64 ? fe_div_double : fe_div_float, &one);

@@ -231,6 +231,12 @@ static tpurt_status run_matmul(const tpurt_op_call* c, const problem* pr, const 
                                const tpurt_value* beta, const tpurt_value* alpha) {
   const tpurt_tensor* out = &c->outs[0];
   int dt = pr->A.dtype;
+  if (pr->A.dtype != pr->B.dtype)  /* CPU refuses mixed operands rather than promoting */
+    return tpurt_fail(TPURT_ERR_RUNTIME, "expected m1 and m2 to have the same dtype, but got: %s != %s",
+                      tpurt_dtype_name((tpurt_dtype)pr->A.dtype), tpurt_dtype_name((tpurt_dtype)pr->B.dtype));
+  if (self && self->kind == TPURT_V_TENSOR && self->t.dtype != dt)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "self and mat2 must have the same dtype, but got %s and %s",
+                      tpurt_dtype_name((tpurt_dtype)self->t.dtype), tpurt_dtype_name((tpurt_dtype)dt));
   if (dt == TPURT_BOOL)
     return tpurt_fail(TPURT_ERR_RUNTIME, "\"addmm_impl_cpu_\" not implemented for 'Bool'");
   tpurt_ctype ct = tpurt_ctype_of(dt);

@@ -384,7 +384,7 @@ tpurt_status tpurt_kernel_nll_loss_backward(const tpurt_op_call* c) {
   const tpurt_tensor *go = &c->args[0].t, *gi = &c->outs[0];
   int64_t red = c->args[4].i;
   tpurt_value zero = {.kind = TPURT_V_INT, .scalar_dtype = -1, .i = 0};
-  char st[8];
+  int64_t st[1]; /* 8-byte aligned scalar storage */
   tpurt_tensor z = tpurt_scalar_tensor(&zero, st);
   tpurt_tensor gz = *gi;
   tpurt_status s = tpurt_copy_tensor(&gz, &z);

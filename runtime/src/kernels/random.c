@@ -143,7 +143,7 @@ tpurt_status tpurt_kernel_native_dropout(const tpurt_op_call* c) {
   if (!train || p == 0) {
     double one = 1.0;
     tpurt_value v = {.kind = TPURT_V_FLOAT, .scalar_dtype = -1, .f = one};
-    char st[8];
+    int64_t st[1]; /* 8-byte aligned scalar storage */
     tpurt_tensor t = tpurt_scalar_tensor(&v, st);
     tpurt_status s = tpurt_copy_tensor(mask, &t);
     return s ? s : tpurt_copy_tensor(out, x);

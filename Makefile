@@ -4,7 +4,9 @@ PIP := $(PY) -m pip install -q --disable-pip-version-check
 
 .PHONY: setup demo test test-c test-py bench
 setup:
-	@command -v ccache >/dev/null 2>&1 || (apt-get install -y -q ccache >/dev/null 2>&1 || echo "ccache not installed; builds will be slower")
+	@command -v ccache >/dev/null 2>&1 || apt-get install -y -q ccache >/dev/null 2>&1 || \
+		(apt-get update -q >/dev/null 2>&1 && apt-get install -y -q ccache >/dev/null 2>&1) || \
+		echo "ccache not installed; builds will be slower"
 	$(PIP) -r requirements.txt
 	$(PIP) --no-build-isolation -e .
 

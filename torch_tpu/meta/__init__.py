@@ -1,0 +1,8 @@
+"""Meta (shape) functions for ATen ops that PyTorch ships without one, so the generic
+dispatcher path can size their outputs. One module per kernel family; each registers with
+``torch.library`` when imported (all modules here are imported by torch_tpu)."""
+import importlib
+import pkgutil
+
+for _m in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_m.name}")

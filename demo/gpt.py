@@ -48,6 +48,15 @@ class GPT(nn.Module):
         self.head = nn.Linear(c.d, c.vocab, bias=False)
         self.head.weight = self.tok.weight  # tied, as in GPT-2
         self.drop = nn.Dropout(c.dropout)
+        self.apply(self._init)
+
+    @staticmethod
+    def _init(m):
+        """GPT-2's initialisation: small normal weights, zero biases."""
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
 
     def forward(self, idx, targets=None):
         t = idx.shape[1]

@@ -24,8 +24,8 @@ def progress(step, total, loss, tok_s, width=30):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=150)
-    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--steps", type=int, default=120)
+    ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--device", default="tpu")
     args = ap.parse_args()
 
@@ -65,13 +65,14 @@ def main():
         print(f"peak device memory {torch.tpu.max_memory_allocated() / 2**20:,.1f} MiB of "
               f"{torch.tpu.get_device_properties(0).total_memory / 2**30:.1f} GiB HBM")
         print(torch.tpu.metrics.short_report())
-    # Sample a few bytes greedily from a prompt, to show it learned something.
+    # Sample a few bytes from a prompt (temperature 0.8, seeded), to show what it learned.
     model.eval()
     prompt = torch.tensor([list(b"def ")], device=dev)
+    gen = torch.Generator(device=dev).manual_seed(0)
     with torch.no_grad():
-        for _ in range(40):
-            nxt = model(prompt[:, -cfg.seq:])[:, -1].argmax(-1, keepdim=True)
-            prompt = torch.cat([prompt, nxt], dim=1)
+        for _ in range(60):
+            probs = torch.softmax(model(prompt[:, -cfg.seq:])[:, -1] / 0.8, dim=-1)
+            prompt = torch.cat([prompt, torch.multinomial(probs, 1, generator=gen)], dim=1)
     print("sample:", bytes(prompt[0].cpu().tolist()).decode("utf-8", "replace").replace("\n", "\\n"))
 
 

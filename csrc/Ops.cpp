@@ -170,8 +170,6 @@ void device_copy(const at::Tensor& dst, const at::Tensor& src) {
   check(tpurt_op_launch(current_stream(dst.device().index()), &call));
 }
 
-bool is_dense_contiguous(const at::Tensor& t) { return t.is_contiguous(); }
-
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   if (dst.numel() == 0) return dst;
   TORCH_CHECK(to_tpurt_dtype(dst.scalar_type()) >= 0 && to_tpurt_dtype(self.scalar_type()) >= 0,
@@ -181,11 +179,11 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     device_copy(dst, self);
   } else if (dst.device().type() == kTpu) {  // host -> device
     at::Tensor host = self.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
-    at::Tensor target = is_dense_contiguous(dst) ? dst : at::empty(dst.sizes(), dst.options());
+    at::Tensor target = dst.is_contiguous() ? dst : at::empty(dst.sizes(), dst.options());
     check(tpurt_memcpy_h2d(current_stream(dst.device().index()), target.data_ptr(), host.data_ptr(), host.nbytes()));
     if (!target.is_same(dst)) device_copy(dst, target);
   } else {  // device -> host
-    at::Tensor src = is_dense_contiguous(self) ? self : self.contiguous();
+    at::Tensor src = self.is_contiguous() ? self : self.contiguous();
     bool direct = dst.is_contiguous() && dst.scalar_type() == src.scalar_type() && dst.sizes() == src.sizes();
     at::Tensor host = direct ? dst : at::empty(src.sizes(), src.options().device(c10::kCPU));
     check(tpurt_memcpy_d2h(current_stream(src.device().index()), host.data_ptr(), src.data_ptr(), src.nbytes()));

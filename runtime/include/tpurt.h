@@ -159,10 +159,10 @@ int tpurt_op_lookup(const char* aten_overload_name);
 const char* tpurt_op_kernel_name(int op);
 int tpurt_op_flags(int op);
 
-/* Run an op on the device's current stream: synchronously in debug mode (the kernel's
- * status comes back here), else enqueued (a kernel failure is reported by the next
- * synchronizing call on that stream). Validation the kernel can do without reading
- * tensor data happens here in both modes. */
+/* Run an op on `stream`: synchronously in debug mode (the kernel's status comes back
+ * here), else enqueued (a kernel failure is reported by the next synchronizing call on that
+ * stream). Shape and dtype validation is the caller's (PyTorch's meta functions); kernels
+ * report what only they can see, such as an index out of range. */
 tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* call);
 /* Run an op now, on the calling thread (used by tests and by the stream workers). */
 tpurt_status tpurt_op_run(const tpurt_op_call* call);

@@ -1,0 +1,249 @@
+"""Tier 1: every architecture transformers knows, tiny and random, on tpu vs PyTorch CPU.
+
+    python zoo/tier1.py                 # every model type (long: run it in the background)
+    python zoo/tier1.py --subset ci     # a fixed handful, a few minutes
+    python zoo/tier1.py --models gpt2,bert --resume
+
+Each model runs in its own subprocess with a time limit. Stages, each compared with the same
+model on CPU: move to tpu, forward, backward + one SGD step, greedy generate (generative
+models). Verdicts: PASS, WRONG (numbers differ), ERROR (exception on tpu), CRASH (the
+subprocess died or timed out), NOT_BUILDABLE (no tiny config / inputs that CPU itself runs,
+with the reason). Results: results/tier1.jsonl (resumable) and results/tier1.md."""
+import argparse
+import copy
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+import traceback
+
+CI_SUBSET = ["gpt2", "bert", "llama", "t5", "vit", "mistral", "qwen2", "roberta"]
+MAX_PARAMS = 20_000_000
+
+
+def close(a, b, what):
+    """Relative max error check at HIGHEST precision (f32 reordering only)."""
+    import torch
+
+    a, b = a.detach().cpu().double(), b.detach().cpu().double()
+    if a.shape != b.shape:
+        return f"{what}: shape {tuple(a.shape)} vs CPU {tuple(b.shape)}"
+    err = (a - b).abs().max().item() if a.numel() else 0.0
+    scale = max(b.abs().max().item() if b.numel() else 0.0, 1.0)
+    if not err <= 1e-4 * scale:
+        return f"{what}: max abs error {err:.3g} (scale {scale:.3g})"
+    return None
+
+
+def main_tensor(out):
+    import torch
+
+    for key in ("logits", "last_hidden_state", "prediction_logits", "pooler_output"):
+        v = getattr(out, key, None)
+        if isinstance(v, torch.Tensor):
+            return key, v
+    seq = out.to_tuple() if hasattr(out, "to_tuple") else out
+    for i, v in enumerate(seq if isinstance(seq, (tuple, list)) else [seq]):
+        if isinstance(v, torch.Tensor) and v.dtype.is_floating_point:
+            return f"output[{i}]", v
+    return None, None
+
+
+def run_one(model_type):
+    """Runs every stage for one model type; returns the record (never raises)."""
+    import torch
+    import transformers
+
+    import torch_tpu
+    from tiny import GENERATIVE, make_inputs, model_classes, shrink
+
+    transformers.logging.set_verbosity_error()
+    rec = {"model_type": model_type, "verdict": None, "reason": "", "class": None, "params": None,
+           "stages": {}, "fallbacks": {}}
+    try:
+        cfg = shrink(transformers.AutoConfig.for_model(model_type))
+    except Exception as e:
+        return {**rec, "verdict": "NOT_BUILDABLE", "reason": f"config: {type(e).__name__}: {e}"[:300]}
+    model = mapping = None
+    errors = []
+    for mapping, cls in model_classes(model_type):
+        try:
+            torch.manual_seed(0)
+            model = cls(copy.deepcopy(cfg)).eval()
+            break
+        except Exception as e:
+            errors.append(f"{cls.__name__}: {type(e).__name__}: {e}"[:200])
+            model = None
+    if model is None:
+        return {**rec, "verdict": "NOT_BUILDABLE", "reason": "; ".join(errors)[:400] or "no auto-model class"}
+    rec["class"] = type(model).__name__
+    rec["params"] = sum(p.numel() for p in model.parameters())
+    if rec["params"] > MAX_PARAMS:
+        return {**rec, "verdict": "NOT_BUILDABLE", "reason": f"{rec['params']:,} parameters after shrinking"}
+    inputs = make_inputs(model, mapping)
+    if inputs is None:
+        return {**rec, "verdict": "NOT_BUILDABLE", "reason": f"no input recipe for '{model.main_input_name}'"}
+    try:
+        with torch.no_grad():
+            cpu_out = model(**inputs)
+        key, cpu_main = main_tensor(cpu_out)
+        if cpu_main is None:
+            raise RuntimeError("no floating-point output to compare")
+    except Exception as e:
+        return {**rec, "verdict": "NOT_BUILDABLE", "reason": f"CPU forward: {type(e).__name__}: {e}"[:300]}
+
+    problems = []
+    torch_tpu.metrics.reset()
+    stage = "to"
+    try:
+        with torch.tpu.precision("highest"):
+            tmodel = copy.deepcopy(model).to("tpu")
+            tin = {k: v.to("tpu") for k, v in inputs.items()}
+            stage = "forward"
+            with torch.no_grad():
+                tout = tmodel(**tin)
+            _, tmain = main_tensor(tout)
+            problems.append(close(tmain, cpu_main, f"forward {key}"))
+            rec["stages"]["forward"] = problems[-1] is None
+            stage = "backward"
+            w = torch.randn(cpu_main.shape, generator=torch.Generator().manual_seed(1))
+            cmodel = copy.deepcopy(model)
+            (main_tensor(cmodel(**inputs))[1] * w).sum().backward()
+            (main_tensor(tmodel(**tin))[1] * w.to("tpu")).sum().backward()
+            worst = None
+            for (n, p), (_, q) in zip(tmodel.named_parameters(), cmodel.named_parameters()):
+                if q.grad is not None and p.grad is not None:
+                    msg = close(p.grad, q.grad, f"grad {n}")
+                    if msg:
+                        worst = worst or msg
+                elif (q.grad is None) != (p.grad is None):
+                    worst = worst or f"grad {n}: presence differs"
+            problems.append(worst)
+            stage = "optimizer step"
+            for m_ in (tmodel, cmodel):
+                torch.optim.SGD(m_.parameters(), lr=0.1).step()
+            for (n, p), (_, q) in zip(tmodel.named_parameters(), cmodel.named_parameters()):
+                msg = close(p, q, f"after step {n}")
+                if msg:
+                    problems.append(msg)
+                    break
+            rec["stages"]["backward"] = not any(problems[1:])
+            if mapping in GENERATIVE and "input_ids" in inputs:
+                stage = "generate"
+                gi = {k: v[:, :6] for k, v in inputs.items() if k in ("input_ids", "attention_mask")}
+                kw = dict(max_new_tokens=4, do_sample=False, pad_token_id=0)
+                try:
+                    gc = cmodel.generate(**gi, **kw)
+                except Exception as e:  # CPU cannot generate with this tiny config: no reference
+                    rec["stages"]["generate"] = f"skipped: CPU generate failed: {type(e).__name__}"
+                    gc = None
+                gt = tmodel.generate(**{k: v.to("tpu") for k, v in gi.items()}, **kw) if gc is not None else None
+                if gc is not None:
+                    same = torch.equal(gt.cpu(), gc)
+                    rec["stages"]["generate"] = same
+                    if not same:
+                        problems.append("generate: tokens differ")
+            torch.tpu.synchronize()
+    except Exception as e:
+        rec["fallbacks"] = {k: v[0] for k, v in torch_tpu.metrics.fallback_ops().items()}
+        tb = traceback.format_exc().strip().splitlines()[-1]
+        return {**rec, "verdict": "ERROR", "reason": f"{stage}: {type(e).__name__}: {e}"[:300] or tb}
+    rec["fallbacks"] = {k: v[0] for k, v in torch_tpu.metrics.fallback_ops().items()}
+    problems = [p for p in problems if p]
+    return {**rec, "verdict": "WRONG" if problems else "PASS", "reason": "; ".join(problems)[:300]}
+
+
+def progress(done, total, counts, current):
+    width = 24
+    bar = "#" * int(width * done / max(total, 1))
+    summary = " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+    sys.stdout.write(f"\r[{bar:<{width}}] {done}/{total} {summary} {current[:24]:<24}")
+    sys.stdout.flush()
+
+
+def summarize(records, out_dir):
+    counts = {}
+    for r in records:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    buildable = len(records) - counts.get("NOT_BUILDABLE", 0)
+    passed = counts.get("PASS", 0)
+    lines = ["# Tier 1: transformers architectures on tpu vs CPU", "",
+             f"{len(records)} model types; {buildable} buildable tiny; **{passed} PASS "
+             f"({100 * passed / max(buildable, 1):.1f}% of buildable)**", "",
+             "| verdict | count |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in sorted(counts.items())]
+    fb = {}
+    for r in records:
+        for op in r.get("fallbacks", {}):
+            fb[op] = fb.get(op, 0) + 1
+    if fb:
+        lines += ["", "## Ops that fell back to CPU (models affected)", ""]
+        lines += [f"- `{op}`: {n}" for op, n in sorted(fb.items(), key=lambda kv: -kv[1])]
+    lines += ["", "## Every model that did not pass", "", "| model | verdict | reason |", "|---|---|---|"]
+    for r in sorted(records, key=lambda r: (r["verdict"], r["model_type"])):
+        if r["verdict"] != "PASS":
+            lines.append(f"| {r['model_type']} | {r['verdict']} | {r['reason'].replace('|', '/')[:200]} |")
+    (out_dir / "tier1.md").write_text("\n".join(lines) + "\n")
+    return counts, buildable, passed
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", help="comma-separated model types")
+    ap.add_argument("--subset", choices=["ci"])
+    ap.add_argument("--timeout", type=int, default=180)
+    ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--out", default="results")
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    sys.path.insert(0, str(pathlib.Path(__file__).parent))
+    if args.one:
+        print(json.dumps(run_one(args.one)))
+        return 0
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    models = (args.models.split(",") if args.models else CI_SUBSET if args.subset == "ci"
+              else sorted(CONFIG_MAPPING_NAMES))
+    out_dir = pathlib.Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log = out_dir / "tier1.jsonl"
+    done = {}
+    if args.resume and log.exists():
+        for line in log.read_text().splitlines():
+            r = json.loads(line)
+            done[r["model_type"]] = r
+    elif log.exists():
+        log.unlink()
+    counts = {}
+    for r in done.values():
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    env = dict(os.environ, PYTHONUNBUFFERED="1", TORCH_CPP_LOG_LEVEL="ERROR")
+    t0 = time.time()
+    for i, m in enumerate(models):
+        progress(i, len(models), counts, m)
+        if m in done:
+            continue
+        try:
+            p = subprocess.run([sys.executable, __file__, "--one", m], capture_output=True, text=True,
+                               timeout=args.timeout, env=env)
+            line = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
+            rec = json.loads(line) if line.startswith("{") else {
+                "model_type": m, "verdict": "CRASH", "reason": f"exit {p.returncode}: {p.stderr.strip()[-200:]}",
+                "fallbacks": {}}
+        except subprocess.TimeoutExpired:
+            rec = {"model_type": m, "verdict": "CRASH", "reason": f"timed out after {args.timeout}s", "fallbacks": {}}
+        done[m] = rec
+        counts[rec["verdict"]] = counts.get(rec["verdict"], 0) + 1
+        with log.open("a") as f:
+            f.write(json.dumps(rec) + "\n")
+    progress(len(models), len(models), counts, "")
+    counts, buildable, passed = summarize([done[m] for m in models if m in done], out_dir)
+    print(f"\n{len(models)} models in {time.time() - t0:.0f}s: {passed}/{buildable} buildable PASS; "
+          f"{dict(sorted(counts.items()))}; details in {out_dir / 'tier1.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

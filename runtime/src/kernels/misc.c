@@ -1,0 +1,323 @@
+/* Odds and ends: diag_embed, trace, linalg_cross, cdist (forward and backward), and the
+ * random ops that are not plain fills: multinomial, randperm, normal with tensor
+ * parameters. Random ops draw from Philox counter rng_offset + i for output element i
+ * (row-major), like random.c. */
+#include <stdlib.h>
+
+#include "reduce.h"
+
+/* ---------------------------------------------------------------- small helpers */
+static char* at(const tpurt_tensor* t, int64_t off) {
+  return (char*)t->data + off * (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype);
+}
+
+/* Strides of t broadcast to a shape of ndim dims (missing or size-1 dims: stride 0). */
+static void bcast_strides(const tpurt_tensor* t, int ndim, int64_t* st) {
+  for (int d = 0; d < ndim; d++) {
+    int td = d - (ndim - t->ndim);
+    st[d] = td < 0 || t->sizes[td] == 1 ? 0 : t->strides[td];
+  }
+}
+
+static int64_t dot(const int64_t* idx, const int64_t* st, int n) {
+  int64_t o = 0;
+  for (int d = 0; d < n; d++) o += idx[d] * st[d];
+  return o;
+}
+
+static tpurt_status fill_zero(const tpurt_tensor* t) {
+  tpurt_value z = {.kind = TPURT_V_INT, .scalar_dtype = -1, .i = 0};
+  int64_t st[1]; /* 8-byte aligned scalar storage */
+  tpurt_tensor s = tpurt_scalar_tensor(&z, st);
+  return tpurt_copy_tensor(t, &s);
+}
+
+/* ---------------------------------------------------------------- diag_embed / trace */
+tpurt_status tpurt_kernel_diag_embed(const tpurt_op_call* c) {
+  /* diag_embed(self, offset, dim1, dim2): zeros, then self's last dim copied onto the
+   * (offset) diagonal of out's dims dim1/dim2 through a strided view of that diagonal */
+  const tpurt_tensor *in = &c->args[0].t, *out = &c->outs[0];
+  int64_t off = c->args[1].i;
+  int d1, d2;
+  tpurt_status s = tpurt_wrap_dim(c->args[2].i, out->ndim, &d1);
+  if (!s) s = tpurt_wrap_dim(c->args[3].i, out->ndim, &d2);
+  if (!s) s = fill_zero(out);
+  if (s || tpurt_numel(in) == 0) return s;
+  tpurt_tensor diag = {.dtype = out->dtype, .ndim = 0};
+  for (int d = 0; d < out->ndim; d++) {
+    if (d == d1 || d == d2) continue;
+    diag.sizes[diag.ndim] = out->sizes[d];
+    diag.strides[diag.ndim++] = out->strides[d];
+  }
+  diag.sizes[diag.ndim] = in->ndim ? in->sizes[in->ndim - 1] : 1;
+  diag.strides[diag.ndim++] = out->strides[d1] + out->strides[d2];
+  diag.data = at(out, (off < 0 ? -off : 0) * out->strides[d1] + (off > 0 ? off : 0) * out->strides[d2]);
+  return tpurt_copy_tensor(&diag, in);
+}
+
+tpurt_status tpurt_kernel_trace(const tpurt_op_call* c) {
+  /* trace(self): sum of the main diagonal of a matrix, in double or int64 */
+  const tpurt_tensor* in = &c->args[0].t;
+  if (in->ndim != 2) return tpurt_fail(TPURT_ERR_RUNTIME, "trace: expected a matrix, but got tensor with dim %d", in->ndim);
+  int64_t n = in->sizes[0] < in->sizes[1] ? in->sizes[0] : in->sizes[1], st = in->strides[0] + in->strides[1];
+  int as_int = !tpurt_is_float(in->dtype);
+  double f = 0;
+  int64_t i = 0;
+  for (int64_t k = 0; k < n; k++) {
+    if (as_int) i = (int64_t)((uint64_t)i + (uint64_t)tpurt_load_i64(at(in, k * st), in->dtype));
+    else f += tpurt_load_f64(at(in, k * st), in->dtype);
+  }
+  if (as_int) tpurt_store_i64(c->outs[0].data, c->outs[0].dtype, i);
+  else tpurt_store_f64(c->outs[0].data, c->outs[0].dtype, f);
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- linalg_cross */
+tpurt_status tpurt_kernel_linalg_cross(const tpurt_op_call* c) {
+  /* linalg_cross(self, other, *, dim): inputs broadcast to out; dim has size 3 */
+  const tpurt_tensor *a = &c->args[0].t, *b = &c->args[1].t, *out = &c->outs[0];
+  int dim, nd = out->ndim;
+  tpurt_status s = tpurt_wrap_dim(c->args[2].i, nd, &dim);
+  if (s) return s;
+  if (out->sizes[dim] != 3)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "linalg.cross: inputs dimension %d must have length 3. Got %lld and %lld",
+                      dim, (long long)out->sizes[dim], (long long)out->sizes[dim]);
+  if (tpurt_numel(out) == 0) return TPURT_OK;
+  int64_t sa[TPURT_MAX_DIMS], sb[TPURT_MAX_DIMS], sizes[TPURT_MAX_DIMS], idx[TPURT_MAX_DIMS] = {0};
+  bcast_strides(a, nd, sa);
+  bcast_strides(b, nd, sb);
+  memcpy(sizes, out->sizes, sizeof sizes);
+  sizes[dim] = 1;
+  int as_int = !tpurt_is_float(out->dtype);
+  do {
+    int64_t oa = dot(idx, sa, nd), ob = dot(idx, sb, nd), oo = dot(idx, out->strides, nd);
+    if (as_int) {
+      int64_t x[3], y[3];
+      for (int k = 0; k < 3; k++) {
+        x[k] = tpurt_load_i64(at(a, oa + k * sa[dim]), a->dtype);
+        y[k] = tpurt_load_i64(at(b, ob + k * sb[dim]), b->dtype);
+      }
+      for (int k = 0; k < 3; k++) {
+        int p = (k + 1) % 3, q = (k + 2) % 3;
+        tpurt_store_i64(at(out, oo + k * out->strides[dim]), out->dtype, x[p] * y[q] - x[q] * y[p]);
+      }
+    } else {
+      double x[3], y[3];
+      for (int k = 0; k < 3; k++) {
+        x[k] = tpurt_load_f64(at(a, oa + k * sa[dim]), a->dtype);
+        y[k] = tpurt_load_f64(at(b, ob + k * sb[dim]), b->dtype);
+      }
+      for (int k = 0; k < 3; k++) {
+        int p = (k + 1) % 3, q = (k + 2) % 3;
+        tpurt_store_f64(at(out, oo + k * out->strides[dim]), out->dtype, x[p] * y[q] - x[q] * y[p]);
+      }
+    }
+  } while (tpurt_next_index(idx, sizes, nd));
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- cdist */
+/* A batch of [rows, m] matrices addressed through (possibly broadcast) batch strides. */
+typedef struct mat {
+  const tpurt_tensor* t;
+  int64_t bst[TPURT_MAX_DIMS]; /* batch strides over the output's batch dims */
+} mat;
+
+static void mat_init(mat* m, const tpurt_tensor* t, const tpurt_tensor* out) {
+  tpurt_tensor batch = *t;
+  batch.ndim -= 2;
+  m->t = t;
+  bcast_strides(&batch, out->ndim - 2, m->bst);
+}
+static double mat_get(const mat* m, const int64_t* bidx, int nb, int64_t r, int64_t k) {
+  const tpurt_tensor* t = m->t;
+  int64_t o = dot(bidx, m->bst, nb) + r * t->strides[t->ndim - 2] + k * t->strides[t->ndim - 1];
+  return tpurt_load_f64(at(t, o), t->dtype);
+}
+
+/* A coordinate difference rounded like CPU's, which computes it in the input's type (the
+ * p=inf gradient compares it with the distance for equality). */
+static double diff_of(double a, double b, int dt) { return dt == TPURT_F64 ? a - b : (double)(float)(a - b); }
+
+static double pdist(const mat* x1, const mat* x2, const int64_t* b, int nb, int64_t i, int64_t j, int64_t m, double p) {
+  double acc = 0;
+  for (int64_t k = 0; k < m; k++) {
+    double d = fabs(diff_of(mat_get(x1, b, nb, i, k), mat_get(x2, b, nb, j, k), x1->t->dtype));
+    if (p == 0) acc += d != 0;
+    else if (isinf(p)) acc = d > acc || isnan(d) ? d : acc;
+    else if (p == 1) acc += d;
+    else if (p == 2) acc += d * d;
+    else acc += pow(d, p);
+  }
+  if (p == 2) return sqrt(acc);
+  if (p == 0 || p == 1 || isinf(p)) return acc;
+  return pow(acc, 1.0 / p);
+}
+
+tpurt_status tpurt_kernel_cdist_forward(const tpurt_op_call* c) {
+  /* _cdist_forward(x1 [..., P, M], x2 [..., R, M], float p, int? compute_mode) -> [..., P, R] */
+  const tpurt_tensor* out = &c->outs[0];
+  double p = tpurt_value_f(&c->args[2]);
+  if (p < 0) return tpurt_fail(TPURT_ERR_RUNTIME, "cdist only supports non-negative p values");
+  if (tpurt_numel(out) == 0) return TPURT_OK;
+  mat x1, x2;
+  mat_init(&x1, &c->args[0].t, out);
+  mat_init(&x2, &c->args[1].t, out);
+  int nb = out->ndim - 2;
+  int64_t m = x1.t->sizes[x1.t->ndim - 1], b[TPURT_MAX_DIMS] = {0};
+  do {
+    for (int64_t i = 0; i < out->sizes[nb]; i++)
+      for (int64_t j = 0; j < out->sizes[nb + 1]; j++) {
+        int64_t o = dot(b, out->strides, nb) + i * out->strides[nb] + j * out->strides[nb + 1];
+        tpurt_store_f64(at(out, o), out->dtype, pdist(&x1, &x2, b, nb, i, j, m, p));
+      }
+  } while (nb > 0 && tpurt_next_index(b, out->sizes, nb));
+  return TPURT_OK;
+}
+
+static double sgn(double x) { return (double)((x > 0) - (x < 0)); }
+
+/* d dist / d x1 times grad for one coordinate difference (CPU's Dist<T>::backward forms) */
+static double cdist_grad(double diff, double dist, double grad, double p) {
+  if (p == 0) return 0;
+  if (p == 1) return grad * sgn(diff);
+  if (isinf(p)) return grad * sgn(diff) * (1 - fmin(1, ceil(fabs(fabs(diff) - dist))));
+  if (dist == 0) return 0;
+  if (p == 2) return grad * diff / dist;
+  if (p < 2) return diff == 0 && p < 1 ? 0 : sgn(diff) * pow(fabs(diff), p - 1) * grad / pow(dist, p - 1);
+  return diff * pow(fabs(diff), p - 2) * grad / pow(dist, p - 1);
+}
+
+tpurt_status tpurt_kernel_cdist_backward(const tpurt_op_call* c) {
+  /* _cdist_backward(grad [..., P, R], x1 [..., P, M], x2 [..., R, M], float p, cdist) -> [..., P, M] */
+  const tpurt_tensor *out = &c->outs[0], *g = &c->args[0].t, *dist = &c->args[4].t;
+  double p = tpurt_value_f(&c->args[3]);
+  if (tpurt_numel(out) == 0) return TPURT_OK;
+  mat x1, x2, gm, dm;
+  mat_init(&x1, &c->args[1].t, g);
+  mat_init(&x2, &c->args[2].t, g);
+  mat_init(&gm, g, g);
+  mat_init(&dm, dist, g);
+  int nb = g->ndim - 2;
+  int64_t P = g->sizes[nb], R = g->sizes[nb + 1], m = x1.t->sizes[x1.t->ndim - 1], b[TPURT_MAX_DIMS] = {0};
+  do {
+    for (int64_t i = 0; i < P; i++)
+      for (int64_t k = 0; k < m; k++) {
+        double acc = 0, a = mat_get(&x1, b, nb, i, k);
+        for (int64_t j = 0; j < R; j++)
+          acc += cdist_grad(diff_of(a, mat_get(&x2, b, nb, j, k), x1.t->dtype), mat_get(&dm, b, nb, i, j), mat_get(&gm, b, nb, i, j), p);
+        int64_t o = dot(b, out->strides, nb) + i * out->strides[nb] + k * out->strides[nb + 1];
+        tpurt_store_f64(at(out, o), out->dtype, acc);
+      }
+  } while (nb > 0 && tpurt_next_index(b, g->sizes, nb));
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- random */
+static double unit(const tpurt_op_call* c, uint64_t i) {
+  uint32_t r[4];
+  tpurt_philox(c->rng_seed, c->rng_offset + i, r);
+  return tpurt_u64_to_unit_f64(r[0], r[1]);
+}
+
+/* Standard normal as random.c draws it (Box-Muller on the counter's four words). */
+static double std_normal(const tpurt_op_call* c, uint64_t i) {
+  uint32_t r[4];
+  tpurt_philox(c->rng_seed, c->rng_offset + i, r);
+  double u1 = 1.0 - tpurt_u64_to_unit_f64(r[0], r[1]), u2 = tpurt_u64_to_unit_f64(r[2], r[3]);
+  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+tpurt_status tpurt_kernel_normal_tensor(const tpurt_op_call* c) {
+  /* normal.Tensor_float(mean, float std) / normal.float_Tensor(float mean, std) /
+   * normal.Tensor_Tensor(mean, std), + out: mean and std broadcast to out */
+  const tpurt_tensor* out = &c->outs[0];
+  int64_t s0[1], s1[1];
+  tpurt_tensor mean = tpurt_scalar_tensor(&c->args[0], s0), sd = tpurt_scalar_tensor(&c->args[1], s1);
+  int nd = out->ndim;
+  int64_t sm[TPURT_MAX_DIMS], ss[TPURT_MAX_DIMS], idx[TPURT_MAX_DIMS] = {0}, n = tpurt_numel(out);
+  bcast_strides(&mean, nd, sm);
+  bcast_strides(&sd, nd, ss);
+  for (int64_t i = 0; i < n; i++, tpurt_next_index(idx, out->sizes, nd)) { /* checked before any draw */
+    double v = tpurt_load_f64(at(&sd, dot(idx, ss, nd)), sd.dtype);
+    if (!(v >= 0)) return tpurt_fail(TPURT_ERR_RUNTIME, "normal expects all elements of std >= 0.0");
+  }
+  memset(idx, 0, sizeof idx);
+  for (int64_t i = 0; i < n; i++, tpurt_next_index(idx, out->sizes, nd)) {
+    double m = tpurt_load_f64(at(&mean, dot(idx, sm, nd)), mean.dtype);
+    double v = tpurt_load_f64(at(&sd, dot(idx, ss, nd)), sd.dtype);
+    tpurt_store_f64(at(out, dot(idx, out->strides, nd)), out->dtype, m + v * std_normal(c, (uint64_t)i));
+  }
+  return TPURT_OK;
+}
+
+tpurt_status tpurt_kernel_randperm(const tpurt_op_call* c) {
+  /* randperm.generator_out(n, *, generator, out): Fisher-Yates, swap i draws counter i */
+  const tpurt_tensor* out = &c->outs[0];
+  int64_t n = c->args[0].i;
+  if (n < 0) return tpurt_fail(TPURT_ERR_RUNTIME, "n must be non-negative, got%lld", (long long)n);
+  int64_t* p = malloc(sizeof(int64_t) * (size_t)(n + 1));
+  if (!p) return tpurt_fail(TPURT_ERR_OOM, "randperm: out of host memory for scratch");
+  for (int64_t i = 0; i < n; i++) p[i] = i;
+  for (int64_t i = n - 1; i > 0; i--) {
+    uint32_t r[4];
+    tpurt_philox(c->rng_seed, c->rng_offset + (uint64_t)i, r);
+    int64_t j = (int64_t)((((uint64_t)r[0] << 32) | r[1]) % (uint64_t)(i + 1)), t = p[i];
+    p[i] = p[j];
+    p[j] = t;
+  }
+  int64_t st = out->ndim ? out->strides[0] : 0;
+  for (int64_t i = 0; i < n; i++) tpurt_store_i64(at(out, i * st), out->dtype, p[i]);
+  free(p);
+  return TPURT_OK;
+}
+
+/* Category of cumulative mass u in w[0..n) skipping taken ones (taken may be NULL). */
+static int64_t pick(const double* w, const uint8_t* taken, int64_t n, double u) {
+  int64_t last = -1;
+  for (int64_t k = 0; k < n; k++) {
+    if ((taken && taken[k]) || w[k] == 0) continue;
+    last = k;
+    if ((u -= w[k]) < 0) return k;
+  }
+  if (last >= 0) return last; /* rounding left u at the very end */
+  for (int64_t k = 0; k < n; k++) /* only zero-probability categories remain */
+    if (!taken || !taken[k]) return k;
+  return 0;
+}
+
+tpurt_status tpurt_kernel_multinomial(const tpurt_op_call* c) {
+  /* multinomial(self [n] or [rows, n], num_samples, replacement, *, generator) + out.
+   * Sample j of row r draws counter r * num_samples + j; without replacement each draw
+   * picks from the mass not taken yet. */
+  const tpurt_tensor *in = &c->args[0].t, *out = &c->outs[0];
+  int64_t k = c->args[1].i, n = in->sizes[in->ndim - 1], rows = in->ndim == 2 ? in->sizes[0] : 1;
+  int repl = (int)c->args[2].i;
+  int64_t ist = in->strides[in->ndim - 1], irs = in->ndim == 2 ? in->strides[0] : 0;
+  int64_t ost = out->strides[out->ndim - 1], ors = out->ndim == 2 ? out->strides[0] : 0;
+  double* w = malloc(sizeof(double) * (size_t)n + (size_t)n + 8);
+  if (!w) return tpurt_fail(TPURT_ERR_OOM, "multinomial: out of host memory for scratch");
+  uint8_t* taken = (uint8_t*)(w + n);
+  tpurt_status s = TPURT_OK;
+  for (int64_t r = 0; r < rows && !s; r++) {
+    double total = 0;
+    for (int64_t j = 0; j < n; j++) {
+      w[j] = tpurt_load_f64(at(in, r * irs + j * ist), in->dtype);
+      if (!(w[j] >= 0 && isfinite(w[j])))
+        s = tpurt_fail(TPURT_ERR_RUNTIME, "probability tensor contains either `inf`, `nan` or element < 0");
+      total += w[j];
+    }
+    if (!s && !(total > 0)) s = tpurt_fail(TPURT_ERR_RUNTIME, "invalid multinomial distribution (sum of probabilities <= 0)");
+    memset(taken, 0, (size_t)n);
+    for (int64_t j = 0; j < k && !s; j++) {
+      int64_t cat = pick(w, repl ? NULL : taken, n, unit(c, (uint64_t)(r * k + j)) * total);
+      if (!repl) {
+        taken[cat] = 1;
+        total -= w[cat];
+      }
+      tpurt_store_i64(at(out, r * ors + j * ost), out->dtype, cat);
+    }
+  }
+  free(w);
+  return s;
+}

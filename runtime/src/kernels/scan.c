@@ -1,0 +1,320 @@
+/* Cumulative ops (cumprod, logcumsumexp, cummax/cummin) on the line driver of sort.c, and
+ * lookups in sorted data (searchsorted, bucketize), histc and isin. */
+#include <stdlib.h>
+
+#include "reduce.h"
+#include "sort.h"
+
+/* ---------------------------------------------------------------- cumulative ops */
+static tpurt_status cumprod_line(tpurt_line* l, const void* ctx) {
+  if (l->as_int) {
+    const int64_t* x = l->keys;
+    uint64_t acc = 1; /* wraps like CPU's integer arithmetic */
+    for (int64_t j = 0; j < l->n; j++) tpurt_line_put_i(l, 0, j, (int64_t)(acc *= (uint64_t)x[j]));
+  } else {
+    const double* x = l->keys;
+    double acc = 1;
+    for (int64_t j = 0; j < l->n; j++) tpurt_line_put_f(l, 0, j, acc *= x[j]);
+  }
+  return TPURT_OK;
+}
+
+/* log(exp(x) + exp(y)) as CPU's _log_add_exp_helper: NaN propagates, equal infinities
+ * stay as they are */
+static double log_add_exp(double x, double y) {
+  double mn = isnan(y) ? y : fmin(x, y), mx = isnan(y) ? y : fmax(x, y);
+  if (isnan(x) && !isnan(y)) mn = mx = x;
+  if (mn != mx || isfinite(mn)) return log1p(exp(mn - mx)) + mx;
+  return x;
+}
+
+static tpurt_status logcumsumexp_line(tpurt_line* l, const void* ctx) {
+  const double* x = l->keys;
+  double acc = -INFINITY;
+  for (int64_t j = 0; j < l->n; j++) tpurt_line_put_f(l, 0, j, acc = log_add_exp(acc, x[j]));
+  return TPURT_OK;
+}
+
+/* cummax (ctx 0) / cummin (ctx 1): a tie or a NaN takes over the index (CPU uses >= / <=) */
+static tpurt_status cumext_line(tpurt_line* l, const void* ctx) {
+  int mn = *(const int*)ctx;
+  int64_t best = 0;
+  for (int64_t j = 0; j < l->n; j++) {
+    int take;
+    if (l->as_int) {
+      int64_t x = ((const int64_t*)l->keys)[j], b = ((const int64_t*)l->keys)[best];
+      take = mn ? x <= b : x >= b;
+    } else {
+      double x = ((const double*)l->keys)[j], b = ((const double*)l->keys)[best];
+      take = isnan(x) || (!isnan(b) && (mn ? x <= b : x >= b));
+    }
+    if (take || j == 0) best = j;
+    tpurt_line_put_key(l, 0, j, best);
+    tpurt_line_put_i(l, 1, j, best);
+  }
+  return TPURT_OK;
+}
+
+static tpurt_status scan(const tpurt_op_call* c, int as_int, tpurt_line_fn fn, const void* ctx) {
+  const tpurt_tensor* in = &c->args[0].t;
+  int dim;
+  tpurt_status s = tpurt_wrap_dim(c->args[1].i, in->ndim, &dim);
+  if (s) return s;
+  return tpurt_lines_run(in, dim, as_int, c->outs, c->nouts, fn, ctx);
+}
+
+tpurt_status tpurt_kernel_cumprod(const tpurt_op_call* c) {
+  /* cumprod(self, dim, *, dtype) / cumprod_ / cumprod.out: integers multiply as int64 unless
+   * the result is floating */
+  return scan(c, !tpurt_is_float(c->outs[0].dtype) && !tpurt_is_float(c->args[0].t.dtype), cumprod_line, NULL);
+}
+tpurt_status tpurt_kernel_logcumsumexp(const tpurt_op_call* c) { return scan(c, 0, logcumsumexp_line, NULL); }
+tpurt_status tpurt_kernel_cummax(const tpurt_op_call* c) {
+  static const int mn = 0;
+  return scan(c, !tpurt_is_float(c->args[0].t.dtype), cumext_line, &mn);
+}
+tpurt_status tpurt_kernel_cummin(const tpurt_op_call* c) {
+  static const int mn = 1;
+  return scan(c, !tpurt_is_float(c->args[0].t.dtype), cumext_line, &mn);
+}
+
+/* ---------------------------------------------------------------- dense scratch copies */
+/* A dense row-major copy of t converted to dtype `dt` (then widened to int64 or double for
+ * comparison, after the rounding to dt happened); free d->data. */
+static tpurt_status dense_copy(const tpurt_tensor* t, int dt, tpurt_tensor* d) {
+  int64_t n = tpurt_numel(t), st = 1;
+  *d = (tpurt_tensor){.dtype = dt, .ndim = t->ndim};
+  for (int k = t->ndim - 1; k >= 0; k--) {
+    d->sizes[k] = t->sizes[k];
+    d->strides[k] = st;
+    st *= t->sizes[k];
+  }
+  d->data = malloc(sizeof(int64_t) * (size_t)(n + 1));
+  if (!d->data) return tpurt_fail(TPURT_ERR_OOM, "out of host memory for scratch");
+  tpurt_status s = tpurt_copy_tensor(d, t);
+  if (s) {
+    free(d->data);
+    d->data = NULL;
+  }
+  return s;
+}
+
+/* Dense copy rounded to the common dtype `dt`, then held as int64 (integer dt) or double. */
+static tpurt_status dense_keys(const tpurt_tensor* t, int dt, tpurt_tensor* d) {
+  tpurt_tensor r;
+  tpurt_status s = dense_copy(t, dt, &r);
+  if (s) return s;
+  if (dt == TPURT_I64 || dt == TPURT_F64) {
+    *d = r;
+    return TPURT_OK;
+  }
+  s = dense_copy(&r, tpurt_is_float(dt) ? TPURT_F64 : TPURT_I64, d);
+  free(r.data);
+  return s;
+}
+
+/* Store a dense int64 / bool result into `out` (any strides, any dtype). */
+static tpurt_status store_dense(const tpurt_tensor* out, void* data, int dt) {
+  tpurt_tensor src = *out;
+  src.data = data;
+  src.dtype = dt;
+  int64_t st = 1;
+  for (int k = out->ndim - 1; k >= 0; k--) {
+    src.strides[k] = st;
+    st *= out->sizes[k];
+  }
+  return tpurt_copy_tensor(out, &src);
+}
+
+/* ---------------------------------------------------------------- searchsorted / bucketize */
+/* First position in seq[0..m) (visited through sorter when given) whose value is >= v
+ * (left) or > v (right); the negated tests mirror CPU's handling of NaN. */
+#define BOUND(T)                                                                                   \
+  static int64_t bound_##T(const T* seq, const int64_t* sorter, int64_t m, T v, int right) {       \
+    int64_t lo = 0, hi = m;                                                                        \
+    while (lo < hi) {                                                                              \
+      int64_t mid = lo + ((hi - lo) >> 1);                                                         \
+      T x = seq[sorter ? sorter[mid] : mid];                                                       \
+      if (right ? !(x > v) : !(x >= v)) lo = mid + 1;                                              \
+      else hi = mid;                                                                               \
+    }                                                                                              \
+    return lo;                                                                                     \
+  }
+BOUND(double)
+BOUND(int64_t)
+
+/* out[...] = bound in seq's row for each value; seq is 1-D or has vals' leading dims. */
+static tpurt_status search(const tpurt_tensor* out, const tpurt_tensor* seq, const tpurt_tensor* vals,
+                           const tpurt_tensor* sorter, int right) {
+  int common = tpurt_promote_types(seq->dtype, vals->dtype);
+  int as_int = !tpurt_is_float(common);
+  int64_t m = seq->ndim ? seq->sizes[seq->ndim - 1] : 1;
+  int64_t nv = tpurt_numel(vals), row = vals->ndim ? vals->sizes[vals->ndim - 1] : 1;
+  tpurt_tensor s = {0}, v = {0}, so = {0};
+  tpurt_status st = dense_keys(seq, common, &s);
+  if (!st) st = dense_keys(vals, common, &v);
+  if (!st && sorter) st = dense_copy(sorter, TPURT_I64, &so);
+  int64_t* res = st ? NULL : malloc(sizeof(int64_t) * (size_t)(nv + 1));
+  if (!st && !res) st = tpurt_fail(TPURT_ERR_OOM, "searchsorted: out of host memory for scratch");
+  const int64_t* srt = so.data;
+  for (int64_t i = 0; !st && i < nv; i++) {
+    int64_t base = seq->ndim > 1 ? (i / row) * m : 0;
+    if (srt) {
+      for (int64_t k = 0; k < m; k++)
+        if (srt[base + k] < 0 || srt[base + k] >= m) {
+          st = tpurt_fail(TPURT_ERR_RUNTIME, "torch.searchsorted(): sorter index out of range");
+          break;
+        }
+      if (st) break;
+    }
+    res[i] = as_int ? bound_int64_t((const int64_t*)s.data + base, srt ? srt + base : NULL, m,
+                                    ((const int64_t*)v.data)[i], right)
+                    : bound_double((const double*)s.data + base, srt ? srt + base : NULL, m,
+                                   ((const double*)v.data)[i], right);
+  }
+  if (!st) st = store_dense(out, res, TPURT_I64);
+  free(res);
+  free(s.data);
+  free(v.data);
+  free(so.data);
+  return st;
+}
+
+tpurt_status tpurt_kernel_searchsorted(const tpurt_op_call* c) {
+  /* searchsorted.Tensor/.Scalar(sorted_sequence, self, *, out_int32, right, side?, sorter?) */
+  int64_t st[1];
+  tpurt_tensor vals = tpurt_scalar_tensor(&c->args[1], st);
+  int right = (int)c->args[3].i;
+  if (c->args[4].kind == TPURT_V_STRING) right = strcmp(c->args[4].s, "right") == 0;
+  const tpurt_tensor* sorter = c->args[5].kind == TPURT_V_TENSOR ? &c->args[5].t : NULL;
+  return search(&c->outs[0], &c->args[0].t, &vals, sorter, right);
+}
+
+tpurt_status tpurt_kernel_bucketize(const tpurt_op_call* c) {
+  /* bucketize.Tensor/.Scalar(self, boundaries, *, out_int32, right) */
+  int64_t st[1];
+  tpurt_tensor vals = tpurt_scalar_tensor(&c->args[0], st);
+  return search(&c->outs[0], &c->args[1].t, &vals, NULL, (int)c->args[3].i);
+}
+
+/* ---------------------------------------------------------------- histc */
+/* Bin edges as CPU's linspace computes them in the input's type (float for f32 and
+ * narrower, double for f64), rounded to that dtype. */
+static void histc_edges(double lo, double hi, int64_t bins, int dt, double* e) {
+  int64_t steps = bins + 1, half = steps / 2;
+  for (int64_t i = 0; i < steps; i++) {
+    double v;
+    if (dt == TPURT_F64) {
+      double step = (hi - lo) / (double)(steps - 1);
+      v = i < half ? lo + step * (double)i : hi - step * (double)(steps - i - 1);
+    } else {
+      float flo = (float)lo, fhi = (float)hi, step = (fhi - flo) / (float)(steps - 1);
+      v = i < half ? flo + step * (float)i : fhi - step * (float)(steps - i - 1);
+    }
+    int64_t r; /* v rounded to dt */
+    tpurt_store_f64(&r, dt, v);
+    e[i] = tpurt_load_f64(&r, dt);
+  }
+}
+
+tpurt_status tpurt_kernel_histc(const tpurt_op_call* c) {
+  /* histc(self, bins, min, max): elements outside [min, max] (and NaN) are ignored; the last
+   * bin includes max; min == max means the data's range */
+  const tpurt_tensor* in = &c->args[0].t;
+  int64_t bins = c->args[1].i;
+  if (bins <= 0) return tpurt_fail(TPURT_ERR_RUNTIME, "torch.histc(): bins must be > 0, but got %lld for dimension 0",
+                                   (long long)bins);
+  double lo = tpurt_value_f(&c->args[2]), hi = tpurt_value_f(&c->args[3]);
+  tpurt_tensor x;
+  tpurt_status s = dense_copy(in, TPURT_F64, &x);
+  if (s) return s;
+  const double* v = x.data;
+  int64_t n = tpurt_numel(in);
+  if (lo == hi && n > 0) {
+    lo = INFINITY;
+    hi = -INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+      if (isnan(v[i])) { lo = hi = NAN; break; }
+      lo = fmin(lo, v[i]);
+      hi = fmax(hi, v[i]);
+    }
+  }
+  if (lo == hi) {
+    lo -= 1;
+    hi += 1;
+  }
+  double* e = malloc(sizeof(double) * (size_t)(2 * bins + 1));
+  if (!isfinite(lo) || !isfinite(hi))
+    s = tpurt_fail(TPURT_ERR_RUNTIME, "torch.histc: range of [%g, %g] is not finite", lo, hi);
+  else if (!(lo < hi)) s = tpurt_fail(TPURT_ERR_RUNTIME, "torch.histc: max must be larger than min");
+  else if (!e) s = tpurt_fail(TPURT_ERR_OOM, "histc: out of host memory for scratch");
+  if (!s) {
+    double* h = e + bins + 1;
+    memset(h, 0, sizeof(double) * (size_t)bins);
+    histc_edges(lo, hi, bins, in->dtype, e);
+    for (int64_t i = 0; i < n; i++) {
+      double y = v[i];
+      if (!(y >= e[0] && y <= e[bins])) continue;
+      /* linear guess, then the local search against the edges CPU also does */
+      int64_t p = (int64_t)((y - e[0]) * (double)bins / (e[bins] - e[0]));
+      int64_t a = p - 1 > 0 ? p - 1 : 0, b = p + 2 < bins + 1 ? p + 2 : bins + 1;
+      while (a < b && e[a] <= y) a++;
+      p = a - 1;
+      if (p == bins) p--;
+      h[p] += 1;
+    }
+    tpurt_tensor hd = {.data = h, .dtype = TPURT_F64, .ndim = 1, .sizes = {bins}, .strides = {1}};
+    s = tpurt_copy_tensor(&c->outs[0], &hd);
+  }
+  free(e);
+  free(x.data);
+  return s;
+}
+
+/* ---------------------------------------------------------------- isin */
+static int cmp_f64(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+static int cmp_i64(const void* a, const void* b) {
+  int64_t x = *(const int64_t*)a, y = *(const int64_t*)b;
+  return (x > y) - (x < y);
+}
+
+tpurt_status tpurt_kernel_isin(const tpurt_op_call* c) {
+  /* isin.Tensor_Tensor/.Tensor_Scalar/.Scalar_Tensor(elements, test_elements, *, assume_unique,
+   * invert): equality in the promoted dtype; NaN is in nothing */
+  int64_t s0[1], s1[1];
+  tpurt_tensor el = tpurt_scalar_tensor(&c->args[0], s0), te = tpurt_scalar_tensor(&c->args[1], s1);
+  tpurt_promo p;
+  tpurt_promo_init(&p);
+  tpurt_promo_add_value(&p, &c->args[0]);
+  tpurt_promo_add_value(&p, &c->args[1]);
+  int common = tpurt_promo_result(&p), as_int = !tpurt_is_float(common), invert = (int)c->args[3].i;
+  tpurt_tensor e = {0}, t = {0};
+  tpurt_status s = dense_keys(&el, common, &e);
+  if (!s) s = dense_keys(&te, common, &t);
+  int64_t ne = tpurt_numel(&el), nt = tpurt_numel(&te);
+  uint8_t* r = s ? NULL : malloc((size_t)ne + 1);
+  if (!s && !r) s = tpurt_fail(TPURT_ERR_OOM, "isin: out of host memory for scratch");
+  if (!s) {
+    if (!as_int) { /* NaN matches nothing, and would break the sort's ordering */
+      double* tv = t.data;
+      int64_t k = 0;
+      for (int64_t i = 0; i < nt; i++)
+        if (!isnan(tv[i])) tv[k++] = tv[i];
+      nt = k;
+    }
+    qsort(t.data, (size_t)nt, 8, as_int ? cmp_i64 : cmp_f64);
+    for (int64_t i = 0; i < ne; i++) {
+      void* key = (char*)e.data + i * 8;
+      int found = !as_int && isnan(*(double*)key) ? 0 : bsearch(key, t.data, (size_t)nt, 8, as_int ? cmp_i64 : cmp_f64) != NULL;
+      r[i] = (uint8_t)(found ^ invert);
+    }
+    s = store_dense(&c->outs[0], r, TPURT_BOOL);
+  }
+  free(r);
+  free(e.data);
+  free(t.data);
+  return s;
+}

@@ -1,0 +1,271 @@
+/* Sorting and selection along one dim: sort, topk, kthvalue, median/nanmedian, mode.
+ *
+ * Everything here is built on the line driver below (also used by scan.c): each 1-D line
+ * of the input along `dim` is loaded into a dense key buffer (double, or int64 for integer
+ * and bool inputs so 64-bit values stay exact) and a line function writes the outputs.
+ * Orderings are stable merge sorts on an index array with NaN as the largest value, as on
+ * CPU: stable sorts give tied elements in input order. */
+#include <stdlib.h>
+
+#include "reduce.h"
+#include "sort.h"
+
+/* ---------------------------------------------------------------- the line driver */
+/* A 0-dim tensor is a line of one element; outputs without the dim (keepdim=False) get it
+ * back with size 1 so every output is addressed the same way. */
+static void with_dim(tpurt_tensor* t, int ndim, int dim) {
+  if (t->ndim == ndim) return;
+  for (int d = t->ndim; d > dim; d--) {
+    t->sizes[d] = t->sizes[d - 1];
+    t->strides[d] = t->strides[d - 1];
+  }
+  t->sizes[dim] = 1;
+  t->strides[dim] = 0;
+  t->ndim++;
+}
+
+tpurt_status tpurt_lines_run(const tpurt_tensor* in0, int dim, int as_int, const tpurt_tensor* outs0, int nouts,
+                             tpurt_line_fn fn, const void* ctx) {
+  tpurt_tensor in = *in0, outs[TPURT_MAX_OUTS];
+  if (in.ndim == 0) {
+    in.ndim = 1;
+    in.sizes[0] = 1;
+    in.strides[0] = 0;
+  }
+  for (int o = 0; o < nouts; o++) {
+    outs[o] = outs0[o];
+    with_dim(&outs[o], in.ndim, dim);
+  }
+  int64_t sizes[TPURT_MAX_DIMS], idx[TPURT_MAX_DIMS] = {0};
+  for (int d = 0; d < in.ndim; d++) {
+    sizes[d] = d == dim ? 1 : in.sizes[d];
+    if (sizes[d] == 0) return TPURT_OK;
+  }
+  tpurt_line l = {.n = in.sizes[dim], .as_int = as_int, .nouts = nouts};
+  int64_t* scratch = malloc(sizeof(int64_t) * (size_t)(3 * l.n + 1));
+  if (!scratch) return tpurt_fail(TPURT_ERR_OOM, "line kernel: out of host memory for scratch");
+  l.keys = scratch;
+  l.idx = scratch + l.n;
+  l.tmp = scratch + 2 * l.n;
+  size_t ies = tpurt_dtype_size((tpurt_dtype)in.dtype);
+  for (int o = 0; o < nouts; o++) {
+    l.ost[o] = outs[o].strides[dim];
+    l.odt[o] = outs[o].dtype;
+    l.olen[o] = outs[o].sizes[dim];
+  }
+  tpurt_status s = TPURT_OK;
+  do {
+    int64_t off = 0;
+    for (int d = 0; d < in.ndim; d++) off += idx[d] * in.strides[d];
+    tpurt_red_load(l.keys, as_int, (const char*)in.data + off * (int64_t)ies, in.strides[dim], in.dtype, l.n);
+    for (int o = 0; o < nouts; o++) l.out[o] = tpurt_elem_ptr(&outs[o], idx);
+    s = fn(&l, ctx);
+  } while (!s && tpurt_next_index(idx, sizes, in.ndim));
+  free(scratch);
+  return s;
+}
+
+void tpurt_line_put_f(const tpurt_line* l, int o, int64_t j, double v) {
+  tpurt_store_f64(l->out[o] + j * l->ost[o] * (int64_t)tpurt_dtype_size((tpurt_dtype)l->odt[o]), l->odt[o], v);
+}
+void tpurt_line_put_i(const tpurt_line* l, int o, int64_t j, int64_t v) {
+  tpurt_store_i64(l->out[o] + j * l->ost[o] * (int64_t)tpurt_dtype_size((tpurt_dtype)l->odt[o]), l->odt[o], v);
+}
+void tpurt_line_put_key(const tpurt_line* l, int o, int64_t j, int64_t k) {
+  if (l->as_int) tpurt_line_put_i(l, o, j, ((const int64_t*)l->keys)[k]);
+  else tpurt_line_put_f(l, o, j, ((const double*)l->keys)[k]);
+}
+
+/* ---------------------------------------------------------------- stable index sort */
+#define F_ASC(a, b) (isnan(b) ? !isnan(a) : (a) < (b)) /* a goes first; NaN is largest */
+#define F_DESC(a, b) (isnan(a) ? !isnan(b) : (a) > (b))
+#define I_ASC(a, b) ((a) < (b))
+#define I_DESC(a, b) ((a) > (b))
+
+/* Insertion sort of runs of 16, then bottom-up merges; a right element only moves ahead
+ * of a left one when strictly before it, which keeps the sort stable. */
+#define DEF_MSORT(NAME, T, BEFORE)                                                        \
+  static void NAME(int64_t* idx, int64_t* tmp, int64_t n, const T* k) {                   \
+    for (int64_t lo = 0; lo < n; lo += 16) {                                              \
+      int64_t hi = lo + 16 < n ? lo + 16 : n;                                             \
+      for (int64_t i = lo + 1; i < hi; i++) {                                             \
+        int64_t v = idx[i], j = i;                                                        \
+        for (; j > lo && BEFORE(k[v], k[idx[j - 1]]); j--) idx[j] = idx[j - 1];           \
+        idx[j] = v;                                                                       \
+      }                                                                                   \
+    }                                                                                     \
+    int64_t *a = idx, *b = tmp;                                                           \
+    for (int64_t w = 16; w < n; w *= 2) {                                                 \
+      for (int64_t lo = 0; lo < n; lo += 2 * w) {                                         \
+        int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;      \
+        int64_t i = lo, j = mid, o = lo;                                                  \
+        while (i < mid && j < hi) b[o++] = BEFORE(k[a[j]], k[a[i]]) ? a[j++] : a[i++];    \
+        while (i < mid) b[o++] = a[i++];                                                  \
+        while (j < hi) b[o++] = a[j++];                                                   \
+      }                                                                                   \
+      int64_t* t = a;                                                                     \
+      a = b;                                                                              \
+      b = t;                                                                              \
+    }                                                                                     \
+    if (a != idx) memcpy(idx, a, sizeof(int64_t) * (size_t)n);                            \
+  }
+DEF_MSORT(msort_f_asc, double, F_ASC)
+DEF_MSORT(msort_f_desc, double, F_DESC)
+DEF_MSORT(msort_i_asc, int64_t, I_ASC)
+DEF_MSORT(msort_i_desc, int64_t, I_DESC)
+
+void tpurt_line_sort(tpurt_line* l, int desc) {
+  for (int64_t i = 0; i < l->n; i++) l->idx[i] = i;
+  if (l->as_int) (desc ? msort_i_desc : msort_i_asc)(l->idx, l->tmp, l->n, l->keys);
+  else (desc ? msort_f_desc : msort_f_asc)(l->idx, l->tmp, l->n, l->keys);
+}
+
+/* ---------------------------------------------------------------- line functions */
+/* sort / topk: the first olen[0] elements of the line in order */
+static tpurt_status sorted_line(tpurt_line* l, const void* ctx) {
+  tpurt_line_sort(l, *(const int*)ctx);
+  for (int64_t j = 0; j < l->olen[0]; j++) {
+    tpurt_line_put_key(l, 0, j, l->idx[j]);
+    tpurt_line_put_i(l, 1, j, l->idx[j]);
+  }
+  return TPURT_OK;
+}
+
+/* the element of ascending rank *ctx */
+static tpurt_status rank_line(tpurt_line* l, const void* ctx) {
+  tpurt_line_sort(l, 0);
+  int64_t r = l->idx[*(const int64_t*)ctx];
+  tpurt_line_put_key(l, 0, 0, r);
+  if (l->nouts > 1) tpurt_line_put_i(l, 1, 0, r);
+  return TPURT_OK;
+}
+
+/* median (ctx 0): a NaN anywhere is the result (the first one); nanmedian (ctx 1): the
+ * lower median of the non-NaN elements, NaN when there are none */
+static tpurt_status median_line(tpurt_line* l, const void* ctx) {
+  int skip_nan = *(const int*)ctx;
+  tpurt_line_sort(l, 0);
+  int64_t m = l->n;
+  if (!l->as_int)
+    while (m > 0 && isnan(((const double*)l->keys)[l->idx[m - 1]])) m--;
+  int64_t r;
+  if (m == l->n || (skip_nan && m > 0)) r = l->idx[(m - 1) / 2];
+  else r = l->idx[skip_nan ? 0 : m]; /* first NaN: stable order keeps NaNs in input order */
+  if (l->n == 0) {
+    tpurt_line_put_f(l, 0, 0, NAN);
+    if (l->nouts > 1) tpurt_line_put_i(l, 1, 0, 0);
+    return TPURT_OK;
+  }
+  tpurt_line_put_key(l, 0, 0, r);
+  if (l->nouts > 1) tpurt_line_put_i(l, 1, 0, r);
+  return TPURT_OK;
+}
+
+/* mode: the smallest of the most frequent values, with the index of its last occurrence
+ * (CPU sorts (value, index) pairs by value and takes the end of the first longest run) */
+static tpurt_status mode_line(tpurt_line* l, const void* ctx) {
+  tpurt_line_sort(l, 0);
+  const double* f = l->keys;
+  const int64_t* iv = l->keys;
+  int64_t best = -1, best_n = 0, run = 0;
+  for (int64_t j = 0; j < l->n; j++) {
+    run++;
+    int64_t a = l->idx[j], b = j + 1 < l->n ? l->idx[j + 1] : -1;
+    int end = b < 0 || (l->as_int ? iv[a] != iv[b] : f[a] != f[b]);
+    if (end) {
+      if (run > best_n) {
+        best_n = run;
+        best = a;
+      }
+      run = 0;
+    }
+  }
+  if (best < 0) return TPURT_OK;
+  tpurt_line_put_key(l, 0, 0, best);
+  tpurt_line_put_i(l, 1, 0, best);
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- kernels */
+static tpurt_status dim_of(const tpurt_op_call* c, int arg, int* dim) {
+  return tpurt_wrap_dim(c->args[arg].i, c->args[0].t.ndim, dim);
+}
+static int int_keys(const tpurt_tensor* t) { return !tpurt_is_float(t->dtype); }
+
+tpurt_status tpurt_kernel_sort(const tpurt_op_call* c) {
+  /* sort(self, dim, descending) / sort.stable(self, *, stable?, dim, descending) + values/indices
+   * outs. Every sort here is stable, which unstable sorts may be too. */
+  int a = c->args[1].kind == TPURT_V_INT ? 1 : 2, dim;
+  tpurt_status s = dim_of(c, a, &dim);
+  if (s) return s;
+  int desc = (int)c->args[a + 1].i;
+  const tpurt_tensor* in = &c->args[0].t;
+  return tpurt_lines_run(in, dim, int_keys(in), c->outs, 2, sorted_line, &desc);
+}
+
+tpurt_status tpurt_kernel_topk(const tpurt_op_call* c) {
+  /* topk(self, k, dim, largest, sorted): sorted order either way (sorted=False leaves the
+   * order unspecified) */
+  const tpurt_tensor* in = &c->args[0].t;
+  int dim;
+  tpurt_status s = dim_of(c, 2, &dim);
+  if (s) return s;
+  int64_t n = in->ndim ? in->sizes[dim] : 1, k = c->args[1].i;
+  if (k < 0 || k > n) return tpurt_fail(TPURT_ERR_RUNTIME, "selected index k out of range");
+  int desc = (int)c->args[3].i;
+  return tpurt_lines_run(in, dim, int_keys(in), c->outs, 2, sorted_line, &desc);
+}
+
+tpurt_status tpurt_kernel_kthvalue(const tpurt_op_call* c) {
+  /* kthvalue(self, k, dim, keepdim) */
+  const tpurt_tensor* in = &c->args[0].t;
+  int dim;
+  tpurt_status s = dim_of(c, 2, &dim);
+  if (s) return s;
+  int64_t n = in->ndim ? in->sizes[dim] : 1, k = c->args[1].i;
+  if (k < 1 || k > n)
+    return tpurt_fail(TPURT_ERR_INDEX, "kthvalue(): selected number k out of range for dimension %d", dim);
+  int64_t r = k - 1;
+  return tpurt_lines_run(in, dim, int_keys(in), c->outs, 2, rank_line, &r);
+}
+
+/* median(self) / nanmedian(self): the whole tensor as one line, via a dense copy */
+static tpurt_status median_all(const tpurt_op_call* c, int skip_nan) {
+  const tpurt_tensor* in = &c->args[0].t;
+  int64_t n = tpurt_numel(in);
+  tpurt_tensor flat = {.dtype = int_keys(in) ? TPURT_I64 : TPURT_F64, .ndim = in->ndim};
+  memcpy(flat.sizes, in->sizes, sizeof flat.sizes);
+  int64_t st = 1;
+  for (int d = in->ndim - 1; d >= 0; st *= in->sizes[d], d--) flat.strides[d] = st;
+  flat.data = malloc(sizeof(int64_t) * (size_t)(n + 1));
+  if (!flat.data) return tpurt_fail(TPURT_ERR_OOM, "median: out of host memory for scratch");
+  tpurt_status s = tpurt_copy_tensor(&flat, in);
+  tpurt_tensor line = {.data = flat.data, .dtype = flat.dtype, .ndim = 1, .sizes = {n}, .strides = {1}};
+  if (!s) s = tpurt_lines_run(&line, 0, int_keys(in), c->outs, 1, median_line, &skip_nan);
+  free(flat.data);
+  return s;
+}
+
+static tpurt_status median_dim(const tpurt_op_call* c, int skip_nan) {
+  const tpurt_tensor* in = &c->args[0].t;
+  int dim;
+  tpurt_status s = dim_of(c, 1, &dim);
+  if (s) return s;
+  if (in->ndim && in->sizes[dim] == 0)
+    return tpurt_fail(TPURT_ERR_INDEX, "median() cannot compute median for a dimension of size 0");
+  return tpurt_lines_run(in, dim, int_keys(in), c->outs, 2, median_line, &skip_nan);
+}
+
+tpurt_status tpurt_kernel_median(const tpurt_op_call* c) { return median_all(c, 0); }
+tpurt_status tpurt_kernel_nanmedian(const tpurt_op_call* c) { return median_all(c, 1); }
+tpurt_status tpurt_kernel_median_dim(const tpurt_op_call* c) { return median_dim(c, 0); }
+tpurt_status tpurt_kernel_nanmedian_dim(const tpurt_op_call* c) { return median_dim(c, 1); }
+
+tpurt_status tpurt_kernel_mode(const tpurt_op_call* c) {
+  /* mode(self, dim, keepdim) */
+  const tpurt_tensor* in = &c->args[0].t;
+  int dim;
+  tpurt_status s = dim_of(c, 1, &dim);
+  if (s) return s;
+  return tpurt_lines_run(in, dim, int_keys(in), c->outs, 2, mode_line, NULL);
+}

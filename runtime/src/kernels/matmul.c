@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "../internal.h"
+#include "gemm.h"
 
 /* ---------------------------------------------------------------- operands */
 /* A strided matrix: element (i, k) lives at data + (i * rs + k * cs) elements. */
@@ -348,4 +349,15 @@ tpurt_status tpurt_kernel_dot(const tpurt_op_call* c) {
   const tpurt_tensor *a = &c->args[0].t, *b = &c->args[1].t;
   problem p = {1, 1, 1, a->sizes[0], mat_of(a, -1, 0), mat_of(b, 0, -1), 0, 0, 1};
   return run_matmul(c, &p, NULL, NULL, NULL);
+}
+
+/* ---------------------------------------------------------------- shared core (gemm.h) */
+void* tpurt_gemm_scratch(void) { return gemm_scratch(); }
+
+void tpurt_gemm(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B,
+                int precision, void* c, int64_t ldc, void* ws) {
+  mat a = {A->data, A->dtype, A->rs, A->cs}, b = {B->data, B->dtype, B->rs, B->cs};
+  pass_mode pa = pass_of(a.dtype, precision), pb = pass_of(b.dtype, precision);
+  if (a.dtype == TPURT_F64) gemm_f64(M, N, K, &a, &b, pa, pb, c, ldc, ws);
+  else gemm_f32(M, N, K, &a, &b, pa, pb, c, ldc, ws);
 }

@@ -1,0 +1,388 @@
+/* Convolution family: convolution_overrideable and its backward; 1 to 3 spatial dims,
+ * stride, padding, dilation, groups, transposed (output_padding), bias.
+ *
+ * Every convolution lowers to the matmul family's GEMM core (gemm.h: the MXU numerics of
+ * mm, so call->precision applies exactly as for matmul), per sample and group. The lowering
+ * is written for a "regular" convolution from a big tensor B (the spatial sizes of a
+ * regular conv's input) to a small tensor S (its output), with the weight W [Cs, Cb/G, k..]
+ * viewed per group as a [Cs/G, Cb/G * K] matrix:
+ *   to_small  S[Cs/G, Ls]        = W_g * im2col(B)          (regular forward)
+ *   to_big    B                 += col2im(W_g^T * S)        (regular input gradient)
+ *   weight    W_g^T[Cb/G*K, Cs/G] += im2col(B) * S^T       (weight gradient)
+ * A transposed convolution is the same thing with its input as S and its output as B.
+ * im2col copies raw elements of B's dtype so that the GEMM's packing does the conversion
+ * (and the bf16 rounding of DEFAULT precision) exactly as for mm; accumulation is f32
+ * (f64 for float64 tensors) in dense scratch that is stored to the outputs at the end. */
+#include <stdlib.h>
+
+#include "gemm.h"
+#include "reduce.h"
+
+/* ---------------------------------------------------------------- geometry */
+typedef struct {
+  int64_t N, G, Cb, Cs, Cbg, Csg;                  /* batch, groups, channels (per group) */
+  int64_t bs[3], ss[3], k[3], st[3], pd[3], dl[3]; /* spatial, padded to 3 with leading 1s */
+  int64_t Lb, Ls, Kk, CbK;                         /* spatial products, Cbg * Kk */
+} geom;
+
+/* Spatial value j (of nsp) of a list argument padded to 3 dims. */
+static int64_t sp_arg(const tpurt_value* v, int i, int nsp, int64_t dflt) {
+  int j = i - (3 - nsp);
+  if (j < 0 || v->kind != TPURT_V_INTS || v->n == 0) return dflt;
+  return v->ints[v->n == 1 ? 0 : j];
+}
+static int64_t sp_size(const tpurt_tensor* t, int i) {
+  int j = i - (3 - (t->ndim - 2));
+  return j < 0 ? 1 : t->sizes[2 + j];
+}
+static int64_t sp_stride(const tpurt_tensor* t, int i) {
+  int j = i - (3 - (t->ndim - 2));
+  return j < 0 ? 0 : t->strides[2 + j];
+}
+
+/* args: stride, padding, dilation at a, a+1, a+2; groups at ag. */
+static void geom_init(geom* g, const tpurt_tensor* big, const tpurt_tensor* small, const tpurt_tensor* w,
+                      const tpurt_op_call* c, int a, int ag) {
+  int nsp = big->ndim - 2;
+  g->N = big->sizes[0];
+  g->G = tpurt_value_i(&c->args[ag]);
+  g->Cs = w->sizes[0];
+  g->Cbg = w->sizes[1];
+  g->Cb = g->Cbg * g->G;
+  g->Csg = g->Cs / g->G;
+  g->Lb = g->Ls = g->Kk = 1;
+  for (int i = 0; i < 3; i++) {
+    g->bs[i] = sp_size(big, i);
+    g->ss[i] = sp_size(small, i);
+    g->k[i] = sp_size(w, i);
+    g->st[i] = sp_arg(&c->args[a], i, nsp, 1);
+    g->pd[i] = sp_arg(&c->args[a + 1], i, nsp, 0);
+    g->dl[i] = sp_arg(&c->args[a + 2], i, nsp, 1);
+    g->Lb *= g->bs[i];
+    g->Ls *= g->ss[i];
+    g->Kk *= g->k[i];
+  }
+  g->CbK = g->Cbg * g->Kk;
+}
+
+/* Small-side positions o in [lo, hi) whose big-side index o*s + off lies in [0, n). */
+static void valid_range(int64_t off, int64_t s, int64_t n, int64_t len, int64_t* lo, int64_t* hi) {
+  int64_t l = off >= 0 ? 0 : (-off + s - 1) / s;
+  int64_t h = n - 1 - off < 0 ? 0 : (n - 1 - off) / s + 1;
+  if (h > len) h = len;
+  if (l > h) l = h;
+  *lo = l;
+  *hi = h;
+}
+
+/* Loop over every (row of the column matrix, small-side d/h position) with the big-side
+ * row it reads; BODY sees ci, r (row), id, ih, inside (bool), off/lo/hi for the w dim. */
+#define FOR_COLS(g, BODY)                                                                   \
+  for (int64_t ci = 0, r = 0; ci < (g)->Cbg; ci++)                                          \
+    for (int64_t kd = 0; kd < (g)->k[0]; kd++)                                              \
+      for (int64_t kh = 0; kh < (g)->k[1]; kh++)                                            \
+        for (int64_t kw = 0; kw < (g)->k[2]; kw++, r++) {                                   \
+          int64_t off = kw * (g)->dl[2] - (g)->pd[2], lo, hi;                               \
+          valid_range(off, (g)->st[2], (g)->bs[2], (g)->ss[2], &lo, &hi);                   \
+          for (int64_t od = 0; od < (g)->ss[0]; od++) {                                     \
+            int64_t id = od * (g)->st[0] - (g)->pd[0] + kd * (g)->dl[0];                    \
+            for (int64_t oh = 0; oh < (g)->ss[1]; oh++) {                                   \
+              int64_t ih = oh * (g)->st[1] - (g)->pd[1] + kh * (g)->dl[1];                  \
+              int64_t l0 = r * (g)->Ls + (od * (g)->ss[1] + oh) * (g)->ss[2];               \
+              int inside = id >= 0 && id < (g)->bs[0] && ih >= 0 && ih < (g)->bs[1];        \
+              BODY                                                                          \
+            }                                                                               \
+          }                                                                                 \
+        }
+
+/* col[CbK x Ls] <- B at (n, c0) (channel stride sc, spatial strides sb), zeros outside. */
+#define IM2COL(T)                                                                                 \
+  static void im2col_##T(T* col, const T* b, int64_t sc, const int64_t* sb, const geom* g) {      \
+    FOR_COLS(g, {                                                                                 \
+      T* dst = col + l0;                                                                          \
+      if (!inside) {                                                                              \
+        memset(dst, 0, sizeof(T) * (size_t)g->ss[2]);                                             \
+        continue;                                                                                 \
+      }                                                                                           \
+      const T* src = b + ci * sc + id * sb[0] + ih * sb[1];                                       \
+      memset(dst, 0, sizeof(T) * (size_t)lo);                                                     \
+      for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[(ow * g->st[2] + off) * sb[2]];          \
+      memset(dst + hi, 0, sizeof(T) * (size_t)(g->ss[2] - hi));                                   \
+    })                                                                                            \
+  }
+IM2COL(uint16_t)
+IM2COL(uint32_t)
+IM2COL(uint64_t)
+
+/* dense B plane block [Cbg, bs..] += col2im(col[CbK x Ls]). */
+#define COL2IM(T)                                                                       \
+  static void col2im_##T(const T* col, T* b, const geom* g) {                          \
+    FOR_COLS(g, {                                                                       \
+      if (!inside) continue;                                                            \
+      T* dst = b + ci * g->Lb + (id * g->bs[1] + ih) * g->bs[2];                        \
+      const T* src = col + l0;                                                          \
+      for (int64_t ow = lo; ow < hi; ow++) dst[ow * g->st[2] + off] += src[ow];         \
+    })                                                                                  \
+  }
+COL2IM(float)
+COL2IM(double)
+
+/* ---------------------------------------------------------------- operands */
+/* A tensor whose dims [d0, ndim) walk as one dim with stride fs: the tensor itself, or a
+ * dense copy (owned) when its strides don't allow that. */
+typedef struct {
+  tpurt_tensor t;
+  int64_t fs;
+  void* owned;
+} operand;
+
+static tpurt_tensor dense_like(const tpurt_tensor* t, void* data, int dtype) {
+  tpurt_tensor d = *t;
+  d.data = data;
+  d.dtype = dtype;
+  for (int64_t i = t->ndim - 1, st = 1; i >= 0; i--) {
+    d.strides[i] = st;
+    st *= t->sizes[i];
+  }
+  return d;
+}
+
+static int flat_stride(const tpurt_tensor* t, int d0, int64_t* fs) {
+  int64_t expect = -1;
+  *fs = 1;
+  for (int d = t->ndim - 1; d >= d0; d--) {
+    if (t->sizes[d] == 1) continue;
+    if (expect >= 0 && t->strides[d] != expect) return 0;
+    if (expect < 0) *fs = t->strides[d], expect = t->strides[d];
+    expect *= t->sizes[d];
+  }
+  return 1;
+}
+
+static tpurt_status operand_init(operand* o, const tpurt_tensor* t, int d0) {
+  o->t = *t;
+  o->owned = NULL;
+  if (flat_stride(t, d0, &o->fs)) return TPURT_OK;
+  size_t n = (size_t)tpurt_numel(t) * tpurt_dtype_size((tpurt_dtype)t->dtype);
+  o->owned = malloc(n ? n : 1);
+  if (!o->owned) return tpurt_fail(TPURT_ERR_OOM, "convolution: host out of memory for scratch");
+  o->t = dense_like(t, o->owned, t->dtype);
+  o->fs = 1;
+  return tpurt_copy_tensor(&o->t, t);
+}
+
+static const char* at(const tpurt_tensor* t, int64_t elems) {
+  return (const char*)t->data + elems * (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype);
+}
+
+/* ---------------------------------------------------------------- the three products */
+typedef struct {
+  geom g;
+  int prec, f64;
+  size_t aes;    /* accumulator element size */
+  void *ws, *col; /* GEMM scratch; column matrix (CbK x Ls, widest element) */
+} conv_run;
+
+static tpurt_status run_init(conv_run* r, int dtype, int prec) {
+  r->prec = prec;
+  r->f64 = dtype == TPURT_F64;
+  r->aes = r->f64 ? sizeof(double) : sizeof(float);
+  size_t n = (size_t)(r->g.CbK * r->g.Ls) * 8;
+  r->ws = tpurt_gemm_scratch();
+  r->col = malloc(n ? n : 1);
+  if (!r->ws || !r->col) return tpurt_fail(TPURT_ERR_OOM, "convolution: host out of memory for scratch");
+  return TPURT_OK;
+}
+static void run_free(conv_run* r) {
+  free(r->ws);
+  free(r->col);
+}
+
+static void im2col(const conv_run* r, const tpurt_tensor* B, int64_t n, int64_t grp) {
+  const geom* g = &r->g;
+  int64_t sb[3] = {sp_stride(B, 0), sp_stride(B, 1), sp_stride(B, 2)}, sc = B->strides[1];
+  const void* base = at(B, n * B->strides[0] + grp * g->Cbg * sc);
+  switch (tpurt_dtype_size((tpurt_dtype)B->dtype)) {
+    case 2: im2col_uint16_t(r->col, base, sc, sb, g); break;
+    case 4: im2col_uint32_t(r->col, base, sc, sb, g); break;
+    default: im2col_uint64_t(r->col, base, sc, sb, g); break;
+  }
+}
+
+/* acc [N, Cs, Ls] (dense, zeroed) = W * im2col(B) */
+static void to_small(const conv_run* r, const tpurt_tensor* B, const operand* W, void* acc) {
+  const geom* g = &r->g;
+  for (int64_t n = 0; n < g->N; n++)
+    for (int64_t grp = 0; grp < g->G; grp++) {
+      im2col(r, B, n, grp);
+      tpurt_gemm_mat a = {at(&W->t, grp * g->Csg * W->t.strides[0]), W->t.dtype, W->t.strides[0], W->fs};
+      tpurt_gemm_mat b = {r->col, B->dtype, g->Ls, 1};
+      char* c = (char*)acc + (size_t)((n * g->Cs + grp * g->Csg) * g->Ls) * r->aes;
+      tpurt_gemm(g->Csg, g->Ls, g->CbK, &a, &b, r->prec, c, g->Ls, r->ws);
+    }
+}
+
+/* acc [N, Cb, Lb] (dense, zeroed) += col2im(W^T * S) */
+static void to_big(const conv_run* r, const operand* S, const operand* W, void* acc) {
+  const geom* g = &r->g;
+  for (int64_t n = 0; n < g->N; n++)
+    for (int64_t grp = 0; grp < g->G; grp++) {
+      memset(r->col, 0, (size_t)(g->CbK * g->Ls) * r->aes);
+      tpurt_gemm_mat a = {at(&W->t, grp * g->Csg * W->t.strides[0]), W->t.dtype, W->fs, W->t.strides[0]};
+      tpurt_gemm_mat b = {at(&S->t, n * S->t.strides[0] + grp * g->Csg * S->t.strides[1]), S->t.dtype,
+                          S->t.strides[1], S->fs};
+      tpurt_gemm(g->CbK, g->Ls, g->Csg, &a, &b, r->prec, r->col, g->Ls, r->ws);
+      char* dst = (char*)acc + (size_t)((n * g->Cb + grp * g->Cbg) * g->Lb) * r->aes;
+      if (r->f64) col2im_double(r->col, (double*)dst, g);
+      else col2im_float(r->col, (float*)dst, g);
+    }
+}
+
+/* acc [G][CbK][Csg] (dense, zeroed) += im2col(B) * S^T, summed over the batch */
+static void weight_grad(const conv_run* r, const tpurt_tensor* B, const operand* S, void* acc) {
+  const geom* g = &r->g;
+  for (int64_t n = 0; n < g->N; n++)
+    for (int64_t grp = 0; grp < g->G; grp++) {
+      im2col(r, B, n, grp);
+      tpurt_gemm_mat a = {r->col, B->dtype, g->Ls, 1};
+      tpurt_gemm_mat b = {at(&S->t, n * S->t.strides[0] + grp * g->Csg * S->t.strides[1]), S->t.dtype, S->fs,
+                          S->t.strides[1]};
+      char* c = (char*)acc + (size_t)(grp * g->CbK * g->Csg) * r->aes;
+      tpurt_gemm(g->CbK, g->Csg, g->Ls, &a, &b, r->prec, c, g->Csg, r->ws);
+    }
+}
+
+/* ---------------------------------------------------------------- stores */
+static void bias_f32(int64_t n, void* o, const void* const* in, const void* ctx) {
+  const float *a = in[0], *b = in[1];
+  float* r = o;
+  for (int64_t i = 0; i < n; i++) r[i] = a[i] + b[i];
+}
+static void bias_f64(int64_t n, void* o, const void* const* in, const void* ctx) {
+  const double *a = in[0], *b = in[1];
+  double* r = o;
+  for (int64_t i = 0; i < n; i++) r[i] = a[i] + b[i];
+}
+
+/* out <- acc (dense, out's shape) + bias broadcast over channels (bias may be NONE). */
+static tpurt_status store_out(const conv_run* r, const tpurt_tensor* out, void* acc, const tpurt_value* bias) {
+  tpurt_tensor in[2] = {dense_like(out, acc, r->f64 ? TPURT_F64 : TPURT_F32)};
+  if (bias->kind != TPURT_V_TENSOR) return tpurt_copy_tensor(out, &in[0]);
+  in[1] = *out;
+  in[1].data = bias->t.data;
+  in[1].dtype = bias->t.dtype;
+  for (int d = 0; d < out->ndim; d++) in[1].strides[d] = d == 1 ? bias->t.strides[0] : 0;
+  return tpurt_ew_run(out, 2, in, r->f64 ? TPURT_CT_F64 : TPURT_CT_F32, r->f64 ? bias_f64 : bias_f32, NULL);
+}
+
+/* dW (W's shape) <- acc [G][CbK][Csg], one strided copy per group. */
+static tpurt_status store_weight(const conv_run* r, const tpurt_tensor* dw, void* acc) {
+  const geom* g = &r->g;
+  for (int64_t grp = 0; grp < g->G; grp++) {
+    tpurt_tensor dst = *dw, src = *dw;
+    dst.sizes[0] = src.sizes[0] = g->Csg;
+    dst.data = (char*)at(dw, grp * g->Csg * dw->strides[0]);
+    src.data = (char*)acc + (size_t)(grp * g->CbK * g->Csg) * r->aes;
+    src.dtype = r->f64 ? TPURT_F64 : TPURT_F32;
+    src.strides[0] = 1;
+    for (int64_t d = dw->ndim - 1, st = g->Csg; d >= 1; d--) {
+      src.strides[d] = st;
+      st *= dw->sizes[d];
+    }
+    tpurt_status s = tpurt_copy_tensor(&dst, &src);
+    if (s) return s;
+  }
+  return TPURT_OK;
+}
+
+static void sum_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {
+  const double* v = x;
+  double a = 0;
+  for (int64_t k = 0; k < n; k++) a += v[k];
+  s->f += a;
+}
+static void sum_col(red_state* s, const void* x, int64_t n, int64_t idx, const red_ctx* c) {
+  const double* v = x;
+  for (int64_t k = 0; k < n; k++) s[k].f += v[k];
+}
+static void init_zero(red_state* s, int64_t n, const red_ctx* c) { memset(s, 0, sizeof *s * (size_t)n); }
+static void sum_fin(const red_state* s, int64_t count, const red_ctx* c, red_val* o) { o[0] = (red_val){s->f, 0, 0}; }
+static const red_op op_sum = {0, init_zero, sum_row, sum_col, sum_fin};
+
+/* grad_bias [C] <- grad_output summed over every dim but 1. */
+static tpurt_status bias_grad(const tpurt_tensor* go, const tpurt_tensor* gb) {
+  red_ctx ctx = {0};
+  uint32_t mask = ((1u << go->ndim) - 1) & ~2u;
+  return tpurt_red_run(go, mask, gb, 1, &op_sum, &ctx);
+}
+
+/* ---------------------------------------------------------------- kernels */
+static void* acc_alloc(const conv_run* r, int64_t n) { return calloc((size_t)(n ? n : 1), r->aes); }
+
+tpurt_status tpurt_kernel_convolution(const tpurt_op_call* c) {
+  /* convolution_overrideable(input, weight, bias?, stride, padding, dilation, transposed,
+   *                          output_padding, groups) */
+  const tpurt_tensor *x = &c->args[0].t, *w = &c->args[1].t, *out = &c->outs[0];
+  int transposed = (int)tpurt_value_i(&c->args[6]);
+  conv_run r = {0};
+  geom_init(&r.g, transposed ? out : x, transposed ? x : out, w, c, 3, 8);
+  operand W = {0}, S = {0};
+  tpurt_status s = run_init(&r, x->dtype, c->precision);
+  void* acc = acc_alloc(&r, tpurt_numel(out));
+  if (!s && !acc) s = tpurt_fail(TPURT_ERR_OOM, "convolution: host out of memory for scratch");
+  if (!s) s = operand_init(&W, w, 1);
+  if (!s && transposed) s = operand_init(&S, x, 2);
+  if (!s) {
+    if (transposed) to_big(&r, &S, &W, acc);
+    else to_small(&r, x, &W, acc);
+    s = store_out(&r, out, acc, &c->args[2]);
+  }
+  free(W.owned);
+  free(S.owned);
+  free(acc);
+  run_free(&r);
+  return s;
+}
+
+tpurt_status tpurt_kernel_convolution_backward(const tpurt_op_call* c) {
+  /* convolution_backward_overrideable(grad_output, input, weight, stride, padding, dilation,
+   *   transposed, output_padding, groups, output_mask) -> (grad_input, grad_weight, grad_bias);
+   * outputs not asked for arrive undefined (ndim -1). */
+  const tpurt_tensor *go = &c->args[0].t, *x = &c->args[1].t, *w = &c->args[2].t;
+  const tpurt_tensor *gi = &c->outs[0], *gw = &c->outs[1], *gb = &c->outs[2];
+  int transposed = (int)tpurt_value_i(&c->args[6]);
+  /* regular: B = input, S = grad_output; transposed: B = grad_output, S = input */
+  const tpurt_tensor *B = transposed ? go : x, *Sraw = transposed ? x : go;
+  conv_run r = {0};
+  geom_init(&r.g, B, Sraw, w, c, 3, 8);
+  operand W = {0}, S = {0};
+  void *acc_i = NULL, *acc_w = NULL;
+  tpurt_status s = run_init(&r, x->dtype, c->precision);
+  if (!s) s = operand_init(&S, Sraw, 2);
+  if (!s && gi->ndim >= 0) {
+    s = operand_init(&W, w, 1);
+    acc_i = acc_alloc(&r, tpurt_numel(gi));
+    if (!s && !acc_i) s = tpurt_fail(TPURT_ERR_OOM, "convolution_backward: host out of memory for scratch");
+    if (!s) {
+      if (transposed) to_small(&r, go, &W, acc_i);
+      else to_big(&r, &S, &W, acc_i);
+      tpurt_tensor src = dense_like(gi, acc_i, r.f64 ? TPURT_F64 : TPURT_F32);
+      s = tpurt_copy_tensor(gi, &src);
+    }
+  }
+  if (!s && gw->ndim >= 0) {
+    acc_w = acc_alloc(&r, tpurt_numel(gw));
+    if (!acc_w) s = tpurt_fail(TPURT_ERR_OOM, "convolution_backward: host out of memory for scratch");
+    if (!s) {
+      weight_grad(&r, B, &S, acc_w);
+      s = store_weight(&r, gw, acc_w);
+    }
+  }
+  if (!s && gb->ndim >= 0) s = bias_grad(go, gb);
+  free(W.owned);
+  free(S.owned);
+  free(acc_i);
+  free(acc_w);
+  run_free(&r);
+  return s;
+}

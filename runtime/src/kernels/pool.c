@@ -1,0 +1,322 @@
+/* Pooling family: max pooling with indices, average pooling, adaptive average / max
+ * pooling, 2-d and 3-d (1-d pooling dispatches to 2-d), each with its backward.
+ *
+ * Every op is one pass over output positions, each with a window [lo, hi) per spatial dim
+ * (step = dilation) from a per-dim table; the tables encode the op's geometry exactly as
+ * CPU's kernels compute it (padding, ceil_mode, adaptive start/end), so the loops
+ * themselves are shared. Spatial dims are padded to 3 with leading size-1 dims; every
+ * leading dim (batch, channels, or only channels) is a "plane". Values are compared and
+ * summed in double (int64 for integer max pooling); backward passes accumulate into a
+ * dense double buffer and store once. */
+#include <stdlib.h>
+
+#include "../internal.h"
+
+typedef struct { int64_t lo, hi, n; } win; /* n: the window's size before clipping (avg) */
+
+typedef struct {
+  int nsp;
+  int64_t P;                  /* planes */
+  int64_t is[3], os[3], dl[3]; /* input / output spatial sizes, dilation */
+  win* w[3];
+} pgeom;
+
+enum { W_MAX, W_AVG, W_ADAPT };
+
+/* Value i of an int-list argument (one value broadcasts; an empty list means dflt). */
+static int64_t li(const tpurt_value* v, int i, int64_t dflt) {
+  if (v->kind != TPURT_V_INTS || v->n == 0) return dflt;
+  return v->ints[v->n == 1 ? 0 : i];
+}
+
+static int64_t plane_off(const tpurt_tensor* t, int lead, int64_t p) {
+  int64_t off = 0;
+  for (int d = lead - 1; d >= 0; d--) {
+    off += (p % t->sizes[d]) * t->strides[d];
+    p /= t->sizes[d];
+  }
+  return off;
+}
+/* Spatial stride i (of 3, leading ones padded) of a tensor with nsp spatial dims. */
+static int64_t sp_stride(const tpurt_tensor* t, int nsp, int i) {
+  int j = i - (3 - nsp);
+  return j < 0 ? 0 : t->strides[t->ndim - nsp + j];
+}
+static int64_t sp_size(const tpurt_tensor* t, int nsp, int i) {
+  int j = i - (3 - nsp);
+  return j < 0 ? 1 : t->sizes[t->ndim - nsp + j];
+}
+
+/* Window table for one dim of O outputs over I inputs. */
+static void windows(win* w, int mode, int64_t O, int64_t I, int64_t k, int64_t s, int64_t p, int64_t d) {
+  for (int64_t o = 0; o < O; o++) {
+    int64_t lo, hi, n;
+    if (mode == W_ADAPT) {
+      lo = o * I / O;
+      hi = ((o + 1) * I + O - 1) / O;
+      n = hi - lo;
+    } else if (mode == W_MAX) {
+      lo = o * s - p;
+      hi = lo + (k - 1) * d + 1 < I ? lo + (k - 1) * d + 1 : I;
+      while (lo < 0) lo += d;
+      n = 0;
+    } else {
+      lo = o * s - p;
+      hi = lo + k < I + p ? lo + k : I + p;
+      n = hi - lo;
+      if (lo < 0) lo = 0;
+      if (hi > I) hi = I;
+    }
+    w[o] = (win){lo, hi, n};
+  }
+}
+
+/* in: the tensor with the input's spatial sizes; out: the one with the output's.
+ * args a..a+3: kernel, stride, padding, dilation (ai < 0: absent). */
+static tpurt_status geom_init(pgeom* g, int nsp, int mode, const tpurt_tensor* in, const tpurt_tensor* out,
+                              const tpurt_op_call* c, int ak, int as, int ap, int ad) {
+  g->nsp = nsp;
+  g->P = 1;
+  for (int d = 0; d < in->ndim - nsp; d++) g->P *= in->sizes[d];
+  int64_t tot = 0;
+  for (int i = 0; i < 3; i++) {
+    g->is[i] = sp_size(in, nsp, i);
+    g->os[i] = sp_size(out, nsp, i);
+    tot += g->os[i];
+  }
+  g->w[0] = malloc(sizeof(win) * (size_t)(tot ? tot : 1));
+  if (!g->w[0]) return tpurt_fail(TPURT_ERR_OOM, "pooling: host out of memory for scratch");
+  g->w[1] = g->w[0] + g->os[0];
+  g->w[2] = g->w[1] + g->os[1];
+  for (int i = 0; i < 3; i++) {
+    int j = i - (3 - nsp);
+    int64_t k = 1, s = 1, p = 0, d = 1;
+    if (j >= 0 && mode != W_ADAPT) {
+      k = li(&c->args[ak], j, 1);
+      s = li(&c->args[as], j, k);
+      p = li(&c->args[ap], j, 0);
+      d = ad >= 0 ? li(&c->args[ad], j, 1) : 1;
+    }
+    g->dl[i] = d;
+    windows(g->w[i], j < 0 ? W_ADAPT : mode, g->os[i], g->is[i], k, s, p, d);
+  }
+  return TPURT_OK;
+}
+
+/* Loop over planes and output positions with the three windows a, b, w in scope. */
+#define FOR_OUTPUTS(g, ...)                                               \
+  for (int64_t p = 0; p < (g)->P; p++)                                     \
+    for (int64_t od = 0, o = 0; od < (g)->os[0]; od++)                     \
+      for (int64_t oh = 0; oh < (g)->os[1]; oh++)                          \
+        for (int64_t ow = 0; ow < (g)->os[2]; ow++, o++) {                 \
+          const win *a = &(g)->w[0][od], *b = &(g)->w[1][oh], *w = &(g)->w[2][ow]; \
+          __VA_ARGS__                                                      \
+        }
+
+static const char* elem3(const tpurt_tensor* t, const int64_t* s, int64_t base, int64_t i, int64_t j, int64_t k) {
+  return (const char*)t->data + (base + i * s[0] + j * s[1] + k * s[2]) * (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype);
+}
+static void strides3(const tpurt_tensor* t, int nsp, int64_t* s) {
+  for (int i = 0; i < 3; i++) s[i] = sp_stride(t, nsp, i);
+}
+/* Spatial output position o of plane p -> element offset in t. */
+static int64_t out_off(const tpurt_tensor* t, const pgeom* g, int64_t p, int64_t od, int64_t oh, int64_t ow) {
+  int64_t s[3];
+  strides3(t, g->nsp, s);
+  return plane_off(t, t->ndim - g->nsp, p) + od * s[0] + oh * s[1] + ow * s[2];
+}
+
+/* ---------------------------------------------------------------- forward */
+/* Max with CPU's NaN rule (a NaN wins and the last NaN's index is kept); T is double or
+ * int64_t, LOAD its loader. */
+#define MAX_FWD(NAME, T, LOAD)                                                                  \
+  static void NAME(const pgeom* g, const tpurt_tensor* in, const tpurt_tensor* out,             \
+                   const tpurt_tensor* idx) {                                                   \
+    int64_t si[3];                                                                              \
+    strides3(in, g->nsp, si);                                                                   \
+    FOR_OUTPUTS(g, {                                                                            \
+      int64_t ib = plane_off(in, in->ndim - g->nsp, p);                                         \
+      int64_t best = (a->lo * g->is[1] + b->lo) * g->is[2] + w->lo;                             \
+      T m = 0;                                                                                  \
+      int first = 1;                                                                            \
+      for (int64_t i = a->lo; i < a->hi; i += g->dl[0])                                         \
+        for (int64_t j = b->lo; j < b->hi; j += g->dl[1])                                       \
+          for (int64_t k = w->lo; k < w->hi; k += g->dl[2]) {                                   \
+            T v = LOAD(elem3(in, si, ib, i, j, k), in->dtype);                                  \
+            if (first || v > m || v != v) {                                                     \
+              m = v;                                                                            \
+              best = (i * g->is[1] + j) * g->is[2] + k;                                         \
+              first = 0;                                                                        \
+            }                                                                                   \
+          }                                                                                     \
+      char* op = (char*)out->data + out_off(out, g, p, od, oh, ow) * (int64_t)tpurt_dtype_size((tpurt_dtype)out->dtype); \
+      _Generic(m, double: tpurt_store_f64, default: tpurt_store_i64)(op, out->dtype, m);        \
+      tpurt_store_i64((char*)idx->data + out_off(idx, g, p, od, oh, ow) * 8, TPURT_I64, best);  \
+    })                                                                                          \
+  }
+MAX_FWD(max_fwd_f, double, tpurt_load_f64)
+MAX_FWD(max_fwd_i, int64_t, tpurt_load_i64)
+
+/* Average: divisor from the windows unless overridden (div > 0); count_include_pad uses
+ * the pre-clip sizes. An empty window gives 0. */
+static void avg_fwd(const pgeom* g, const tpurt_tensor* in, const tpurt_tensor* out, int include_pad, int64_t div) {
+  int64_t si[3];
+  strides3(in, g->nsp, si);
+  size_t oes = tpurt_dtype_size((tpurt_dtype)out->dtype);
+  FOR_OUTPUTS(g, {
+    int64_t ib = plane_off(in, in->ndim - g->nsp, p);
+    double sum = 0;
+    for (int64_t i = a->lo; i < a->hi; i++)
+      for (int64_t j = b->lo; j < b->hi; j++)
+        for (int64_t k = w->lo; k < w->hi; k++) sum += tpurt_load_f64(elem3(in, si, ib, i, j, k), in->dtype);
+    int64_t cnt = (a->hi - a->lo) * (b->hi - b->lo) * (w->hi - w->lo);
+    int64_t d = div > 0 ? div : include_pad ? a->n * b->n * w->n : cnt;
+    char* op = (char*)out->data + out_off(out, g, p, od, oh, ow) * (int64_t)oes;
+    tpurt_store_f64(op, out->dtype, cnt > 0 ? sum / (double)d : 0.0);
+  })
+}
+
+/* ---------------------------------------------------------------- backward */
+/* grad_input <- dense double accumulator shaped like it. */
+static tpurt_status store_acc(const tpurt_tensor* gi, double* acc) {
+  tpurt_tensor src = *gi;
+  src.data = acc;
+  src.dtype = TPURT_F64;
+  for (int64_t d = gi->ndim - 1, st = 1; d >= 0; d--) {
+    src.strides[d] = st;
+    st *= gi->sizes[d];
+  }
+  tpurt_status s = tpurt_copy_tensor(gi, &src);
+  free(acc);
+  return s;
+}
+
+static double* acc_alloc(const tpurt_tensor* gi) {
+  int64_t n = tpurt_numel(gi);
+  return calloc((size_t)(n ? n : 1), sizeof(double));
+}
+
+/* grad_input[plane, indices] += grad_output (max and adaptive max pooling). */
+static tpurt_status max_bwd(const pgeom* g, const tpurt_tensor* go, const tpurt_tensor* idx, const tpurt_tensor* gi,
+                            const char* what) {
+  double* acc = acc_alloc(gi);
+  if (!acc) return tpurt_fail(TPURT_ERR_OOM, "%s: host out of memory for scratch", what);
+  int64_t plane = g->is[0] * g->is[1] * g->is[2];
+  size_t ges = tpurt_dtype_size((tpurt_dtype)go->dtype), ies = tpurt_dtype_size((tpurt_dtype)idx->dtype);
+  FOR_OUTPUTS(g, {
+    (void)a;
+    (void)b;
+    (void)w;
+    int64_t k = tpurt_load_i64((const char*)idx->data + out_off(idx, g, p, od, oh, ow) * (int64_t)ies, idx->dtype);
+    if (k < 0 || k >= plane) {
+      free(acc);
+      return tpurt_fail(TPURT_ERR_RUNTIME, "%s: found an invalid max index: %lld (output volumes are of size %lld)",
+                        what, (long long)k, (long long)plane);
+    }
+    acc[p * plane + k] += tpurt_load_f64((const char*)go->data + out_off(go, g, p, od, oh, ow) * (int64_t)ges, go->dtype);
+  })
+  return store_acc(gi, acc);
+}
+
+/* grad_input[window] += grad_output / divisor (average and adaptive average pooling). */
+static tpurt_status avg_bwd(const pgeom* g, const tpurt_tensor* go, const tpurt_tensor* gi, int include_pad, int64_t div) {
+  double* acc = acc_alloc(gi);
+  if (!acc) return tpurt_fail(TPURT_ERR_OOM, "avg_pool_backward: host out of memory for scratch");
+  int64_t plane = g->is[0] * g->is[1] * g->is[2];
+  size_t ges = tpurt_dtype_size((tpurt_dtype)go->dtype);
+  FOR_OUTPUTS(g, {
+    int64_t cnt = (a->hi - a->lo) * (b->hi - b->lo) * (w->hi - w->lo);
+    if (cnt <= 0) continue;
+    int64_t d = div > 0 ? div : include_pad ? a->n * b->n * w->n : cnt;
+    double v = tpurt_load_f64((const char*)go->data + out_off(go, g, p, od, oh, ow) * (int64_t)ges, go->dtype) / (double)d;
+    double* ap = acc + p * plane;
+    for (int64_t i = a->lo; i < a->hi; i++)
+      for (int64_t j = b->lo; j < b->hi; j++)
+        for (int64_t k = w->lo; k < w->hi; k++) ap[(i * g->is[1] + j) * g->is[2] + k] += v;
+  })
+  return store_acc(gi, acc);
+}
+
+/* ---------------------------------------------------------------- kernels */
+static int64_t opt_int(const tpurt_value* v) { return v->kind == TPURT_V_NONE ? 0 : tpurt_value_i(v); }
+
+static tpurt_status max_pool(const tpurt_op_call* c, int nsp, int mode) {
+  /* max_poolNd_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode) or
+   * adaptive_max_poolNd(self, output_size) -> (out, indices) */
+  pgeom g;
+  tpurt_status s = geom_init(&g, nsp, mode, &c->args[0].t, &c->outs[0], c, 1, 2, 3, 4);
+  if (s) return s;
+  if (tpurt_is_float(c->args[0].t.dtype)) max_fwd_f(&g, &c->args[0].t, &c->outs[0], &c->outs[1]);
+  else max_fwd_i(&g, &c->args[0].t, &c->outs[0], &c->outs[1]);
+  free(g.w[0]);
+  return TPURT_OK;
+}
+
+static tpurt_status max_pool_backward(const tpurt_op_call* c, int nsp, int aidx, const char* what) {
+  /* (grad_output, self, ..., indices at aidx) -> grad_input */
+  pgeom g;
+  tpurt_status s = geom_init(&g, nsp, W_ADAPT, &c->args[1].t, &c->args[0].t, c, -1, -1, -1, -1);
+  if (s) return s;
+  s = max_bwd(&g, &c->args[0].t, &c->args[aidx].t, &c->outs[0], what);
+  free(g.w[0]);
+  return s;
+}
+
+static tpurt_status avg_pool(const tpurt_op_call* c, int nsp) {
+  /* avg_poolNd(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) */
+  pgeom g;
+  tpurt_status s = geom_init(&g, nsp, W_AVG, &c->args[0].t, &c->outs[0], c, 1, 2, 3, -1);
+  if (s) return s;
+  avg_fwd(&g, &c->args[0].t, &c->outs[0], (int)tpurt_value_i(&c->args[5]), opt_int(&c->args[6]));
+  free(g.w[0]);
+  return TPURT_OK;
+}
+
+static tpurt_status avg_pool_backward(const tpurt_op_call* c, int nsp) {
+  /* avg_poolNd_backward(grad_output, self, kernel_size, stride, padding, ceil_mode,
+   *                     count_include_pad, divisor_override) */
+  pgeom g;
+  tpurt_status s = geom_init(&g, nsp, W_AVG, &c->args[1].t, &c->args[0].t, c, 2, 3, 4, -1);
+  if (s) return s;
+  s = avg_bwd(&g, &c->args[0].t, &c->outs[0], (int)tpurt_value_i(&c->args[6]), opt_int(&c->args[7]));
+  free(g.w[0]);
+  return s;
+}
+
+static tpurt_status adaptive_avg(const tpurt_op_call* c, int nsp) {
+  /* _adaptive_avg_poolNd(self, output_size) */
+  pgeom g;
+  tpurt_status s = geom_init(&g, nsp, W_ADAPT, &c->args[0].t, &c->outs[0], c, -1, -1, -1, -1);
+  if (s) return s;
+  avg_fwd(&g, &c->args[0].t, &c->outs[0], 0, 0);
+  free(g.w[0]);
+  return TPURT_OK;
+}
+
+static tpurt_status adaptive_avg_backward(const tpurt_op_call* c, int nsp) {
+  /* _adaptive_avg_poolNd_backward(grad_output, self) */
+  pgeom g;
+  tpurt_status s = geom_init(&g, nsp, W_ADAPT, &c->args[1].t, &c->args[0].t, c, -1, -1, -1, -1);
+  if (s) return s;
+  s = avg_bwd(&g, &c->args[0].t, &c->outs[0], 0, 0);
+  free(g.w[0]);
+  return s;
+}
+
+#define POOL_KERNELS(N)                                                                                    \
+  tpurt_status tpurt_kernel_max_pool##N##d(const tpurt_op_call* c) { return max_pool(c, N, W_MAX); }       \
+  tpurt_status tpurt_kernel_max_pool##N##d_backward(const tpurt_op_call* c) {                              \
+    return max_pool_backward(c, N, 7, "max_pool" #N "d_with_indices_backward");                            \
+  }                                                                                                        \
+  tpurt_status tpurt_kernel_adaptive_max_pool##N##d(const tpurt_op_call* c) { return max_pool(c, N, W_ADAPT); } \
+  tpurt_status tpurt_kernel_adaptive_max_pool##N##d_backward(const tpurt_op_call* c) {                     \
+    return max_pool_backward(c, N, 2, "adaptive_max_pool" #N "d_backward");                                \
+  }                                                                                                        \
+  tpurt_status tpurt_kernel_avg_pool##N##d(const tpurt_op_call* c) { return avg_pool(c, N); }              \
+  tpurt_status tpurt_kernel_avg_pool##N##d_backward(const tpurt_op_call* c) { return avg_pool_backward(c, N); } \
+  tpurt_status tpurt_kernel_adaptive_avg_pool##N##d(const tpurt_op_call* c) { return adaptive_avg(c, N); } \
+  tpurt_status tpurt_kernel_adaptive_avg_pool##N##d_backward(const tpurt_op_call* c) {                     \
+    return adaptive_avg_backward(c, N);                                                                    \
+  }
+POOL_KERNELS(2)
+POOL_KERNELS(3)

@@ -1,0 +1,35 @@
+"""Meta functions for the convolution entry points PyTorch leaves to out-of-tree backends
+(convolution_overrideable and its backward): shapes and checks as CPU's convolution."""
+import torch
+from torch._meta_registrations import calc_conv_nd_return_shape
+
+_lib = torch.library.Library("aten", "IMPL")
+
+
+def _check_dtypes(input, weight, bias):
+    torch._check(input.dtype == weight.dtype,
+                 lambda: f"Input type ({input.dtype}) and weight type ({weight.dtype}) should be the same")
+    torch._check(bias is None or bias.dtype == input.dtype,
+                 lambda: f"Input type ({input.dtype}) and bias type ({bias.dtype}) should be the same")
+
+
+def convolution_overrideable(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    _check_dtypes(input, weight, bias)
+    shape = calc_conv_nd_return_shape(input, weight, stride, padding, dilation, transposed, groups,
+                                      output_padding if transposed else None)
+    if input.size(1) == 0:
+        shape[1] = 0
+    return input.new_empty(shape)
+
+
+def convolution_backward_overrideable(grad_output, input, weight, stride, padding, dilation, transposed,
+                                      output_padding, groups, output_mask):
+    _check_dtypes(input, weight, None)
+    channels = weight.size(1) * groups if transposed else weight.size(0)
+    return (input.new_empty(input.shape) if output_mask[0] else None,
+            weight.new_empty(weight.shape) if output_mask[1] else None,
+            grad_output.new_empty((channels,)) if output_mask[2] else None)
+
+
+_lib.impl("convolution_overrideable", convolution_overrideable, "Meta")
+_lib.impl("convolution_backward_overrideable", convolution_backward_overrideable, "Meta")

@@ -18,7 +18,7 @@ SIZES = {
     "num_experts": 4, "num_local_experts": 4, "n_routed_experts": 4, "num_experts_per_tok": 2,
     "vocab_size": 256, "max_position_embeddings": 128, "n_positions": 128, "max_source_positions": 32,
     "max_target_positions": 64, "image_size": 32, "patch_size": 8, "num_channels": 3,
-    "hidden_sizes": [16, 32], "depths": [1, 1], "num_mel_bins": 16, "d_kv": 32,
+    "hidden_sizes": [], "depths": [], "num_mel_bins": 16, "d_kv": 32,
 }
 SUBCONFIGS = ("text_config", "vision_config", "audio_config", "encoder", "decoder", "speech_config",
               "qformer_config", "perceiver_config", "backbone_config")
@@ -36,10 +36,8 @@ def shrink(cfg, depth=0):
             continue
         if isinstance(old, list) != isinstance(value, list):
             continue
-        if isinstance(old, list):
-            value = value[: max(1, min(len(old), len(value)))] if len(old) >= len(value) else value
-            if key in ("hidden_sizes", "depths") and len(old) != len(value):
-                continue
+        if isinstance(old, list):  # per-stage sizes keep their stage count
+            value = [16 * 2**i for i in range(len(old))] if key == "hidden_sizes" else [1] * len(old)
         elif isinstance(old, int) and old < value and key not in ("vocab_size",):
             continue  # already smaller
         try:

@@ -61,3 +61,39 @@ register("normal.Tensor_float_out", lambda m: torch.normal(m, 0.0, out=torch.emp
 register("normal.float_Tensor_out", lambda s: torch.normal(-2.0, s * 0, out=torch.empty_like(s)), [(5,)], dtypes=FLOATS, grad=False)
 register("normal.Tensor_Tensor_out", lambda m, s: torch.normal(m, s * 0, out=mk(m)), [(2, 3), (2, 3)], dtypes=FLOATS,
          grad=False)
+
+# ---------------------------------------------------------------- embedding_bag
+# Only the bag results are compared: CPU's auxiliary outputs (offset2bag, bag_size,
+# max_indices) differ between its fast and slow paths and from the meta shapes; the
+# backward samples check that ours are consistent with our backward.
+F = torch.nn.functional
+BAG = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def bag_inputs(dt, n=10, with_psw=False):
+    w = make((n, 3), dt)
+    ind = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9, 0])
+    off = torch.tensor([0, 4, 4, 6])
+    r = [w, ind, off]
+    if with_psw:
+        r.append(make((9,), dt, seed=5))
+    return r
+
+
+for mode in ("sum", "mean", "max"):
+    register("_embedding_bag _embedding_bag_backward _embedding_bag_dense_backward",
+             lambda w, i, o, mode=mode: F.embedding_bag(i, w, o, mode=mode), bag_inputs, dtypes=BAG,
+             name=f"embedding_bag {mode}")
+    register("_embedding_bag", lambda w, i, o, mode=mode: F.embedding_bag(i, w, o, mode=mode, include_last_offset=True,
+                                                                        padding_idx=4),
+             bag_inputs, dtypes=BAG, name=f"embedding_bag {mode} last offset padding")
+register("_embedding_bag _embedding_bag_per_sample_weights_backward",
+         lambda w, i, o, p: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p),
+         lambda dt: bag_inputs(dt, with_psw=True), dtypes=BAG, name="embedding_bag per_sample_weights")
+# CPU's scale_grad_by_freq backward divides the k-th distinct index's gradient by the count of
+# the k-th smallest index *occurrence* (counts[indices_sorted[k]]): only the largest index may
+# repeat for its answer to be the true frequency scaling, which is what we compute.
+register("_embedding_bag", lambda w, i: F.embedding_bag(i, w, mode="mean", scale_grad_by_freq=True),
+         lambda dt: [make((6, 4), dt), torch.tensor([[3, 0, 3], [1, 3, 2]])], dtypes=BAG, name="embedding_bag 2-D freq")
+register("_embedding_bag_forward_only", lambda w, i, o: F.embedding_bag(i, w, o, mode="sum"), bag_inputs, dtypes=BAG,
+         grad=False)

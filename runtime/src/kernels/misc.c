@@ -321,3 +321,132 @@ tpurt_status tpurt_kernel_multinomial(const tpurt_op_call* c) {
   free(w);
   return s;
 }
+
+/* ---------------------------------------------------------------- embedding_bag */
+enum { BAG_SUM = 0, BAG_MEAN = 1, BAG_MAX = 2 };
+
+static int64_t ld_i(const tpurt_tensor* t, int64_t i) { return tpurt_load_i64(at(t, i * t->strides[0]), t->dtype); }
+static double ld_f(const tpurt_tensor* t, int64_t i, int64_t j) {
+  return tpurt_load_f64(at(t, i * t->strides[0] + j * t->strides[1]), t->dtype);
+}
+static void st_f(const tpurt_tensor* t, int64_t i, int64_t j, double v) {
+  tpurt_store_f64(at(t, i * t->strides[0] + j * t->strides[1]), t->dtype, v);
+}
+
+tpurt_status tpurt_kernel_embedding_bag(const tpurt_op_call* c) {
+  /* _embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse,
+   * per_sample_weights?, include_last_offset, padding_idx) -> (out, offset2bag, bag_size,
+   * max_indices). offset2bag and bag_size (non-padding count) are always filled: the
+   * backward here reads them (CPU's own fast path leaves them empty). */
+  const tpurt_tensor *w = &c->args[0].t, *ind = &c->args[1].t, *off = &c->args[2].t;
+  const tpurt_tensor *out = &c->outs[0], *o2b = &c->outs[1], *bsz = &c->outs[2], *maxi = &c->outs[3];
+  const tpurt_tensor* psw = c->args[6].kind == TPURT_V_TENSOR ? &c->args[6].t : NULL;
+  int mode = (int)c->args[4].i;
+  int64_t pad = c->args[8].i, n = ind->sizes[0], nw = w->sizes[0], D = w->sizes[1];
+  int64_t nbags = out->sizes[0];
+  if (psw && mode != BAG_SUM)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                      "supported for mode='sum' (got mode='%s'). Please open a feature request on GitHub.",
+                      mode == BAG_MEAN ? "mean" : "max");
+  double* acc = malloc(sizeof(double) * (size_t)(D + 1));
+  if (!acc) return tpurt_fail(TPURT_ERR_OOM, "embedding_bag: out of host memory for scratch");
+  tpurt_status s = TPURT_OK;
+  for (int64_t i = 0; i < tpurt_numel(bsz); i++) tpurt_store_i64(at(bsz, i * bsz->strides[0]), bsz->dtype, 0);
+  for (int64_t b = 0; b < nbags && !s; b++) {
+    /* the last bag runs to the end of indices, whatever a last offset says (as on CPU) */
+    int64_t start = ld_i(off, b), end = b + 1 < nbags ? ld_i(off, b + 1) : n, count = 0;
+    if (start < 0 || start > n || end > n || end < start) {
+      s = tpurt_fail(TPURT_ERR_RUNTIME, "embedding_bag: offsets[%lld] = %lld is out of range for %lld indices",
+                     (long long)b, (long long)start, (long long)n);
+      break;
+    }
+    for (int64_t j = 0; j < D; j++) acc[j] = 0;
+    for (int64_t i = start; i < end; i++) {
+      int64_t k = ld_i(ind, i);
+      if (k < 0 || k >= nw) {
+        s = tpurt_fail(TPURT_ERR_INDEX, "index out of range in self");
+        break;
+      }
+      tpurt_store_i64(at(o2b, i * o2b->strides[0]), o2b->dtype, b);
+      if (k == pad) continue;
+      double sc = psw ? tpurt_load_f64(at(psw, i * psw->strides[0]), psw->dtype) : 1;
+      for (int64_t j = 0; j < D; j++) {
+        double v = ld_f(w, k, j);
+        if (mode != BAG_MAX) acc[j] += sc * v;
+        else if (count == 0 || v > acc[j]) { /* the first maximum wins */
+          acc[j] = v;
+          tpurt_store_i64(at(maxi, b * maxi->strides[0] + j * maxi->strides[1]), maxi->dtype, k);
+        }
+      }
+      count++;
+    }
+    for (int64_t j = 0; j < D; j++) {
+      if (mode == BAG_MAX && count == 0)
+        tpurt_store_i64(at(maxi, b * maxi->strides[0] + j * maxi->strides[1]), maxi->dtype, 0);
+      st_f(out, b, j, mode == BAG_MEAN && count ? acc[j] / (double)count : acc[j]);
+    }
+    tpurt_store_i64(at(bsz, b * bsz->strides[0]), bsz->dtype, count);
+  }
+  free(acc);
+  return s;
+}
+
+tpurt_status tpurt_kernel_embedding_bag_backward(const tpurt_op_call* c) {
+  /* _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, max_indices,
+   * num_weights, scale_grad_by_freq, mode, sparse, per_sample_weights?, padding_idx) and
+   * _embedding_bag_dense_backward (the same without offsets and sparse) -> [num_weights, D] */
+  int full = c->nargs == 12, a = full ? 1 : 0; /* arg shift after indices */
+  const tpurt_tensor *g = &c->args[0].t, *ind = &c->args[1].t, *o2b = &c->args[2 + a].t, *bsz = &c->args[3 + a].t;
+  const tpurt_tensor *maxi = &c->args[4 + a].t, *out = &c->outs[0];
+  int freq = (int)c->args[6 + a].i, mode = (int)c->args[7 + a].i;
+  const tpurt_value* pv = &c->args[full ? 10 : 8];
+  const tpurt_tensor* psw = pv->kind == TPURT_V_TENSOR ? &pv->t : NULL;
+  int64_t pad = c->args[full ? 11 : 9].i, n = ind->sizes[0], nw = out->sizes[0], D = out->sizes[1];
+  if (full && c->args[9].i)
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "embedding_bag: sparse gradients are not supported on tpu");
+  tpurt_status s = fill_zero(out);
+  int64_t* cnt = s ? NULL : calloc((size_t)nw + 1, sizeof(int64_t));
+  double* acc = s ? NULL : calloc((size_t)(nw * D + 1), sizeof(double));
+  if (!s && (!cnt || !acc)) s = tpurt_fail(TPURT_ERR_OOM, "embedding_bag backward: out of host memory for scratch");
+  if (!s && mode == BAG_MAX) {
+    for (int64_t b = 0; b < g->sizes[0]; b++) {
+      if (ld_i(bsz, b) == 0) continue;
+      for (int64_t j = 0; j < D; j++) {
+        int64_t k = tpurt_load_i64(at(maxi, b * maxi->strides[0] + j * maxi->strides[1]), maxi->dtype);
+        acc[k * D + j] += ld_f(g, b, j);
+      }
+    }
+  } else if (!s) {
+    for (int64_t i = 0; i < n && freq; i++) cnt[ld_i(ind, i)]++;
+    for (int64_t i = 0; i < n; i++) {
+      int64_t k = ld_i(ind, i), b = ld_i(o2b, i);
+      if (k == pad) continue;
+      double sc = psw ? tpurt_load_f64(at(psw, i * psw->strides[0]), psw->dtype) : 1;
+      if (mode == BAG_MEAN) sc /= (double)ld_i(bsz, b);
+      if (freq) sc /= (double)cnt[k];
+      for (int64_t j = 0; j < D; j++) acc[k * D + j] += sc * ld_f(g, b, j);
+    }
+  }
+  for (int64_t k = 0; !s && k < nw; k++)
+    for (int64_t j = 0; j < D; j++) st_f(out, k, j, acc[k * D + j]);
+  free(cnt);
+  free(acc);
+  return s;
+}
+
+tpurt_status tpurt_kernel_embedding_bag_psw_backward(const tpurt_op_call* c) {
+  /* _embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, offset2bag,
+   * mode, padding_idx) -> [n]: grad[bag] . weight[index], 0 for padding */
+  const tpurt_tensor *g = &c->args[0].t, *w = &c->args[1].t, *ind = &c->args[2].t, *o2b = &c->args[4].t;
+  const tpurt_tensor* out = &c->outs[0];
+  int64_t pad = c->args[6].i, D = w->sizes[1];
+  if (c->args[5].i != BAG_SUM)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "embedding_bag_backward: per_sample_weights only supported for mode='sum'");
+  for (int64_t i = 0; i < ind->sizes[0]; i++) {
+    int64_t k = ld_i(ind, i), b = ld_i(o2b, i);
+    double acc = 0;
+    for (int64_t j = 0; k != pad && j < D; j++) acc += ld_f(g, b, j) * ld_f(w, k, j);
+    tpurt_store_f64(at(out, i * out->strides[0]), out->dtype, acc);
+  }
+  return TPURT_OK;
+}

@@ -1,0 +1,522 @@
+/* Dense linear algebra on batches of small matrices, in double whatever the dtype (f32 and
+ * f64): LU with partial pivoting (getrf's conventions: 1-based int32 pivots, info = first
+ * exactly-zero pivot), LU solves, det/slogdet, inverse, solve, Cholesky, Householder QR
+ * (geqrf's sign conventions), triangular solves.
+ *
+ * det and slogdet factor A^T instead of A when A is contiguous, as ATen does (their LU and
+ * pivots outputs feed the backward's lu_solve with adjoint=!that); solve and inv factor A. */
+#include <stdlib.h>
+
+#include "reduce.h"
+
+/* ---------------------------------------------------------------- batched matrix views */
+typedef struct mview {
+  const tpurt_tensor* t;
+  int64_t rows, cols, rs, cs;
+  int64_t bst[TPURT_MAX_DIMS]; /* batch strides over the iteration's batch dims */
+} mview;
+
+/* A view of t's trailing matrix (or vector, as one column: vec = 1) with its batch dims
+ * broadcast to the nb iteration dims. */
+static void mv_init(mview* v, const tpurt_tensor* t, int nb, int vec) {
+  int nd = t->ndim, tb = vec ? nd - 1 : nd - 2;
+  v->t = t;
+  v->rows = t->sizes[vec ? nd - 1 : nd - 2];
+  v->rs = t->strides[vec ? nd - 1 : nd - 2];
+  v->cols = vec ? 1 : t->sizes[nd - 1];
+  v->cs = vec ? 0 : t->strides[nd - 1];
+  for (int d = 0; d < nb; d++) {
+    int td = d - (nb - tb);
+    v->bst[d] = td < 0 || t->sizes[td] == 1 ? 0 : t->strides[td];
+  }
+}
+
+static char* mv_ptr(const mview* v, const int64_t* b, int nb, int64_t i, int64_t j) {
+  int64_t o = i * v->rs + j * v->cs;
+  for (int d = 0; d < nb; d++) o += b[d] * v->bst[d];
+  return (char*)v->t->data + o * (int64_t)tpurt_dtype_size((tpurt_dtype)v->t->dtype);
+}
+
+/* a (row-major) <- the matrix, or its transpose when trans */
+static void mv_load(const mview* v, const int64_t* b, int nb, double* a, int trans) {
+  for (int64_t i = 0; i < v->rows; i++)
+    for (int64_t j = 0; j < v->cols; j++) {
+      double x = tpurt_load_f64(mv_ptr(v, b, nb, i, j), v->t->dtype);
+      if (trans) a[j * v->rows + i] = x;
+      else a[i * v->cols + j] = x;
+    }
+}
+
+/* the matrix <- a (row-major), or a's transpose when trans */
+static void mv_store(const mview* v, const int64_t* b, int nb, const double* a, int trans) {
+  for (int64_t i = 0; i < v->rows; i++)
+    for (int64_t j = 0; j < v->cols; j++)
+      tpurt_store_f64(mv_ptr(v, b, nb, i, j), v->t->dtype, trans ? a[j * v->rows + i] : a[i * v->cols + j]);
+}
+
+/* Element of a per-batch output (info, det, sign: t's dims are the trailing batch dims). */
+static char* batch_ptr(const tpurt_tensor* t, const int64_t* b, int nb) {
+  int64_t o = 0;
+  for (int d = 0; d < t->ndim; d++) o += b[d + (nb - t->ndim)] * (t->sizes[d] == 1 ? 0 : t->strides[d]);
+  return (char*)t->data + o * (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype);
+}
+static void put_info(const tpurt_tensor* t, const int64_t* b, int nb, int64_t v) {
+  tpurt_store_i64(batch_ptr(t, b, nb), t->dtype, v);
+}
+static void put_pivots(const tpurt_tensor* t, const int64_t* b, int nb, const int* piv, int64_t k) {
+  mview v;
+  mv_init(&v, t, nb, 1);
+  for (int64_t i = 0; i < k; i++) tpurt_store_i64(mv_ptr(&v, b, nb, i, 0), t->dtype, piv[i] + 1);
+}
+
+/* The iteration batch: t's leading ndim - mdims dims. Returns 0 when it is empty. */
+static int batch_of(const tpurt_tensor* t, int mdims, int* nb, int64_t* sizes) {
+  *nb = t->ndim - mdims;
+  for (int d = 0; d < *nb; d++)
+    if ((sizes[d] = t->sizes[d]) == 0) return 0;
+  return 1;
+}
+#define FOR_BATCH(b, nb, sizes) \
+  for (int64_t b[TPURT_MAX_DIMS] = {0}, _go = 1; _go; _go = (nb) > 0 && tpurt_next_index(b, sizes, nb))
+
+static int is_float_ok(int dt) { return dt == TPURT_F32 || dt == TPURT_F64; }
+static tpurt_status dtype_check(const char* api, const tpurt_tensor* t) {
+  if (is_float_ok(t->dtype)) return TPURT_OK;
+  return tpurt_fail(TPURT_ERR_RUNTIME, "%s: Expected a floating point tensor as input. Got %s", api,
+                    tpurt_dtype_name((tpurt_dtype)t->dtype));
+}
+
+/* ---------------------------------------------------------------- factorizations */
+/* In-place LU of row-major a (m x n) with row pivots piv[0..min(m,n)) (0-based, swaps in
+ * order); returns getrf's info: 1-based index of the first exactly-zero pivot, else 0. */
+static int64_t getrf(double* a, int64_t m, int64_t n, int* piv) {
+  int64_t k = m < n ? m : n, info = 0;
+  for (int64_t j = 0; j < k; j++) {
+    int64_t p = j;
+    for (int64_t i = j + 1; i < m; i++)
+      if (fabs(a[i * n + j]) > fabs(a[p * n + j])) p = i;
+    piv[j] = (int)p;
+    if (a[p * n + j] != 0) {
+      if (p != j)
+        for (int64_t c = 0; c < n; c++) {
+          double t = a[j * n + c];
+          a[j * n + c] = a[p * n + c];
+          a[p * n + c] = t;
+        }
+      for (int64_t i = j + 1; i < m; i++) a[i * n + j] /= a[j * n + j];
+    } else if (!info) {
+      info = j + 1;
+    }
+    for (int64_t i = j + 1; i < m; i++) {
+      double l = a[i * n + j];
+      if (l != 0)
+        for (int64_t c = j + 1; c < n; c++) a[i * n + c] -= l * a[j * n + c];
+    }
+  }
+  return info;
+}
+
+/* Solve (P L U) X = B (adjoint: (P L U)^T X = B) in place; b is row-major n x r. */
+static void getrs(const double* lu, const int* piv, int64_t n, double* b, int64_t r, int adjoint) {
+#define SWAP_ROWS(x, y)                     \
+  for (int64_t c = 0; c < r; c++) {         \
+    double t = b[(x) * r + c];              \
+    b[(x) * r + c] = b[(y) * r + c];        \
+    b[(y) * r + c] = t;                     \
+  }
+  if (!adjoint) {
+    for (int64_t k = 0; k < n; k++)
+      if (piv[k] != k) SWAP_ROWS(k, piv[k])
+    for (int64_t i = 0; i < n; i++) /* L y = Pb, unit diagonal */
+      for (int64_t k = 0; k < i; k++)
+        for (int64_t c = 0; c < r; c++) b[i * r + c] -= lu[i * n + k] * b[k * r + c];
+    for (int64_t i = n - 1; i >= 0; i--) /* U x = y */
+      for (int64_t c = 0; c < r; c++) {
+        double s = b[i * r + c];
+        for (int64_t k = i + 1; k < n; k++) s -= lu[i * n + k] * b[k * r + c];
+        b[i * r + c] = s / lu[i * n + i];
+      }
+  } else {
+    for (int64_t i = 0; i < n; i++) /* U^T y = b */
+      for (int64_t c = 0; c < r; c++) {
+        double s = b[i * r + c];
+        for (int64_t k = 0; k < i; k++) s -= lu[k * n + i] * b[k * r + c];
+        b[i * r + c] = s / lu[i * n + i];
+      }
+    for (int64_t i = n - 1; i >= 0; i--) /* L^T z = y */
+      for (int64_t k = i + 1; k < n; k++)
+        for (int64_t c = 0; c < r; c++) b[i * r + c] -= lu[k * n + i] * b[k * r + c];
+    for (int64_t k = n - 1; k >= 0; k--)
+      if (piv[k] != k) SWAP_ROWS(k, piv[k])
+  }
+#undef SWAP_ROWS
+}
+
+/* ---------------------------------------------------------------- scratch */
+typedef struct scratch {
+  double* a;  /* matrix */
+  double* b;  /* right-hand sides / second matrix */
+  int* piv;
+} scratch;
+
+static tpurt_status scratch_alloc(scratch* s, int64_t na, int64_t nb, int64_t np) {
+  s->a = malloc(sizeof(double) * (size_t)(na + nb + 2) + sizeof(int) * (size_t)(np + 1));
+  if (!s->a) return tpurt_fail(TPURT_ERR_OOM, "linalg: out of host memory for scratch");
+  s->b = s->a + na + 1;
+  s->piv = (int*)(s->b + nb + 1);
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- LU family */
+tpurt_status tpurt_kernel_lu_factor_ex(const tpurt_op_call* c) {
+  /* linalg_lu_factor_ex(A, *, pivot, check_errors) -> (LU, pivots, info) */
+  const tpurt_tensor* A = &c->args[0].t;
+  tpurt_status st = dtype_check("linalg.lu_factor", A);
+  if (st) return st;
+  if (!c->args[1].i) return tpurt_fail(TPURT_ERR_RUNTIME, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+  int nb;
+  int64_t bs[TPURT_MAX_DIMS];
+  if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
+  mview a, lu;
+  mv_init(&a, A, nb, 0);
+  mv_init(&lu, &c->outs[0], nb, 0);
+  int64_t m = a.rows, n = a.cols, k = m < n ? m : n;
+  scratch s = {0};
+  if ((st = scratch_alloc(&s, m * n, 0, k))) return st;
+  FOR_BATCH(b, nb, bs) {
+    mv_load(&a, b, nb, s.a, 0);
+    int64_t info = getrf(s.a, m, n, s.piv);
+    mv_store(&lu, b, nb, s.a, 0);
+    put_pivots(&c->outs[1], b, nb, s.piv, k);
+    put_info(&c->outs[2], b, nb, info);
+    if (info && c->args[2].i) {
+      st = tpurt_fail(TPURT_ERR_RUNTIME, "torch.linalg.lu_factor_ex: U[%lld,%lld] is zero and using it on lu_solve would "
+                      "result in a division by zero. If you still want to perform the factorization, consider calling "
+                      "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)", (long long)info, (long long)info);
+      break;
+    }
+  }
+  free(s.a);
+  return st;
+}
+
+tpurt_status tpurt_kernel_lu(const tpurt_op_call* c) {
+  /* linalg_lu(A, *, pivot) -> (P [m, m], L [m, k], U [k, n]) with A = P L U */
+  const tpurt_tensor* A = &c->args[0].t;
+  tpurt_status st = dtype_check("linalg.lu", A);
+  if (st) return st;
+  if (!c->args[1].i) return tpurt_fail(TPURT_ERR_RUNTIME, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+  int nb;
+  int64_t bs[TPURT_MAX_DIMS];
+  if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
+  mview a, P, L, U;
+  mv_init(&a, A, nb, 0);
+  mv_init(&P, &c->outs[0], nb, 0);
+  mv_init(&L, &c->outs[1], nb, 0);
+  mv_init(&U, &c->outs[2], nb, 0);
+  int64_t m = a.rows, n = a.cols, k = m < n ? m : n;
+  scratch s = {0};
+  if ((st = scratch_alloc(&s, m * n, m * (m > n ? m : n), k + m))) return st;
+  int* perm = s.piv + k;
+  FOR_BATCH(b, nb, bs) {
+    mv_load(&a, b, nb, s.a, 0);
+    getrf(s.a, m, n, s.piv);
+    for (int64_t i = 0; i < m; i++) perm[i] = (int)i;
+    for (int64_t j = 0; j < k; j++) {
+      int t = perm[j];
+      perm[j] = perm[s.piv[j]];
+      perm[s.piv[j]] = t;
+    }
+    /* row i of L U is row perm[i] of A: P[perm[i], i] = 1 */
+    memset(s.b, 0, sizeof(double) * (size_t)(m * m));
+    for (int64_t i = 0; i < m; i++) s.b[perm[i] * m + i] = 1;
+    mv_store(&P, b, nb, s.b, 0);
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < k; j++) s.b[i * k + j] = j < i ? s.a[i * n + j] : j == i ? 1 : 0;
+    mv_store(&L, b, nb, s.b, 0);
+    for (int64_t i = 0; i < k; i++)
+      for (int64_t j = 0; j < n; j++) s.b[i * n + j] = j >= i ? s.a[i * n + j] : 0;
+    mv_store(&U, b, nb, s.b, 0);
+  }
+  free(s.a);
+  return TPURT_OK;
+}
+
+tpurt_status tpurt_kernel_lu_solve(const tpurt_op_call* c) {
+  /* linalg_lu_solve(LU, pivots, B, *, left, adjoint) */
+  const tpurt_tensor *LU = &c->args[0].t, *out = &c->outs[0];
+  int left = (int)c->args[3].i, adjoint = (int)c->args[4].i;
+  int nb;
+  int64_t bs[TPURT_MAX_DIMS];
+  if (!batch_of(out, 2, &nb, bs)) return TPURT_OK;
+  mview lu, piv, B, X;
+  mv_init(&lu, LU, nb, 0);
+  mv_init(&piv, &c->args[1].t, nb, 1);
+  mv_init(&B, &c->args[2].t, nb, 0);
+  mv_init(&X, out, nb, 0);
+  int64_t n = lu.rows, r = left ? B.cols : B.rows;
+  scratch s = {0};
+  tpurt_status st = scratch_alloc(&s, n * n, n * r, n);
+  if (st) return st;
+  FOR_BATCH(b, nb, bs) {
+    mv_load(&lu, b, nb, s.a, 0);
+    for (int64_t i = 0; i < n; i++) s.piv[i] = (int)tpurt_load_i64(mv_ptr(&piv, b, nb, i, 0), piv.t->dtype) - 1;
+    /* X A = B is A^T X^T = B^T */
+    mv_load(&B, b, nb, s.b, !left);
+    getrs(s.a, s.piv, n, s.b, r, left ? adjoint : !adjoint);
+    mv_store(&X, b, nb, s.b, !left);
+  }
+  free(s.a);
+  return TPURT_OK;
+}
+
+/* det and slogdet: LU of A^T when A is contiguous (ATen's choice), then the diagonal */
+static tpurt_status det_family(const tpurt_op_call* c, int slog) {
+  const tpurt_tensor* A = &c->args[0].t;
+  tpurt_status st = dtype_check(slog ? "linalg.slogdet" : "linalg.det", A);
+  if (st) return st;
+  int nb, trans = tpurt_is_contiguous(A);
+  int64_t bs[TPURT_MAX_DIMS];
+  if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
+  const tpurt_tensor *o_lu = &c->outs[slog ? 2 : 1], *o_piv = &c->outs[slog ? 3 : 2];
+  mview a, lu;
+  mv_init(&a, A, nb, 0);
+  mv_init(&lu, o_lu, nb, 0);
+  int64_t n = a.rows;
+  scratch s = {0};
+  if ((st = scratch_alloc(&s, n * n, 0, n))) return st;
+  FOR_BATCH(b, nb, bs) {
+    mv_load(&a, b, nb, s.a, trans);
+    getrf(s.a, n, n, s.piv);
+    mv_store(&lu, b, nb, s.a, 0);
+    put_pivots(o_piv, b, nb, s.piv, n);
+    double det = 1, logabs = 0, sign = 1;
+    for (int64_t i = 0; i < n; i++) {
+      double u = s.a[i * n + i];
+      det *= u;
+      logabs += log(fabs(u));
+      if (u < 0) sign = -sign;
+      if (s.piv[i] != i) {
+        det = -det;
+        sign = -sign;
+      }
+      if (u == 0) sign = 0;
+    }
+    if (slog) {
+      tpurt_store_f64(batch_ptr(&c->outs[0], b, nb), c->outs[0].dtype, sign);
+      tpurt_store_f64(batch_ptr(&c->outs[1], b, nb), c->outs[1].dtype, sign == 0 ? -INFINITY : logabs);
+    } else {
+      tpurt_store_f64(batch_ptr(&c->outs[0], b, nb), c->outs[0].dtype, det);
+    }
+  }
+  free(s.a);
+  return TPURT_OK;
+}
+tpurt_status tpurt_kernel_det(const tpurt_op_call* c) { return det_family(c, 0); }
+tpurt_status tpurt_kernel_slogdet(const tpurt_op_call* c) { return det_family(c, 1); }
+
+/* ---------------------------------------------------------------- solve / inverse */
+/* X with A X = B (left) or X A = B, B = identity when ident; LU/pivots/info report A's
+ * factorization. */
+static tpurt_status solve(const tpurt_op_call* c, const tpurt_tensor* B, int left, int ident, const tpurt_tensor* o_x,
+                          const tpurt_tensor* o_lu, const tpurt_tensor* o_piv, const tpurt_tensor* o_info,
+                          int check, const char* api) {
+  const tpurt_tensor* A = &c->args[0].t;
+  tpurt_status st = dtype_check(api, A);
+  if (st) return st;
+  int vec = o_x->ndim == A->ndim - 1, nb;
+  int64_t bs[TPURT_MAX_DIMS];
+  if (!batch_of(o_x, vec ? 1 : 2, &nb, bs)) return TPURT_OK;
+  mview a, x, b_, lu = {0};
+  mv_init(&a, A, nb, 0);
+  mv_init(&x, o_x, nb, vec);
+  if (!ident) mv_init(&b_, B, nb, vec);
+  if (o_lu) mv_init(&lu, o_lu, nb, 0);
+  int64_t n = a.rows, r = left ? x.cols : x.rows;
+  scratch s = {0};
+  if ((st = scratch_alloc(&s, n * n, n * r, n))) return st;
+  FOR_BATCH(b, nb, bs) {
+    mv_load(&a, b, nb, s.a, 0);
+    int64_t info = getrf(s.a, n, n, s.piv);
+    if (o_lu) {
+      mv_store(&lu, b, nb, s.a, 0);
+      put_pivots(o_piv, b, nb, s.piv, n);
+    }
+    put_info(o_info, b, nb, info);
+    if (info && check) {
+      st = ident ? tpurt_fail(TPURT_ERR_RUNTIME, "%s: The diagonal element %lld is zero, the inversion could not be "
+                              "completed because the input matrix is singular.", api, (long long)info)
+                 : tpurt_fail(TPURT_ERR_RUNTIME, "%s: The solver failed because the input matrix is singular.", api);
+      break;
+    }
+    if (ident) {
+      memset(s.b, 0, sizeof(double) * (size_t)(n * n));
+      for (int64_t i = 0; i < n; i++) s.b[i * n + i] = 1;
+    } else {
+      mv_load(&b_, b, nb, s.b, !left); /* X A = B is A^T X^T = B^T */
+    }
+    getrs(s.a, s.piv, n, s.b, r, !left);
+    mv_store(&x, b, nb, s.b, !left);
+  }
+  free(s.a);
+  return st;
+}
+
+tpurt_status tpurt_kernel_solve_ex(const tpurt_op_call* c) {
+  /* _linalg_solve_ex(A, B, *, left, check_errors) -> (result, LU, pivots, info) */
+  return solve(c, &c->args[1].t, (int)c->args[2].i, 0, &c->outs[0], &c->outs[1], &c->outs[2], &c->outs[3],
+               (int)c->args[3].i, "torch.linalg.solve");
+}
+
+tpurt_status tpurt_kernel_inv_ex(const tpurt_op_call* c) {
+  /* linalg_inv_ex(A, *, check_errors) -> (inverse, info): solve A X = I */
+  return solve(c, NULL, 1, 1, &c->outs[0], NULL, NULL, &c->outs[1], (int)c->args[1].i, "linalg.inv");
+}
+
+/* ---------------------------------------------------------------- Cholesky */
+tpurt_status tpurt_kernel_cholesky_ex(const tpurt_op_call* c) {
+  /* linalg_cholesky_ex(A, *, upper, check_errors) -> (L or L^H, info): potrf on the lower
+   * triangle; info = order of the first leading minor that is not positive definite */
+  const tpurt_tensor* A = &c->args[0].t;
+  tpurt_status st = dtype_check("linalg.cholesky", A);
+  if (st) return st;
+  int upper = (int)c->args[1].i, nb;
+  int64_t bs[TPURT_MAX_DIMS];
+  if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
+  mview a, l;
+  mv_init(&a, A, nb, 0);
+  mv_init(&l, &c->outs[0], nb, 0);
+  int64_t n = a.rows;
+  scratch s = {0};
+  if ((st = scratch_alloc(&s, n * n, 0, 0))) return st;
+  FOR_BATCH(b, nb, bs) {
+    double* L = s.a;
+    mv_load(&a, b, nb, L, 0);
+    int64_t info = 0;
+    for (int64_t j = 0; j < n && !info; j++) {
+      double d = L[j * n + j];
+      for (int64_t k = 0; k < j; k++) d -= L[j * n + k] * L[j * n + k];
+      if (!(d > 0)) {
+        info = j + 1;
+        break;
+      }
+      d = sqrt(d);
+      L[j * n + j] = d;
+      for (int64_t i = j + 1; i < n; i++) {
+        double v = L[i * n + j];
+        for (int64_t k = 0; k < j; k++) v -= L[i * n + k] * L[j * n + k];
+        L[i * n + j] = v / d;
+      }
+    }
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = i + 1; j < n; j++) L[i * n + j] = 0;
+    mv_store(&l, b, nb, L, upper);
+    put_info(&c->outs[1], b, nb, info);
+    if (info && c->args[2].i) {
+      st = tpurt_fail(TPURT_ERR_RUNTIME, "linalg.cholesky: The factorization could not be completed because the input "
+                      "is not positive-definite (the leading minor of order %lld is not positive-definite).", (long long)info);
+      break;
+    }
+  }
+  free(s.a);
+  return st;
+}
+
+/* ---------------------------------------------------------------- QR */
+tpurt_status tpurt_kernel_qr(const tpurt_op_call* c) {
+  /* linalg_qr(A, mode) -> (Q, R): Householder reflections with geqrf's conventions
+   * (beta = -sign(alpha) * norm, no reflection for an already-zero column) */
+  const tpurt_tensor* A = &c->args[0].t;
+  tpurt_status st = dtype_check("linalg.qr", A);
+  if (st) return st;
+  const char* mode = c->args[1].kind == TPURT_V_STRING ? c->args[1].s : "reduced";
+  int complete = strcmp(mode, "complete") == 0, want_q = strcmp(mode, "r") != 0, nb;
+  int64_t bs[TPURT_MAX_DIMS];
+  if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
+  mview a, q = {0}, r;
+  mv_init(&a, A, nb, 0);
+  if (want_q) mv_init(&q, &c->outs[0], nb, 0);
+  mv_init(&r, &c->outs[1], nb, 0);
+  int64_t m = a.rows, n = a.cols, k = m < n ? m : n, qc = complete ? m : k, rr = complete ? m : k;
+  scratch s = {0};
+  if ((st = scratch_alloc(&s, m * n + k, m * (qc > n ? qc : n), 0))) return st;
+  double* tau = s.a + m * n;
+  FOR_BATCH(b, nb, bs) {
+    double* x = s.a;
+    mv_load(&a, b, nb, x, 0);
+    for (int64_t j = 0; j < k; j++) {
+      double alpha = x[j * n + j], xn = 0;
+      for (int64_t i = j + 1; i < m; i++) xn = hypot(xn, x[i * n + j]);
+      tau[j] = 0;
+      if (xn == 0) continue;
+      double beta = -copysign(hypot(alpha, xn), alpha);
+      tau[j] = (beta - alpha) / beta;
+      for (int64_t i = j + 1; i < m; i++) x[i * n + j] /= alpha - beta;
+      x[j * n + j] = beta;
+      for (int64_t cc = j + 1; cc < n; cc++) { /* (I - tau v v^T) on the trailing columns, v_j = 1 */
+        double w = x[j * n + cc];
+        for (int64_t i = j + 1; i < m; i++) w += x[i * n + j] * x[i * n + cc];
+        w *= tau[j];
+        x[j * n + cc] -= w;
+        for (int64_t i = j + 1; i < m; i++) x[i * n + cc] -= w * x[i * n + j];
+      }
+    }
+    double* o = s.b;
+    for (int64_t i = 0; i < rr; i++)
+      for (int64_t j = 0; j < n; j++) o[i * n + j] = j >= i ? x[i * n + j] : 0;
+    mv_store(&r, b, nb, o, 0);
+    if (!want_q) continue;
+    /* Q = H_0 ... H_{k-1} applied to the first qc columns of the identity */
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < qc; j++) o[i * qc + j] = i == j;
+    for (int64_t j = k - 1; j >= 0; j--) {
+      if (tau[j] == 0) continue;
+      for (int64_t cc = 0; cc < qc; cc++) {
+        double w = o[j * qc + cc];
+        for (int64_t i = j + 1; i < m; i++) w += x[i * n + j] * o[i * qc + cc];
+        w *= tau[j];
+        o[j * qc + cc] -= w;
+        for (int64_t i = j + 1; i < m; i++) o[i * qc + cc] -= w * x[i * n + j];
+      }
+    }
+    mv_store(&q, b, nb, o, 0);
+  }
+  free(s.a);
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- triangular solve */
+tpurt_status tpurt_kernel_solve_triangular(const tpurt_op_call* c) {
+  /* linalg_solve_triangular(A, B, *, upper, left, unitriangular): only A's upper (lower)
+   * triangle is read; X A = B is solved as A^T X^T = B^T */
+  const tpurt_tensor* out = &c->outs[0];
+  tpurt_status st = dtype_check("linalg.solve_triangular", &c->args[0].t);
+  if (st) return st;
+  int left = (int)c->args[3].i, unit = (int)c->args[4].i, upper = (int)c->args[2].i == left, nb;
+  int64_t bs[TPURT_MAX_DIMS];
+  if (!batch_of(out, 2, &nb, bs)) return TPURT_OK;
+  mview a, B, X;
+  mv_init(&a, &c->args[0].t, nb, 0);
+  mv_init(&B, &c->args[1].t, nb, 0);
+  mv_init(&X, out, nb, 0);
+  int64_t n = a.rows, r = left ? X.cols : X.rows;
+  scratch s = {0};
+  if ((st = scratch_alloc(&s, n * n, n * r, 0))) return st;
+  FOR_BATCH(b, nb, bs) {
+    const double* t = s.a;
+    double* x = s.b;
+    mv_load(&a, b, nb, s.a, !left);
+    mv_load(&B, b, nb, x, !left);
+    for (int64_t ii = 0; ii < n; ii++) {
+      int64_t i = upper ? n - 1 - ii : ii; /* back substitution for upper, forward for lower */
+      for (int64_t cc = 0; cc < r; cc++) {
+        double v = x[i * r + cc];
+        for (int64_t k = upper ? i + 1 : 0; k < (upper ? n : i); k++) v -= t[i * n + k] * x[k * r + cc];
+        x[i * r + cc] = unit ? v : v / t[i * n + i];
+      }
+    }
+    mv_store(&X, b, nb, x, !left);
+  }
+  free(s.a);
+  return TPURT_OK;
+}

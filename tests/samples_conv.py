@@ -36,6 +36,8 @@ FORWARD = [
     ("conv_transpose2d", F.conv_transpose2d, (2, 4, 5, 6), (4, 3, 3, 3), (3,), dict(stride=2, padding=1, output_padding=1)),
     ("conv_transpose2d groups dilation", F.conv_transpose2d, (2, 4, 5, 5), (4, 3, 2, 3), None,
      dict(stride=(2, 1), groups=2, dilation=(1, 2), padding=(0, 1))),
+    ("conv_transpose2d unit stride", F.conv_transpose2d, (2, 4, 5, 6), (4, 3, 3, 2), (6,),
+     dict(groups=2, dilation=2, padding=(1, 3), output_padding=1)),
     ("conv_transpose3d", F.conv_transpose3d, (1, 2, 3, 4, 3), (2, 3, 2, 3, 2), (3,), dict(stride=2, output_padding=(1, 0, 1))),
 ]
 

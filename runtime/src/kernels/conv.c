@@ -238,6 +238,49 @@ static void to_big(const conv_run* r, const operand* S, const operand* W, void* 
     }
 }
 
+/* to_big for unit strides, as a regular convolution of S with the transposed, flipped
+ * weight W'[g*Cbg + ci, co, k'] = W[g*Csg + co, ci, k-1-k'] and padding dl*(k-1) - pd:
+ * the GEMM's K is then Csg*K instead of Csg (a far better shape), and no col2im. */
+static tpurt_status to_big_direct(const conv_run* r, const tpurt_tensor* S, const tpurt_tensor* w, void* acc) {
+  const geom* g = &r->g;
+  conv_run d = *r;
+  geom* h = &d.g;
+  h->Cb = g->Cs, h->Cbg = g->Csg, h->Cs = g->Cb, h->Csg = g->Cbg;
+  h->Lb = g->Ls, h->Ls = g->Lb, h->CbK = h->Cbg * g->Kk;
+  for (int i = 0; i < 3; i++) {
+    h->bs[i] = g->ss[i], h->ss[i] = g->bs[i];
+    h->pd[i] = g->dl[i] * (g->k[i] - 1) - g->pd[i];
+  }
+  size_t es = tpurt_dtype_size((tpurt_dtype)w->dtype);
+  operand W = {*w, 1, malloc((size_t)tpurt_numel(w) * es + 1)};
+  d.col = malloc((size_t)(h->CbK * h->Ls) * 8 + 1);
+  tpurt_status s = W.owned && d.col ? TPURT_OK : tpurt_fail(TPURT_ERR_OOM, "convolution: host out of memory for scratch");
+  W.t.sizes[0] = h->Cs;
+  W.t.sizes[1] = h->Cbg;
+  W.t = dense_like(&W.t, W.owned, w->dtype);
+  for (int64_t grp = 0; !s && grp < g->G; grp++) {
+    tpurt_tensor dst = W.t, src = *w;
+    dst.sizes[0] = src.sizes[0] = g->Cbg;
+    dst.sizes[1] = src.sizes[1] = g->Csg;
+    dst.data = (char*)at(&W.t, grp * g->Cbg * W.t.strides[0]);
+    int64_t off = grp * g->Csg * w->strides[0];
+    src.strides[0] = w->strides[1];
+    src.strides[1] = w->strides[0];
+    for (int i = 2; i < w->ndim; i++) {
+      off += (w->sizes[i] - 1) * w->strides[i];
+      src.strides[i] = -w->strides[i];
+    }
+    src.data = (char*)at(w, off);
+    s = tpurt_copy_tensor(&dst, &src);
+  }
+  if (!s) to_small(&d, S, &W, acc);
+  free(W.owned);
+  free(d.col);
+  return s;
+}
+
+static int unit_strides(const geom* g) { return g->st[0] == 1 && g->st[1] == 1 && g->st[2] == 1; }
+
 /* acc [G][CbK][Csg] (dense, zeroed) += im2col(B) * S^T, summed over the batch */
 static void weight_grad(const conv_run* r, const tpurt_tensor* B, const operand* S, void* acc) {
   const geom* g = &r->g;
@@ -331,12 +374,12 @@ tpurt_status tpurt_kernel_convolution(const tpurt_op_call* c) {
   void* acc = acc_alloc(&r, tpurt_numel(out));
   if (!s && !acc) s = tpurt_fail(TPURT_ERR_OOM, "convolution: host out of memory for scratch");
   if (!s) s = operand_init(&W, w, 1);
-  if (!s && transposed) s = operand_init(&S, x, 2);
-  if (!s) {
-    if (transposed) to_big(&r, &S, &W, acc);
-    else to_small(&r, x, &W, acc);
-    s = store_out(&r, out, acc, &c->args[2]);
-  }
+  int direct = transposed && unit_strides(&r.g);
+  if (!s && transposed && !direct) s = operand_init(&S, x, 2);
+  if (!s && direct) s = to_big_direct(&r, x, w, acc);
+  else if (!s && transposed) to_big(&r, &S, &W, acc);
+  else if (!s) to_small(&r, x, &W, acc);
+  if (!s) s = store_out(&r, out, acc, &c->args[2]);
   free(W.owned);
   free(S.owned);
   free(acc);
@@ -363,9 +406,10 @@ tpurt_status tpurt_kernel_convolution_backward(const tpurt_op_call* c) {
     s = operand_init(&W, w, 1);
     acc_i = acc_alloc(&r, tpurt_numel(gi));
     if (!s && !acc_i) s = tpurt_fail(TPURT_ERR_OOM, "convolution_backward: host out of memory for scratch");
+    if (!s && !transposed && unit_strides(&r.g)) s = to_big_direct(&r, Sraw, w, acc_i);
+    else if (!s && !transposed) to_big(&r, &S, &W, acc_i);
+    else if (!s) to_small(&r, go, &W, acc_i);
     if (!s) {
-      if (transposed) to_small(&r, go, &W, acc_i);
-      else to_big(&r, &S, &W, acc_i);
       tpurt_tensor src = dense_like(gi, acc_i, r.f64 ? TPURT_F64 : TPURT_F32);
       s = tpurt_copy_tensor(gi, &src);
     }

@@ -1,0 +1,309 @@
+/* Resampling family: upsampling (nearest, nearest-exact, linear, bilinear, bicubic,
+ * trilinear) and reflection / replication padding, each with its backward.
+ *
+ * All of them are separable gathers: output index o of spatial dim d reads taps
+ * (input index, weight) from a per-dim table, and an output element is the sum over the
+ * product of its dims' taps. The tables reproduce CPU's index and weight arithmetic
+ * (UpSample.h: float scales for float tensors, double for float64) so that the gathers
+ * land on the same source elements. Single-tap, weight-one tables (nearest, padding) copy
+ * raw elements (exact for every dtype); the rest sum in double. Backward passes scatter
+ * grad_output through the same taps into a dense double buffer stored once. Spatial dims
+ * are padded to 3 with leading size-1 dims; every leading dim is a "plane". */
+#include <stdlib.h>
+
+#include "../internal.h"
+
+typedef struct {
+  int64_t i[4];
+  double w[4];
+  int n;
+} tap;
+
+typedef struct {
+  int nsp;
+  int64_t P;
+  int64_t is[3], os[3];
+  tap* t[3];
+  int raw; /* every tap is a single weight-one copy */
+} rgeom;
+
+typedef enum { R_NEAREST, R_EXACT, R_LINEAR, R_CUBIC, R_REFLECT, R_REPLICATE } rmode;
+
+/* ---------------------------------------------------------------- tap tables */
+/* TAPS(T, SFX): CPU's index arithmetic in T (float, or double for float64 tensors). */
+#define TAPS(T, SFX)                                                                            \
+  static T scales_value_##SFX(double scale, int64_t I, int64_t O) {                            \
+    return scale > 0 ? (T)(1.0 / scale) : (T)I / (T)O;                                         \
+  }                                                                                             \
+  static T area_scale_##SFX(int64_t I, int64_t O, int align, double scale) {                   \
+    if (align) return O > 1 ? (T)(I - 1) / (T)(O - 1) : (T)0;                                  \
+    return scales_value_##SFX(scale, I, O);                                                    \
+  }                                                                                             \
+  static T source_index_##SFX(T scale, int64_t o, int align, int cubic) {                      \
+    if (align) return scale * (T)o;                                                            \
+    T src = scale * ((T)o + (T)0.5) - (T)0.5;                                                  \
+    return !cubic && src < 0 ? (T)0 : src;                                                     \
+  }                                                                                             \
+  /* input index floor(x) clamped to I-1 and lambda = x - index clamped to [0, 1] */           \
+  static int64_t guard_##SFX(T x, int64_t I, T* lambda) {                                       \
+    int64_t i = (int64_t)floor(x);                                                             \
+    if (i > I - 1) i = I - 1;                                                                  \
+    T l = x - (T)i;                                                                            \
+    *lambda = l < 0 ? (T)0 : l > 1 ? (T)1 : l;                                                 \
+    return i;                                                                                  \
+  }                                                                                             \
+  static T cc1_##SFX(T x, T A) { return ((A + 2) * x - (A + 3)) * x * x + 1; }                  \
+  static T cc2_##SFX(T x, T A) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; }            \
+  static tap interp_##SFX(rmode m, int64_t o, int64_t I, int64_t O, int align, double scale) {  \
+    tap t = {{0}, {0}, 0};                                                                     \
+    T s = area_scale_##SFX(I, O, align, scale), l;                                             \
+    int64_t i = guard_##SFX(source_index_##SFX(s, o, align, m == R_CUBIC), I, &l);             \
+    if (m == R_LINEAR) {                                                                       \
+      t.n = 2;                                                                                 \
+      t.i[0] = i;                                                                              \
+      t.i[1] = i + (i < I - 1 ? 1 : 0);                                                        \
+      t.w[0] = (T)1 - l;                                                                       \
+      t.w[1] = l;                                                                              \
+      return t;                                                                                \
+    }                                                                                          \
+    const T A = (T)-0.75;                                                                      \
+    T c[4] = {cc2_##SFX(l + (T)1, A), cc1_##SFX(l, A), cc1_##SFX((T)1 - l, A),                  \
+              cc2_##SFX(((T)1 - l) + (T)1, A)};                                                \
+    t.n = 4;                                                                                   \
+    for (int j = 0; j < 4; j++) {                                                              \
+      int64_t k = i - 1 + j;                                                                   \
+      t.i[j] = k < 0 ? 0 : k > I - 1 ? I - 1 : k;                                              \
+      t.w[j] = c[j];                                                                           \
+    }                                                                                          \
+    return t;                                                                                  \
+  }
+TAPS(float, f)
+TAPS(double, d)
+
+/* Nearest: float arithmetic whatever the dtype, as CPU's nearest_idx. */
+static int64_t nearest(rmode m, int64_t o, int64_t I, int64_t O, double scale) {
+  if (m == R_NEAREST && O == I) return o;
+  if (m == R_NEAREST && O == 2 * I) return o >> 1;
+  float s = scales_value_f(scale, I, O);
+  int64_t i = m == R_NEAREST ? (int64_t)floorf((float)o * s) : (int64_t)floorf((float)(((double)o + 0.5) * s));
+  return i < I - 1 ? i : I - 1;
+}
+
+/* One tap for padding: output o reads input o - pad, reflected or clamped at the edges. */
+static int64_t pad_index(rmode m, int64_t o, int64_t I, int64_t pad) {
+  int64_t x = o - pad;
+  if (m == R_REPLICATE) return x < 0 ? 0 : x > I - 1 ? I - 1 : x;
+  if (x < 0) x = -x;
+  if (x > I - 1) x = 2 * (I - 1) - x;
+  return x;
+}
+
+static tap one(int64_t i) {
+  tap t = {{i}, {1.0}, 1};
+  return t;
+}
+
+typedef struct {
+  rmode m;
+  int align, dbl;
+  double scale[3]; /* <= 0: none */
+  int64_t pad[3];  /* left/top/front pads for the padding modes */
+} rparams;
+
+static int64_t sp_size(const tpurt_tensor* t, int nsp, int i) {
+  int j = i - (3 - nsp);
+  return j < 0 ? 1 : t->sizes[t->ndim - nsp + j];
+}
+static int64_t sp_stride(const tpurt_tensor* t, int nsp, int i) {
+  int j = i - (3 - nsp);
+  return j < 0 ? 0 : t->strides[t->ndim - nsp + j];
+}
+static int64_t plane_off(const tpurt_tensor* t, int lead, int64_t p) {
+  int64_t off = 0;
+  for (int d = lead - 1; d >= 0; d--) {
+    off += (p % t->sizes[d]) * t->strides[d];
+    p /= t->sizes[d];
+  }
+  return off;
+}
+
+/* in / out: tensors with the input's / output's spatial sizes. */
+static tpurt_status geom_init(rgeom* g, int nsp, const rparams* rp, const tpurt_tensor* in, const tpurt_tensor* out) {
+  g->nsp = nsp;
+  g->P = 1;
+  for (int d = 0; d < in->ndim - nsp; d++) g->P *= in->sizes[d];
+  int64_t tot = 0;
+  for (int i = 0; i < 3; i++) {
+    g->is[i] = sp_size(in, nsp, i);
+    g->os[i] = sp_size(out, nsp, i);
+    tot += g->os[i];
+  }
+  g->t[0] = malloc(sizeof(tap) * (size_t)(tot ? tot : 1));
+  if (!g->t[0]) return tpurt_fail(TPURT_ERR_OOM, "upsample/pad: host out of memory for scratch");
+  g->t[1] = g->t[0] + g->os[0];
+  g->t[2] = g->t[1] + g->os[1];
+  g->raw = rp->m != R_LINEAR && rp->m != R_CUBIC;
+  for (int i = 0; i < 3; i++) {
+    int64_t I = g->is[i], O = g->os[i];
+    int fake = i < 3 - nsp;
+    for (int64_t o = 0; o < O; o++) {
+      tap* t = &g->t[i][o];
+      if (fake) *t = one(o);
+      else if (rp->m == R_NEAREST || rp->m == R_EXACT) *t = one(nearest(rp->m, o, I, O, rp->scale[i]));
+      else if (rp->m == R_REFLECT || rp->m == R_REPLICATE) *t = one(pad_index(rp->m, o, I, rp->pad[i]));
+      else if (rp->dbl) *t = interp_d(rp->m, o, I, O, rp->align, rp->scale[i]);
+      else *t = interp_f(rp->m, o, I, O, rp->align, rp->scale[i]);
+    }
+  }
+  return TPURT_OK;
+}
+
+#define FOR_OUTPUTS(g, ...)                                                                    \
+  for (int64_t p = 0; p < (g)->P; p++)                                                         \
+    for (int64_t od = 0; od < (g)->os[0]; od++)                                                \
+      for (int64_t oh = 0; oh < (g)->os[1]; oh++)                                              \
+        for (int64_t ow = 0; ow < (g)->os[2]; ow++) {                                          \
+          const tap *ta = &(g)->t[0][od], *tb = &(g)->t[1][oh], *tc = &(g)->t[2][ow];          \
+          __VA_ARGS__                                                                          \
+        }
+
+/* ---------------------------------------------------------------- forward / backward */
+#define RAW_COPY(T)                                                                              \
+  static void copy_##T(const rgeom* g, const tpurt_tensor* in, const tpurt_tensor* out) {       \
+    int64_t si[3], so[3];                                                                        \
+    for (int i = 0; i < 3; i++) si[i] = sp_stride(in, g->nsp, i), so[i] = sp_stride(out, g->nsp, i); \
+    FOR_OUTPUTS(g, {                                                                             \
+      const T* src = (const T*)in->data + plane_off(in, in->ndim - g->nsp, p);                  \
+      T* dst = (T*)out->data + plane_off(out, out->ndim - g->nsp, p);                           \
+      dst[od * so[0] + oh * so[1] + ow * so[2]] = src[ta->i[0] * si[0] + tb->i[0] * si[1] + tc->i[0] * si[2]]; \
+    })                                                                                           \
+  }
+RAW_COPY(uint8_t)
+RAW_COPY(uint16_t)
+RAW_COPY(uint32_t)
+RAW_COPY(uint64_t)
+
+static void interp_fwd(const rgeom* g, const tpurt_tensor* in, const tpurt_tensor* out) {
+  int64_t si[3], so[3];
+  for (int i = 0; i < 3; i++) si[i] = sp_stride(in, g->nsp, i), so[i] = sp_stride(out, g->nsp, i);
+  size_t ies = tpurt_dtype_size((tpurt_dtype)in->dtype), oes = tpurt_dtype_size((tpurt_dtype)out->dtype);
+  FOR_OUTPUTS(g, {
+    const char* src = (const char*)in->data + plane_off(in, in->ndim - g->nsp, p) * (int64_t)ies;
+    double v = 0;
+    for (int a = 0; a < ta->n; a++)
+      for (int b = 0; b < tb->n; b++) {
+        double wab = ta->w[a] * tb->w[b];
+        for (int c = 0; c < tc->n; c++)
+          v += wab * tc->w[c] *
+               tpurt_load_f64(src + (ta->i[a] * si[0] + tb->i[b] * si[1] + tc->i[c] * si[2]) * (int64_t)ies, in->dtype);
+      }
+    char* dst = (char*)out->data + (plane_off(out, out->ndim - g->nsp, p) + od * so[0] + oh * so[1] + ow * so[2]) * (int64_t)oes;
+    tpurt_store_f64(dst, out->dtype, v);
+  })
+}
+
+static tpurt_status forward(const rgeom* g, const tpurt_tensor* in, const tpurt_tensor* out) {
+  if (!g->raw || in->dtype != out->dtype) {
+    interp_fwd(g, in, out);
+    return TPURT_OK;
+  }
+  switch (tpurt_dtype_size((tpurt_dtype)in->dtype)) {
+    case 1: copy_uint8_t(g, in, out); break;
+    case 2: copy_uint16_t(g, in, out); break;
+    case 4: copy_uint32_t(g, in, out); break;
+    default: copy_uint64_t(g, in, out); break;
+  }
+  return TPURT_OK;
+}
+
+/* grad_input (in's spatial sizes) <- scatter of grad_output through the taps. */
+static tpurt_status backward(const rgeom* g, const tpurt_tensor* go, const tpurt_tensor* gi) {
+  int64_t n = tpurt_numel(gi);
+  double* acc = calloc((size_t)(n ? n : 1), sizeof(double));
+  if (!acc) return tpurt_fail(TPURT_ERR_OOM, "upsample/pad backward: host out of memory for scratch");
+  int64_t so[3], plane = g->is[0] * g->is[1] * g->is[2];
+  for (int i = 0; i < 3; i++) so[i] = sp_stride(go, g->nsp, i);
+  size_t ges = tpurt_dtype_size((tpurt_dtype)go->dtype);
+  FOR_OUTPUTS(g, {
+    double v = tpurt_load_f64((const char*)go->data + (plane_off(go, go->ndim - g->nsp, p) + od * so[0] + oh * so[1] +
+                                                       ow * so[2]) * (int64_t)ges, go->dtype);
+    double* ap = acc + p * plane;
+    for (int a = 0; a < ta->n; a++)
+      for (int b = 0; b < tb->n; b++)
+        for (int c = 0; c < tc->n; c++)
+          ap[(ta->i[a] * g->is[1] + tb->i[b]) * g->is[2] + tc->i[c]] += ta->w[a] * tb->w[b] * tc->w[c] * v;
+  })
+  tpurt_tensor src = *gi;
+  src.data = acc;
+  src.dtype = TPURT_F64;
+  for (int64_t d = gi->ndim - 1, st = 1; d >= 0; d--) {
+    src.strides[d] = st;
+    st *= gi->sizes[d];
+  }
+  tpurt_status s = tpurt_copy_tensor(gi, &src);
+  free(acc);
+  return s;
+}
+
+/* ---------------------------------------------------------------- kernels */
+static double opt_f(const tpurt_value* v) { return v->kind == TPURT_V_NONE ? 0.0 : tpurt_value_f(v); }
+
+/* upsample_*(self, output_size, [align_corners,] scales...) and
+ * upsample_*_backward(grad_output, output_size, input_size, [align_corners,] scales...) */
+static tpurt_status upsample(const tpurt_op_call* c, rmode m, int nsp, int bwd) {
+  int interp = m == R_LINEAR || m == R_CUBIC;
+  int a0 = bwd ? 3 : 2; /* align_corners, or the first scale */
+  const tpurt_tensor* in = bwd ? &c->outs[0] : &c->args[0].t;
+  const tpurt_tensor* out = bwd ? &c->args[0].t : &c->outs[0];
+  rparams rp = {m, interp ? (int)tpurt_value_i(&c->args[a0]) : 0, in->dtype == TPURT_F64, {0}, {0}};
+  for (int i = 0; i < 3; i++) {
+    int j = i - (3 - nsp), k = a0 + interp + j;
+    rp.scale[i] = j >= 0 && k < c->nargs ? opt_f(&c->args[k]) : 0.0;
+  }
+  rgeom g;
+  tpurt_status s = geom_init(&g, nsp, &rp, in, out);
+  if (s) return s;
+  s = bwd ? backward(&g, out, in) : forward(&g, in, out);
+  free(g.t[0]);
+  return s;
+}
+
+/* *_padNd(self, padding) and *_padNd_backward(grad_output, self, padding); padding lists
+ * (left, right) pairs from the last dim backwards. */
+static tpurt_status pad(const tpurt_op_call* c, rmode m, int nsp, int bwd) {
+  const tpurt_value* pv = &c->args[bwd ? 2 : 1];
+  const tpurt_tensor* in = bwd ? &c->outs[0] : &c->args[0].t;
+  const tpurt_tensor* out = bwd ? &c->args[0].t : &c->outs[0];
+  rparams rp = {m, 0, 0, {0}, {0}};
+  for (int j = 0; j < nsp; j++) rp.pad[3 - 1 - j] = pv->ints[2 * j];
+  rgeom g;
+  tpurt_status s = geom_init(&g, nsp, &rp, in, out);
+  if (s) return s;
+  s = bwd ? backward(&g, out, in) : forward(&g, in, out);
+  free(g.t[0]);
+  return s;
+}
+
+#define UPSAMPLE_KERNEL(NAME, MODE, N)                                                                            \
+  tpurt_status tpurt_kernel_##NAME(const tpurt_op_call* c) { return upsample(c, MODE, N, 0); }                   \
+  tpurt_status tpurt_kernel_##NAME##_backward(const tpurt_op_call* c) { return upsample(c, MODE, N, 1); }
+UPSAMPLE_KERNEL(upsample_nearest1d, R_NEAREST, 1)
+UPSAMPLE_KERNEL(upsample_nearest2d, R_NEAREST, 2)
+UPSAMPLE_KERNEL(upsample_nearest3d, R_NEAREST, 3)
+UPSAMPLE_KERNEL(upsample_nearest_exact1d, R_EXACT, 1)
+UPSAMPLE_KERNEL(upsample_nearest_exact2d, R_EXACT, 2)
+UPSAMPLE_KERNEL(upsample_nearest_exact3d, R_EXACT, 3)
+UPSAMPLE_KERNEL(upsample_linear1d, R_LINEAR, 1)
+UPSAMPLE_KERNEL(upsample_bilinear2d, R_LINEAR, 2)
+UPSAMPLE_KERNEL(upsample_trilinear3d, R_LINEAR, 3)
+UPSAMPLE_KERNEL(upsample_bicubic2d, R_CUBIC, 2)
+
+#define PAD_KERNEL(NAME, MODE, N)                                                                  \
+  tpurt_status tpurt_kernel_##NAME(const tpurt_op_call* c) { return pad(c, MODE, N, 0); }          \
+  tpurt_status tpurt_kernel_##NAME##_backward(const tpurt_op_call* c) { return pad(c, MODE, N, 1); }
+PAD_KERNEL(reflection_pad1d, R_REFLECT, 1)
+PAD_KERNEL(reflection_pad2d, R_REFLECT, 2)
+PAD_KERNEL(reflection_pad3d, R_REFLECT, 3)
+PAD_KERNEL(replication_pad1d, R_REPLICATE, 1)
+PAD_KERNEL(replication_pad2d, R_REPLICATE, 2)
+PAD_KERNEL(replication_pad3d, R_REPLICATE, 3)

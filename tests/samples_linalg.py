@@ -98,3 +98,38 @@ register("linalg_solve_triangular", lambda a, b: torch.linalg.solve_triangular(a
 register("linalg_solve_triangular.out",
          lambda a, b: torch.linalg.solve_triangular(a, b, upper=True, out=torch.empty(0, dtype=a.dtype, device=a.device)),
          two(dominant(3, 3), general(3, 2)), dtypes=LA, grad=False)
+
+
+def factored(*shape):
+    return lambda dt: list(torch.linalg.lu_factor(make(shape, dt, -2, 2)))
+
+
+register("lu_unpack", lambda lu, p: torch.lu_unpack(lu, p), factored(4, 4), dtypes=LA)
+register("lu_unpack", lambda lu, p: torch.lu_unpack(lu, p), factored(2, 3, 5), dtypes=LA, name="lu_unpack wide batched")
+register("lu_unpack", lambda lu, p: torch.lu_unpack(lu, p, unpack_pivots=False)[1:], factored(5, 3), dtypes=LA,
+         name="lu_unpack data only")
+register("lu_unpack", lambda lu, p: torch.lu_unpack(lu, p, unpack_data=False)[0], factored(4, 4), dtypes=LA, grad=False,
+         name="lu_unpack pivots only")
+register("lu_unpack.out", lambda lu, p: torch.lu_unpack(lu, p, out=tuple(torch.empty(0, dtype=lu.dtype, device=lu.device)
+                                                                         for _ in range(3))),
+         factored(3, 3), dtypes=LA, grad=False)
+register("triangular_solve", lambda b, a: torch.triangular_solve(b, a), two(general(4, 2), dominant(4, 4)), dtypes=LA)
+register("triangular_solve", lambda b, a: torch.triangular_solve(b, a, upper=False, transpose=True, unitriangular=True),
+         two(general(2, 3, 2), dominant(2, 3, 3)), dtypes=LA, name="triangular_solve lower transpose unit")
+register("triangular_solve.X", lambda b, a: torch.triangular_solve(
+    b, a, out=(torch.empty(0, dtype=a.dtype, device=a.device), torch.empty(0, dtype=a.dtype, device=a.device))),
+         two(general(3, 2), dominant(3, 3)), dtypes=LA, grad=False)
+
+
+def chol_and(rhs):
+    return lambda dt: rhs(dt) + [torch.linalg.cholesky(spd(4, 4)(dt)[0])]
+
+
+register("_cholesky_solve_helper", lambda b, l: torch.cholesky_solve(b, l), chol_and(general(4, 3)), dtypes=LA)
+register("_cholesky_solve_helper", lambda b, l: torch.cholesky_solve(b, l.mT, upper=True), chol_and(general(4, 2)),
+         dtypes=LA, name="cholesky_solve upper")
+register("cholesky_inverse", lambda l: torch.cholesky_inverse(l), lambda dt: chol_and(lambda d: [])(dt), dtypes=LA)
+register("cholesky_inverse", lambda l: torch.cholesky_inverse(l.mT, upper=True), lambda dt: chol_and(lambda d: [])(dt),
+         dtypes=LA, name="cholesky_inverse upper")
+register("cholesky_inverse.out", lambda l: torch.cholesky_inverse(l, out=torch.empty(0, dtype=l.dtype, device=l.device)),
+         lambda dt: chol_and(lambda d: [])(dt), dtypes=LA, grad=False)

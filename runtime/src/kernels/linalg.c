@@ -200,6 +200,35 @@ tpurt_status tpurt_kernel_lu_factor_ex(const tpurt_op_call* c) {
   return st;
 }
 
+/* P, L, U of a row-major LU factorization (P/L/U views with no elements are skipped);
+ * w: scratch of m * max(m, n) doubles, perm: m ints */
+static void lu_unpack_one(const double* lu, const int* piv, int64_t m, int64_t n, const mview* P, const mview* L,
+                          const mview* U, const int64_t* b, int nb, double* w, int* perm) {
+  int64_t k = m < n ? m : n;
+  if (tpurt_numel(P->t)) {
+    for (int64_t i = 0; i < m; i++) perm[i] = (int)i;
+    for (int64_t j = 0; j < k; j++) {
+      int t = perm[j];
+      perm[j] = perm[piv[j]];
+      perm[piv[j]] = t;
+    }
+    /* row i of L U is row perm[i] of A: P[perm[i], i] = 1 */
+    memset(w, 0, sizeof(double) * (size_t)(m * m));
+    for (int64_t i = 0; i < m; i++) w[perm[i] * m + i] = 1;
+    mv_store(P, b, nb, w, 0);
+  }
+  if (tpurt_numel(L->t)) {
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < k; j++) w[i * k + j] = j < i ? lu[i * n + j] : j == i ? 1 : 0;
+    mv_store(L, b, nb, w, 0);
+  }
+  if (tpurt_numel(U->t)) {
+    for (int64_t i = 0; i < k; i++)
+      for (int64_t j = 0; j < n; j++) w[i * n + j] = j >= i ? lu[i * n + j] : 0;
+    mv_store(U, b, nb, w, 0);
+  }
+}
+
 tpurt_status tpurt_kernel_lu(const tpurt_op_call* c) {
   /* linalg_lu(A, *, pivot) -> (P [m, m], L [m, k], U [k, n]) with A = P L U */
   const tpurt_tensor* A = &c->args[0].t;
@@ -217,29 +246,51 @@ tpurt_status tpurt_kernel_lu(const tpurt_op_call* c) {
   int64_t m = a.rows, n = a.cols, k = m < n ? m : n;
   scratch s = {0};
   if ((st = scratch_alloc(&s, m * n, m * (m > n ? m : n), k + m))) return st;
-  int* perm = s.piv + k;
   FOR_BATCH(b, nb, bs) {
     mv_load(&a, b, nb, s.a, 0);
     getrf(s.a, m, n, s.piv);
-    for (int64_t i = 0; i < m; i++) perm[i] = (int)i;
-    for (int64_t j = 0; j < k; j++) {
-      int t = perm[j];
-      perm[j] = perm[s.piv[j]];
-      perm[s.piv[j]] = t;
-    }
-    /* row i of L U is row perm[i] of A: P[perm[i], i] = 1 */
-    memset(s.b, 0, sizeof(double) * (size_t)(m * m));
-    for (int64_t i = 0; i < m; i++) s.b[perm[i] * m + i] = 1;
-    mv_store(&P, b, nb, s.b, 0);
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < k; j++) s.b[i * k + j] = j < i ? s.a[i * n + j] : j == i ? 1 : 0;
-    mv_store(&L, b, nb, s.b, 0);
-    for (int64_t i = 0; i < k; i++)
-      for (int64_t j = 0; j < n; j++) s.b[i * n + j] = j >= i ? s.a[i * n + j] : 0;
-    mv_store(&U, b, nb, s.b, 0);
+    lu_unpack_one(s.a, s.piv, m, n, &P, &L, &U, b, nb, s.b, s.piv + k);
   }
   free(s.a);
   return TPURT_OK;
+}
+
+tpurt_status tpurt_kernel_lu_unpack(const tpurt_op_call* c) {
+  /* lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots) -> (P, L, U); the outputs
+   * not asked for have no elements */
+  const tpurt_tensor* LU = &c->args[0].t;
+  tpurt_status st = dtype_check("lu_unpack", LU);
+  if (st) return st;
+  int nb;
+  int64_t bs[TPURT_MAX_DIMS];
+  if (!batch_of(LU, 2, &nb, bs)) return TPURT_OK;
+  mview lu, pv, P, L, U;
+  mv_init(&lu, LU, nb, 0);
+  mv_init(&pv, &c->args[1].t, nb, 1);
+  mview* outs[3] = {&P, &L, &U};
+  for (int o = 0; o < 3; o++) { /* an empty output may have fewer dims: give it a harmless view */
+    if (tpurt_numel(&c->outs[o])) mv_init(outs[o], &c->outs[o], nb, 0);
+    else *outs[o] = (mview){.t = &c->outs[o]};
+  }
+  int64_t m = lu.rows, n = lu.cols, k = m < n ? m : n;
+  scratch s = {0};
+  if ((st = scratch_alloc(&s, m * n, m * (m > n ? m : n), k + m))) return st;
+  FOR_BATCH(b, nb, bs) {
+    mv_load(&lu, b, nb, s.a, 0);
+    for (int64_t i = 0; i < k; i++) {
+      int64_t p = tpurt_load_i64(mv_ptr(&pv, b, nb, i, 0), pv.t->dtype) - 1;
+      if (p < 0 || p >= m) {
+        st = tpurt_fail(TPURT_ERR_RUNTIME, "torch.lu_unpack: pivots must be in range [1, %lld], got %lld",
+                        (long long)m, (long long)p + 1);
+        break;
+      }
+      s.piv[i] = (int)p;
+    }
+    if (st) break;
+    lu_unpack_one(s.a, s.piv, m, n, &P, &L, &U, b, nb, s.b, s.piv + k);
+  }
+  free(s.a);
+  return st;
 }
 
 tpurt_status tpurt_kernel_lu_solve(const tpurt_op_call* c) {
@@ -485,38 +536,102 @@ tpurt_status tpurt_kernel_qr(const tpurt_op_call* c) {
   return TPURT_OK;
 }
 
-/* ---------------------------------------------------------------- triangular solve */
-tpurt_status tpurt_kernel_solve_triangular(const tpurt_op_call* c) {
-  /* linalg_solve_triangular(A, B, *, upper, left, unitriangular): only A's upper (lower)
-   * triangle is read; X A = B is solved as A^T X^T = B^T */
+/* ---------------------------------------------------------------- triangular solves */
+/* x (row-major n x r) <- T^-1 x for the upper (else lower) triangle of row-major t */
+static void trsm(const double* t, int64_t n, int upper, int unit, double* x, int64_t r) {
+  for (int64_t ii = 0; ii < n; ii++) {
+    int64_t i = upper ? n - 1 - ii : ii; /* back substitution for upper, forward for lower */
+    for (int64_t cc = 0; cc < r; cc++) {
+      double v = x[i * r + cc];
+      for (int64_t k = upper ? i + 1 : 0; k < (upper ? n : i); k++) v -= t[i * n + k] * x[k * r + cc];
+      x[i * r + cc] = unit ? v : v / t[i * n + i];
+    }
+  }
+}
+
+/* outs[0] <- op(A)^-1 B (left) or B op(A)^-1 for triangular A, with A = args[a_arg] and
+ * B = args[b_arg]; op transposes when trans. X op(A) = B is solved as op(A)^T X^T = B^T. */
+static tpurt_status tri_solve(const tpurt_op_call* c, int a_arg, int b_arg, int upper, int left, int trans, int unit,
+                              const char* api) {
   const tpurt_tensor* out = &c->outs[0];
-  tpurt_status st = dtype_check("linalg.solve_triangular", &c->args[0].t);
+  tpurt_status st = dtype_check(api, &c->args[a_arg].t);
   if (st) return st;
-  int left = (int)c->args[3].i, unit = (int)c->args[4].i, upper = (int)c->args[2].i == left, nb;
+  int nb, ta = trans != !left; /* load A transposed: once per transposition */
   int64_t bs[TPURT_MAX_DIMS];
   if (!batch_of(out, 2, &nb, bs)) return TPURT_OK;
   mview a, B, X;
-  mv_init(&a, &c->args[0].t, nb, 0);
-  mv_init(&B, &c->args[1].t, nb, 0);
+  mv_init(&a, &c->args[a_arg].t, nb, 0);
+  mv_init(&B, &c->args[b_arg].t, nb, 0);
   mv_init(&X, out, nb, 0);
   int64_t n = a.rows, r = left ? X.cols : X.rows;
   scratch s = {0};
   if ((st = scratch_alloc(&s, n * n, n * r, 0))) return st;
   FOR_BATCH(b, nb, bs) {
-    const double* t = s.a;
-    double* x = s.b;
-    mv_load(&a, b, nb, s.a, !left);
-    mv_load(&B, b, nb, x, !left);
-    for (int64_t ii = 0; ii < n; ii++) {
-      int64_t i = upper ? n - 1 - ii : ii; /* back substitution for upper, forward for lower */
-      for (int64_t cc = 0; cc < r; cc++) {
-        double v = x[i * r + cc];
-        for (int64_t k = upper ? i + 1 : 0; k < (upper ? n : i); k++) v -= t[i * n + k] * x[k * r + cc];
-        x[i * r + cc] = unit ? v : v / t[i * n + i];
-      }
-    }
-    mv_store(&X, b, nb, x, !left);
+    mv_load(&a, b, nb, s.a, ta);
+    mv_load(&B, b, nb, s.b, !left);
+    trsm(s.a, n, ta ? !upper : upper, unit, s.b, r);
+    mv_store(&X, b, nb, s.b, !left);
   }
   free(s.a);
   return TPURT_OK;
+}
+
+tpurt_status tpurt_kernel_solve_triangular(const tpurt_op_call* c) {
+  /* linalg_solve_triangular(A, B, *, upper, left, unitriangular): only A's upper (lower)
+   * triangle is read */
+  return tri_solve(c, 0, 1, (int)c->args[2].i, (int)c->args[3].i, 0, (int)c->args[4].i, "linalg.solve_triangular");
+}
+
+tpurt_status tpurt_kernel_triangular_solve(const tpurt_op_call* c) {
+  /* triangular_solve(B, A, upper, transpose, unitriangular) -> (solution, copy of A) */
+  tpurt_status st = tri_solve(c, 1, 0, (int)c->args[2].i, 1, (int)c->args[3].i, (int)c->args[4].i, "triangular_solve");
+  return st ? st : tpurt_copy_tensor(&c->outs[1], &c->args[1].t);
+}
+
+/* (L L^T)^-1 B, or (U^T U)^-1 B when upper, for Cholesky factors; B = identity when ident */
+static tpurt_status cholesky_apply(const tpurt_op_call* c, const tpurt_tensor* F, const tpurt_tensor* B, int upper,
+                                   const char* api) {
+  const tpurt_tensor* out = &c->outs[0];
+  tpurt_status st = dtype_check(api, F);
+  if (st) return st;
+  int nb;
+  int64_t bs[TPURT_MAX_DIMS];
+  if (!batch_of(out, 2, &nb, bs)) return TPURT_OK;
+  mview f, bv = {0}, X;
+  mv_init(&f, F, nb, 0);
+  if (B) mv_init(&bv, B, nb, 0);
+  mv_init(&X, out, nb, 0);
+  int64_t n = f.rows, r = X.cols;
+  scratch s = {0};
+  if ((st = scratch_alloc(&s, n * n, n * r, 0))) return st;
+  FOR_BATCH(b, nb, bs) {
+    mv_load(&f, b, nb, s.a, upper); /* as the lower factor L either way */
+    if (B) {
+      mv_load(&bv, b, nb, s.b, 0);
+    } else {
+      memset(s.b, 0, sizeof(double) * (size_t)(n * r));
+      for (int64_t i = 0; i < n; i++) s.b[i * r + i] = 1;
+    }
+    trsm(s.a, n, 0, 0, s.b, r); /* L y = b */
+    for (int64_t i = 0; i < n; i++) /* L^T x = y: the transpose in place */
+      for (int64_t j = i + 1; j < n; j++) {
+        double t = s.a[i * n + j];
+        s.a[i * n + j] = s.a[j * n + i];
+        s.a[j * n + i] = t;
+      }
+    trsm(s.a, n, 1, 0, s.b, r);
+    mv_store(&X, b, nb, s.b, 0);
+  }
+  free(s.a);
+  return TPURT_OK;
+}
+
+tpurt_status tpurt_kernel_cholesky_solve(const tpurt_op_call* c) {
+  /* _cholesky_solve_helper(B, A, upper) */
+  return cholesky_apply(c, &c->args[1].t, &c->args[0].t, (int)c->args[2].i, "cholesky_solve");
+}
+
+tpurt_status tpurt_kernel_cholesky_inverse(const tpurt_op_call* c) {
+  /* cholesky_inverse(L, upper) */
+  return cholesky_apply(c, &c->args[0].t, NULL, (int)c->args[1].i, "cholesky_inverse");
 }

@@ -15,7 +15,7 @@ from torch_tpu import conformance as conf
 def inprocess(tmp_path_factory):
     out = tmp_path_factory.mktemp("conf")
     ops = conf.select_ops(["add", "nonzero", "index_select"])
-    records = conf.sweep_inprocess(ops, ["float32", "int64"], str(out), time_limit=60, quiet=True)
+    records = conf.sweep_inprocess(ops, ["float32", "int64"], str(out), time_limit=60, max_samples=8, quiet=True)
     summary = conf.write_outputs(records, str(out), "test")
     return out, records, summary
 
@@ -78,8 +78,9 @@ def test_wrong_result_is_a_mismatch(tmp_path):
 
 
 def test_worker_crash_costs_one_op(tmp_path, monkeypatch, capsys):
+    """One worker process (importing op_db costs seconds): abs runs, then neg segfaults."""
     monkeypatch.setenv("TORCH_TPU_CONFORMANCE_CRASH_ON", "neg")
-    conf.main(["--ops", "neg,abs", "--dtypes", "float32", "--no-backward", "--no-noncontig", "--out", str(tmp_path)])
+    conf.main(["--ops", "abs,neg", "--dtypes", "float32", "--no-backward", "--no-noncontig", "--out", str(tmp_path)])
     recs = [json.loads(line) for line in (tmp_path / "conformance.jsonl").read_text().splitlines()]
     crash = [r for r in recs if r["kind"] == "crash"]
     assert [r["op"] for r in crash] == ["neg"] and crash[0]["status"] == "crash"

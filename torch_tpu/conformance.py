@@ -402,8 +402,10 @@ class OpRunner:
         if not samples:
             return fwd, bwd, fallbacks, "no samples for this dtype"
         fn = op
+        # as_strided reads the storage itself: a non-contiguous copy has a different storage
+        noncontig = self.noncontig and not op.name.startswith("as_strided")
         for sample in samples:
-            for nc in ((False, True) if self.noncontig else (False,)):
+            for nc in ((False, True) if noncontig else (False,)):
                 self._one(sample, dtype, nc, fn, fwd, bwd, fallbacks, want_grad and not nc)
         return fwd, bwd, fallbacks, None
 
@@ -935,10 +937,7 @@ def gaps(recs, crashed):
         out.append({"op": op, "family": g.get("family", ""), "statuses": dict(g["statuses"]),
                     "dtypes": g["dtypes"], "samples_affected": g["samples"],
                     "fallback_ops": sorted(g["fallback_ops"]), "reasons": g["reasons"][:3]})
-    # ops with real failures before pure fallbacks, then by how much they affect
-    out.sort(key=lambda g: (-sum(v for k, v in g["statuses"].items() if k != "fallback") > 0,
-                            -len(g["dtypes"]) - g["samples_affected"] / 100))
-    out.sort(key=lambda g: -(g["samples_affected"] + 5 * len(g["dtypes"])))
+    out.sort(key=lambda g: -(g["samples_affected"] + 5 * len(g["dtypes"])))   # most affected first
     return out
 
 

@@ -4,6 +4,7 @@
 // allocator, and the C kernel runs on the current stream. Factories, views, copies and
 // resize/set are registered here too; everything else goes to the counted CPU fallback.
 #include <ATen/EmptyTensor.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
@@ -64,12 +65,19 @@ void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 
 // ------------------------------------------------------------------ factories, views, resize
+void check_dtype(c10::ScalarType dtype) {
+  TORCH_CHECK_NOT_IMPLEMENTED(to_tpurt_dtype(dtype) >= 0, "tpu tensors cannot have dtype torch.",
+                              std::get<0>(c10::getDtypeNames(dtype)),
+                              " (supported: bool, uint8, int8/16/32/64, float16, bfloat16, float32, float64)");
+}
+
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
                                std::optional<c10::Layout> layout, std::optional<c10::Device> device,
                                std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> fmt) {
   auto dev = c10::device_or_default(device);
   TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided, "tpu tensors are strided only");
   TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "Only dense CPU tensors can be pinned");
+  check_dtype(c10::dtype_or_default(dtype));
   c10::DeviceGuard guard(dev);
   return at::detail::empty_generic(size, c10::GetAllocator(kTpu), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
                                    c10::dtype_or_default(dtype), fmt);
@@ -81,6 +89,7 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::op
   auto dev = c10::device_or_default(device);
   TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided, "tpu tensors are strided only");
   TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "Only dense CPU tensors can be pinned");
+  check_dtype(c10::dtype_or_default(dtype));
   c10::DeviceGuard guard(dev);
   return at::detail::empty_strided_generic(size, stride, c10::GetAllocator(kTpu),
                                            c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
@@ -269,6 +278,11 @@ struct NativeKernel final : c10::OperatorKernel {
         if (cache_.size() > 4096) cache_.clear();
         cache_.emplace(std::move(key), meta);
       }
+    }
+    for (size_t i = 0; i < nargs; i++) {  // as CPU: no writing through expanded (self-overlapping) views
+      const auto* ai = schema.arguments()[i].alias_info();
+      if (ai && ai->isWrite() && args[i].isTensor() && args[i].toTensor().defined())
+        at::assert_no_internal_overlap(args[i].toTensor());
     }
     for (const auto& [i, sizes] : meta->resized) {
       const auto& real = args[i].toTensor();

@@ -20,6 +20,10 @@ BAD_CALLS = {
     "bool subtraction": lambda d: torch.ones(3, dtype=torch.bool, device=d) - torch.ones(3, dtype=torch.bool, device=d),
     "fill_ with a 1-dim value": lambda d: torch.ones(3, device=d).fill_(torch.ones(2, device=d)),
     "normal_ negative std": lambda d: torch.empty(3, device=d).normal_(0, -1),
+    "in-place through an expanded view": lambda d: torch.ones(3, device=d).expand(2, 3).add_(1),
+    "out= an expanded view": lambda d: torch.index_select(torch.ones(4, 6, device=d), 0,
+                                                          torch.tensor([0, 1], device=d),
+                                                          out=torch.ones(1, device=d).expand(2, 6)),
 }
 
 
@@ -54,3 +58,10 @@ def test_index_out_of_range():
     del out
     assert torch.equal(torch.nn.functional.embedding(torch.tensor([3], device="tpu"), weight).cpu(),
                        weight.cpu()[3:4])
+
+
+def test_unsupported_dtype_is_refused_not_crashed():
+    with pytest.raises(NotImplementedError, match="complex64"):
+        torch.empty(1, 0, 3, dtype=torch.complex64, device="tpu")
+    with pytest.raises(NotImplementedError):
+        torch.ones(2, dtype=torch.complex64).to("tpu")

@@ -137,4 +137,16 @@ int tpurt_stream_valid(int32_t stream);
 /* Allocator hooks used by the stream module (scratch memory for kernels is not used). */
 void tpurt_allocator_flush_device(int device);
 
+/* ---------------------------------------------------------------- worker pool (pool.c) */
+/* fn(ctx, begin, end) over a sub-range of [0, n). */
+typedef void (*tpurt_pool_fn)(void* ctx, int64_t begin, int64_t end);
+/* Threads a parallel loop uses (the caller included): TPU_NUM_THREADS, else online CPUs. */
+int tpurt_pool_threads(void);
+/* Run fn over [0, n) cut into chunks [k*grain, (k+1)*grain) (the last one shorter) that
+ * the pool's threads, the caller included, claim dynamically; returns when all are done.
+ * Runs inline as one call over [0, n) when n <= grain, when called from inside a parallel
+ * loop, or while another thread's loop runs. So fn must give the same result for any
+ * split: chunks must write disjoint outputs (never combine partial sums across chunks). */
+void tpurt_parallel_for(int64_t n, int64_t grain, tpurt_pool_fn fn, void* ctx);
+
 #endif /* TPURT_INTERNAL_H */

@@ -137,41 +137,76 @@ PACKERS(double, f64)
 
 /* C[M x N] (dense, row stride ldc) += A[M x K] * B[K x N]. `ws` is scratch from
  * gemm_scratch. The K blocking keeps every packed step count a multiple of the
- * expansion so hi/lo parts of one product never straddle blocks. */
+ * expansion so hi/lo parts of one product never straddle blocks.
+ *
+ * Threads (tpurt_parallel_for): per (N block, K block), the B block is packed by column
+ * panels in parallel, then the rows of C are cut in MR-aligned chunks, each thread
+ * packing its own A blocks (on its stack) and running the micro-kernel over the shared
+ * packed B. Every C element is summed by one thread in the same K order whatever the
+ * thread count, so results do not depend on it. */
 #define GEMM(T, SFX)                                                                           \
+  typedef struct {                                                                             \
+    const mat *A, *B;                                                                          \
+    pass_mode pa, pb;                                                                          \
+    int x;                                                                                     \
+    int64_t j0, nc, k0, kc;                                                                    \
+    T *bp, *c;                                                                                 \
+    int64_t ldc;                                                                               \
+  } gemm_job_##SFX;                                                                            \
+  /* Column panels [p0, p1) of the B block. */                                                 \
+  static void gemm_pack_b_##SFX(void* arg, int64_t p0, int64_t p1) {                           \
+    const gemm_job_##SFX* g = arg;                                                             \
+    _Alignas(64) T row[NC];                                                                    \
+    int64_t j1 = p1 * NR_##SFX < g->nc ? p1 * NR_##SFX : g->nc;                                \
+    pack_b_##SFX(g->bp + p0 * NR_##SFX * g->kc * g->x, g->B, g->k0, g->kc, g->j0 + p0 * NR_##SFX, \
+                 j1 - p0 * NR_##SFX, g->pb, row);                                              \
+  }                                                                                            \
+  /* Rows [r0, r1) of C against the packed B block. */                                         \
+  static void gemm_rows_##SFX(void* arg, int64_t r0, int64_t r1) {                             \
+    const gemm_job_##SFX* g = arg;                                                             \
+    _Alignas(64) T ap[KC * (MC + MR_##SFX)];                                                   \
+    _Alignas(64) T row[KC];                                                                    \
+    int64_t kcx = g->kc * g->x;                                                                \
+    for (int64_t i0 = r0; i0 < r1; i0 += MC) {                                                 \
+      int64_t mc = r1 - i0 < MC ? r1 - i0 : MC;                                                \
+      pack_a_##SFX(ap, g->A, i0, mc, g->k0, g->kc, g->pa, row);                                \
+      for (int64_t jr = 0; jr < g->nc; jr += NR_##SFX)                                         \
+        for (int64_t ir = 0; ir < mc; ir += MR_##SFX) {                                        \
+          int mr = mc - ir < MR_##SFX ? (int)(mc - ir) : MR_##SFX;                             \
+          int nr = g->nc - jr < NR_##SFX ? (int)(g->nc - jr) : NR_##SFX;                       \
+          micro_##SFX(kcx, ap + ir * kcx, g->bp + jr * kcx, g->c + (i0 + ir) * g->ldc + g->j0 + jr, \
+                      g->ldc, mr, nr);                                                         \
+        }                                                                                      \
+    }                                                                                          \
+  }                                                                                            \
   static void gemm_##SFX(int64_t M, int64_t N, int64_t K, const mat* A, const mat* B,         \
                          pass_mode pa, pass_mode pb, T* c, int64_t ldc, T* ws) {               \
     int x = expand_of(pa) > expand_of(pb) ? expand_of(pa) : expand_of(pb);                     \
     if (x == 3) pa = pb = PASS_BF16X3;                                                         \
     int64_t kb = KC / x;                                                                       \
-    T* bp = ws;                                                                                \
-    T* ap = bp + (size_t)KC * (NC + NR_##SFX);                                                 \
-    T* row = ap + (size_t)KC * (MC + MR_##SFX);                                                \
-    for (int64_t j0 = 0; j0 < N; j0 += NC) {                                                   \
-      int64_t nc = N - j0 < NC ? N - j0 : NC;                                                  \
-      for (int64_t k0 = 0; k0 < K; k0 += kb) {                                                 \
-        int64_t kc = K - k0 < kb ? K - k0 : kb;                                                \
-        pack_b_##SFX(bp, B, k0, kc, j0, nc, pb, row);                                          \
-        for (int64_t i0 = 0; i0 < M; i0 += MC) {                                               \
-          int64_t mc = M - i0 < MC ? M - i0 : MC;                                              \
-          pack_a_##SFX(ap, A, i0, mc, k0, kc, pa, row);                                        \
-          for (int64_t jr = 0; jr < nc; jr += NR_##SFX)                                        \
-            for (int64_t ir = 0; ir < mc; ir += MR_##SFX) {                                    \
-              int mr = mc - ir < MR_##SFX ? (int)(mc - ir) : MR_##SFX;                         \
-              int nr = nc - jr < NR_##SFX ? (int)(nc - jr) : NR_##SFX;                         \
-              micro_##SFX(kc * x, ap + ir * kc * x, bp + jr * kc * x,                          \
-                          c + (i0 + ir) * ldc + j0 + jr, ldc, mr, nr);                         \
-            }                                                                                  \
-        }                                                                                      \
+    gemm_job_##SFX g = {A, B, pa, pb, x, 0, 0, 0, 0, ws, c, ldc};                              \
+    /* Row chunks: ~4 per thread so a thread slowed by the machine gets fewer; at most MC   \
+     * (the A block) and none at all below ~1 MFLOP per block (the hand-off costs more). */   \
+    int nt = tpurt_pool_threads();                                                             \
+    int64_t grain = (M + 4 * nt - 1) / (4 * nt);                                               \
+    grain = grain > MC ? MC : (grain + MR_##SFX - 1) / MR_##SFX * MR_##SFX;                    \
+    if (M * N * (K < kb ? K : kb) < (1 << 19)) grain = M;                                      \
+    for (g.j0 = 0; g.j0 < N; g.j0 += NC) {                                                     \
+      g.nc = N - g.j0 < NC ? N - g.j0 : NC;                                                    \
+      for (g.k0 = 0; g.k0 < K; g.k0 += kb) {                                                   \
+        g.kc = K - g.k0 < kb ? K - g.k0 : kb;                                                  \
+        int64_t panels = (g.nc + NR_##SFX - 1) / NR_##SFX;                                     \
+        tpurt_parallel_for(panels, grain == M ? panels : 8, gemm_pack_b_##SFX, &g);            \
+        tpurt_parallel_for(M, grain, gemm_rows_##SFX, &g);                                     \
       }                                                                                        \
     }                                                                                          \
   }
 GEMM(float, f32)
 GEMM(double, f64)
 
-/* Scratch for gemm_*: B block, A block, one loaded row (sizes in the widest type). */
+/* Scratch for gemm_*: the packed B block (sizes in the widest type). */
 static void* gemm_scratch(void) {
-  size_t n = (size_t)KC * (NC + 16) + (size_t)KC * (MC + 8) + (KC > NC ? KC : NC);
+  size_t n = (size_t)KC * (NC + 16);
   void* p = NULL;
   return posix_memalign(&p, 64, n * sizeof(double)) ? NULL : p;
 }

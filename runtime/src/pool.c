@@ -6,7 +6,13 @@
  *
  * One parallel loop runs at a time: a second caller (another stream) or a nested call runs
  * its loop inline instead of waiting. Helpers spin briefly after each loop (kernels issue
- * loops back to back) and then sleep on a condition variable. */
+ * loops back to back) and then sleep on a condition variable.
+ *
+ * Oversubscription: PyTorch's CPU intra-op threads and this pool only compete when CPU
+ * tensor math runs while tpu work is still queued (strict mode). Programs that use the
+ * tpu device keep their math on it, and the benchmark times each device to completion
+ * (loss.item() / synchronize) before the other's turn, so the two never overlap there;
+ * a program that does mix them can set TPU_NUM_THREADS (or torch.set_num_threads). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>

@@ -79,6 +79,16 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
         acc[i][1] += ai * b1;                                                                  \
       }                                                                                        \
     }                                                                                          \
+    if (mr == ROWS && nr == 2 * W) { /* full tile: vector read-modify-write of C */           \
+      for (int i = 0; i < ROWS; i++)                                                           \
+        for (int h = 0; h < 2; h++) {                                                          \
+          v##SFX cv;                                                                           \
+          memcpy(&cv, c + i * ldc + h * W, sizeof cv);                                         \
+          cv += acc[i][h];                                                                     \
+          memcpy(c + i * ldc + h * W, &cv, sizeof cv);                                         \
+        }                                                                                      \
+      return;                                                                                  \
+    }                                                                                          \
     for (int i = 0; i < mr; i++)                                                               \
       for (int j = 0; j < nr; j++) c[i * ldc + j] += acc[i][j / W][j % W];                     \
   }

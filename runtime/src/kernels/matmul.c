@@ -37,7 +37,10 @@ static const char* elem(const mat* m, int64_t i, int64_t k) {
 /* dst[0..n) <- n elements from p with element stride st, converted to float / double. */
 static void load_f32(float* dst, const char* p, int64_t st, int dt, int64_t n) {
   switch (dt) {
-    case TPURT_F32: for (int64_t i = 0; i < n; i++) dst[i] = ((const float*)p)[i * st]; break;
+    case TPURT_F32:
+      if (st == 1) memcpy(dst, p, sizeof(float) * (size_t)n);
+      else for (int64_t i = 0; i < n; i++) dst[i] = ((const float*)p)[i * st];
+      break;
     case TPURT_BF16: for (int64_t i = 0; i < n; i++) dst[i] = tpurt_bf16_to_f32(((const uint16_t*)p)[i * st]); break;
     case TPURT_F16: for (int64_t i = 0; i < n; i++) dst[i] = tpurt_f16_to_f32(((const uint16_t*)p)[i * st]); break;
   }
@@ -98,48 +101,61 @@ GEMM_CORE(double, f64, 4, 4)
 /* Packed values per K step for a pass mode. */
 static int expand_of(pass_mode p) { return p == PASS_BF16X3 ? 3 : 1; }
 
-/* Write one loaded value x to the packed slots dst[0], dst[st], dst[2*st] as the pass
- * mode wants. `b_side` picks which factor gets the low part: A packs (hi, hi, lo) and
- * B packs (hi, lo, hi) so the K-sum is hi*hi + hi*lo + lo*hi. */
-static inline void put_f32(float* dst, int64_t st, float x, pass_mode p, int b_side) {
-  if (p == PASS_F32) { dst[0] = x; return; }
-  float hi = tpurt_round_bf16(x);
-  if (p == PASS_BF16) { dst[0] = hi; return; }
-  float lo = tpurt_round_bf16(x - hi);
-  dst[0] = hi;
-  dst[st] = b_side ? lo : hi;
-  dst[2 * st] = b_side ? hi : lo;
+/* Write n loaded values row[0..n) to packed slots: value q goes to dst[q * step] (+ st,
+ * + 2 * st for its bf16_3x parts). `b_side` picks which factor gets the low part: A packs
+ * (hi, hi, lo) and B packs (hi, lo, hi) so the K-sum is hi*hi + hi*lo + lo*hi. The pass
+ * mode is switched on once per run so each loop is plain (and vectorizes at step 1). */
+static void put_f32(float* restrict dst, int64_t step, int64_t st, const float* restrict row, int64_t n, pass_mode p,
+                    int b_side) {
+  switch (p) {
+    case PASS_F32:
+      for (int64_t q = 0; q < n; q++) dst[q * step] = row[q];
+      break;
+    case PASS_BF16:
+      for (int64_t q = 0; q < n; q++) dst[q * step] = tpurt_round_bf16(row[q]);
+      break;
+    case PASS_BF16X3:
+      for (int64_t q = 0; q < n; q++) {
+        float hi = tpurt_round_bf16(row[q]), lo = tpurt_round_bf16(row[q] - hi);
+        dst[q * step] = hi;
+        dst[q * step + st] = b_side ? lo : hi;
+        dst[q * step + 2 * st] = b_side ? hi : lo;
+      }
+      break;
+  }
 }
-static inline void put_f64(double* dst, int64_t st, double x, pass_mode p, int b_side) {
+static void put_f64(double* restrict dst, int64_t step, int64_t st, const double* restrict row, int64_t n,
+                    pass_mode p, int b_side) {
   (void)st, (void)p, (void)b_side;
-  dst[0] = x;
+  for (int64_t q = 0; q < n; q++) dst[q * step] = row[q];
 }
 
 /* Pack A rows [i0, i0+mc) x K [k0, k0+kc) into MR-row panels: panel r, packed step q,
  * row r' at ap[r * MR * kcx + q * MR + r']; rows past mc are zero. Pack B K [k0, k0+kc)
- * x cols [j0, j0+nc) into NR-col panels likewise. */
+ * x cols [j0, j0+nc) into NR-col panels likewise (columns past nc zero). */
 #define PACKERS(T, SFX)                                                                         \
   static void pack_a_##SFX(T* ap, const mat* A, int64_t i0, int64_t mc, int64_t k0, int64_t kc,  \
                            pass_mode p, T* row) {                                              \
     int x = expand_of(p);                                                                      \
-    int64_t kcx = kc * x, panels = (mc + MR_##SFX - 1) / MR_##SFX;                             \
-    memset(ap, 0, sizeof(T) * (size_t)(panels * MR_##SFX * kcx));                              \
+    int64_t kcx = kc * x, full = mc / MR_##SFX * MR_##SFX;                                     \
+    if (full < mc) /* the padded rows of the last panel */                                     \
+      memset(ap + full * kcx, 0, sizeof(T) * (size_t)(MR_##SFX * kcx));                        \
     for (int64_t i = 0; i < mc; i++) {                                                         \
       load_##SFX(row, elem(A, i0 + i, k0), A->cs, A->dtype, kc);                               \
-      T* dst = ap + (i / MR_##SFX) * MR_##SFX * kcx + i % MR_##SFX;                            \
-      for (int64_t k = 0; k < kc; k++) put_##SFX(dst + k * x * MR_##SFX, MR_##SFX, row[k], p, 0); \
+      put_##SFX(ap + (i / MR_##SFX) * MR_##SFX * kcx + i % MR_##SFX, x * MR_##SFX, MR_##SFX, row, kc, p, 0); \
     }                                                                                          \
   }                                                                                            \
   static void pack_b_##SFX(T* bp, const mat* B, int64_t k0, int64_t kc, int64_t j0, int64_t nc,  \
                            pass_mode p, T* row) {                                              \
     int x = expand_of(p);                                                                      \
-    int64_t kcx = kc * x, panels = (nc + NR_##SFX - 1) / NR_##SFX;                             \
-    memset(bp, 0, sizeof(T) * (size_t)(panels * NR_##SFX * kcx));                              \
+    int64_t kcx = kc * x, full = nc / NR_##SFX * NR_##SFX;                                     \
+    if (full < nc) /* the padded columns of the last panel */                                  \
+      memset(bp + full * kcx, 0, sizeof(T) * (size_t)(NR_##SFX * kcx));                        \
     for (int64_t k = 0; k < kc; k++) {                                                         \
       load_##SFX(row, elem(B, k0 + k, j0), B->cs, B->dtype, nc);                               \
-      for (int64_t j = 0; j < nc; j++)                                                         \
-        put_##SFX(bp + (j / NR_##SFX) * NR_##SFX * kcx + k * x * NR_##SFX + j % NR_##SFX,      \
-                  NR_##SFX, row[j], p, 1);                                                     \
+      for (int64_t j = 0; j < nc; j += NR_##SFX)                                               \
+        put_##SFX(bp + j * kcx + k * x * NR_##SFX, 1, NR_##SFX, row + j,                       \
+                  nc - j < NR_##SFX ? nc - j : NR_##SFX, p, 1);                                \
     }                                                                                          \
   }
 PACKERS(float, f32)

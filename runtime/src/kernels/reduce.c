@@ -6,11 +6,15 @@
 
 /* ---------------------------------------------------------------- strided load/store */
 void tpurt_red_load(void* dst, int as_int, const void* src, int64_t st, int dt, int64_t n) {
+/* the dense case gets its own loop: it vectorizes */
 #define RL(T, CT, EXPR)                                                        \
   do {                                                                         \
     const T* s = (const T*)src;                                                \
     CT* d = (CT*)dst;                                                          \
-    for (int64_t k = 0; k < n; k++) { T x = s[k * st]; d[k] = (CT)(EXPR); }    \
+    if (st == 1)                                                               \
+      for (int64_t k = 0; k < n; k++) { T x = s[k]; d[k] = (CT)(EXPR); }       \
+    else                                                                       \
+      for (int64_t k = 0; k < n; k++) { T x = s[k * st]; d[k] = (CT)(EXPR); }  \
   } while (0)
 #define RL_ALL(CT)                                                     \
   switch (dt) {                                                        \
@@ -34,7 +38,10 @@ void tpurt_red_store(void* dst, int64_t st, int dt, const double* src, int64_t n
 #define RS(T, EXPR)                                                      \
   do {                                                                   \
     T* d = (T*)dst;                                                      \
-    for (int64_t k = 0; k < n; k++) { double x = src[k]; d[k * st] = (T)(EXPR); } \
+    if (st == 1)                                                         \
+      for (int64_t k = 0; k < n; k++) { double x = src[k]; d[k] = (T)(EXPR); } \
+    else                                                                 \
+      for (int64_t k = 0; k < n; k++) { double x = src[k]; d[k * st] = (T)(EXPR); } \
   } while (0)
   switch (dt) {
     case TPURT_F32: RS(float, x); break;

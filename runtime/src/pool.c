@@ -89,7 +89,17 @@ static void* helper_main(void* p) {
   return NULL;
 }
 
+/* A forked child has only the forking thread: its loops run inline from then on. */
+static void pool_after_fork_child(void) {
+  pool.nthreads = 1;
+  pthread_mutex_init(&pool.busy, NULL);
+  pthread_mutex_init(&pool.mu, NULL);
+  pthread_cond_init(&pool.wake, NULL);
+  pool.sleepers = 0;
+}
+
 static void pool_init(void) {
+  pthread_atfork(NULL, NULL, pool_after_fork_child);
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   int n = ncpu > 0 ? (int)ncpu : 1;
   const char* env = getenv("TPU_NUM_THREADS");

@@ -1,9 +1,11 @@
 /* The worker pool and the stream command ring under ASan + UBSan: every item of a parallel
- * loop runs exactly once (also nested and from two threads at once), more commands than
- * the ring holds keep their order, and small ops run inline on an idle stream keep the
- * strict-mode error contract. */
+ * loop runs exactly once (also nested, from two threads at once and in a forked child),
+ * more commands than the ring holds keep their order, and small ops run inline on an idle
+ * stream keep the strict-mode error contract. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -66,6 +68,22 @@ static void test_concurrent_loops(void) {
   CHECK(all_equal(a.hits, a.n, 50) && all_equal(b.hits, b.n, 50), "two threads' loops mixed up items");
   free(a.hits);
   free(b.hits);
+}
+
+/* A forked child (DataLoader workers) has no helper threads: its loops must run inline. */
+static void test_fork(void) {
+  loop_ctx warm = {100000, calloc(100000, sizeof(int)), 0};
+  tpurt_parallel_for(warm.n, 64, count_items, &warm); /* helpers exist in the parent */
+  pid_t pid = fork();
+  if (pid == 0) {
+    loop_ctx c = {100000, calloc(100000, sizeof(int)), 0};
+    tpurt_parallel_for(c.n, 64, count_items, &c);
+    _exit(all_equal(c.hits, c.n, 1) ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "parallel loop in a forked child failed (status %d)", status);
+  free(warm.hits);
 }
 
 /* ---------------------------------------------------------------- stream ring */
@@ -137,6 +155,7 @@ static void test_inline_when_idle(void) {
 int main(void) {
   test_parallel_for();
   test_concurrent_loops();
+  test_fork();
   test_ring_order();
   test_inline_when_idle();
   return CHECK_DONE();

@@ -304,10 +304,14 @@ static tpurt_status run_matmul(const tpurt_op_call* c, const problem* pr, const 
   int acc_dt = ct == TPURT_CT_F32 ? TPURT_F32 : ct == TPURT_CT_F64 ? TPURT_F64 : TPURT_I64;
   size_t es = tpurt_dtype_size((tpurt_dtype)acc_dt);
   int64_t nacc = tpurt_numel(out);
-  void* acc = calloc((size_t)(nacc ? nacc : 1), es);
+  /* A dense output of the accumulator's type is the accumulator itself (no scratch, no
+   * copy); the epilogue then runs in place, or not at all for alpha = 1 without self. */
+  int direct = out->dtype == acc_dt && tpurt_is_contiguous(out);
+  void* acc = direct ? out->data : calloc((size_t)(nacc ? nacc : 1), es);
+  if (direct) memset(acc, 0, (size_t)nacc * es);
   void* ws = ct == TPURT_CT_I64 ? malloc(sizeof(int64_t) * (size_t)(pr->N ? pr->N : 1)) : gemm_scratch();
   if (!acc || !ws) {
-    free(acc);
+    if (!direct) free(acc);
     free(ws);
     return tpurt_fail(TPURT_ERR_OOM, "matmul: host out of memory for scratch");
   }
@@ -340,8 +344,9 @@ static tpurt_status run_matmul(const tpurt_op_call* c, const problem* pr, const 
   tpurt_ew_fn fn = ct == TPURT_CT_F32 ? (nin == 2 ? epi_f32_2 : epi_f32_1)
                  : ct == TPURT_CT_F64 ? (nin == 2 ? epi_f64_2 : epi_f64_1)
                                       : (nin == 2 ? epi_i64_2 : epi_i64_1);
+  if (direct && nin == 1 && (ct == TPURT_CT_I64 ? e.alpha_i == 1 : e.alpha == 1)) return TPURT_OK;
   tpurt_status s = tpurt_ew_run(out, nin, in, ct, fn, &e);
-  free(acc);
+  if (!direct) free(acc);
   return s;
 }
 

@@ -13,7 +13,15 @@ independent 8-wide FMA chains per thread, best of several short trials (1 thread
 threads); bandwidth = best of 5 memcpy / STREAM-triad passes over 256 MiB arrays.
 CPU peak memory of the GPT step = the highest RSS above the step's starting RSS, sampled
 every ~0.5 ms from a helper thread (torch releases the GIL inside ops); tpu peak =
-torch.tpu.max_memory_allocated above the allocation at the start."""
+torch.tpu.max_memory_allocated above the allocation at the start.
+
+Reading the numbers: on a shared machine absolute times swing by 2-3x between runs, so
+compare ratios from one run. Each case repeats in alternating rounds until its median
+moves < 5% (at most --rounds). PyTorch CPU uses its default intra-op threads; the tpu
+runtime uses TPU_NUM_THREADS (default: online CPUs) worker threads; the two never run at
+the same time here (each device's turn ends synchronized). In strict mode, ops touching
+<= 4096 elements run on the issuing thread when the stream is idle (launch.c), so the
+eager-overhead rows measure that path; bigger ops are queued to the stream worker."""
 import argparse
 import ctypes
 import json

@@ -157,8 +157,18 @@ static void* worker_main(void* p) {
   return NULL;
 }
 
+/* A forked child has no stream workers: it starts over with fresh streams (the parent's
+ * states are left as they are, their workers exist only in the parent). */
+static void streams_after_fork_child(void) {
+  memset(streams, 0, sizeof streams);
+  pthread_mutex_init(&registry_mu, NULL);
+}
+static void register_fork_handler(void) { pthread_atfork(NULL, NULL, streams_after_fork_child); }
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
 static stream_state* get_stream(int32_t s) {
   if (!tpurt_stream_valid(s)) return NULL;
+  pthread_once(&fork_once, register_fork_handler);
   int dev = tpurt_stream_device(s), idx = tpurt_stream_index(s);
   stream_state* st = __atomic_load_n(&streams[dev][idx], __ATOMIC_ACQUIRE);
   if (st) return st;

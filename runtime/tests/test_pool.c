@@ -70,22 +70,6 @@ static void test_concurrent_loops(void) {
   free(b.hits);
 }
 
-/* A forked child (DataLoader workers) has no helper threads: its loops must run inline. */
-static void test_fork(void) {
-  loop_ctx warm = {100000, calloc(100000, sizeof(int)), 0};
-  tpurt_parallel_for(warm.n, 64, count_items, &warm); /* helpers exist in the parent */
-  pid_t pid = fork();
-  if (pid == 0) {
-    loop_ctx c = {100000, calloc(100000, sizeof(int)), 0};
-    tpurt_parallel_for(c.n, 64, count_items, &c);
-    _exit(all_equal(c.hits, c.n, 1) ? 0 : 1);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "parallel loop in a forked child failed (status %d)", status);
-  free(warm.hits);
-}
-
 /* ---------------------------------------------------------------- stream ring */
 typedef struct {
   int* log;
@@ -97,6 +81,31 @@ static tpurt_status log_order(void* p) {
   order_arg* a = p;
   a->log[(*a->next)++] = a->id; /* the worker runs commands one at a time */
   return TPURT_OK;
+}
+
+/* A forked child (DataLoader workers) has no helper threads: its loops must run inline,
+ * and its streams need workers of their own. */
+static void test_fork(void) {
+  loop_ctx warm = {100000, calloc(100000, sizeof(int)), 0};
+  tpurt_parallel_for(warm.n, 64, count_items, &warm); /* helpers exist in the parent */
+  int next = 0, log[1];
+  order_arg a = {log, &next, 5};
+  tpurt_stream_enqueue(0, log_order, &a, NULL, "log"); /* the parent's stream worker runs */
+  tpurt_stream_synchronize(0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    loop_ctx c = {100000, calloc(100000, sizeof(int)), 0};
+    tpurt_parallel_for(c.n, 64, count_items, &c);
+    /* and streams work in the child: it gets its own workers */
+    next = 0;
+    tpurt_stream_enqueue(0, log_order, &a, NULL, "log");
+    int ok = tpurt_stream_synchronize(0) == TPURT_OK && next == 1;
+    _exit(all_equal(c.hits, c.n, 1) && ok ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "parallel loop in a forked child failed (status %d)", status);
+  free(warm.hits);
 }
 
 static tpurt_status slow_cmd(void* p) {

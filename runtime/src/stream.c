@@ -30,6 +30,8 @@ typedef struct command {
   void* arg;
   void (*release)(void*);
   const char* what;
+  struct stream_state* after; /* run only once this stream completed after_seq (or NULL) */
+  uint64_t after_seq;
   _Alignas(64) char payload[TPURT_STREAM_PAYLOAD];
 } command;
 
@@ -41,6 +43,7 @@ typedef struct stream_state {
   _Alignas(64) uint64_t issued; /* producer and worker lines apart: both are polled */
   _Alignas(64) uint64_t completed;
   _Alignas(64) char after_counters;
+  int device, index;
   int worker_sleeping; /* under mu */
   uint64_t wake_at;    /* lowest `completed` some waiter needs; UINT64_MAX when none */
   tpurt_status error;
@@ -145,6 +148,7 @@ static void* worker_main(void* p) {
       pthread_mutex_unlock(&st->mu);
     }
     command* c = &st->ring[seq % RING];
+    if (c->after) wait_completed(c->after, c->after_seq);
     tpurt_status s = c->fn(c->arg);
     if (c->release) c->release(c->arg);
     if (s != TPURT_OK) {
@@ -179,6 +183,8 @@ static stream_state* get_stream(int32_t s) {
     if (st) {
       memset(st, 0, sizeof *st);
       st->wake_at = UINT64_MAX;
+      st->device = dev;
+      st->index = idx;
       pthread_mutex_init(&st->mu, NULL);
       pthread_cond_init(&st->has_work, NULL);
       pthread_cond_init(&st->progressed, NULL);
@@ -223,6 +229,18 @@ void tpurt_stream_set_current(int32_t s) {
   current_stream_set[dev] = 1;
 }
 
+/* Work on a side stream starts after the default stream's work issued before it, like
+ * CUDA's legacy default stream: tensors made on the default stream (torch.zeros, copies
+ * to the device) are ready when side-stream code uses them, however the workers happen
+ * to be scheduled. Returns the default stream when that applies and it is busy. */
+static stream_state* busy_default_stream(const stream_state* st, uint64_t* seq) {
+  if (st->index == 0) return NULL;
+  stream_state* d0 = __atomic_load_n(&streams[st->device][0], __ATOMIC_ACQUIRE);
+  if (!d0) return NULL;
+  *seq = load_seq(&d0->issued);
+  return load_seq(&d0->completed) < *seq ? d0 : NULL;
+}
+
 /* The next free slot; caller holds mu. A full ring makes the caller wait until half of
  * it drained, so a host thread that runs ahead sleeps once per RING/2 commands. */
 static command* reserve_locked(stream_state* st) {
@@ -230,7 +248,9 @@ static command* reserve_locked(stream_state* st) {
     uint64_t target = st->issued - RING / 2;
     if (!spin_until(&st->completed, target)) wait_locked(st, target);
   }
-  return &st->ring[(st->issued + 1) % RING];
+  command* c = &st->ring[(st->issued + 1) % RING];
+  c->after = busy_default_stream(st, &c->after_seq);
+  return c;
 }
 
 /* Publishes the reserved slot; caller holds mu. Returns its sequence number. */
@@ -285,9 +305,10 @@ tpurt_status tpurt_stream_enqueue_inline(int32_t s, tpurt_status (*fn)(void*),
 int tpurt_stream_run_if_idle(int32_t s, tpurt_status (*fn)(void*), void* arg, const char* what) {
   stream_state* st = get_stream(s);
   if (!st) return 0;
-  if (load_seq(&st->completed) != load_seq(&st->issued)) return 0;
+  uint64_t dep;
+  if (load_seq(&st->completed) != load_seq(&st->issued) || busy_default_stream(st, &dep)) return 0;
   pthread_mutex_lock(&st->mu);
-  int idle = load_seq(&st->completed) == st->issued;
+  int idle = load_seq(&st->completed) == st->issued && !busy_default_stream(st, &dep);
   if (idle) {
     tpurt_status e = fn(arg);
     if (e) keep_failure_locked(st, e, what);

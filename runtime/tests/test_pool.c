@@ -1,7 +1,8 @@
 /* The worker pool and the stream command ring under ASan + UBSan: every item of a parallel
  * loop runs exactly once (also nested, from two threads at once and in a forked child),
- * more commands than the ring holds keep their order, and small ops run inline on an idle
- * stream keep the strict-mode error contract. */
+ * more commands than the ring holds keep their order, small ops run inline on an idle
+ * stream keep the strict-mode error contract, and side streams start after the default
+ * stream's earlier work. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -141,6 +142,34 @@ static tpurt_status failing_cmd(void* p) {
   return tpurt_fail(TPURT_ERR_INDEX, "index 9 is out of bounds");
 }
 
+static int slow_done;
+static tpurt_status slow_then_flag(void* p) {
+  slow_cmd(p);
+  __atomic_store_n(&slow_done, 1, __ATOMIC_SEQ_CST);
+  return TPURT_OK;
+}
+static tpurt_status saw_flag(void* p) {
+  *(int*)p = __atomic_load_n(&slow_done, __ATOMIC_SEQ_CST);
+  return TPURT_OK;
+}
+
+/* Side-stream work starts after default-stream work issued before it (queued or inline). */
+static void test_default_stream_first(void) {
+  int32_t side;
+  tpurt_stream_create(0, &side);
+  int seen = -1, seen_inline = -1;
+  tpurt_stream_enqueue(0, slow_then_flag, NULL, NULL, "slow");
+  tpurt_stream_enqueue(side, saw_flag, &seen, NULL, "check");
+  tpurt_stream_synchronize(side);
+  CHECK(seen == 1, "side stream ran before the default stream's earlier work");
+  slow_done = 0;
+  tpurt_stream_enqueue(0, slow_then_flag, NULL, NULL, "slow");
+  if (!tpurt_stream_run_if_idle(side, saw_flag, &seen_inline, "check"))
+    tpurt_stream_enqueue(side, saw_flag, &seen_inline, NULL, "check");
+  tpurt_device_synchronize(0);
+  CHECK(seen_inline == 1, "an inline side-stream op ran before the default stream's earlier work");
+}
+
 static void test_inline_when_idle(void) {
   int32_t s;
   tpurt_stream_create(0, &s);
@@ -167,5 +196,6 @@ int main(void) {
   test_fork();
   test_ring_order();
   test_inline_when_idle();
+  test_default_stream_first();
   return CHECK_DONE();
 }

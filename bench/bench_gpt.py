@@ -19,6 +19,52 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "demo"))
 from gpt import GPT, GPTConfig, batches, stdlib_corpus  # noqa: E402
 
 
+def run_gpt(layers=4, d=256, heads=4, seq=128, batch=8, steps=5, warmup=2, peak_cpu=None):
+    """Train the same model on tpu (current eager mode) and CPU, steps alternating; returns
+    median ms/step per device, losses and peak memory. `peak_cpu(fn)` (optional) runs fn and
+    returns (result, peak bytes above the start) for the CPU side."""
+    torch.manual_seed(0)
+    cfg = GPTConfig(seq=seq, layers=layers, d=d, heads=heads, dropout=0.0)
+    base = GPT(cfg)
+    models = {dev: copy.deepcopy(base).to(dev) for dev in ("tpu", "cpu")}
+    opts = {dev: torch.optim.AdamW(m.parameters(), lr=1e-3) for dev, m in models.items()}
+    it = batches(stdlib_corpus(1_000_000), batch, seq)
+    data = [next(it) for _ in range(warmup + steps)]
+    times = {"tpu": [], "cpu": []}
+    losses = {"tpu": [], "cpu": []}
+    cpu_peak = 0
+    torch.tpu.synchronize()
+    torch.tpu.reset_peak_memory_stats()
+    tpu_base = torch.tpu.memory_allocated()
+    for i, (x, y) in enumerate(data):
+        for dev in ("tpu", "cpu"):
+            m, opt = models[dev], opts[dev]
+
+            def step():
+                loss = m(x.to(dev), y.to(dev))
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                return loss.item()  # waits for the chip
+
+            t0 = time.perf_counter()
+            if dev == "cpu" and peak_cpu is not None:
+                value, peak = peak_cpu(step)
+                cpu_peak = max(cpu_peak, peak)
+            else:
+                value = step()
+            dt = time.perf_counter() - t0
+            if i >= warmup:
+                times[dev].append(dt)
+            losses[dev].append(value)
+    med = {dev: statistics.median(t) * 1e3 for dev, t in times.items()}
+    params = sum(p.numel() for p in base.parameters())
+    return {"config": {"layers": layers, "d": d, "heads": heads, "seq": seq, "batch": batch, "steps": steps},
+            "params": params, "ms_per_step": med, "times_ms": {k: [t * 1e3 for t in v] for k, v in times.items()},
+            "losses": losses, "peak_tpu_bytes": torch.tpu.max_memory_allocated() - tpu_base,
+            "peak_cpu_bytes": cpu_peak}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--layers", type=int, default=4)
@@ -29,40 +75,16 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     args = ap.parse_args()
-
-    torch.manual_seed(0)
-    cfg = GPTConfig(seq=args.seq, layers=args.layers, d=args.d, heads=args.heads, dropout=0.0)
-    base = GPT(cfg)
-    models = {dev: copy.deepcopy(base).to(dev) for dev in ("tpu", "cpu")}
-    opts = {dev: torch.optim.AdamW(m.parameters(), lr=1e-3) for dev, m in models.items()}
-    it = batches(stdlib_corpus(1_000_000), args.batch, args.seq)
-    data = [next(it) for _ in range(args.warmup + args.steps)]
-    times = {"tpu": [], "cpu": []}
-    losses = {"tpu": [], "cpu": []}
-    torch.tpu.reset_peak_memory_stats()
-    for i, (x, y) in enumerate(data):
-        for dev in ("tpu", "cpu"):
-            m, opt = models[dev], opts[dev]
-            t0 = time.perf_counter()
-            loss = m(x.to(dev), y.to(dev))
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            value = loss.item()  # waits for the chip
-            dt = time.perf_counter() - t0
-            if i >= args.warmup:
-                times[dev].append(dt)
-            losses[dev].append(value)
-    med = {d: statistics.median(t) * 1e3 for d, t in times.items()}
-    peak_tpu = torch.tpu.max_memory_allocated() / 2**20
-    params = sum(p.numel() for p in base.parameters())
-    print(f"GPT step: {cfg.layers} layers, d={cfg.d}, seq {cfg.seq}, batch {args.batch}, AdamW, "
-          f"{params / 1e6:.2f}M params, median of {args.steps} steps")
+    r = run_gpt(**vars(args))
+    med = r["ms_per_step"]
+    peak_tpu = r["peak_tpu_bytes"] / 2**20
+    print(f"GPT step: {args.layers} layers, d={args.d}, seq {args.seq}, batch {args.batch}, AdamW, "
+          f"{r['params'] / 1e6:.2f}M params, median of {args.steps} steps")
     print(f"{'device':10} {'ms/step':>10} {'tokens/s':>10}")
     for dev in ("tpu", "cpu"):
         print(f"{dev:10} {med[dev]:10.1f} {args.batch * args.seq / med[dev] * 1e3:10,.0f}")
     print(f"ratio tpu/cpu time: {med['tpu'] / med['cpu']:.2f}x   peak tpu memory {peak_tpu:,.1f} MiB   "
-          f"final loss tpu {losses['tpu'][-1]:.4f} cpu {losses['cpu'][-1]:.4f} "
+          f"final loss tpu {r['losses']['tpu'][-1]:.4f} cpu {r['losses']['cpu'][-1]:.4f} "
           f"(tpu at matmul precision {torch.tpu.get_matmul_precision()})")
     fallbacks = torch.tpu.metrics.fallback_ops()
     if fallbacks:

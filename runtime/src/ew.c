@@ -5,6 +5,10 @@
 #include "internal.h"
 
 #define CHUNK 1024
+/* Outputs of at least this many elements are split over the worker pool, in claims of
+ * about PAR_GRAIN_ELEMENTS. */
+#define PAR_MIN_ELEMENTS (1 << 16)
+#define PAR_GRAIN_ELEMENTS (1 << 14)
 
 tpurt_ctype tpurt_ctype_of(int dt) {
   if (dt == TPURT_F64) return TPURT_CT_F64;
@@ -88,6 +92,81 @@ static int native_of(tpurt_ctype ct, int dt) {
          (ct == TPURT_CT_I64 && dt == TPURT_I64);
 }
 
+/* A collapsed elementwise problem: rows (all dims but the last) x the inner dim, the inner
+ * dim cut in chunks of CHUNK; work item r * nchunks + j is chunk j of row r. */
+typedef struct ew_plan {
+  const tpurt_tensor* out;
+  const tpurt_tensor* in;
+  int nin;
+  tpurt_ctype out_ct, in_ct;
+  tpurt_ew_fn fn;
+  const void* ctx;
+  int m;
+  int64_t size[TPURT_MAX_DIMS];
+  int64_t st[TPURT_EW_MAX_IN + 1][TPURT_MAX_DIMS];
+  int64_t inner, nchunks;
+} ew_plan;
+
+/* Runs work items [b, e) on the calling thread. */
+static void ew_items(void* arg, int64_t b, int64_t e) {
+  const ew_plan* p = arg;
+  const tpurt_tensor* out = p->out;
+  int m = p->m, nin = p->nin;
+  _Alignas(64) char bufs[TPURT_EW_MAX_IN + 1][CHUNK * 8];
+  int64_t loaded_row[TPURT_EW_MAX_IN], loaded_n[TPURT_EW_MAX_IN];
+  for (int k = 0; k < nin; k++) loaded_row[k] = -1, loaded_n[k] = 0;
+  size_t osz = tpurt_dtype_size((tpurt_dtype)out->dtype);
+  int64_t row = b / p->nchunks, jc = b % p->nchunks;
+  while (b < e) {
+    int64_t idx[TPURT_MAX_DIMS];
+    for (int64_t d = m - 2, r = row; d >= 0; d--) {
+      idx[d] = r % p->size[d];
+      r /= p->size[d];
+    }
+    int64_t off = 0;
+    for (int d = 0; d < m - 1; d++) off += idx[d] * p->st[0][d];
+    char* obase = (char*)out->data + off * (int64_t)osz;
+    const char* ibase[TPURT_EW_MAX_IN];
+    for (int k = 0; k < nin; k++) {
+      int64_t o = 0;
+      for (int d = 0; d < m - 1; d++) o += idx[d] * p->st[k + 1][d];
+      ibase[k] = (const char*)p->in[k].data + o * (int64_t)tpurt_dtype_size((tpurt_dtype)p->in[k].dtype);
+    }
+    for (; jc < p->nchunks && b < e; jc++, b++) {
+      int64_t j = jc * CHUNK;
+      int64_t n = p->inner - j < CHUNK ? p->inner - j : CHUNK;
+      const void* ins[TPURT_EW_MAX_IN];
+      for (int k = 0; k < nin; k++) {
+        int64_t s = p->st[k + 1][m - 1];
+        size_t es = tpurt_dtype_size((tpurt_dtype)p->in[k].dtype);
+        const char* ptr = ibase[k] + j * s * (int64_t)es;
+        if (s == 1 && native_of(p->in_ct, p->in[k].dtype)) {
+          ins[k] = ptr;
+          continue;
+        }
+        /* a broadcast operand is loaded once per row (the longest chunk it needs) */
+        if (s != 0 || loaded_row[k] != row || loaded_n[k] < n) {
+          int64_t ln = s == 0 ? (p->inner < CHUNK ? p->inner : CHUNK) : n;
+          load(p->in_ct, bufs[k + 1], ptr, s, p->in[k].dtype, ln);
+          loaded_row[k] = row;
+          loaded_n[k] = ln;
+        }
+        ins[k] = bufs[k + 1];
+      }
+      int64_t so = p->st[0][m - 1];
+      char* op = obase + j * so * (int64_t)osz;
+      if (so == 1 && native_of(p->out_ct, out->dtype)) {
+        p->fn(n, op, ins, p->ctx);
+      } else {
+        p->fn(n, bufs[0], ins, p->ctx);
+        store(p->out_ct, op, so, out->dtype, bufs[0], n);
+      }
+    }
+    row++;
+    jc = 0;
+  }
+}
+
 tpurt_status tpurt_ew_run2(const tpurt_tensor* out, tpurt_ctype out_ct, int nin, const tpurt_tensor* in,
                            tpurt_ctype in_ct, tpurt_ew_fn fn, const void* ctx) {
   if (nin > TPURT_EW_MAX_IN) return tpurt_fail(TPURT_ERR_UNSUPPORTED, "elementwise op with %d inputs", nin);
@@ -135,47 +214,20 @@ tpurt_status tpurt_ew_run2(const tpurt_tensor* out, tpurt_ctype out_ct, int nin,
     for (int k = 0; k < nops; k++) st[k][0] = 0;
     m = 1;
   }
-  int64_t inner = size[m - 1];
-  int64_t idx[TPURT_MAX_DIMS] = {0};
-  _Alignas(64) char bufs[TPURT_EW_MAX_IN + 1][CHUNK * 8];
-  size_t osz = tpurt_dtype_size((tpurt_dtype)out->dtype);
-  for (;;) {
-    char* obase = (char*)out->data;
-    const char* ibase[TPURT_EW_MAX_IN];
-    int64_t off = 0;
-    for (int d = 0; d < m - 1; d++) off += idx[d] * st[0][d];
-    obase += off * (int64_t)osz;
-    for (int k = 0; k < nin; k++) {
-      int64_t o = 0;
-      for (int d = 0; d < m - 1; d++) o += idx[d] * st[k + 1][d];
-      ibase[k] = (const char*)in[k].data + o * (int64_t)tpurt_dtype_size((tpurt_dtype)in[k].dtype);
-    }
-    for (int64_t j = 0; j < inner; j += CHUNK) {
-      int64_t n = inner - j < CHUNK ? inner - j : CHUNK;
-      const void* ins[TPURT_EW_MAX_IN];
-      for (int k = 0; k < nin; k++) {
-        int64_t s = st[k + 1][m - 1];
-        size_t es = tpurt_dtype_size((tpurt_dtype)in[k].dtype);
-        const char* p = ibase[k] + j * s * (int64_t)es;
-        if (s == 1 && native_of(in_ct, in[k].dtype)) ins[k] = p;
-        else if (s == 0 && j > 0) ins[k] = bufs[k + 1]; /* broadcast chunk already loaded */
-        else {
-          /* a broadcast operand is loaded once per row: the first chunk is the longest */
-          load(in_ct, bufs[k + 1], p, s, in[k].dtype, n);
-          ins[k] = bufs[k + 1];
-        }
-      }
-      int64_t so = st[0][m - 1];
-      char* op = obase + j * so * (int64_t)osz;
-      if (so == 1 && native_of(out_ct, out->dtype)) {
-        fn(n, op, ins, ctx);
-      } else {
-        fn(n, bufs[0], ins, ctx);
-        store(out_ct, op, so, out->dtype, bufs[0], n);
-      }
-    }
-    if (m == 1 || !tpurt_next_index(idx, size, m - 1)) break;
-  }
+  ew_plan p = {out, in, nin, out_ct, in_ct, fn, ctx, m, {0}, {{0}}, size[m - 1], (size[m - 1] + CHUNK - 1) / CHUNK};
+  memcpy(p.size, size, sizeof size);
+  memcpy(p.st, st, sizeof st);
+  int64_t rows = 1;
+  int sink = 0;
+  for (int d = 0; d < m - 1; d++) rows *= size[d];
+  for (int d = 0; d < m; d++) sink |= size[d] > 1 && st[0][d] == 0;
+  /* Large outputs are split over the pool; a stride-0 output is a sink some chunk
+   * functions fold state into (through ctx), so those stay on one thread, in order. */
+  int64_t items = rows * p.nchunks, per_item = p.inner < CHUNK ? p.inner : CHUNK;
+  if (!sink && rows * p.inner >= PAR_MIN_ELEMENTS)
+    tpurt_parallel_for(items, (PAR_GRAIN_ELEMENTS + per_item - 1) / per_item, ew_items, &p);
+  else
+    ew_items(&p, 0, items);
   return TPURT_OK;
 }
 

@@ -134,7 +134,31 @@ int tpurt_op_count(void); /* number of op ids */
 uint64_t tpurt_stream_issued_seq(int32_t stream);
 uint64_t tpurt_stream_completed_seq(int32_t stream);
 int tpurt_stream_valid(int32_t stream);
+/* Inline storage of a queued command: a kernel call plus this much of its lists. */
+#define TPURT_STREAM_PAYLOAD (sizeof(tpurt_op_call) + 2048)
+/* Enqueue fn(payload) on a stream, payload being TPURT_STREAM_PAYLOAD bytes inside the
+ * stream's command ring that fill(payload, src) writes while the slot is reserved: no
+ * allocation per command. Waits while the ring is full. */
+tpurt_status tpurt_stream_enqueue_inline(int32_t stream, tpurt_status (*fn)(void*),
+                                         void (*fill)(void* payload, const void* src), const void* src,
+                                         const char* what);
+/* When nothing is queued on the stream, run fn(arg) now on the calling thread (holding
+ * the stream so nothing is queued meanwhile) and return 1; a failure becomes the
+ * stream's pending error exactly as if the worker had run it. Else return 0. */
+int tpurt_stream_run_if_idle(int32_t stream, tpurt_status (*fn)(void*), void* arg, const char* what);
 /* Allocator hooks used by the stream module (scratch memory for kernels is not used). */
 void tpurt_allocator_flush_device(int device);
+
+/* ---------------------------------------------------------------- worker pool (pool.c) */
+/* fn(ctx, begin, end) over a sub-range of [0, n). */
+typedef void (*tpurt_pool_fn)(void* ctx, int64_t begin, int64_t end);
+/* Threads a parallel loop uses (the caller included): TPU_NUM_THREADS, else online CPUs. */
+int tpurt_pool_threads(void);
+/* Run fn over [0, n) cut into chunks [k*grain, (k+1)*grain) (the last one shorter) that
+ * the pool's threads, the caller included, claim dynamically; returns when all are done.
+ * Runs inline as one call over [0, n) when n <= grain, when called from inside a parallel
+ * loop, or while another thread's loop runs. So fn must give the same result for any
+ * split: chunks must write disjoint outputs (never combine partial sums across chunks). */
+void tpurt_parallel_for(int64_t n, int64_t grain, tpurt_pool_fn fn, void* ctx);
 
 #endif /* TPURT_INTERNAL_H */

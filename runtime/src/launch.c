@@ -2,6 +2,7 @@
  * (debug mode) or on the stream's worker (strict mode). Also the host<->device copies,
  * the eager mode and matmul precision switches, and the metrics counters. */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -208,34 +209,67 @@ tpurt_status tpurt_op_run(const tpurt_op_call* c) {
   return s;
 }
 
-/* A private copy of a call: lists are moved into storage after the struct. */
-static tpurt_op_call* clone_call(const tpurt_op_call* c) {
-  size_t extra = 0;
-  for (int a = 0; a < c->nargs; a++) {
-    const tpurt_value* v = &c->args[a];
-    if (v->kind == TPURT_V_INTS) extra += sizeof(int64_t) * (size_t)v->n;
-    if (v->kind == TPURT_V_FLOATS) extra += sizeof(double) * (size_t)v->n;
-    if (v->kind == TPURT_V_TENSORS) extra += sizeof(tpurt_tensor) * (size_t)v->n;
-    if (v->kind == TPURT_V_STRING) extra += (strlen(v->s) + 8) & ~(size_t)7;
+/* Bytes the lists of a call take when copied (each rounded up to 8). */
+static size_t list_bytes(const tpurt_value* v) {
+  switch (v->kind) {
+    case TPURT_V_INTS: return sizeof(int64_t) * (size_t)v->n;
+    case TPURT_V_FLOATS: return sizeof(double) * (size_t)v->n;
+    case TPURT_V_TENSORS: return sizeof(tpurt_tensor) * (size_t)v->n;
+    case TPURT_V_STRING: return (strlen(v->s) + 8) & ~(size_t)7;
+    default: return 0;
   }
-  tpurt_op_call* copy = malloc(sizeof *copy + extra);
-  if (!copy) return NULL;
-  memcpy(copy, c, sizeof *copy);
-  char* p = (char*)(copy + 1);
+}
+
+static size_t lists_size(const tpurt_op_call* c) {
+  size_t n = 0;
+  for (int a = 0; a < c->nargs; a++) n += list_bytes(&c->args[a]);
+  return n;
+}
+
+/* Copy a call into dst (a tpurt_op_call followed by room for its lists): only the
+ * arguments and outputs in use are copied (a call struct is ~9 KiB, a small op uses a
+ * few hundred bytes of it); the unused ones read as NONE / no tensor, like the caller's
+ * zeroed struct. Lists move into the storage after the struct. */
+static void copy_call(tpurt_op_call* dst, const tpurt_op_call* c) {
+  memcpy(dst, c, offsetof(tpurt_op_call, args));
+  memcpy(dst->args, c->args, sizeof(tpurt_value) * (size_t)c->nargs);
+  for (int a = c->nargs; a < TPURT_MAX_ARGS; a++) dst->args[a].kind = TPURT_V_NONE;
+  memcpy(dst->outs, c->outs, sizeof(tpurt_tensor) * (size_t)c->nouts);
+  for (int o = c->nouts; o < TPURT_MAX_OUTS; o++) {
+    dst->outs[o].data = NULL;
+    dst->outs[o].ndim = 0;
+  }
+  char* p = (char*)(dst + 1);
   for (int a = 0; a < c->nargs; a++) {
-    tpurt_value* v = &copy->args[a];
-    size_t n = 0;
-    if (v->kind == TPURT_V_INTS) n = sizeof(int64_t) * (size_t)v->n;
-    else if (v->kind == TPURT_V_FLOATS) n = sizeof(double) * (size_t)v->n;
-    else if (v->kind == TPURT_V_TENSORS) n = sizeof(tpurt_tensor) * (size_t)v->n;
-    else if (v->kind == TPURT_V_STRING) n = (strlen(v->s) + 8) & ~(size_t)7;
-    else continue;
-    if (n) memcpy(p, v->ints, v->kind == TPURT_V_STRING ? strlen(v->s) + 1 : n);
+    tpurt_value* v = &dst->args[a];
+    size_t n = list_bytes(v);
+    if (!n) continue;
+    memcpy(p, v->ints, v->kind == TPURT_V_STRING ? strlen(v->s) + 1 : n);
     v->ints = (const int64_t*)p;
     p += n;
   }
-  return copy;
 }
+
+static void fill_call(void* payload, const void* src) { copy_call(payload, src); }
+
+/* Elements an op touches (tensor arguments and outputs), capped at `cap`. */
+static int64_t touched_elements(const tpurt_op_call* c, int64_t cap) {
+  int64_t n = 0;
+  for (int o = 0; o < c->nouts && n < cap; o++) n += tpurt_numel(&c->outs[o]);
+  for (int a = 0; a < c->nargs && n < cap; a++) {
+    const tpurt_value* v = &c->args[a];
+    if (v->kind == TPURT_V_TENSOR) n += tpurt_numel(&v->t);
+    else if (v->kind == TPURT_V_TENSORS)
+      for (int k = 0; k < v->n && n < cap; k++) n += v->tensors[k].ndim >= 0 ? tpurt_numel(&v->tensors[k]) : 0;
+  }
+  return n;
+}
+
+/* Ops touching at most this many elements run on the issuing thread when their stream is
+ * idle (strict mode keeps its contract: order, and failures raised at the next
+ * synchronization). A hand-off to the worker costs microseconds, more than such a kernel;
+ * bigger ops go to the worker so the host runs ahead. */
+#define INLINE_MAX_ELEMENTS 4096
 
 static tpurt_status run_cloned(void* p) { return tpurt_op_run(p); }
 
@@ -250,8 +284,16 @@ tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* c) {
     if (s) return s;
     return tpurt_op_run(c);
   }
-  tpurt_op_call* copy = clone_call(c);
+  if (touched_elements(c, INLINE_MAX_ELEMENTS + 1) <= INLINE_MAX_ELEMENTS &&
+      tpurt_stream_run_if_idle(stream, run_cloned, (void*)c, ops[c->op].kernel))
+    return TPURT_OK;
+  size_t extra = lists_size(c);
+  if (sizeof(tpurt_op_call) + extra <= TPURT_STREAM_PAYLOAD)
+    return tpurt_stream_enqueue_inline(stream, run_cloned, fill_call, c, ops[c->op].kernel);
+  /* long lists (foreach over many tensors): a heap copy */
+  tpurt_op_call* copy = malloc(sizeof *copy + extra);
   if (!copy) return tpurt_fail(TPURT_ERR_OOM, "host out of memory queueing op %s", ops[c->op].kernel);
+  copy_call(copy, c);
   return tpurt_stream_enqueue(stream, run_cloned, copy, free, ops[c->op].kernel);
 }
 

@@ -9,24 +9,46 @@
 #include "internal.h"
 
 #define MAX_DEVICES 64
+/* Commands in flight per stream (CUDA's launch queue is ~1k); a full ring makes the
+ * issuing thread wait. */
+#define RING 64
+/* The worker polls this long for the next command before sleeping, and a synchronizing
+ * host thread polls this long for completion: eager ops come back to back and a futex
+ * wake-up costs more than a small kernel. */
+#define SPIN_NS 50000
 
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_RELAX() __builtin_ia32_pause()
+#else
+#define CPU_RELAX() ((void)0)
+#endif
+
+/* A queued command. `arg` points at `payload` for commands issued with inline storage
+ * (kernel launches: no allocation per op) or at caller memory. */
 typedef struct command {
   tpurt_status (*fn)(void*);
   void* arg;
   void (*release)(void*);
   const char* what;
-  uint64_t seq;
-  struct command* next;
+  struct stream_state* after; /* run only once this stream completed after_seq (or NULL) */
+  uint64_t after_seq;
+  _Alignas(64) char payload[TPURT_STREAM_PAYLOAD];
 } command;
 
+/* Single consumer (the worker), producers serialized by mu. `issued` and `completed` are
+ * written under mu by the producer / by the worker alone, and read without it. */
 typedef struct stream_state {
   pthread_mutex_t mu;
   pthread_cond_t has_work, progressed;
-  command *head, *tail;
-  uint64_t issued, completed;
-  int started;
+  _Alignas(64) uint64_t issued; /* producer and worker lines apart: both are polled */
+  _Alignas(64) uint64_t completed;
+  _Alignas(64) char after_counters;
+  int device, index;
+  int worker_sleeping; /* under mu */
+  uint64_t wake_at;    /* lowest `completed` some waiter needs; UINT64_MAX when none */
   tpurt_status error;
   char error_msg[1200];
+  command ring[RING];
 } stream_state;
 
 static stream_state* streams[MAX_DEVICES][TPURT_MAX_STREAMS_PER_DEVICE];
@@ -51,54 +73,129 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static uint64_t load_seq(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+
+/* Poll until *p >= target or SPIN_NS passed; returns whether it got there. */
+static int spin_until(const uint64_t* p, uint64_t target) {
+  int64_t end = 0;
+  for (unsigned i = 0;; i++) {
+    if (load_seq(p) >= target) return 1;
+    if (i % 64 == 0) {
+      int64_t t = now_ns();
+      if (!end) end = t + SPIN_NS;
+      else if (t >= end) return 0;
+    }
+    CPU_RELAX();
+  }
+}
+
+/* Wakes the threads waiting for progress once the lowest completion one of them needs is
+ * reached (not on every command: a host thread waiting for ring space would otherwise
+ * be woken per command). The seq_cst store of `completed` before the load of `wake_at`
+ * pairs with the waiter's store of `wake_at` before its load of `completed`. */
+static void publish_completed(stream_state* st, uint64_t seq) {
+  __atomic_store_n(&st->completed, seq, __ATOMIC_SEQ_CST);
+  if (seq >= __atomic_load_n(&st->wake_at, __ATOMIC_SEQ_CST)) {
+    pthread_mutex_lock(&st->mu);
+    __atomic_store_n(&st->wake_at, UINT64_MAX, __ATOMIC_SEQ_CST);
+    pthread_cond_broadcast(&st->progressed);
+    pthread_mutex_unlock(&st->mu);
+  }
+}
+
+/* Sleeps until st->completed >= seq; caller holds mu. */
+static void wait_locked(stream_state* st, uint64_t seq) {
+  while (load_seq(&st->completed) < seq) {
+    if (seq < __atomic_load_n(&st->wake_at, __ATOMIC_SEQ_CST)) __atomic_store_n(&st->wake_at, seq, __ATOMIC_SEQ_CST);
+    if (load_seq(&st->completed) >= seq) break;
+    pthread_cond_wait(&st->progressed, &st->mu);
+  }
+}
+
+/* Blocks until st->completed >= seq (caller does not hold mu). */
+static void wait_completed(stream_state* st, uint64_t seq) {
+  if (load_seq(&st->completed) >= seq || spin_until(&st->completed, seq)) return;
+  pthread_mutex_lock(&st->mu);
+  wait_locked(st, seq);
+  pthread_mutex_unlock(&st->mu);
+}
+
+/* A command failed: keep the first failure for the next synchronizing call. */
+static void keep_failure_locked(stream_state* st, tpurt_status s, const char* what) {
+  tpurt_metrics_count_kernel_error();
+  if (st->error != TPURT_OK) return;
+  st->error = s;
+  snprintf(st->error_msg, sizeof st->error_msg,
+           "asynchronous tpu kernel '%s' failed: %s (raised at the next synchronization; "
+           "set TPU_LAUNCH_BLOCKING=1 to raise it where the op was issued)",
+           what ? what : "?", tpurt_last_error());
+}
+
 static void* worker_main(void* p) {
   stream_state* st = p;
-  pthread_mutex_lock(&st->mu);
-  for (;;) {
-    while (!st->head) pthread_cond_wait(&st->has_work, &st->mu);
-    command* c = st->head;
-    pthread_mutex_unlock(&st->mu);
+  for (uint64_t seq = 1;; seq++) {
+    if (load_seq(&st->issued) < seq && !spin_until(&st->issued, seq)) {
+      pthread_mutex_lock(&st->mu);
+      st->worker_sleeping = 1;
+      while (load_seq(&st->issued) < seq) pthread_cond_wait(&st->has_work, &st->mu);
+      st->worker_sleeping = 0;
+      pthread_mutex_unlock(&st->mu);
+    }
+    command* c = &st->ring[seq % RING];
+    if (c->after) wait_completed(c->after, c->after_seq);
     tpurt_status s = c->fn(c->arg);
     if (c->release) c->release(c->arg);
-    pthread_mutex_lock(&st->mu);
     if (s != TPURT_OK) {
-      tpurt_metrics_count_kernel_error();
-      if (st->error == TPURT_OK) {
-        st->error = s;
-        snprintf(st->error_msg, sizeof st->error_msg,
-                 "asynchronous tpu kernel '%s' failed: %s (raised at the next synchronization; "
-                 "set TPU_LAUNCH_BLOCKING=1 to raise it where the op was issued)",
-                 c->what ? c->what : "?", tpurt_last_error());
-      }
+      pthread_mutex_lock(&st->mu);
+      keep_failure_locked(st, s, c->what);
+      pthread_mutex_unlock(&st->mu);
     }
-    st->head = c->next;
-    if (!st->head) st->tail = NULL;
-    st->completed = c->seq;
-    pthread_cond_broadcast(&st->progressed);
-    free(c);
+    publish_completed(st, seq);
   }
   return NULL;
 }
 
+/* A forked child has no stream workers: it starts over with fresh streams (the parent's
+ * states are left as they are, their workers exist only in the parent). */
+static void streams_after_fork_child(void) {
+  memset(streams, 0, sizeof streams);
+  pthread_mutex_init(&registry_mu, NULL);
+}
+static void register_fork_handler(void) { pthread_atfork(NULL, NULL, streams_after_fork_child); }
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
 static stream_state* get_stream(int32_t s) {
   if (!tpurt_stream_valid(s)) return NULL;
+  pthread_once(&fork_once, register_fork_handler);
   int dev = tpurt_stream_device(s), idx = tpurt_stream_index(s);
   stream_state* st = __atomic_load_n(&streams[dev][idx], __ATOMIC_ACQUIRE);
   if (st) return st;
   pthread_mutex_lock(&registry_mu);
   st = streams[dev][idx];
   if (!st) {
-    st = calloc(1, sizeof *st);
-    pthread_mutex_init(&st->mu, NULL);
-    pthread_cond_init(&st->has_work, NULL);
-    pthread_cond_init(&st->progressed, NULL);
-    pthread_t th;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_create(&th, &attr, worker_main, st);
-    pthread_attr_destroy(&attr);
-    __atomic_store_n(&streams[dev][idx], st, __ATOMIC_RELEASE);
+    if (posix_memalign((void**)&st, 64, sizeof *st)) st = NULL;
+    if (st) {
+      memset(st, 0, sizeof *st);
+      st->wake_at = UINT64_MAX;
+      st->device = dev;
+      st->index = idx;
+      pthread_mutex_init(&st->mu, NULL);
+      pthread_cond_init(&st->has_work, NULL);
+      pthread_cond_init(&st->progressed, NULL);
+      pthread_t th;
+      pthread_attr_t attr;
+      pthread_attr_init(&attr);
+      pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+      pthread_create(&th, &attr, worker_main, st);
+      pthread_attr_destroy(&attr);
+      __atomic_store_n(&streams[dev][idx], st, __ATOMIC_RELEASE);
+    }
   }
   pthread_mutex_unlock(&registry_mu);
   return st;
@@ -132,13 +229,36 @@ void tpurt_stream_set_current(int32_t s) {
   current_stream_set[dev] = 1;
 }
 
-static uint64_t enqueue_locked(stream_state* st, command* c) {
-  c->seq = ++st->issued;
-  c->next = NULL;
-  if (st->tail) st->tail->next = c; else st->head = c;
-  st->tail = c;
-  pthread_cond_signal(&st->has_work);
-  return c->seq;
+/* Work on a side stream starts after the default stream's work issued before it, like
+ * CUDA's legacy default stream: tensors made on the default stream (torch.zeros, copies
+ * to the device) are ready when side-stream code uses them, however the workers happen
+ * to be scheduled. Returns the default stream when that applies and it is busy. */
+static stream_state* busy_default_stream(const stream_state* st, uint64_t* seq) {
+  if (st->index == 0) return NULL;
+  stream_state* d0 = __atomic_load_n(&streams[st->device][0], __ATOMIC_ACQUIRE);
+  if (!d0) return NULL;
+  *seq = load_seq(&d0->issued);
+  return load_seq(&d0->completed) < *seq ? d0 : NULL;
+}
+
+/* The next free slot; caller holds mu. A full ring makes the caller wait until half of
+ * it drained, so a host thread that runs ahead sleeps once per RING/2 commands. */
+static command* reserve_locked(stream_state* st) {
+  if (st->issued - load_seq(&st->completed) >= RING - 1) {
+    uint64_t target = st->issued - RING / 2;
+    if (!spin_until(&st->completed, target)) wait_locked(st, target);
+  }
+  command* c = &st->ring[(st->issued + 1) % RING];
+  c->after = busy_default_stream(st, &c->after_seq);
+  return c;
+}
+
+/* Publishes the reserved slot; caller holds mu. Returns its sequence number. */
+static uint64_t commit_locked(stream_state* st) {
+  uint64_t seq = st->issued + 1;
+  __atomic_store_n(&st->issued, seq, __ATOMIC_SEQ_CST);
+  if (st->worker_sleeping) pthread_cond_signal(&st->has_work);
+  return seq;
 }
 
 static tpurt_status enqueue(int32_t s, tpurt_status (*fn)(void*), void* arg, void (*release)(void*),
@@ -148,13 +268,13 @@ static tpurt_status enqueue(int32_t s, tpurt_status (*fn)(void*), void* arg, voi
     if (release) release(arg);
     return bad_stream(s);
   }
-  command* c = malloc(sizeof *c);
+  pthread_mutex_lock(&st->mu);
+  command* c = reserve_locked(st);
   c->fn = fn;
   c->arg = arg;
   c->release = release;
   c->what = what;
-  pthread_mutex_lock(&st->mu);
-  uint64_t seq = enqueue_locked(st, c);
+  uint64_t seq = commit_locked(st);
   pthread_mutex_unlock(&st->mu);
   if (seq_out) *seq_out = seq;
   return TPURT_OK;
@@ -165,10 +285,43 @@ tpurt_status tpurt_stream_enqueue(int32_t s, tpurt_status (*fn)(void*), void* ar
   return enqueue(s, fn, arg, release, what, NULL);
 }
 
+tpurt_status tpurt_stream_enqueue_inline(int32_t s, tpurt_status (*fn)(void*),
+                                         void (*fill)(void* payload, const void* src), const void* src,
+                                         const char* what) {
+  stream_state* st = get_stream(s);
+  if (!st) return bad_stream(s);
+  pthread_mutex_lock(&st->mu);
+  command* c = reserve_locked(st);
+  fill(c->payload, src);
+  c->fn = fn;
+  c->arg = c->payload;
+  c->release = NULL;
+  c->what = what;
+  commit_locked(st);
+  pthread_mutex_unlock(&st->mu);
+  return TPURT_OK;
+}
+
+int tpurt_stream_run_if_idle(int32_t s, tpurt_status (*fn)(void*), void* arg, const char* what) {
+  stream_state* st = get_stream(s);
+  if (!st) return 0;
+  uint64_t dep;
+  if (load_seq(&st->completed) != load_seq(&st->issued) || busy_default_stream(st, &dep)) return 0;
+  pthread_mutex_lock(&st->mu);
+  int idle = load_seq(&st->completed) == st->issued && !busy_default_stream(st, &dep);
+  if (idle) {
+    tpurt_status e = fn(arg);
+    if (e) keep_failure_locked(st, e, what);
+  }
+  pthread_mutex_unlock(&st->mu);
+  return idle;
+}
+
 /* Waits until `seq` completed; takes (and clears) the stream's pending error. */
 static tpurt_status wait_seq(stream_state* st, uint64_t seq) {
+  wait_completed(st, seq);
+  if (!__atomic_load_n(&st->error, __ATOMIC_ACQUIRE)) return TPURT_OK;
   pthread_mutex_lock(&st->mu);
-  while (st->completed < seq) pthread_cond_wait(&st->progressed, &st->mu);
   tpurt_status e = st->error;
   if (e) {
     tpurt_fail(e, "%s", st->error_msg);
@@ -181,37 +334,24 @@ static tpurt_status wait_seq(stream_state* st, uint64_t seq) {
 tpurt_status tpurt_stream_synchronize(int32_t s) {
   stream_state* st = get_stream(s);
   if (!st) return bad_stream(s);
-  pthread_mutex_lock(&st->mu);
-  uint64_t seq = st->issued;
-  pthread_mutex_unlock(&st->mu);
-  return wait_seq(st, seq);
+  return wait_seq(st, load_seq(&st->issued));
 }
 
 int tpurt_stream_query(int32_t s) {
   stream_state* st = get_stream(s);
   if (!st) return 1;
-  pthread_mutex_lock(&st->mu);
-  int done = st->completed == st->issued;
-  pthread_mutex_unlock(&st->mu);
-  return done;
+  uint64_t issued = load_seq(&st->issued);
+  return load_seq(&st->completed) == issued;
 }
 
 uint64_t tpurt_stream_issued_seq(int32_t s) {
   stream_state* st = get_stream(s);
-  if (!st) return 0;
-  pthread_mutex_lock(&st->mu);
-  uint64_t v = st->issued;
-  pthread_mutex_unlock(&st->mu);
-  return v;
+  return st ? load_seq(&st->issued) : 0;
 }
 
 uint64_t tpurt_stream_completed_seq(int32_t s) {
   stream_state* st = get_stream(s);
-  if (!st) return 0;
-  pthread_mutex_lock(&st->mu);
-  uint64_t v = st->completed;
-  pthread_mutex_unlock(&st->mu);
-  return v;
+  return st ? load_seq(&st->completed) : 0;
 }
 
 tpurt_status tpurt_device_synchronize(int device) {
@@ -232,7 +372,7 @@ tpurt_status tpurt_device_synchronize(int device) {
 /* Runs fn(arg) on the stream and waits for it: the host-blocking copies use this. */
 tpurt_status tpurt_stream_run_blocking(int32_t s, tpurt_status (*fn)(void*), void* arg,
                                        const char* what) {
-  uint64_t seq;
+  uint64_t seq = 0;
   tpurt_status st = enqueue(s, fn, arg, NULL, what, &seq);
   if (st) return st;
   return wait_seq(get_stream(s), seq);
@@ -282,18 +422,18 @@ void tpurt_event_destroy(tpurt_event* ev) {
 tpurt_status tpurt_event_record(tpurt_event* ev, int32_t s) {
   stream_state* st = get_stream(s);
   if (!st) return bad_stream(s);
-  record_arg* a = malloc(sizeof *a);
-  command* c = malloc(sizeof *c);
   pthread_mutex_lock(&ev->mu);
+  pthread_mutex_lock(&st->mu);
+  command* c = reserve_locked(st);
+  record_arg* a = (record_arg*)c->payload;
   a->ev = ev;
   a->version = ++ev->version;
   ev->time_valid = 0;
   c->fn = record_cmd;
   c->arg = a;
-  c->release = free;
+  c->release = NULL;
   c->what = "event record";
-  pthread_mutex_lock(&st->mu);
-  ev->seq = enqueue_locked(st, c);
+  ev->seq = commit_locked(st);
   pthread_mutex_unlock(&st->mu);
   ev->stream = s;
   pthread_mutex_unlock(&ev->mu);
@@ -314,10 +454,7 @@ tpurt_status tpurt_event_synchronize(tpurt_event* ev) {
   uint64_t seq = ev->seq;
   pthread_mutex_unlock(&ev->mu);
   if (s < 0) return TPURT_OK;
-  stream_state* st = get_stream(s);
-  pthread_mutex_lock(&st->mu);
-  while (st->completed < seq) pthread_cond_wait(&st->progressed, &st->mu);
-  pthread_mutex_unlock(&st->mu);
+  wait_completed(get_stream(s), seq);
   return TPURT_OK;
 }
 
@@ -325,10 +462,7 @@ typedef struct { int32_t stream; uint64_t seq; } wait_arg;
 
 static tpurt_status wait_cmd(void* p) {
   wait_arg* a = p;
-  stream_state* st = get_stream(a->stream);
-  pthread_mutex_lock(&st->mu);
-  while (st->completed < a->seq) pthread_cond_wait(&st->progressed, &st->mu);
-  pthread_mutex_unlock(&st->mu);
+  wait_completed(get_stream(a->stream), a->seq);
   return TPURT_OK;
 }
 

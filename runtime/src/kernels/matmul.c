@@ -38,7 +38,10 @@ static const char* elem(const mat* m, int64_t i, int64_t k) {
 /* dst[0..n) <- n elements from p with element stride st, converted to float / double. */
 static void load_f32(float* dst, const char* p, int64_t st, int dt, int64_t n) {
   switch (dt) {
-    case TPURT_F32: for (int64_t i = 0; i < n; i++) dst[i] = ((const float*)p)[i * st]; break;
+    case TPURT_F32:
+      if (st == 1) memcpy(dst, p, sizeof(float) * (size_t)n);
+      else for (int64_t i = 0; i < n; i++) dst[i] = ((const float*)p)[i * st];
+      break;
     case TPURT_BF16: for (int64_t i = 0; i < n; i++) dst[i] = tpurt_bf16_to_f32(((const uint16_t*)p)[i * st]); break;
     case TPURT_F16: for (int64_t i = 0; i < n; i++) dst[i] = tpurt_f16_to_f32(((const uint16_t*)p)[i * st]); break;
   }
@@ -80,6 +83,16 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
         acc[i][1] += ai * b1;                                                                  \
       }                                                                                        \
     }                                                                                          \
+    if (mr == ROWS && nr == 2 * W) { /* full tile: vector read-modify-write of C */           \
+      for (int i = 0; i < ROWS; i++)                                                           \
+        for (int h = 0; h < 2; h++) {                                                          \
+          v##SFX cv;                                                                           \
+          memcpy(&cv, c + i * ldc + h * W, sizeof cv);                                         \
+          cv += acc[i][h];                                                                     \
+          memcpy(c + i * ldc + h * W, &cv, sizeof cv);                                         \
+        }                                                                                      \
+      return;                                                                                  \
+    }                                                                                          \
     for (int i = 0; i < mr; i++)                                                               \
       for (int j = 0; j < nr; j++) c[i * ldc + j] += acc[i][j / W][j % W];                     \
   }
@@ -89,48 +102,61 @@ GEMM_CORE(double, f64, 4, 4)
 /* Packed values per K step for a pass mode. */
 static int expand_of(pass_mode p) { return p == PASS_BF16X3 ? 3 : 1; }
 
-/* Write one loaded value x to the packed slots dst[0], dst[st], dst[2*st] as the pass
- * mode wants. `b_side` picks which factor gets the low part: A packs (hi, hi, lo) and
- * B packs (hi, lo, hi) so the K-sum is hi*hi + hi*lo + lo*hi. */
-static inline void put_f32(float* dst, int64_t st, float x, pass_mode p, int b_side) {
-  if (p == PASS_F32) { dst[0] = x; return; }
-  float hi = tpurt_round_bf16(x);
-  if (p == PASS_BF16) { dst[0] = hi; return; }
-  float lo = tpurt_round_bf16(x - hi);
-  dst[0] = hi;
-  dst[st] = b_side ? lo : hi;
-  dst[2 * st] = b_side ? hi : lo;
+/* Write n loaded values row[0..n) to packed slots: value q goes to dst[q * step] (+ st,
+ * + 2 * st for its bf16_3x parts). `b_side` picks which factor gets the low part: A packs
+ * (hi, hi, lo) and B packs (hi, lo, hi) so the K-sum is hi*hi + hi*lo + lo*hi. The pass
+ * mode is switched on once per run so each loop is plain (and vectorizes at step 1). */
+static void put_f32(float* restrict dst, int64_t step, int64_t st, const float* restrict row, int64_t n, pass_mode p,
+                    int b_side) {
+  switch (p) {
+    case PASS_F32:
+      for (int64_t q = 0; q < n; q++) dst[q * step] = row[q];
+      break;
+    case PASS_BF16:
+      for (int64_t q = 0; q < n; q++) dst[q * step] = tpurt_round_bf16(row[q]);
+      break;
+    case PASS_BF16X3:
+      for (int64_t q = 0; q < n; q++) {
+        float hi = tpurt_round_bf16(row[q]), lo = tpurt_round_bf16(row[q] - hi);
+        dst[q * step] = hi;
+        dst[q * step + st] = b_side ? lo : hi;
+        dst[q * step + 2 * st] = b_side ? hi : lo;
+      }
+      break;
+  }
 }
-static inline void put_f64(double* dst, int64_t st, double x, pass_mode p, int b_side) {
+static void put_f64(double* restrict dst, int64_t step, int64_t st, const double* restrict row, int64_t n,
+                    pass_mode p, int b_side) {
   (void)st, (void)p, (void)b_side;
-  dst[0] = x;
+  for (int64_t q = 0; q < n; q++) dst[q * step] = row[q];
 }
 
 /* Pack A rows [i0, i0+mc) x K [k0, k0+kc) into MR-row panels: panel r, packed step q,
  * row r' at ap[r * MR * kcx + q * MR + r']; rows past mc are zero. Pack B K [k0, k0+kc)
- * x cols [j0, j0+nc) into NR-col panels likewise. */
+ * x cols [j0, j0+nc) into NR-col panels likewise (columns past nc zero). */
 #define PACKERS(T, SFX)                                                                         \
   static void pack_a_##SFX(T* ap, const mat* A, int64_t i0, int64_t mc, int64_t k0, int64_t kc,  \
                            pass_mode p, T* row) {                                              \
     int x = expand_of(p);                                                                      \
-    int64_t kcx = kc * x, panels = (mc + MR_##SFX - 1) / MR_##SFX;                             \
-    memset(ap, 0, sizeof(T) * (size_t)(panels * MR_##SFX * kcx));                              \
+    int64_t kcx = kc * x, full = mc / MR_##SFX * MR_##SFX;                                     \
+    if (full < mc) /* the padded rows of the last panel */                                     \
+      memset(ap + full * kcx, 0, sizeof(T) * (size_t)(MR_##SFX * kcx));                        \
     for (int64_t i = 0; i < mc; i++) {                                                         \
       load_##SFX(row, elem(A, i0 + i, k0), A->cs, A->dtype, kc);                               \
-      T* dst = ap + (i / MR_##SFX) * MR_##SFX * kcx + i % MR_##SFX;                            \
-      for (int64_t k = 0; k < kc; k++) put_##SFX(dst + k * x * MR_##SFX, MR_##SFX, row[k], p, 0); \
+      put_##SFX(ap + (i / MR_##SFX) * MR_##SFX * kcx + i % MR_##SFX, x * MR_##SFX, MR_##SFX, row, kc, p, 0); \
     }                                                                                          \
   }                                                                                            \
   static void pack_b_##SFX(T* bp, const mat* B, int64_t k0, int64_t kc, int64_t j0, int64_t nc,  \
                            pass_mode p, T* row) {                                              \
     int x = expand_of(p);                                                                      \
-    int64_t kcx = kc * x, panels = (nc + NR_##SFX - 1) / NR_##SFX;                             \
-    memset(bp, 0, sizeof(T) * (size_t)(panels * NR_##SFX * kcx));                              \
+    int64_t kcx = kc * x, full = nc / NR_##SFX * NR_##SFX;                                     \
+    if (full < nc) /* the padded columns of the last panel */                                  \
+      memset(bp + full * kcx, 0, sizeof(T) * (size_t)(NR_##SFX * kcx));                        \
     for (int64_t k = 0; k < kc; k++) {                                                         \
       load_##SFX(row, elem(B, k0 + k, j0), B->cs, B->dtype, nc);                               \
-      for (int64_t j = 0; j < nc; j++)                                                         \
-        put_##SFX(bp + (j / NR_##SFX) * NR_##SFX * kcx + k * x * NR_##SFX + j % NR_##SFX,      \
-                  NR_##SFX, row[j], p, 1);                                                     \
+      for (int64_t j = 0; j < nc; j += NR_##SFX)                                               \
+        put_##SFX(bp + j * kcx + k * x * NR_##SFX, 1, NR_##SFX, row + j,                       \
+                  nc - j < NR_##SFX ? nc - j : NR_##SFX, p, 1);                                \
     }                                                                                          \
   }
 PACKERS(float, f32)
@@ -138,41 +164,76 @@ PACKERS(double, f64)
 
 /* C[M x N] (dense, row stride ldc) += A[M x K] * B[K x N]. `ws` is scratch from
  * gemm_scratch. The K blocking keeps every packed step count a multiple of the
- * expansion so hi/lo parts of one product never straddle blocks. */
+ * expansion so hi/lo parts of one product never straddle blocks.
+ *
+ * Threads (tpurt_parallel_for): per (N block, K block), the B block is packed by column
+ * panels in parallel, then the rows of C are cut in MR-aligned chunks, each thread
+ * packing its own A blocks (on its stack) and running the micro-kernel over the shared
+ * packed B. Every C element is summed by one thread in the same K order whatever the
+ * thread count, so results do not depend on it. */
 #define GEMM(T, SFX)                                                                           \
+  typedef struct {                                                                             \
+    const mat *A, *B;                                                                          \
+    pass_mode pa, pb;                                                                          \
+    int x;                                                                                     \
+    int64_t j0, nc, k0, kc;                                                                    \
+    T *bp, *c;                                                                                 \
+    int64_t ldc;                                                                               \
+  } gemm_job_##SFX;                                                                            \
+  /* Column panels [p0, p1) of the B block. */                                                 \
+  static void gemm_pack_b_##SFX(void* arg, int64_t p0, int64_t p1) {                           \
+    const gemm_job_##SFX* g = arg;                                                             \
+    _Alignas(64) T row[NC];                                                                    \
+    int64_t j1 = p1 * NR_##SFX < g->nc ? p1 * NR_##SFX : g->nc;                                \
+    pack_b_##SFX(g->bp + p0 * NR_##SFX * g->kc * g->x, g->B, g->k0, g->kc, g->j0 + p0 * NR_##SFX, \
+                 j1 - p0 * NR_##SFX, g->pb, row);                                              \
+  }                                                                                            \
+  /* Rows [r0, r1) of C against the packed B block. */                                         \
+  static void gemm_rows_##SFX(void* arg, int64_t r0, int64_t r1) {                             \
+    const gemm_job_##SFX* g = arg;                                                             \
+    _Alignas(64) T ap[KC * (MC + MR_##SFX)];                                                   \
+    _Alignas(64) T row[KC];                                                                    \
+    int64_t kcx = g->kc * g->x;                                                                \
+    for (int64_t i0 = r0; i0 < r1; i0 += MC) {                                                 \
+      int64_t mc = r1 - i0 < MC ? r1 - i0 : MC;                                                \
+      pack_a_##SFX(ap, g->A, i0, mc, g->k0, g->kc, g->pa, row);                                \
+      for (int64_t jr = 0; jr < g->nc; jr += NR_##SFX)                                         \
+        for (int64_t ir = 0; ir < mc; ir += MR_##SFX) {                                        \
+          int mr = mc - ir < MR_##SFX ? (int)(mc - ir) : MR_##SFX;                             \
+          int nr = g->nc - jr < NR_##SFX ? (int)(g->nc - jr) : NR_##SFX;                       \
+          micro_##SFX(kcx, ap + ir * kcx, g->bp + jr * kcx, g->c + (i0 + ir) * g->ldc + g->j0 + jr, \
+                      g->ldc, mr, nr);                                                         \
+        }                                                                                      \
+    }                                                                                          \
+  }                                                                                            \
   static void gemm_##SFX(int64_t M, int64_t N, int64_t K, const mat* A, const mat* B,         \
                          pass_mode pa, pass_mode pb, T* c, int64_t ldc, T* ws) {               \
     int x = expand_of(pa) > expand_of(pb) ? expand_of(pa) : expand_of(pb);                     \
     if (x == 3) pa = pb = PASS_BF16X3;                                                         \
     int64_t kb = KC / x;                                                                       \
-    T* bp = ws;                                                                                \
-    T* ap = bp + (size_t)KC * (NC + NR_##SFX);                                                 \
-    T* row = ap + (size_t)KC * (MC + MR_##SFX);                                                \
-    for (int64_t j0 = 0; j0 < N; j0 += NC) {                                                   \
-      int64_t nc = N - j0 < NC ? N - j0 : NC;                                                  \
-      for (int64_t k0 = 0; k0 < K; k0 += kb) {                                                 \
-        int64_t kc = K - k0 < kb ? K - k0 : kb;                                                \
-        pack_b_##SFX(bp, B, k0, kc, j0, nc, pb, row);                                          \
-        for (int64_t i0 = 0; i0 < M; i0 += MC) {                                               \
-          int64_t mc = M - i0 < MC ? M - i0 : MC;                                              \
-          pack_a_##SFX(ap, A, i0, mc, k0, kc, pa, row);                                        \
-          for (int64_t jr = 0; jr < nc; jr += NR_##SFX)                                        \
-            for (int64_t ir = 0; ir < mc; ir += MR_##SFX) {                                    \
-              int mr = mc - ir < MR_##SFX ? (int)(mc - ir) : MR_##SFX;                         \
-              int nr = nc - jr < NR_##SFX ? (int)(nc - jr) : NR_##SFX;                         \
-              micro_##SFX(kc * x, ap + ir * kc * x, bp + jr * kc * x,                          \
-                          c + (i0 + ir) * ldc + j0 + jr, ldc, mr, nr);                         \
-            }                                                                                  \
-        }                                                                                      \
+    gemm_job_##SFX g = {A, B, pa, pb, x, 0, 0, 0, 0, ws, c, ldc};                              \
+    /* Row chunks: ~4 per thread so a thread slowed by the machine gets fewer; at most MC   \
+     * (the A block) and none at all below ~1 MFLOP per block (the hand-off costs more). */   \
+    int nt = tpurt_pool_threads();                                                             \
+    int64_t grain = (M + 4 * nt - 1) / (4 * nt);                                               \
+    grain = grain > MC ? MC : (grain + MR_##SFX - 1) / MR_##SFX * MR_##SFX;                    \
+    if (M * N * (K < kb ? K : kb) < (1 << 19)) grain = M;                                      \
+    for (g.j0 = 0; g.j0 < N; g.j0 += NC) {                                                     \
+      g.nc = N - g.j0 < NC ? N - g.j0 : NC;                                                    \
+      for (g.k0 = 0; g.k0 < K; g.k0 += kb) {                                                   \
+        g.kc = K - g.k0 < kb ? K - g.k0 : kb;                                                  \
+        int64_t panels = (g.nc + NR_##SFX - 1) / NR_##SFX;                                     \
+        tpurt_parallel_for(panels, grain == M ? panels : 8, gemm_pack_b_##SFX, &g);            \
+        tpurt_parallel_for(M, grain, gemm_rows_##SFX, &g);                                     \
       }                                                                                        \
     }                                                                                          \
   }
 GEMM(float, f32)
 GEMM(double, f64)
 
-/* Scratch for gemm_*: B block, A block, one loaded row (sizes in the widest type). */
+/* Scratch for gemm_*: the packed B block (sizes in the widest type). */
 static void* gemm_scratch(void) {
-  size_t n = (size_t)KC * (NC + 16) + (size_t)KC * (MC + 8) + (KC > NC ? KC : NC);
+  size_t n = (size_t)KC * (NC + 16);
   void* p = NULL;
   return posix_memalign(&p, 64, n * sizeof(double)) ? NULL : p;
 }
@@ -244,10 +305,14 @@ static tpurt_status run_matmul(const tpurt_op_call* c, const problem* pr, const 
   int acc_dt = ct == TPURT_CT_F32 ? TPURT_F32 : ct == TPURT_CT_F64 ? TPURT_F64 : TPURT_I64;
   size_t es = tpurt_dtype_size((tpurt_dtype)acc_dt);
   int64_t nacc = tpurt_numel(out);
-  void* acc = calloc((size_t)(nacc ? nacc : 1), es);
+  /* A dense output of the accumulator's type is the accumulator itself (no scratch, no
+   * copy); the epilogue then runs in place, or not at all for alpha = 1 without self. */
+  int direct = out->dtype == acc_dt && tpurt_is_contiguous(out);
+  void* acc = direct ? out->data : calloc((size_t)(nacc ? nacc : 1), es);
+  if (direct) memset(acc, 0, (size_t)nacc * es);
   void* ws = ct == TPURT_CT_I64 ? malloc(sizeof(int64_t) * (size_t)(pr->N ? pr->N : 1)) : gemm_scratch();
   if (!acc || !ws) {
-    free(acc);
+    if (!direct) free(acc);
     free(ws);
     return tpurt_fail(TPURT_ERR_OOM, "matmul: host out of memory for scratch");
   }
@@ -280,8 +345,9 @@ static tpurt_status run_matmul(const tpurt_op_call* c, const problem* pr, const 
   tpurt_ew_fn fn = ct == TPURT_CT_F32 ? (nin == 2 ? epi_f32_2 : epi_f32_1)
                  : ct == TPURT_CT_F64 ? (nin == 2 ? epi_f64_2 : epi_f64_1)
                                       : (nin == 2 ? epi_i64_2 : epi_i64_1);
+  if (direct && nin == 1 && (ct == TPURT_CT_I64 ? e.alpha_i == 1 : e.alpha == 1)) return TPURT_OK;
   tpurt_status s = tpurt_ew_run(out, nin, in, ct, fn, &e);
-  free(acc);
+  if (!direct) free(acc);
   return s;
 }
 

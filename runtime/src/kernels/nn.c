@@ -82,6 +82,63 @@ static void tile_io(const tpurt_tensor* t, char* base, int64_t std_, int64_t stp
   }
 }
 
+/* Tiles of lines: tile `item` is the row-major index over `sizes` (dim d collapsed to 1,
+ * dim p counted in blocks of B). Tiles write disjoint lines, so they go to the pool. */
+typedef struct lines_job {
+  int nt;
+  const tpurt_tensor* const* t;
+  unsigned outs;
+  int d, p, nd;
+  int64_t len, B;
+  int64_t sizes[TPURT_MAX_DIMS];
+  line_fn fn;
+  int oom;
+} lines_job;
+
+static void line_tiles(void* arg, int64_t lo, int64_t hi) {
+  lines_job* J = arg;
+  const tpurt_tensor* const* t = J->t;
+  int nd = J->nd, d = J->d, p = J->p, nt = J->nt;
+  int64_t len = J->len, B = J->B;
+  double* buf = scratch(len * B * nt + B);
+  if (!buf) {
+    __atomic_store_n(&J->oom, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  double* row = buf + len * B * nt;
+  int64_t idx[TPURT_MAX_DIMS];
+  for (int64_t item = lo; item < hi; item++) {
+    for (int64_t e = nd - 1, r = item; e >= 0; e--) {
+      idx[e] = r % J->sizes[e];
+      r /= J->sizes[e];
+    }
+    int64_t b = p >= 0 && (idx[p] + 1) * B > t[0]->sizes[p] ? t[0]->sizes[p] - idx[p] * B : B;
+    char* base[4];
+    for (int k = 0; k < nt; k++) {
+      int64_t off = 0;
+      for (int e = 0; e < nd; e++) off += idx[e] * (e == p ? B : 1) * t[k]->strides[e];
+      base[k] = (char*)t[k]->data + off * (int64_t)tpurt_dtype_size((tpurt_dtype)t[k]->dtype);
+      if (!(J->outs >> k & 1))
+        tile_io(t[k], base[k], nd ? t[k]->strides[d] : 0, p >= 0 ? t[k]->strides[p] : 0, len, b, buf + k * len * B,
+                row, 0);
+    }
+    for (int64_t q = 0; q < b; q++) {
+      double* lines[4];
+      for (int k = 0; k < nt; k++) lines[k] = buf + k * len * B + q * len;
+      J->fn(lines, len);
+    }
+    for (int k = 0; k < nt; k++)
+      if (J->outs >> k & 1)
+        tile_io(t[k], base[k], nd ? t[k]->strides[d] : 0, p >= 0 ? t[k]->strides[p] : 0, len, b, buf + k * len * B,
+                row, 1);
+  }
+  free(buf);
+}
+
+/* Work per pool claim and the least total worth splitting, in elements per tensor. */
+#define NN_PAR_GRAIN (1 << 14)
+#define NN_PAR_MIN (1 << 16)
+
 static tpurt_status for_lines(int nt, const tpurt_tensor* const* t, unsigned outs, int64_t dim, line_fn fn) {
   int d;
   tpurt_status s = tpurt_wrap_dim(dim, t[0]->ndim, &d);
@@ -99,36 +156,18 @@ static tpurt_status for_lines(int nt, const tpurt_tensor* const* t, unsigned out
     B = LINE_TILE / len;
     B = B < 1 ? 1 : B > t[0]->sizes[p] ? t[0]->sizes[p] : B;
   }
-  double* buf = scratch(len * B * nt + B);
-  if (!buf) return OOM("softmax");
-  double* row = buf + len * B * nt;
-  int64_t sizes[TPURT_MAX_DIMS], idx[TPURT_MAX_DIMS] = {0};
-  memcpy(sizes, t[0]->sizes, sizeof sizes);
-  if (nd) sizes[d] = 1;
-  if (p >= 0) sizes[p] = (sizes[p] + B - 1) / B;
-  do {
-    int64_t b = p >= 0 && (idx[p] + 1) * B > t[0]->sizes[p] ? t[0]->sizes[p] - idx[p] * B : B;
-    char* base[4];
-    for (int k = 0; k < nt; k++) {
-      int64_t off = 0;
-      for (int e = 0; e < nd; e++) off += idx[e] * (e == p ? B : 1) * t[k]->strides[e];
-      base[k] = (char*)t[k]->data + off * (int64_t)tpurt_dtype_size((tpurt_dtype)t[k]->dtype);
-      if (!(outs >> k & 1))
-        tile_io(t[k], base[k], nd ? t[k]->strides[d] : 0, p >= 0 ? t[k]->strides[p] : 0, len, b, buf + k * len * B,
-                row, 0);
-    }
-    for (int64_t q = 0; q < b; q++) {
-      double* lines[4];
-      for (int k = 0; k < nt; k++) lines[k] = buf + k * len * B + q * len;
-      fn(lines, len);
-    }
-    for (int k = 0; k < nt; k++)
-      if (outs >> k & 1)
-        tile_io(t[k], base[k], nd ? t[k]->strides[d] : 0, p >= 0 ? t[k]->strides[p] : 0, len, b, buf + k * len * B,
-                row, 1);
-  } while (nd && tpurt_next_index(idx, sizes, nd));
-  free(buf);
-  return TPURT_OK;
+  lines_job J = {nt, t, outs, d, p, nd, len, B, {0}, fn, 0};
+  memcpy(J.sizes, t[0]->sizes, sizeof J.sizes);
+  if (nd) J.sizes[d] = 1;
+  if (p >= 0) J.sizes[p] = (J.sizes[p] + B - 1) / B;
+  int64_t tiles = 1;
+  for (int e = 0; e < nd; e++) tiles *= J.sizes[e];
+  int64_t per_tile = len * B;
+  if (tiles > 1 && tiles * per_tile >= NN_PAR_MIN)
+    tpurt_parallel_for(tiles, (NN_PAR_GRAIN + per_tile - 1) / per_tile, line_tiles, &J);
+  else
+    line_tiles(&J, 0, tiles);
+  return J.oom ? OOM("softmax") : TPURT_OK;
 }
 
 /* ---------------------------------------------------------------- softmax */
@@ -214,29 +253,55 @@ static void mean_rstd(const double* x, int64_t n, double eps, double* mean, doub
 }
 
 /* native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd) */
+typedef struct ln_job {
+  const tpurt_op_call* c;
+  int k;
+  int64_t n;
+  double eps;
+  const double *w, *b;
+  int oom;
+} ln_job;
+
+/* Rows [lo, hi): each normalized independently (the pool splits them). */
+static void ln_rows(void* arg, int64_t lo, int64_t hi) {
+  ln_job* J = arg;
+  const tpurt_op_call* c = J->c;
+  int64_t n = J->n;
+  double* x = scratch(n);
+  if (!x) {
+    __atomic_store_n(&J->oom, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  for (int64_t o = lo; o < hi; o++) {
+    double mean, rstd;
+    load_block(&c->args[0].t, J->k, o, x);
+    mean_rstd(x, n, J->eps, &mean, &rstd);
+    for (int64_t j = 0; j < n; j++) x[j] = (x[j] - mean) * rstd * J->w[j] + J->b[j];
+    store_block(&c->outs[0], J->k, o, x);
+    store_block(&c->outs[1], J->k, o, &mean);
+    store_block(&c->outs[2], J->k, o, &rstd);
+  }
+  free(x);
+}
+
 tpurt_status tpurt_kernel_layer_norm(const tpurt_op_call* c) {
   const tpurt_tensor* in = &c->args[0].t;
   int k;
   tpurt_status s = norm_axis(in, &c->args[1], &k);
   if (s) return s;
   int64_t m = prod_dims(in, 0, k), n = prod_dims(in, k, in->ndim);
-  double eps = tpurt_value_f(&c->args[4]);
-  double* buf = scratch(3 * n);
+  double* buf = scratch(2 * n);
   if (!buf) return OOM("layer_norm");
-  double *x = buf, *w = buf + n, *b = buf + 2 * n;
+  double *w = buf, *b = buf + n;
   load_param(&c->args[2], w, n, 1);
   load_param(&c->args[3], b, n, 0);
-  for (int64_t o = 0; o < m; o++) {
-    double mean, rstd;
-    load_block(in, k, o, x);
-    mean_rstd(x, n, eps, &mean, &rstd);
-    for (int64_t j = 0; j < n; j++) x[j] = (x[j] - mean) * rstd * w[j] + b[j];
-    store_block(&c->outs[0], k, o, x);
-    store_block(&c->outs[1], k, o, &mean);
-    store_block(&c->outs[2], k, o, &rstd);
-  }
+  ln_job J = {c, k, n, tpurt_value_f(&c->args[4]), w, b, 0};
+  if (m > 1 && m * n >= NN_PAR_MIN)
+    tpurt_parallel_for(m, (NN_PAR_GRAIN + n - 1) / (n ? n : 1), ln_rows, &J);
+  else
+    ln_rows(&J, 0, m);
   free(buf);
-  return TPURT_OK;
+  return J.oom ? OOM("layer_norm") : TPURT_OK;
 }
 
 /* native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight?, bias?,

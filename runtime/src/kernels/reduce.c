@@ -6,11 +6,15 @@
 
 /* ---------------------------------------------------------------- strided load/store */
 void tpurt_red_load(void* dst, int as_int, const void* src, int64_t st, int dt, int64_t n) {
+/* the dense case gets its own loop: it vectorizes */
 #define RL(T, CT, EXPR)                                                        \
   do {                                                                         \
     const T* s = (const T*)src;                                                \
     CT* d = (CT*)dst;                                                          \
-    for (int64_t k = 0; k < n; k++) { T x = s[k * st]; d[k] = (CT)(EXPR); }    \
+    if (st == 1)                                                               \
+      for (int64_t k = 0; k < n; k++) { T x = s[k]; d[k] = (CT)(EXPR); }       \
+    else                                                                       \
+      for (int64_t k = 0; k < n; k++) { T x = s[k * st]; d[k] = (CT)(EXPR); }  \
   } while (0)
 #define RL_ALL(CT)                                                     \
   switch (dt) {                                                        \
@@ -34,7 +38,10 @@ void tpurt_red_store(void* dst, int64_t st, int dt, const double* src, int64_t n
 #define RS(T, EXPR)                                                      \
   do {                                                                   \
     T* d = (T*)dst;                                                      \
-    for (int64_t k = 0; k < n; k++) { double x = src[k]; d[k * st] = (T)(EXPR); } \
+    if (st == 1)                                                         \
+      for (int64_t k = 0; k < n; k++) { double x = src[k]; d[k] = (T)(EXPR); } \
+    else                                                                 \
+      for (int64_t k = 0; k < n; k++) { double x = src[k]; d[k * st] = (T)(EXPR); } \
   } while (0)
   switch (dt) {
     case TPURT_F32: RS(float, x); break;
@@ -141,16 +148,47 @@ static int64_t in_offset(const int64_t* idx, const int64_t* st, int n) {
   return off;
 }
 
-/* Row mode: one state per output element; the last reduced dim is folded in dense runs. */
-static void run_rows(const tpurt_tensor* in, const tpurt_tensor* outs, int nouts, const red_plan* p,
-                     const red_op* op, const red_ctx* ctx, void* buf) {
-  size_t es = tpurt_dtype_size((tpurt_dtype)in->dtype);
+/* One reduction in progress; the work items of both modes below are independent output
+ * elements (or blocks of them), so they are split over the worker pool when big enough.
+ * Each output element is folded by one thread in the same order whatever the split. */
+typedef struct red_job {
+  const tpurt_tensor* in;
+  const tpurt_tensor* outs;
+  int nouts;
+  const red_plan* p;
+  const red_op* op;
+  const red_ctx* ctx;
+  int c;                         /* column mode: the kept dim innermost; -1: row mode */
+  int64_t osize[TPURT_MAX_DIMS]; /* column mode: kept sizes with dim c counted in blocks */
+} red_job;
+
+/* Work per claim of the pool, in input elements, and the least total worth splitting. */
+#define RED_PAR_GRAIN (1 << 14)
+#define RED_PAR_MIN (1 << 16)
+
+/* Multi-index of row-major linear index `lin` over sizes[0..n). */
+static void unravel(int64_t lin, const int64_t* sizes, int n, int64_t* idx) {
+  for (int d = n - 1; d >= 0; d--) {
+    idx[d] = lin % sizes[d];
+    lin /= sizes[d];
+  }
+}
+
+/* Row mode: one state per output element; the last reduced dim is folded in dense runs.
+ * Items are output elements (row-major over the kept dims). */
+static void run_rows(void* arg, int64_t b, int64_t e) {
+  const red_job* J = arg;
+  const red_plan* p = J->p;
+  const red_op* op = J->op;
+  size_t es = tpurt_dtype_size((tpurt_dtype)J->in->dtype);
+  _Alignas(64) int64_t buf[RED_CHUNK];
   int64_t kidx[TPURT_MAX_DIMS] = {0}, ridx[TPURT_MAX_DIMS];
   int64_t len = p->rsize[p->nr - 1], st = p->rst[p->nr - 1];
-  for (;;) {
-    const char* base = (const char*)in->data + in_offset(kidx, p->kin, p->nk) * (int64_t)es;
+  unravel(b, p->ksize, p->nk, kidx);
+  for (int64_t o = b; o < e; o++) {
+    const char* base = (const char*)J->in->data + in_offset(kidx, p->kin, p->nk) * (int64_t)es;
     red_state s;
-    op->init(&s, 1, ctx);
+    op->init(&s, 1, J->ctx);
     memset(ridx, 0, sizeof ridx);
     int64_t lin = 0;
     if (p->rcount > 0) {
@@ -158,52 +196,53 @@ static void run_rows(const tpurt_tensor* in, const tpurt_tensor* outs, int nouts
         const char* row = base + in_offset(ridx, p->rst, p->nr - 1) * (int64_t)es;
         for (int64_t j = 0; j < len; j += RED_CHUNK) {
           int64_t n = len - j < RED_CHUNK ? len - j : RED_CHUNK;
-          tpurt_red_load(buf, ctx->as_int, row + j * st * (int64_t)es, st, in->dtype, n);
-          op->row(&s, buf, n, lin + j, ctx);
+          tpurt_red_load(buf, J->ctx->as_int, row + j * st * (int64_t)es, st, J->in->dtype, n);
+          op->row(&s, buf, n, lin + j, J->ctx);
         }
         lin += len;
       } while (p->nr > 1 && tpurt_next_index(ridx, p->rsize, p->nr - 1));
     }
     red_val v[TPURT_MAX_OUTS];
-    op->fin(&s, p->rcount, ctx, v);
-    store_vals(outs, nouts, p, kidx, v);
-    if (p->nk == 0 || !tpurt_next_index(kidx, p->ksize, p->nk)) break;
+    op->fin(&s, p->rcount, J->ctx, v);
+    store_vals(J->outs, J->nouts, p, kidx, v);
+    if (p->nk) tpurt_next_index(kidx, p->ksize, p->nk);
   }
 }
 
-/* Column mode: kept dim `c` is innermost; blocks of it hold one state per column. */
-static void run_cols(const tpurt_tensor* in, const tpurt_tensor* outs, int nouts, const red_plan* p,
-                     int c, const red_op* op, const red_ctx* ctx, void* buf, red_state* states) {
-  size_t es = tpurt_dtype_size((tpurt_dtype)in->dtype);
-  int64_t kidx[TPURT_MAX_DIMS] = {0}, ridx[TPURT_MAX_DIMS];
-  int64_t osize[TPURT_MAX_DIMS]; /* kept sizes with the column dim collapsed */
-  memcpy(osize, p->ksize, sizeof osize);
-  osize[c] = 1;
+/* Column mode: kept dim `c` is innermost; blocks of RED_CHUNK of it hold one state per
+ * column. Items are (kept index with dim c in blocks), row-major over J->osize. */
+static void run_cols(void* arg, int64_t b, int64_t e) {
+  const red_job* J = arg;
+  const red_plan* p = J->p;
+  const red_op* op = J->op;
+  int c = J->c;
+  size_t es = tpurt_dtype_size((tpurt_dtype)J->in->dtype);
+  _Alignas(64) int64_t buf[RED_CHUNK];
+  red_state states[RED_CHUNK];
+  int64_t kidx[TPURT_MAX_DIMS], ridx[TPURT_MAX_DIMS];
   int64_t cs = p->kin[c];
-  for (;;) {
-    for (int64_t c0 = 0; c0 < p->ksize[c]; c0 += RED_CHUNK) {
-      int64_t n = p->ksize[c] - c0 < RED_CHUNK ? p->ksize[c] - c0 : RED_CHUNK;
-      kidx[c] = c0;
-      const char* base = (const char*)in->data + in_offset(kidx, p->kin, p->nk) * (int64_t)es;
-      op->init(states, n, ctx);
-      memset(ridx, 0, sizeof ridx);
-      int64_t lin = 0;
-      if (p->rcount > 0) {
-        do {
-          tpurt_red_load(buf, ctx->as_int, base + in_offset(ridx, p->rst, p->nr) * (int64_t)es, cs,
-                         in->dtype, n);
-          op->col(states, buf, n, lin++, ctx);
-        } while (tpurt_next_index(ridx, p->rsize, p->nr));
-      }
-      for (int64_t k = 0; k < n; k++) {
-        red_val v[TPURT_MAX_OUTS];
-        op->fin(&states[k], p->rcount, ctx, v);
-        kidx[c] = c0 + k;
-        store_vals(outs, nouts, p, kidx, v);
-      }
-      kidx[c] = 0;
+  for (int64_t item = b; item < e; item++) {
+    unravel(item, J->osize, p->nk, kidx);
+    int64_t c0 = kidx[c] * RED_CHUNK;
+    int64_t n = p->ksize[c] - c0 < RED_CHUNK ? p->ksize[c] - c0 : RED_CHUNK;
+    kidx[c] = c0;
+    const char* base = (const char*)J->in->data + in_offset(kidx, p->kin, p->nk) * (int64_t)es;
+    op->init(states, n, J->ctx);
+    memset(ridx, 0, sizeof ridx);
+    int64_t lin = 0;
+    if (p->rcount > 0) {
+      do {
+        tpurt_red_load(buf, J->ctx->as_int, base + in_offset(ridx, p->rst, p->nr) * (int64_t)es, cs,
+                       J->in->dtype, n);
+        op->col(states, buf, n, lin++, J->ctx);
+      } while (tpurt_next_index(ridx, p->rsize, p->nr));
     }
-    if (!tpurt_next_index(kidx, osize, p->nk)) break;
+    for (int64_t k = 0; k < n; k++) {
+      red_val v[TPURT_MAX_OUTS];
+      op->fin(&states[k], p->rcount, J->ctx, v);
+      kidx[c] = c0 + k;
+      store_vals(J->outs, J->nouts, p, kidx, v);
+    }
   }
 }
 
@@ -221,15 +260,19 @@ tpurt_status tpurt_red_run(const tpurt_tensor* in, uint32_t mask, const tpurt_te
   if (p.rsize[p.nr - 1] == 1) rs = INT64_MAX;
   for (int j = 0; j < p.nk; j++)
     if (p.ksize[j] > 1 && tpurt_iabs64(p.kin[j]) < rs && (c < 0 || tpurt_iabs64(p.kin[j]) <= tpurt_iabs64(p.kin[c]))) c = j;
-  _Alignas(64) int64_t buf[RED_CHUNK];
-  if (c < 0) {
-    run_rows(in, outs, nouts, &p, op, ctx, buf);
-    return TPURT_OK;
+  red_job job = {in, outs, nouts, &p, op, ctx, c, {0}};
+  int64_t items = 1, per_item = p.rcount > 0 ? p.rcount : 1;
+  memcpy(job.osize, p.ksize, sizeof job.osize);
+  if (c >= 0) {
+    job.osize[c] = (p.ksize[c] + RED_CHUNK - 1) / RED_CHUNK;
+    per_item *= p.ksize[c] < RED_CHUNK ? p.ksize[c] : RED_CHUNK;
   }
-  red_state* states = malloc(sizeof(red_state) * RED_CHUNK);
-  if (!states) return tpurt_fail(TPURT_ERR_OOM, "reduction: out of host memory for scratch");
-  run_cols(in, outs, nouts, &p, c, op, ctx, buf, states);
-  free(states);
+  for (int j = 0; j < p.nk; j++) items *= job.osize[j];
+  tpurt_pool_fn fn = c < 0 ? run_rows : run_cols;
+  if (items > 1 && items * per_item >= RED_PAR_MIN)
+    tpurt_parallel_for(items, (RED_PAR_GRAIN + per_item - 1) / per_item, fn, &job);
+  else
+    fn(&job, 0, items);
   return TPURT_OK;
 }
 

@@ -1,0 +1,108 @@
+/* Machine ceilings for bench/run.py: FMA peak and memory bandwidth, measured with plain
+ * C (built on the fly with -O3 -mavx2 -mfma; the scalar fallback is only for non-x86).
+ *   peak_gflops(threads, seconds): every thread runs 12 independent 8-lane FMA chains
+ *     (enough to cover FMA latency x throughput on current x86 cores); flops = 2*8*12 per
+ *     iteration.
+ *   bandwidth_gbps(kind, threads, nbytes): kind 0 = memcpy (read+write bytes counted),
+ *     kind 1 = STREAM triad a = b + s*c (3 arrays counted); arrays split across threads. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct { double seconds; double flops; float sink; } peak_arg;
+
+static void* peak_thread(void* p) {
+  peak_arg* a = p;
+  long iters = 0;
+  double t0 = now();
+#ifdef __AVX2__
+  __m256 acc[12], m = _mm256_set1_ps(0.999999f), x = _mm256_set1_ps(1e-7f);
+  for (int i = 0; i < 12; i++) acc[i] = _mm256_set1_ps((float)i);
+  while (now() - t0 < a->seconds) {
+    for (int r = 0; r < 100000; r++)
+#pragma GCC unroll 12 /* the chains must live in registers, not in acc[] on the stack */
+      for (int i = 0; i < 12; i++) acc[i] = _mm256_fmadd_ps(acc[i], m, x);
+    iters += 100000;
+  }
+  __m256 s = acc[0];
+  for (int i = 1; i < 12; i++) s = _mm256_add_ps(s, acc[i]);
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  a->sink = out[0];
+  a->flops = (double)iters * 12 * 8 * 2;
+#else
+  float acc[12];
+  for (int i = 0; i < 12; i++) acc[i] = (float)i;
+  while (now() - t0 < a->seconds) {
+    for (int r = 0; r < 100000; r++)
+      for (int i = 0; i < 12; i++) acc[i] = acc[i] * 0.999999f + 1e-7f;
+    iters += 100000;
+  }
+  a->sink = acc[0];
+  a->flops = (double)iters * 12 * 2;
+#endif
+  return NULL;
+}
+
+double peak_gflops(int threads, double seconds) {
+  pthread_t th[64];
+  peak_arg args[64];
+  if (threads > 64) threads = 64;
+  double t0 = now();
+  for (int i = 0; i < threads; i++) {
+    args[i].seconds = seconds;
+    pthread_create(&th[i], NULL, peak_thread, &args[i]);
+  }
+  double flops = 0;
+  for (int i = 0; i < threads; i++) {
+    pthread_join(th[i], NULL);
+    flops += args[i].flops;
+  }
+  return flops / (now() - t0) / 1e9;
+}
+
+typedef struct { int kind; float *a, *b, *c; size_t n; int reps; } bw_arg;
+
+static void* bw_thread(void* p) {
+  bw_arg* a = p;
+  for (int r = 0; r < a->reps; r++) {
+    if (a->kind == 0) memcpy(a->a, a->b, a->n * 4);
+    else
+      for (size_t i = 0; i < a->n; i++) a->a[i] = a->b[i] + 3.0f * a->c[i];
+  }
+  return NULL;
+}
+
+double bandwidth_gbps(int kind, int threads, size_t nbytes) {
+  size_t n = nbytes / 4;
+  float *a = malloc(n * 4), *b = malloc(n * 4), *c = malloc(n * 4);
+  for (size_t i = 0; i < n; i++) a[i] = 0, b[i] = (float)i, c[i] = 1;
+  pthread_t th[64];
+  bw_arg args[64];
+  if (threads > 64) threads = 64;
+  double best = 0;
+  for (int trial = 0; trial < 5; trial++) {
+    double t0 = now();
+    for (int i = 0; i < threads; i++) {
+      size_t lo = n * i / threads, hi = n * (i + 1) / threads;
+      args[i] = (bw_arg){kind, a + lo, b + lo, c + lo, hi - lo, 2};
+      pthread_create(&th[i], NULL, bw_thread, &args[i]);
+    }
+    for (int i = 0; i < threads; i++) pthread_join(th[i], NULL);
+    double dt = now() - t0;
+    double bytes = 2.0 * n * 4 * (kind == 0 ? 2 : 3);
+    if (bytes / dt > best) best = bytes / dt;
+  }
+  free(a), free(b), free(c);
+  return best / 1e9;
+}

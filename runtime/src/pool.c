@@ -1,0 +1,151 @@
+/* The worker pool kernels split large loops over: T threads in all, the calling thread
+ * (usually a stream worker) plus T-1 persistent helpers, T = TPU_NUM_THREADS or the
+ * number of online CPUs. A loop of n items is cut into fixed chunks of `grain` items that
+ * the threads claim one by one (a thread slowed down by a busy machine just claims fewer),
+ * so the chunks never depend on timing, only which thread runs each.
+ *
+ * One parallel loop runs at a time: a second caller (another stream) or a nested call runs
+ * its loop inline instead of waiting. Helpers spin briefly after each loop (kernels issue
+ * loops back to back) and then sleep on a condition variable.
+ *
+ * Oversubscription: PyTorch's CPU intra-op threads and this pool only compete when CPU
+ * tensor math runs while tpu work is still queued (strict mode). Programs that use the
+ * tpu device keep their math on it, and the benchmark times each device to completion
+ * (loss.item() / synchronize) before the other's turn, so the two never overlap there;
+ * a program that does mix them can set TPU_NUM_THREADS (or torch.set_num_threads). */
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define MAX_THREADS 64
+#define SPIN_NS 50000 /* polling before a helper sleeps: loops of one kernel come back to back */
+
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_RELAX() __builtin_ia32_pause()
+#else
+#define CPU_RELAX() ((void)0)
+#endif
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static struct {
+  int nthreads;
+  pthread_mutex_t busy; /* held by the thread running a parallel loop */
+  pthread_mutex_t mu;
+  pthread_cond_t wake;
+  uint64_t gen;     /* bumped per loop; helpers run when it changes */
+  int sleepers;     /* helpers blocked on `wake` (under mu) */
+  int pending;      /* helpers still running the current loop */
+  tpurt_pool_fn fn;
+  void* ctx;
+  int64_t n, grain;
+  int64_t next; /* first unclaimed item */
+} pool = {.busy = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static _Thread_local int in_loop; /* nested loops run inline */
+
+/* Claim and run chunks of the current loop until none is left. */
+static void run_chunks(void) {
+  int64_t n = pool.n, grain = pool.grain;
+  for (;;) {
+    int64_t b = __atomic_fetch_add(&pool.next, grain, __ATOMIC_RELAXED);
+    if (b >= n) return;
+    pool.fn(pool.ctx, b, b + grain < n ? b + grain : n);
+  }
+}
+
+static void* helper_main(void* p) {
+  (void)p;
+  uint64_t seen = 0;
+  in_loop = 1;
+  for (;;) {
+    uint64_t g;
+    int64_t spin_end = now_ns() + SPIN_NS;
+    unsigned spins = 0;
+    while ((g = __atomic_load_n(&pool.gen, __ATOMIC_ACQUIRE)) == seen) {
+      if (++spins % 64 || now_ns() < spin_end) {
+        CPU_RELAX();
+        continue;
+      }
+      pthread_mutex_lock(&pool.mu);
+      pool.sleepers++;
+      while (__atomic_load_n(&pool.gen, __ATOMIC_ACQUIRE) == seen) pthread_cond_wait(&pool.wake, &pool.mu);
+      pool.sleepers--;
+      pthread_mutex_unlock(&pool.mu);
+    }
+    seen = g;
+    run_chunks();
+    __atomic_fetch_sub(&pool.pending, 1, __ATOMIC_RELEASE);
+  }
+  return NULL;
+}
+
+/* A forked child has only the forking thread: its loops run inline from then on. */
+static void pool_after_fork_child(void) {
+  pool.nthreads = 1;
+  pthread_mutex_init(&pool.busy, NULL);
+  pthread_mutex_init(&pool.mu, NULL);
+  pthread_cond_init(&pool.wake, NULL);
+  pool.sleepers = 0;
+}
+
+static void pool_init(void) {
+  pthread_atfork(NULL, NULL, pool_after_fork_child);
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  int n = ncpu > 0 ? (int)ncpu : 1;
+  const char* env = getenv("TPU_NUM_THREADS");
+  if (env && *env) {
+    int v = atoi(env);
+    if (v >= 1) n = v;
+  }
+  if (n > MAX_THREADS) n = MAX_THREADS;
+  pool.nthreads = n;
+  for (int i = 1; i < n; i++) {
+    pthread_t th;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&th, &attr, helper_main, NULL)) pool.nthreads = i;
+    pthread_attr_destroy(&attr);
+    if (pool.nthreads == i) break;
+  }
+}
+
+int tpurt_pool_threads(void) {
+  pthread_once(&pool_once, pool_init);
+  return pool.nthreads;
+}
+
+void tpurt_parallel_for(int64_t n, int64_t grain, tpurt_pool_fn fn, void* ctx) {
+  if (n <= 0) return;
+  if (grain < 1) grain = 1;
+  int nt = tpurt_pool_threads();
+  if (nt == 1 || n <= grain || in_loop || pthread_mutex_trylock(&pool.busy)) {
+    fn(ctx, 0, n);
+    return;
+  }
+  pool.fn = fn;
+  pool.ctx = ctx;
+  pool.n = n;
+  pool.grain = grain;
+  pool.next = 0;
+  __atomic_store_n(&pool.pending, nt - 1, __ATOMIC_RELAXED);
+  pthread_mutex_lock(&pool.mu);
+  __atomic_fetch_add(&pool.gen, 1, __ATOMIC_RELEASE);
+  if (pool.sleepers) pthread_cond_broadcast(&pool.wake);
+  pthread_mutex_unlock(&pool.mu);
+  in_loop = 1;
+  run_chunks();
+  in_loop = 0;
+  while (__atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) > 0) sched_yield();
+  pthread_mutex_unlock(&pool.busy);
+}

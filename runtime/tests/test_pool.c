@@ -1,0 +1,201 @@
+/* The worker pool and the stream command ring under ASan + UBSan: every item of a parallel
+ * loop runs exactly once (also nested, from two threads at once and in a forked child),
+ * more commands than the ring holds keep their order, small ops run inline on an idle
+ * stream keep the strict-mode error contract, and side streams start after the default
+ * stream's earlier work. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "internal.h"
+
+typedef struct {
+  int64_t n;
+  int* hits;
+  int nested;
+} loop_ctx;
+
+static void count_items(void* p, int64_t b, int64_t e) {
+  loop_ctx* c = p;
+  for (int64_t i = b; i < e; i++) __atomic_fetch_add(&c->hits[i], 1, __ATOMIC_RELAXED);
+  if (c->nested) { /* a loop inside a loop runs inline on the same thread */
+    loop_ctx inner = {e - b, c->hits + b, 0};
+    tpurt_parallel_for(inner.n, 3, count_items, &inner);
+  }
+}
+
+static int all_equal(const int* v, int64_t n, int want) {
+  for (int64_t i = 0; i < n; i++)
+    if (v[i] != want) return 0;
+  return 1;
+}
+
+static void test_parallel_for(void) {
+  CHECK(tpurt_pool_threads() >= 1, "pool threads %d", tpurt_pool_threads());
+  int64_t sizes[] = {1, 7, 64, 1000, 100003};
+  int64_t grains[] = {1, 5, 64, 4096};
+  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+    for (size_t g = 0; g < sizeof grains / sizeof *grains; g++) {
+      loop_ctx c = {sizes[s], calloc((size_t)sizes[s], sizeof(int)), 0};
+      tpurt_parallel_for(c.n, grains[g], count_items, &c);
+      CHECK(all_equal(c.hits, c.n, 1), "n=%lld grain=%lld: an item ran not exactly once", (long long)c.n,
+            (long long)grains[g]);
+      free(c.hits);
+    }
+  loop_ctx c = {5000, calloc(5000, sizeof(int)), 1};
+  tpurt_parallel_for(c.n, 100, count_items, &c);
+  CHECK(all_equal(c.hits, c.n, 2), "nested loop: items must run twice (outer + inner)");
+  free(c.hits);
+  tpurt_parallel_for(0, 1, count_items, &c); /* empty loop: no call */
+}
+
+static void* loop_thread(void* p) {
+  loop_ctx* c = p;
+  for (int r = 0; r < 50; r++) tpurt_parallel_for(c->n, 16, count_items, c);
+  return NULL;
+}
+
+static void test_concurrent_loops(void) {
+  loop_ctx a = {4096, calloc(4096, sizeof(int)), 0}, b = {4096, calloc(4096, sizeof(int)), 0};
+  pthread_t t1, t2;
+  pthread_create(&t1, NULL, loop_thread, &a);
+  pthread_create(&t2, NULL, loop_thread, &b);
+  pthread_join(t1, NULL);
+  pthread_join(t2, NULL);
+  CHECK(all_equal(a.hits, a.n, 50) && all_equal(b.hits, b.n, 50), "two threads' loops mixed up items");
+  free(a.hits);
+  free(b.hits);
+}
+
+/* ---------------------------------------------------------------- stream ring */
+typedef struct {
+  int* log;
+  int* next;
+  int id;
+} order_arg;
+
+static tpurt_status log_order(void* p) {
+  order_arg* a = p;
+  a->log[(*a->next)++] = a->id; /* the worker runs commands one at a time */
+  return TPURT_OK;
+}
+
+/* A forked child (DataLoader workers) has no helper threads: its loops must run inline,
+ * and its streams need workers of their own. */
+static void test_fork(void) {
+  loop_ctx warm = {100000, calloc(100000, sizeof(int)), 0};
+  tpurt_parallel_for(warm.n, 64, count_items, &warm); /* helpers exist in the parent */
+  int next = 0, log[1];
+  order_arg a = {log, &next, 5};
+  tpurt_stream_enqueue(0, log_order, &a, NULL, "log"); /* the parent's stream worker runs */
+  tpurt_stream_synchronize(0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    loop_ctx c = {100000, calloc(100000, sizeof(int)), 0};
+    tpurt_parallel_for(c.n, 64, count_items, &c);
+    /* and streams work in the child: it gets its own workers */
+    next = 0;
+    tpurt_stream_enqueue(0, log_order, &a, NULL, "log");
+    int ok = tpurt_stream_synchronize(0) == TPURT_OK && next == 1;
+    _exit(all_equal(c.hits, c.n, 1) && ok ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "parallel loop in a forked child failed (status %d)", status);
+  free(warm.hits);
+}
+
+static tpurt_status slow_cmd(void* p) {
+  (void)p;
+  struct timespec ts = {0, 20 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  return TPURT_OK;
+}
+
+static void test_ring_order(void) {
+  enum { N = 1000 }; /* many times the ring size: the issuing thread must wait for room */
+  int32_t s;
+  CHECK(tpurt_stream_create(0, &s) == TPURT_OK, "stream_create: %s", tpurt_last_error());
+  int* log = calloc(N, sizeof(int));
+  order_arg* args = calloc(N, sizeof(order_arg));
+  int next = 0;
+  tpurt_stream_enqueue(s, slow_cmd, NULL, NULL, "slow");
+  for (int i = 0; i < N; i++) {
+    args[i] = (order_arg){log, &next, i};
+    CHECK(tpurt_stream_enqueue(s, log_order, &args[i], NULL, "log") == TPURT_OK, "enqueue %d", i);
+  }
+  CHECK(tpurt_stream_synchronize(s) == TPURT_OK, "synchronize: %s", tpurt_last_error());
+  CHECK(tpurt_stream_query(s) == 1, "stream not idle after synchronize");
+  int ordered = next == N;
+  for (int i = 0; i < N && ordered; i++) ordered = log[i] == i;
+  CHECK(ordered, "commands ran out of order or not at all (%d of %d)", next, N);
+  free(log);
+  free(args);
+}
+
+static tpurt_status failing_cmd(void* p) {
+  (void)p;
+  return tpurt_fail(TPURT_ERR_INDEX, "index 9 is out of bounds");
+}
+
+static int slow_done;
+static tpurt_status slow_then_flag(void* p) {
+  slow_cmd(p);
+  __atomic_store_n(&slow_done, 1, __ATOMIC_SEQ_CST);
+  return TPURT_OK;
+}
+static tpurt_status saw_flag(void* p) {
+  *(int*)p = __atomic_load_n(&slow_done, __ATOMIC_SEQ_CST);
+  return TPURT_OK;
+}
+
+/* Side-stream work starts after default-stream work issued before it (queued or inline). */
+static void test_default_stream_first(void) {
+  int32_t side;
+  tpurt_stream_create(0, &side);
+  int seen = -1, seen_inline = -1;
+  tpurt_stream_enqueue(0, slow_then_flag, NULL, NULL, "slow");
+  tpurt_stream_enqueue(side, saw_flag, &seen, NULL, "check");
+  tpurt_stream_synchronize(side);
+  CHECK(seen == 1, "side stream ran before the default stream's earlier work");
+  slow_done = 0;
+  tpurt_stream_enqueue(0, slow_then_flag, NULL, NULL, "slow");
+  if (!tpurt_stream_run_if_idle(side, saw_flag, &seen_inline, "check"))
+    tpurt_stream_enqueue(side, saw_flag, &seen_inline, NULL, "check");
+  tpurt_device_synchronize(0);
+  CHECK(seen_inline == 1, "an inline side-stream op ran before the default stream's earlier work");
+}
+
+static void test_inline_when_idle(void) {
+  int32_t s;
+  tpurt_stream_create(0, &s);
+  tpurt_stream_synchronize(s);
+  int next = 0, log[2];
+  order_arg a = {log, &next, 7};
+  CHECK(tpurt_stream_run_if_idle(s, log_order, &a, "log") == 1 && next == 1, "idle stream must run inline");
+  /* a failure ran inline is kept for the next synchronization, like the worker does */
+  CHECK(tpurt_stream_run_if_idle(s, failing_cmd, NULL, "bad_kernel") == 1, "idle stream must run inline");
+  tpurt_status st = tpurt_stream_synchronize(s);
+  CHECK(st == TPURT_ERR_INDEX && strstr(tpurt_last_error(), "bad_kernel") &&
+            strstr(tpurt_last_error(), "out of bounds"),
+        "inline failure not reported at sync: %d %s", st, tpurt_last_error());
+  CHECK(tpurt_stream_synchronize(s) == TPURT_OK, "error must be cleared after it was raised");
+  /* busy stream: not inline (order) */
+  tpurt_stream_enqueue(s, slow_cmd, NULL, NULL, "slow");
+  CHECK(tpurt_stream_run_if_idle(s, log_order, &a, "log") == 0, "busy stream must not run inline");
+  tpurt_stream_synchronize(s);
+}
+
+int main(void) {
+  test_parallel_for();
+  test_concurrent_loops();
+  test_fork();
+  test_ring_order();
+  test_inline_when_idle();
+  test_default_stream_first();
+  return CHECK_DONE();
+}

@@ -1,0 +1,74 @@
+"""The runtime's worker pool (TPU_NUM_THREADS) and the strict-mode launch path: results are
+bit-identical whatever the thread count (every output element is computed by one thread
+in a fixed order), small ops run inline on an idle stream keep issue order with queued big
+ops, and failures stay asynchronous."""
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# Big enough that every op is split over the pool (>= 64K elements / 1 MFLOP per block).
+SCRIPT = r"""
+import sys, torch, torch_tpu
+g = torch.Generator().manual_seed(0)
+a = torch.randn(300, 517, generator=g)
+b = torch.randn(517, 263, generator=g)
+x = torch.randn(64, 3000, generator=g)
+out = {}
+ta, tb, tx = a.to("tpu"), b.to("tpu"), x.to("tpu")
+for p in ("highest", "high", "default"):
+    with torch.tpu.precision(p):
+        out["mm_" + p] = (ta @ tb).cpu()
+        out["mmT_" + p] = (ta.t().contiguous().t() @ tb).cpu()
+out["bmm"] = torch.bmm(tx.view(8, 8, 3000), tx.view(8, 3000, 8)).cpu()
+out["gelu"] = torch.nn.functional.gelu(tx).cpu()
+out["add_bcast"] = (tx + tx[:1]).cpu()
+out["sum_rows"] = tx.sum(1).cpu()
+out["sum_cols"] = tx.sum(0).cpu()
+out["var"] = tx.var(1).cpu()
+out["softmax"] = torch.softmax(tx, 1).cpu()
+out["softmax0"] = torch.softmax(tx, 0).cpu()
+out["layer_norm"] = torch.nn.functional.layer_norm(tx, (3000,)).cpu()
+torch.save(out, sys.argv[1])
+"""
+
+
+def run_with_threads(tmp_path, n):
+    path = tmp_path / f"out_{n}.pt"
+    env = dict(os.environ, TPU_NUM_THREADS=str(n))
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    subprocess.run([sys.executable, "-c", SCRIPT, str(path)], check=True, env=env, timeout=600)
+    return torch.load(path)
+
+
+def test_results_do_not_depend_on_thread_count(tmp_path):
+    one, three = run_with_threads(tmp_path, 1), run_with_threads(tmp_path, 3)
+    for name in one:
+        assert torch.equal(one[name], three[name]), name
+
+
+def test_inline_small_ops_keep_order_with_queued_big_ops():
+    with torch.tpu.eager_mode("strict"):
+        big = torch.zeros(1 << 20, device="tpu")
+        small = torch.zeros(4, device="tpu")
+        for i in range(50):
+            big += 1  # queued on the worker
+            small += big[:4].sum() * 0 + 1  # depends on the queued work: waits for nothing, stays ordered
+        assert torch.equal(big.cpu(), torch.full((1 << 20,), 50.0))
+        assert torch.equal(small.cpu(), torch.full((4,), 50.0))
+
+
+def test_small_op_failure_is_raised_at_the_next_synchronization():
+    with torch.tpu.eager_mode("strict"):
+        w = torch.randn(4, 3, device="tpu")
+        idx = torch.tensor([1, 9], device="tpu")
+        y = torch.nn.functional.embedding(idx, w)  # out of range: fails on the device, asynchronously
+        with pytest.raises(IndexError, match="asynchronous"):
+            torch.tpu.synchronize()
+        del y
+        torch.tpu.synchronize()  # the failure was raised once

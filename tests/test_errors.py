@@ -65,3 +65,18 @@ def test_unsupported_dtype_is_refused_not_crashed():
         torch.empty(1, 0, 3, dtype=torch.complex64, device="tpu")
     with pytest.raises(NotImplementedError):
         torch.ones(2, dtype=torch.complex64).to("tpu")
+
+
+@pytest.mark.parametrize("call", [
+    lambda d: torch.gather(torch.ones(2, 2, device=d), 1, torch.tensor([[0, 23], [0, 0]], device=d)),
+    lambda d: torch.ones(2, 3, device=d).scatter_(1, torch.tensor([[0, 9]], device=d), 1.0),
+    lambda d: torch.ones(3, device=d).index_add_(0, torch.tensor([5], device=d), torch.ones(1, device=d)),
+    lambda d: torch.index_select(torch.ones(3, device=d), 0, torch.tensor([5], device=d)),
+])
+def test_out_of_range_index_raises_cpus_exception_type(call):
+    with pytest.raises(Exception) as cpu_err:
+        call("cpu")
+    with pytest.raises(Exception) as tpu_err:
+        call("tpu")
+        torch.tpu.synchronize()
+    assert type(tpu_err.value) is type(cpu_err.value), f"cpu: {cpu_err.value!r}\ntpu: {tpu_err.value!r}"

@@ -34,16 +34,17 @@ static int64_t load_index(const tpurt_tensor* t, const int64_t* idx) {
   return tpurt_load_i64(at(t, offset_of(t, idx)), t->dtype);
 }
 
-/* Fail unless every element of index lies in [lo, size). */
+/* Fail with `code` (the exception CPU raises for this op) unless every element of index
+ * lies in [lo, size). */
 static tpurt_status check_indices(const tpurt_tensor* index, int64_t lo, int64_t size, int dim,
-                                  const char* what) {
+                                  const char* what, tpurt_status code) {
   if (tpurt_numel(index) == 0) return TPURT_OK;
   int64_t i[TPURT_MAX_DIMS] = {0};
   do {
     int64_t v = load_index(index, i);
     if (v < lo || v >= size) {
-      if (what) return tpurt_fail(TPURT_ERR_INDEX, "%s", what);
-      return tpurt_fail(TPURT_ERR_INDEX, "index %lld is out of bounds for dimension %d with size %lld",
+      if (what) return tpurt_fail(code, "%s", what);
+      return tpurt_fail(code, "index %lld is out of bounds for dimension %d with size %lld",
                         (long long)v, dim, (long long)size);
     }
   } while (tpurt_next_index(i, index->sizes, index->ndim));
@@ -61,7 +62,7 @@ static void accumulate(char* dst, const char* src, int src_dt, int dt, double sc
 static tpurt_status select_rows(const tpurt_tensor* out, const tpurt_tensor* self_, int64_t dim,
                                 const tpurt_tensor* index) {
   tpurt_tensor self = at_least_1d(self_), o = at_least_1d(out), ix = at_least_1d(index);
-  tpurt_status s = check_indices(&ix, 0, self.sizes[dim], (int)dim, "index out of range in self");
+  tpurt_status s = check_indices(&ix, 0, self.sizes[dim], (int)dim, "index out of range in self", TPURT_ERR_INDEX);
   if (s || tpurt_numel(&o) == 0) return s;
   size_t es = esize(&o);
   int64_t i[TPURT_MAX_DIMS] = {0};
@@ -85,7 +86,7 @@ tpurt_status tpurt_kernel_embedding(const tpurt_op_call* c) {
    * out is indices.shape + [D], viewed as [numel(indices), D] when indices are contiguous
    * in out's leading dims (always: out is freshly allocated and dense). */
   const tpurt_tensor *w = &c->args[0].t, *ind = &c->args[1].t, *out = &c->outs[0];
-  tpurt_status s = check_indices(ind, 0, w->sizes[0], 0, "index out of range in self");
+  tpurt_status s = check_indices(ind, 0, w->sizes[0], 0, "index out of range in self", TPURT_ERR_INDEX);
   if (s || tpurt_numel(out) == 0) return s;
   size_t es = esize(out);
   int64_t D = w->sizes[1], ostride = out->strides[out->ndim - 1];
@@ -106,7 +107,7 @@ tpurt_status tpurt_kernel_embedding_dense_backward(const tpurt_op_call* c) {
   const tpurt_tensor *g = &c->args[0].t, *ind = &c->args[1].t, *out = &c->outs[0];
   int64_t nw = c->args[2].i, pad = c->args[3].i, scale = c->args[4].i;
   int64_t D = out->sizes[1], n = tpurt_numel(ind);
-  tpurt_status s = check_indices(ind, 0, nw, 0, "index out of range in self");
+  tpurt_status s = check_indices(ind, 0, nw, 0, "index out of range in self", TPURT_ERR_INDEX);
   if (s) return s;
   double* acc = calloc((size_t)(nw * D > 0 ? nw * D : 1), sizeof(double));
   int64_t* count = calloc((size_t)(nw ? nw : 1), sizeof(int64_t));
@@ -137,7 +138,7 @@ tpurt_status tpurt_kernel_gather(const tpurt_op_call* c) {
   /* gather(self, dim, index, sparse_grad): out[i] = self[i with i[dim] = index[i]] */
   tpurt_tensor self = at_least_1d(&c->args[0].t), ix = at_least_1d(&c->args[2].t), o = at_least_1d(&c->outs[0]);
   int64_t dim = wrap_dim(c->args[1].i, c->args[0].t.ndim);
-  tpurt_status s = check_indices(&ix, 0, self.sizes[dim], (int)dim, NULL);
+  tpurt_status s = check_indices(&ix, 0, self.sizes[dim], (int)dim, NULL, TPURT_ERR_RUNTIME);
   if (s || tpurt_numel(&o) == 0) return s;
   size_t es = esize(&o);
   int64_t i[TPURT_MAX_DIMS] = {0};
@@ -172,7 +173,7 @@ static tpurt_status scatter_into(const tpurt_op_call* c, reduce_op red) {
   const tpurt_value* srcv = &c->args[3];
   tpurt_tensor o = at_least_1d(&c->outs[0]), ix = at_least_1d(&c->args[2].t);
   int64_t dim = wrap_dim(c->args[1].i, c->outs[0].ndim);
-  tpurt_status s = check_indices(&ix, 0, o.sizes[dim], (int)dim, NULL);
+  tpurt_status s = check_indices(&ix, 0, o.sizes[dim], (int)dim, NULL, TPURT_ERR_RUNTIME);
   if (!s) s = tpurt_copy_tensor(&c->outs[0], &c->args[0].t);
   if (s || tpurt_numel(&ix) == 0) return s;
   char scalar[8];
@@ -211,7 +212,7 @@ tpurt_status tpurt_kernel_index_add(const tpurt_op_call* c) {
   /* index_add(self, dim, index, source, *, alpha): out = self; out[index[i]] += alpha*source[i] */
   tpurt_tensor o = at_least_1d(&c->outs[0]), ix = at_least_1d(&c->args[2].t), src = at_least_1d(&c->args[3].t);
   int64_t dim = wrap_dim(c->args[1].i, c->outs[0].ndim);
-  tpurt_status s = check_indices(&ix, 0, o.sizes[dim], (int)dim, NULL);
+  tpurt_status s = check_indices(&ix, 0, o.sizes[dim], (int)dim, "index out of range in self", TPURT_ERR_INDEX);
   if (!s) s = tpurt_copy_tensor(&c->outs[0], &c->args[0].t);
   if (s || tpurt_numel(&src) == 0) return s;
   double alpha = c->nargs > 4 ? tpurt_value_f(&c->args[4]) : 1.0;
@@ -333,7 +334,7 @@ static tpurt_status plan_index(index_plan* p, const tpurt_tensor* self, const tp
     } else if (sd >= self->ndim) {
       s = tpurt_fail(TPURT_ERR_INDEX, "too many indices for tensor of dimension %d", self->ndim);
     } else {
-      s = check_indices(t, -self->sizes[sd], self->sizes[sd], sd, NULL);
+      s = check_indices(t, -self->sizes[sd], self->sizes[sd], sd, NULL, TPURT_ERR_INDEX);
       p->dim[p->n] = sd++;
       p->ix[p->n++] = *t;
     }

@@ -17,6 +17,9 @@ register("random_.from", lambda x: x.random_(4, 5), [(5,)], dtypes=FLOATS + (tor
 register("random_.to", lambda x: x.random_(1), [(5,)], dtypes=(torch.int64, torch.uint8), grad=False)
 register("random_", lambda x: x.clone().random_() >= 0, [(5,)], dtypes=(torch.int64, torch.int16), grad=False)
 register("exponential_", lambda x: x.exponential_(1e30) < 1e-20, [(5,)], dtypes=(torch.float32,), grad=False)
+register("geometric_", lambda x: x.geometric_(1 - 1e-12), [(5,)], dtypes=FLOATS + (torch.int64,), grad=False)
+register("cauchy_", lambda x: (x.cauchy_(3.0, 1e-30) - 3).abs() < 1e-6, [(5,)], dtypes=FLOATS, grad=False)
+register("log_normal_", lambda x: x.log_normal_(0.5, 1e-30), [(4, 3)], dtypes=FLOATS, grad=False)
 register("native_dropout", lambda x: torch.ops.aten.native_dropout(x, 0.0, True), [(4, 4)], dtypes=FLOATS)
 register("native_dropout", lambda x: torch.ops.aten.native_dropout(x, 0.5, False), [(4, 4)], dtypes=FLOATS,
          name="dropout eval")

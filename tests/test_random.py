@@ -48,6 +48,12 @@ def test_distributions():
     assert abs(bern.mean() - 0.3) < 0.01
     e = torch.empty(100_000, device="tpu").exponential_(2.0).cpu().double()
     assert abs(e.mean() - 0.5) < 0.01
+    geo = torch.empty(100_000, device="tpu").geometric_(0.25).cpu().double()
+    assert geo.min() == 1 and abs(geo.mean() - 4) < 0.05  # trials to first success: mean 1/p
+    cau = torch.empty(100_001, device="tpu").cauchy_(1.0, 2.0).cpu().double()
+    assert abs(cau.median() - 1) < 0.05 and abs((cau - 1).abs().median() - 2) < 0.05  # median, half IQR
+    logn = torch.empty(100_000, device="tpu").log_normal_(0.5, 0.3).cpu().double().log()
+    assert abs(logn.mean() - 0.5) < 0.01 and abs(logn.std() - 0.3) < 0.01
 
 
 def test_dropout_scales_and_masks():

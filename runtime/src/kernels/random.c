@@ -30,6 +30,13 @@ static double draw_normal(const uint32_t r[4], const double* p) {
 static double draw_uniform(const uint32_t r[4], const double* p) { return p[0] + (p[1] - p[0]) * unit(r, 0); }
 static double draw_bernoulli(const uint32_t r[4], const double* p) { return unit(r, 0) < p[0] ? 1.0 : 0.0; }
 static double draw_exponential(const uint32_t r[4], const double* p) { return -log(1.0 - unit(r, 0)) / p[0]; }
+static double draw_geometric(const uint32_t r[4], const double* p) { /* trials until the first success */
+  return ceil(log(1.0 - unit(r, 0)) / log1p(-p[0]));
+}
+static double draw_cauchy(const uint32_t r[4], const double* p) {
+  return p[0] + p[1] * tan(3.141592653589793 * (unit(r, 0) - 0.5));
+}
+static double draw_log_normal(const uint32_t r[4], const double* p) { return exp(draw_normal(r, p)); }
 static double draw_int(const uint32_t r[4], const double* p) {
   uint64_t x = (uint64_t)r[0] << 32 | r[1];
   uint64_t range = (uint64_t)p[1];
@@ -112,6 +119,27 @@ tpurt_status tpurt_kernel_exponential(const tpurt_op_call* c) {
   double l = tpurt_value_f(&c->args[1]);
   if (!(l > 0)) return tpurt_fail(TPURT_ERR_RUNTIME, "exponential_ expects lambda > 0.0, but found lambda=%g", l);
   return fill_random(c, &c->outs[0], draw_exponential, &l, 0);
+}
+
+tpurt_status tpurt_kernel_geometric(const tpurt_op_call* c) {
+  /* geometric_(Tensor(a!) self, float p, *, Generator? generator=None) */
+  double p = tpurt_value_f(&c->args[1]);
+  if (!(p > 0 && p < 1)) return tpurt_fail(TPURT_ERR_RUNTIME, "geometric_ expects p to be in (0, 1), but got p=%g", p);
+  return fill_random(c, &c->outs[0], draw_geometric, &p, 0);
+}
+
+tpurt_status tpurt_kernel_cauchy(const tpurt_op_call* c) {
+  /* cauchy_(Tensor(a!) self, float median=0, float sigma=1, *, Generator? generator=None) */
+  double p[2] = {tpurt_value_f(&c->args[1]), tpurt_value_f(&c->args[2])};
+  if (!(p[1] > 0)) return tpurt_fail(TPURT_ERR_RUNTIME, "cauchy_ expects sigma > 0.0, but found sigma=%g", p[1]);
+  return fill_random(c, &c->outs[0], draw_cauchy, p, 0);
+}
+
+tpurt_status tpurt_kernel_log_normal(const tpurt_op_call* c) {
+  /* log_normal_(Tensor(a!) self, float mean=1, float std=2, *, Generator? generator=None) */
+  double p[2] = {tpurt_value_f(&c->args[1]), tpurt_value_f(&c->args[2])};
+  if (!(p[1] > 0)) return tpurt_fail(TPURT_ERR_RUNTIME, "log_normal_ expects std > 0.0, but found std=%g", p[1]);
+  return fill_random(c, &c->outs[0], draw_log_normal, p, 0);
 }
 
 typedef struct { double scale; } dropout_ctx;

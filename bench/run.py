@@ -11,9 +11,11 @@ and GB/s against its measured copy/triad bandwidth; writes results/bench.json.
 Ceilings (bench/machine.c, built on the fly with cc -O3 -mavx2 -mfma): FMA peak = 12
 independent 8-wide FMA chains per thread, best of several short trials (1 thread and all
 threads); bandwidth = best of 5 memcpy / STREAM-triad passes over 256 MiB arrays.
-CPU peak memory of the GPT step = the highest RSS above the step's starting RSS, sampled
-every ~0.5 ms from a helper thread (torch releases the GIL inside ops); tpu peak =
-torch.tpu.max_memory_allocated above the allocation at the start.
+Peak memory of the GPT step, per step and the highest over all steps: CPU = the highest
+RSS above the step's starting RSS, sampled every ~0.5 ms from a helper thread (torch
+releases the GIL inside ops); tpu = torch.tpu.max_memory_allocated above the allocation at
+the step's start (so gradients and optimizer state count in the step that creates them,
+as on CPU).
 
 Reading the numbers: on a shared machine absolute times swing by 2-3x between runs, so
 compare ratios from one run. Each case repeats in alternating rounds until its median

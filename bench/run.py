@@ -4,16 +4,18 @@ tpu/cpu ratios (lower is better for tpu), GFLOP/s against this machine's measure
 and GB/s against its measured copy/triad bandwidth; writes results/bench.json.
 
     python bench/run.py                 # everything, GPT at a small default shape
-    python bench/run.py --only gemm,ew  # sections: gemm, ew (incl. reductions), overhead, gpt
+    python bench/run.py --only gemm,ew  # sections: gemm, ew (incl. reductions), conv, overhead, gpt
     python bench/run.py --gpt-issue     # GPT at the issue's shape (6 layers, d=384, seq 256, batch 8)
     python bench/run.py --quick         # fewer repeats (smoke test)
 
 Ceilings (bench/machine.c, built on the fly with cc -O3 -mavx2 -mfma): FMA peak = 12
 independent 8-wide FMA chains per thread, best of several short trials (1 thread and all
 threads); bandwidth = best of 5 memcpy / STREAM-triad passes over 256 MiB arrays.
-CPU peak memory of the GPT step = the highest RSS above the step's starting RSS, sampled
-every ~0.5 ms from a helper thread (torch releases the GIL inside ops); tpu peak =
-torch.tpu.max_memory_allocated above the allocation at the start.
+Peak memory of the GPT step, per step and the highest over all steps: CPU = the highest
+RSS above the step's starting RSS, sampled every ~0.5 ms from a helper thread (torch
+releases the GIL inside ops); tpu = torch.tpu.max_memory_allocated above the allocation at
+the step's start (so gradients and optimizer state count in the step that creates them,
+as on CPU).
 
 Reading the numbers: on a shared machine absolute times swing by 2-3x between runs, so
 compare ratios from one run. Each case repeats in alternating rounds until its median
@@ -23,6 +25,7 @@ the same time here (each device's turn ends synchronized). In strict mode, ops t
 <= 4096 elements run on the issuing thread when the stream is idle (launch.c), so the
 eager-overhead rows measure that path; bigger ops are queued to the stream worker."""
 import argparse
+import copy
 import ctypes
 import json
 import os
@@ -211,6 +214,44 @@ def overhead(args, mach, rows):
     return out
 
 
+def conv(args, mach, rows):
+    """A ResNet basic block (conv3x3-BN-ReLU-conv3x3-BN + identity, ReLU), forward and
+    backward, NCHW float32, training-mode batch norm."""
+    import torch.nn as nn
+
+    class Block(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.c1, self.b1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+            self.c2, self.b2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+
+        def forward(self, x):
+            return torch.relu(self.b2(self.c2(torch.relu(self.b1(self.c1(x))))) + x)
+
+    out = []
+    for n, c, hw in ((4, 64, 32),) if args.quick else ((4, 64, 32), (8, 128, 16)):
+        torch.manual_seed(0)
+        blocks = {"cpu": Block(c)}
+        blocks["tpu"] = copy.deepcopy(blocks["cpu"]).to("tpu")
+        xs = {"cpu": torch.randn(n, c, hw, hw)}
+        xs["tpu"] = xs["cpu"].to("tpu")
+
+        def step(dev):
+            blk, x = blocks[dev], xs[dev]
+            blk.zero_grad(set_to_none=True)
+            blk(x).sum().backward()
+
+        flop = 3 * 2 * (2.0 * n * c * c * 9 * hw * hw)  # two convs, forward + two backward GEMMs
+        med, _ = compare({d: (d, lambda d=d: step(d)) for d in ("cpu", "tpu")}, 3, args.rounds)
+        row = {"shape": f"N{n} C{c} {hw}x{hw}", "ms": {k: v * 1e3 for k, v in med.items()},
+               "gflops": {k: flop / v / 1e9 for k, v in med.items()}, "ratio": med["tpu"] / med["cpu"]}
+        out.append(row)
+        rows.append(f"conv ResNet block fwd+bwd {row['shape']:>16}  ms cpu {row['ms']['cpu']:7.1f} tpu "
+                    f"{row['ms']['tpu']:7.1f}  GFLOP/s cpu {row['gflops']['cpu']:5.1f} tpu {row['gflops']['tpu']:5.1f}"
+                    f"  tpu/cpu {row['ratio']:5.2f}x")
+    return out
+
+
 class RssPeak:
     """peak(fn) -> (fn(), highest RSS above the RSS at the start, bytes)."""
 
@@ -258,7 +299,7 @@ def gpt(args, mach, rows):
     return r
 
 
-SECTIONS = {"gemm": gemm, "ew": ew, "overhead": overhead, "gpt": gpt}
+SECTIONS = {"gemm": gemm, "ew": ew, "conv": conv, "overhead": overhead, "gpt": gpt}
 
 
 def main():

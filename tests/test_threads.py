@@ -1,6 +1,6 @@
 """The runtime's worker pool (TPU_NUM_THREADS) and the strict-mode launch path: results are
 bit-identical whatever the thread count (every output element is computed by one thread
-in a fixed order), small ops run inline on an idle stream keep issue order with queued big
+in a fixed order, or, for reductions into a few outputs, in fixed blocks merged in order), small ops run inline on an idle stream keep issue order with queued big
 ops, and failures stay asynchronous."""
 import os
 import pathlib
@@ -19,8 +19,9 @@ g = torch.Generator().manual_seed(0)
 a = torch.randn(300, 517, generator=g)
 b = torch.randn(517, 263, generator=g)
 x = torch.randn(64, 3000, generator=g)
+y = torch.randn(3, 300_001, generator=g)
 out = {}
-ta, tb, tx = a.to("tpu"), b.to("tpu"), x.to("tpu")
+ta, tb, tx, ty = a.to("tpu"), b.to("tpu"), x.to("tpu"), y.to("tpu")
 for p in ("highest", "high", "default"):
     with torch.tpu.precision(p):
         out["mm_" + p] = (ta @ tb).cpu()
@@ -31,6 +32,10 @@ out["add_bcast"] = (tx + tx[:1]).cpu()
 out["sum_rows"] = tx.sum(1).cpu()
 out["sum_cols"] = tx.sum(0).cpu()
 out["var"] = tx.var(1).cpu()
+for name, f in {"sum": torch.sum, "mean": torch.mean, "var": torch.var, "amax": torch.amax,
+                "argmin": torch.argmin, "norm": torch.linalg.vector_norm}.items():
+    out[name + "_split_all"] = f(ty).cpu()  # one output: blocks over the pool
+    out[name + "_split_rows"] = f(ty, 1).cpu()
 out["softmax"] = torch.softmax(tx, 1).cpu()
 out["softmax0"] = torch.softmax(tx, 0).cpu()
 out["layer_norm"] = torch.nn.functional.layer_norm(tx, (3000,)).cpu()
@@ -72,3 +77,20 @@ def test_small_op_failure_is_raised_at_the_next_synchronization():
             torch.tpu.synchronize()
         del y
         torch.tpu.synchronize()  # the failure was raised once
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "nansum", "var", "std", "amax", "amin", "argmax", "argmin",
+                                  "norm", "norm_inf"])
+def test_split_reductions_match_cpu(name):
+    # >= 2 blocks of 64K elements per output: the reduction is cut in blocks merged in order
+    x = torch.randn(3, 300_001, generator=torch.Generator().manual_seed(1), dtype=torch.float64).float()
+    x[1, 200_000] = float("nan") if name == "nansum" else x[1, 200_000]
+    x[2, 7] = x[2, 250_000] = x[2].max() + 1  # ties: the first index wins
+    norms = {"norm": 2.0, "norm_inf": float("inf")}
+    fn = (lambda t, *d: torch.linalg.vector_norm(t, norms[name], *d)) if name in norms else getattr(torch, name)
+    for dims in ((), (1,)):
+        want, got = fn(x.double(), *dims), fn(x.to("tpu"), *dims).cpu()
+        if want.dtype == torch.int64:
+            assert torch.equal(got, fn(x, *dims)), (name, dims)
+        else:
+            torch.testing.assert_close(got, want.float(), rtol=1e-6, atol=1e-6, msg=f"{name} {dims}")

@@ -350,7 +350,7 @@ static void sum_col(red_state* s, const void* x, int64_t n, int64_t idx, const r
 }
 static void init_zero(red_state* s, int64_t n, const red_ctx* c) { memset(s, 0, sizeof *s * (size_t)n); }
 static void sum_fin(const red_state* s, int64_t count, const red_ctx* c, red_val* o) { o[0] = (red_val){s->f, 0, 0}; }
-static const red_op op_sum = {0, init_zero, sum_row, sum_col, sum_fin};
+static const red_op op_sum = {.init = init_zero, .row = sum_row, .col = sum_col, .fin = sum_fin};
 
 /* grad_bias [C] <- grad_output summed over every dim but 1. */
 static tpurt_status bias_grad(const tpurt_tensor* go, const tpurt_tensor* gb) {

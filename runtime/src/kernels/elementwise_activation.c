@@ -1,26 +1,30 @@
 /* Elementwise family: activation functions and their backward ops (formulas as in
  * PyTorch's CPU kernels, so results match to rounding). */
+#include "vmath.h"
+#define EW_CHUNK_ATTRS TPURT_VEC_ATTRS
 #include "elementwise.h"
 
 #define GELU_BETA (M_SQRT2 * M_2_SQRTPI * 0.5) /* sqrt(2/pi) */
 #define GELU_KAPPA 0.044715
 
-#define DEF_ACT_HELPERS(T, S)                                                              \
-  static inline T sigm_##S(T x) { return 1 / (1 + exp(-x)); }                              \
+/* f32 uses the vectorizable exp/erf/tanh of vmath.h, f64 libm's. */
+#define DEF_ACT_HELPERS(T, S, EXP, ERF, TANH)                                              \
+  static inline T vexp_##S(T x) { return EXP(x); }                                        \
+  static inline T sigm_##S(T x) { return 1 / (1 + EXP(-x)); }                              \
   static inline T gelu_##S(T x, int64_t mode) {                                            \
     if (mode == EW_MODE_TANH)                                                              \
-      return (T)0.5 * x * (1 + tanh((T)GELU_BETA * (x + (T)GELU_KAPPA * x * x * x)));      \
-    return x * (T)0.5 * (1 + erf(x * (T)M_SQRT1_2));                                       \
+      return (T)0.5 * x * (1 + TANH((T)GELU_BETA * (x + (T)GELU_KAPPA * x * x * x)));      \
+    return x * (T)0.5 * (1 + ERF(x * (T)M_SQRT1_2));                                       \
   }                                                                                        \
   static inline T gelu_bw_##S(T g, T x, int64_t mode) {                                    \
     if (mode == EW_MODE_TANH) {                                                            \
-      T inner = (T)GELU_BETA * (x + (T)GELU_KAPPA * x * x * x), t = tanh(inner);           \
+      T inner = (T)GELU_BETA * (x + (T)GELU_KAPPA * x * x * x), t = TANH(inner);           \
       T left = (T)0.5 * x, right = 1 + t;                                                  \
       T dinner = (T)GELU_BETA * (1 + 3 * (T)GELU_KAPPA * x * x);                           \
       return g * ((T)0.5 * right + left * (1 - t * t) * dinner);                           \
     }                                                                                      \
-    T cdf = (T)0.5 * (1 + erf(x * (T)M_SQRT1_2));                                          \
-    T pdf = exp((T)-0.5 * x * x) * (T)(M_2_SQRTPI * M_SQRT1_2 * 0.5);                      \
+    T cdf = (T)0.5 * (1 + ERF(x * (T)M_SQRT1_2));                                          \
+    T pdf = EXP((T)-0.5 * x * x) * (T)(M_2_SQRTPI * M_SQRT1_2 * 0.5);                      \
     return g * (cdf + x * pdf);                                                            \
   }                                                                                        \
   static inline T silu_bw_##S(T g, T x) {                                                  \
@@ -42,15 +46,15 @@
     if (clamped ? (x < eps || x > 1 - eps) : (x < 0 || x > 1)) return clamped ? 0 : NAN;   \
     return x == 0 || x == 1 ? g * INFINITY : g / (x * (1 - x));                            \
   }
-DEF_ACT_HELPERS(float, f)
-DEF_ACT_HELPERS(double, d)
+DEF_ACT_HELPERS(float, f, vm_expf, vm_erff, vm_tanhf)
+DEF_ACT_HELPERS(double, d, exp, erf, tanh)
 #define GENERIC(F, x) _Generic((x), float: F##_f, double: F##_d)
 #define SIGM(x) GENERIC(sigm, x)(x)
 
 /* One input (x = self); PF(k) = the k-th Scalar argument. */
 #define ACT_UNARY_OPS(X)                                                              \
   X(gelu, GENERIC(gelu, x)(x, PI(0)))                                                 \
-  X(silu, x / (1 + exp(-x)))                                                          \
+  X(silu, x / (1 + GENERIC(vexp, x)(-x)))                                             \
   X(mish, x * tanh(log1p(exp(x))))                                                    \
   X(leaky_relu, x > 0 ? x : x * PF(0))                                                \
   X(elu, x <= 0 ? expm1(x * PF(2)) * PF(0) * PF(1) : x * PF(1))                       \

@@ -287,6 +287,38 @@ EPI_FN(epi_f32, float, alpha, beta)
 EPI_FN(epi_f64, double, alpha, beta)
 EPI_FN(epi_i64, int64_t, alpha_i, beta_i)
 
+/* Batches [b0, b1) of a problem into the dense accumulator, with their own scratch. */
+#define BATCH_PAR_MAX_MNK (1 << 22)
+typedef struct {
+  const problem* pr;
+  void* acc;
+  size_t es;
+  tpurt_ctype ct;
+  pass_mode pa, pb;
+  int oom;
+} batch_job;
+
+static void run_batches(void* arg, int64_t b0, int64_t b1) {
+  batch_job* J = arg;
+  const problem* pr = J->pr;
+  void* ws = J->ct == TPURT_CT_I64 ? malloc(sizeof(int64_t) * (size_t)(pr->N ? pr->N : 1)) : gemm_scratch();
+  if (!ws) {
+    __atomic_store_n(&J->oom, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  size_t a_es = tpurt_dtype_size((tpurt_dtype)pr->A.dtype), b_es = tpurt_dtype_size((tpurt_dtype)pr->B.dtype);
+  for (int64_t b = b0; b < b1; b++) {
+    mat A = pr->A, B = pr->B;
+    A.data += b * pr->a_bs * (int64_t)a_es;
+    B.data += b * pr->b_bs * (int64_t)b_es;
+    char* cb = (char*)J->acc + b * pr->c_bs * pr->M * pr->N * (int64_t)J->es;
+    if (J->ct == TPURT_CT_F32) gemm_f32(pr->M, pr->N, pr->K, &A, &B, J->pa, J->pb, (float*)cb, pr->N, ws);
+    else if (J->ct == TPURT_CT_F64) gemm_f64(pr->M, pr->N, pr->K, &A, &B, J->pa, J->pb, (double*)cb, pr->N, ws);
+    else gemm_i64(pr->M, pr->N, pr->K, &A, &B, (int64_t*)cb, pr->N, ws);
+  }
+  free(ws);
+}
+
 /* Run the problem into a dense accumulator shaped like out, then out = alpha*acc +
  * beta*self (self broadcast; beta == 0 ignores self entirely, NaNs included, as CPU). */
 static tpurt_status run_matmul(const tpurt_op_call* c, const problem* pr, const tpurt_value* self,
@@ -310,24 +342,20 @@ static tpurt_status run_matmul(const tpurt_op_call* c, const problem* pr, const 
   int direct = out->dtype == acc_dt && tpurt_is_contiguous(out);
   void* acc = direct ? out->data : calloc((size_t)(nacc ? nacc : 1), es);
   if (direct) memset(acc, 0, (size_t)nacc * es);
-  void* ws = ct == TPURT_CT_I64 ? malloc(sizeof(int64_t) * (size_t)(pr->N ? pr->N : 1)) : gemm_scratch();
-  if (!acc || !ws) {
+  if (!acc) return tpurt_fail(TPURT_ERR_OOM, "matmul: host out of memory for scratch");
+  batch_job J = {pr, acc, es, ct, pass_of(pr->A.dtype, c->precision), pass_of(pr->B.dtype, c->precision), 0};
+  /* Many small independent batches (attention's bmm): one batch per thread at a time beats
+   * splitting each small GEMM over the pool (two hand-offs per batch). Every batch is still
+   * one gemm call, so results are those of the sequential loop. */
+  int nt = tpurt_pool_threads();
+  if (pr->c_bs && pr->nb > 1 && pr->M * pr->N * pr->K < BATCH_PAR_MAX_MNK)
+    tpurt_parallel_for(pr->nb, (pr->nb + 2 * nt - 1) / (2 * nt), run_batches, &J);
+  else
+    run_batches(&J, 0, pr->nb);
+  if (J.oom) {
     if (!direct) free(acc);
-    free(ws);
     return tpurt_fail(TPURT_ERR_OOM, "matmul: host out of memory for scratch");
   }
-  pass_mode pa = pass_of(pr->A.dtype, c->precision), pb = pass_of(pr->B.dtype, c->precision);
-  size_t a_es = tpurt_dtype_size((tpurt_dtype)pr->A.dtype), b_es = tpurt_dtype_size((tpurt_dtype)pr->B.dtype);
-  for (int64_t b = 0; b < pr->nb; b++) {
-    mat A = pr->A, B = pr->B;
-    A.data += b * pr->a_bs * (int64_t)a_es;
-    B.data += b * pr->b_bs * (int64_t)b_es;
-    char* cb = (char*)acc + b * pr->c_bs * pr->M * pr->N * (int64_t)es;
-    if (ct == TPURT_CT_F32) gemm_f32(pr->M, pr->N, pr->K, &A, &B, pa, pb, (float*)cb, pr->N, ws);
-    else if (ct == TPURT_CT_F64) gemm_f64(pr->M, pr->N, pr->K, &A, &B, pa, pb, (double*)cb, pr->N, ws);
-    else gemm_i64(pr->M, pr->N, pr->K, &A, &B, (int64_t*)cb, pr->N, ws);
-  }
-  free(ws);
 
   tpurt_tensor in[2];
   in[0] = *out;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "reduce.h"
+#include "vmath.h"
 
 /* ---------------------------------------------------------------- blocks
  * A tensor seen as [outer dims 0..k) x [inner dims k..nd): block `o` is the inner
@@ -171,33 +172,54 @@ static tpurt_status for_lines(int nt, const tpurt_tensor* const* t, unsigned out
 }
 
 /* ---------------------------------------------------------------- softmax */
-/* lines: [0] input, [1] output */
-static double line_max(const double* x, int64_t n) {
-  double m = -INFINITY;
-  for (int64_t k = 0; k < n; k++) m = x[k] > m ? x[k] : m;
+/* The line loops vectorize (vmath.h's exp; folds in 8 fixed lanes, so the order depends
+ * only on the line length). */
+#define LANES 8
+static inline double line_max(const double* x, int64_t n) {
+  double acc[LANES], m = -INFINITY;
+  for (int j = 0; j < LANES; j++) acc[j] = -INFINITY;
+  int64_t k = 0;
+  for (; k + LANES <= n; k += LANES)
+    for (int j = 0; j < LANES; j++) acc[j] = x[k + j] > acc[j] ? x[k + j] : acc[j];
+  for (; k < n; k++) m = x[k] > m ? x[k] : m;
+  for (int j = 0; j < LANES; j++) m = acc[j] > m ? acc[j] : m;
   return m;
 }
-static void softmax_line(double* const* l, int64_t n) {
-  double m = line_max(l[0], n), sum = 0;
-  for (int64_t k = 0; k < n; k++) sum += l[1][k] = exp(l[0][k] - m);
-  for (int64_t k = 0; k < n; k++) l[1][k] /= sum;
+/* sum of x[k] * (y ? y[k] : 1) */
+static inline double line_dot(const double* x, const double* y, int64_t n) {
+  double acc[LANES] = {0}, s = 0;
+  int64_t k = 0;
+  for (; k + LANES <= n; k += LANES)
+    for (int j = 0; j < LANES; j++) acc[j] += y ? x[k + j] * y[k + j] : x[k + j];
+  for (; k < n; k++) s += y ? x[k] * y[k] : x[k];
+  for (int j = 0; j < LANES; j++) s += acc[j];
+  return s;
 }
-static void log_softmax_line(double* const* l, int64_t n) {
-  double m = line_max(l[0], n), sum = 0;
-  for (int64_t k = 0; k < n; k++) sum += exp(l[0][k] - m);
-  double lse = m + log(sum);
-  for (int64_t k = 0; k < n; k++) l[1][k] = l[0][k] - lse;
+/* lines: [0] input, [1] output */
+TPURT_VEC_ATTRS static void softmax_line(double* const* l, int64_t n) {
+  const double* x = l[0];
+  double* y = l[1];
+  double m = line_max(x, n);
+  for (int64_t k = 0; k < n; k++) y[k] = vm_exp(x[k] - m);
+  double sum = line_dot(y, NULL, n);
+  for (int64_t k = 0; k < n; k++) y[k] /= sum;
+}
+TPURT_VEC_ATTRS static void log_softmax_line(double* const* l, int64_t n) {
+  const double* x = l[0];
+  double* y = l[1];
+  double m = line_max(x, n);
+  for (int64_t k = 0; k < n; k++) y[k] = vm_exp(x[k] - m);
+  double lse = m + log(line_dot(y, NULL, n));
+  for (int64_t k = 0; k < n; k++) y[k] = x[k] - lse;
 }
 /* lines: [0] grad_output, [1] output, [2] grad_input */
-static void softmax_bwd_line(double* const* l, int64_t n) {
-  double dot = 0;
-  for (int64_t k = 0; k < n; k++) dot += l[0][k] * l[1][k];
+TPURT_VEC_ATTRS static void softmax_bwd_line(double* const* l, int64_t n) {
+  double dot = line_dot(l[0], l[1], n);
   for (int64_t k = 0; k < n; k++) l[2][k] = l[1][k] * (l[0][k] - dot);
 }
-static void log_softmax_bwd_line(double* const* l, int64_t n) {
-  double sum = 0;
-  for (int64_t k = 0; k < n; k++) sum += l[0][k];
-  for (int64_t k = 0; k < n; k++) l[2][k] = l[0][k] - exp(l[1][k]) * sum;
+TPURT_VEC_ATTRS static void log_softmax_bwd_line(double* const* l, int64_t n) {
+  double sum = line_dot(l[0], NULL, n);
+  for (int64_t k = 0; k < n; k++) l[2][k] = l[0][k] - vm_exp(l[1][k]) * sum;
 }
 
 /* _softmax(self, dim, half_to_float) / _log_softmax likewise */

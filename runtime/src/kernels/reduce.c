@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "reduce.h"
+#include "vmath.h"
 
 /* ---------------------------------------------------------------- strided load/store */
 void tpurt_red_load(void* dst, int as_int, const void* src, int64_t st, int dt, int64_t n) {
@@ -174,36 +175,95 @@ static void unravel(int64_t lin, const int64_t* sizes, int n, int64_t* idx) {
   }
 }
 
-/* Row mode: one state per output element; the last reduced dim is folded in dense runs.
- * Items are output elements (row-major over the kept dims). */
+/* Folds the elements [l0, l1) (row-major linear index over the reduced dims) of the
+ * reduced sub-space at `base` into *s; the last reduced dim is folded in dense runs. */
+static void fold_range(const red_job* J, const char* base, int64_t l0, int64_t l1, red_state* s) {
+  const red_plan* p = J->p;
+  size_t es = tpurt_dtype_size((tpurt_dtype)J->in->dtype);
+  _Alignas(64) int64_t buf[RED_CHUNK];
+  int64_t ridx[TPURT_MAX_DIMS] = {0};
+  int64_t len = p->rsize[p->nr - 1], st = p->rst[p->nr - 1];
+  if (l0 >= l1) return;
+  unravel(l0 / len, p->rsize, p->nr - 1, ridx);
+  for (int64_t lin = l0; lin < l1;) {
+    const char* row = base + in_offset(ridx, p->rst, p->nr - 1) * (int64_t)es;
+    int64_t j = lin % len, end = len < j + (l1 - lin) ? len : j + (l1 - lin);
+    if (J->op->row_f32 && st == 1 && J->in->dtype == TPURT_F32) {
+      J->op->row_f32(s, (const float*)row + j, end - j, lin, J->ctx);
+      lin += end - j;
+      j = end;
+    }
+    for (; j < end; j += RED_CHUNK) {
+      int64_t n = end - j < RED_CHUNK ? end - j : RED_CHUNK;
+      tpurt_red_load(buf, J->ctx->as_int, row + j * st * (int64_t)es, st, J->in->dtype, n);
+      J->op->row(s, buf, n, lin, J->ctx);
+      lin += n;
+    }
+    if (p->nr > 1) tpurt_next_index(ridx, p->rsize, p->nr - 1);
+  }
+}
+
+/* Row mode: one state per output element. Items are output elements (row-major over the
+ * kept dims). */
 static void run_rows(void* arg, int64_t b, int64_t e) {
   const red_job* J = arg;
   const red_plan* p = J->p;
-  const red_op* op = J->op;
   size_t es = tpurt_dtype_size((tpurt_dtype)J->in->dtype);
-  _Alignas(64) int64_t buf[RED_CHUNK];
-  int64_t kidx[TPURT_MAX_DIMS] = {0}, ridx[TPURT_MAX_DIMS];
-  int64_t len = p->rsize[p->nr - 1], st = p->rst[p->nr - 1];
+  int64_t kidx[TPURT_MAX_DIMS] = {0};
   unravel(b, p->ksize, p->nk, kidx);
   for (int64_t o = b; o < e; o++) {
-    const char* base = (const char*)J->in->data + in_offset(kidx, p->kin, p->nk) * (int64_t)es;
     red_state s;
-    op->init(&s, 1, J->ctx);
-    memset(ridx, 0, sizeof ridx);
-    int64_t lin = 0;
-    if (p->rcount > 0) {
-      do {
-        const char* row = base + in_offset(ridx, p->rst, p->nr - 1) * (int64_t)es;
-        for (int64_t j = 0; j < len; j += RED_CHUNK) {
-          int64_t n = len - j < RED_CHUNK ? len - j : RED_CHUNK;
-          tpurt_red_load(buf, J->ctx->as_int, row + j * st * (int64_t)es, st, J->in->dtype, n);
-          op->row(&s, buf, n, lin + j, J->ctx);
-        }
-        lin += len;
-      } while (p->nr > 1 && tpurt_next_index(ridx, p->rsize, p->nr - 1));
-    }
+    J->op->init(&s, 1, J->ctx);
+    fold_range(J, (const char*)J->in->data + in_offset(kidx, p->kin, p->nk) * (int64_t)es, 0, p->rcount, &s);
     red_val v[TPURT_MAX_OUTS];
-    op->fin(&s, p->rcount, J->ctx, v);
+    J->op->fin(&s, p->rcount, J->ctx, v);
+    store_vals(J->outs, J->nouts, p, kidx, v);
+    if (p->nk) tpurt_next_index(kidx, p->ksize, p->nk);
+  }
+}
+
+/* Row mode for few, long outputs: each output's reduced sub-space is cut in `nblocks`
+ * blocks of `block` elements, folded into parts[] by whichever thread claims them and
+ * merged in block order afterwards; the blocks depend only on the sizes, so the result is
+ * the same for any number of threads. Items are (output, block) pairs. */
+typedef struct red_split {
+  const red_job* J;
+  int64_t block, nblocks;
+  red_state* parts;
+} red_split;
+
+static void run_split(void* arg, int64_t b, int64_t e) {
+  const red_split* S = arg;
+  const red_plan* p = S->J->p;
+  size_t es = tpurt_dtype_size((tpurt_dtype)S->J->in->dtype);
+  for (int64_t u = b; u < e; u++) {
+    int64_t kidx[TPURT_MAX_DIMS] = {0}, l0 = u % S->nblocks * S->block;
+    unravel(u / S->nblocks, p->ksize, p->nk, kidx);
+    S->J->op->init(&S->parts[u], 1, S->J->ctx);
+    fold_range(S->J, (const char*)S->J->in->data + in_offset(kidx, p->kin, p->nk) * (int64_t)es, l0,
+               l0 + S->block < p->rcount ? l0 + S->block : p->rcount, &S->parts[u]);
+  }
+}
+
+/* Splitting: at most RED_SPLIT_OUTS outputs, at least 2 blocks of >= RED_SPLIT_BLOCK elements,
+ * at most RED_SPLIT_PARTS blocks per output (the block grows with the size instead). */
+#define RED_SPLIT_OUTS 4
+#define RED_SPLIT_BLOCK (1 << 16)
+#define RED_SPLIT_PARTS 64
+
+static void run_split_rows(const red_job* J, int64_t items) {
+  const red_plan* p = J->p;
+  int64_t block = (p->rcount + RED_SPLIT_PARTS - 1) / RED_SPLIT_PARTS;
+  block = block < RED_SPLIT_BLOCK ? RED_SPLIT_BLOCK : (block + RED_CHUNK - 1) / RED_CHUNK * RED_CHUNK;
+  red_state parts[RED_SPLIT_OUTS * RED_SPLIT_PARTS];
+  red_split S = {J, block, (p->rcount + block - 1) / block, parts};
+  tpurt_parallel_for(items * S.nblocks, 1, run_split, &S);
+  int64_t kidx[TPURT_MAX_DIMS] = {0};
+  for (int64_t o = 0; o < items; o++) {
+    red_state* s = &parts[o * S.nblocks];
+    for (int64_t q = 1; q < S.nblocks; q++) J->op->merge(s, &s[q], J->ctx);
+    red_val v[TPURT_MAX_OUTS];
+    J->op->fin(s, p->rcount, J->ctx, v);
     store_vals(J->outs, J->nouts, p, kidx, v);
     if (p->nk) tpurt_next_index(kidx, p->ksize, p->nk);
   }
@@ -268,6 +328,10 @@ tpurt_status tpurt_red_run(const tpurt_tensor* in, uint32_t mask, const tpurt_te
     per_item *= p.ksize[c] < RED_CHUNK ? p.ksize[c] : RED_CHUNK;
   }
   for (int j = 0; j < p.nk; j++) items *= job.osize[j];
+  if (c < 0 && op->merge && items <= RED_SPLIT_OUTS && p.rcount >= 2 * RED_SPLIT_BLOCK) {
+    run_split_rows(&job, items);
+    return TPURT_OK;
+  }
   tpurt_pool_fn fn = c < 0 ? run_rows : run_cols;
   if (items > 1 && items * per_item >= RED_PAR_MIN)
     tpurt_parallel_for(items, (RED_PAR_GRAIN + per_item - 1) / per_item, fn, &job);
@@ -319,8 +383,27 @@ static void sum_fin(const red_state* s, int64_t count, const red_ctx* c, red_val
 static void mean_fin(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
   o[0] = (red_val){s->f / (double)count, 0, 0};
 }
-static const red_op op_sum = {1, init_zero, sum_row, sum_col, sum_fin};
-static const red_op op_mean = {0, init_zero, sum_row, sum_col, mean_fin};
+/* 8 double lanes over float32: vectorizes, and the order depends only on n */
+TPURT_VEC_ATTRS static void sum_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, const red_ctx* c) {
+  double a[8] = {0}, t = 0;
+  int64_t k = 0;
+  if (c->flag) {
+    for (; k + 8 <= n; k += 8)
+      for (int j = 0; j < 8; j++) a[j] += isnan(v[k + j]) ? 0 : (double)v[k + j];
+    for (; k < n; k++) t += isnan(v[k]) ? 0 : (double)v[k];
+  } else {
+    for (; k + 8 <= n; k += 8)
+      for (int j = 0; j < 8; j++) a[j] += (double)v[k + j];
+    for (; k < n; k++) t += (double)v[k];
+  }
+  s->f += (((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))) + t;
+}
+static void sum_merge(red_state* a, const red_state* b, const red_ctx* c) {
+  a->f += b->f;
+  a->i = WRAP_ADD(a->i, b->i);
+}
+static const red_op op_sum = {.int_inputs = 1, .init = init_zero, .row = sum_row, .col = sum_col, .fin = sum_fin, .merge = sum_merge, .row_f32 = sum_row_f32};
+static const red_op op_mean = {.init = init_zero, .row = sum_row, .col = sum_col, .fin = mean_fin, .merge = sum_merge, .row_f32 = sum_row_f32};
 
 /* count_nonzero: an int64 count of x != 0 */
 static void cnz_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {
@@ -334,7 +417,7 @@ static void cnz_col(red_state* s, const void* x, int64_t n, int64_t idx, const r
 static void int_fin(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
   o[0] = (red_val){0, s->i, 1};
 }
-static const red_op op_count_nonzero = {0, init_zero, cnz_row, cnz_col, int_fin};
+static const red_op op_count_nonzero = {.init = init_zero, .row = cnz_row, .col = cnz_col, .fin = int_fin};
 
 /* prod */
 static void init_one(red_state* s, int64_t n, const red_ctx* c) {
@@ -358,7 +441,7 @@ static void prod_col(red_state* s, const void* x, int64_t n, int64_t idx, const 
     for (int64_t k = 0; k < n; k++) s[k].f *= v[k];
   }
 }
-static const red_op op_prod = {1, init_one, prod_row, prod_col, sum_fin};
+static const red_op op_prod = {.int_inputs = 1, .init = init_one, .row = prod_row, .col = prod_col, .fin = sum_fin};
 
 /* all (flag 0) / any (flag 1): i holds the running truth value */
 static void init_all_any(red_state* s, int64_t n, const red_ctx* c) {
@@ -374,7 +457,7 @@ static void allany_col(red_state* s, const void* x, int64_t n, int64_t idx, cons
   for (int64_t k = 0; k < n; k++)
     if ((v[k] != 0) == c->flag) s[k].i = c->flag;
 }
-static const red_op op_all_any = {0, init_all_any, allany_row, allany_col, int_fin};
+static const red_op op_all_any = {.init = init_all_any, .row = allany_row, .col = allany_col, .fin = int_fin};
 
 /* max (flag 0) / min (flag 1) with the first index of the extreme; NaN wins (first NaN).
  * j = -1 until the first element. Values in f (floats) or i (ints). */
@@ -411,9 +494,15 @@ static void ext_fin_both(const red_state* s, int64_t count, const red_ctx* c, re
 static void ext_fin_idx(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
   o[0] = (red_val){0, s->j < 0 ? 0 : s->j, 1};
 }
-static const red_op op_ext_val = {1, init_ext, ext_row, ext_col, ext_fin_val};
-static const red_op op_ext_both = {1, init_ext, ext_row, ext_col, ext_fin_both};
-static const red_op op_ext_idx = {1, init_ext, ext_row, ext_col, ext_fin_idx};
+/* b's elements come after a's, so b only wins where it is strictly better: first index kept */
+static void ext_merge(red_state* a, const red_state* b, const red_ctx* c) {
+  if (b->j < 0) return;
+  if (c->as_int) ext_i(a, b->i, b->j, c->flag);
+  else ext_f(a, b->f, b->j, c->flag);
+}
+static const red_op op_ext_val = {.int_inputs = 1, .init = init_ext, .row = ext_row, .col = ext_col, .fin = ext_fin_val, .merge = ext_merge};
+static const red_op op_ext_both = {.int_inputs = 1, .init = init_ext, .row = ext_row, .col = ext_col, .fin = ext_fin_both, .merge = ext_merge};
+static const red_op op_ext_idx = {.int_inputs = 1, .init = init_ext, .row = ext_row, .col = ext_col, .fin = ext_fin_idx, .merge = ext_merge};
 
 /* var/std (+mean): Welford per element in column mode, chunk two-pass + Chan merge in row
  * mode. f = mean, g = M2, i = count. p = correction; flag bit 0 = sqrt, bit 1 = also mean. */
@@ -449,7 +538,8 @@ static void var_fin(const red_state* s, int64_t count, const red_ctx* c, red_val
   o[0] = (red_val){(c->flag & 1) ? sqrt(var) : var, 0, 0};
   if (c->flag & 2) o[1] = (red_val){count ? s->f : NAN, 0, 0};
 }
-static const red_op op_var = {0, init_zero, var_row, var_col, var_fin};
+static void var_merge(red_state* a, const red_state* b, const red_ctx* c) { welford_merge(a, b->f, b->g, b->i); }
+static const red_op op_var = {.init = init_zero, .row = var_row, .col = var_col, .fin = var_fin, .merge = var_merge};
 
 /* linalg_vector_norm: p in ctx; f accumulates sum |x|^p, max |x| or min |x| */
 static inline double norm_term(double a, double p) {
@@ -481,7 +571,10 @@ static void norm_fin(const red_state* s, int64_t count, const red_ctx* c, red_va
   else if (p != 1 && p != 0 && !isinf(p)) r = pow(r, 1.0 / p);
   o[0] = (red_val){r, 0, 0};
 }
-static const red_op op_norm = {0, init_norm, norm_row, norm_col, norm_fin};
+static void norm_merge(red_state* a, const red_state* b, const red_ctx* c) {
+  a->f = isinf(c->p) ? norm_fold(a->f, b->f, c->p) : a->f + b->f;
+}
+static const red_op op_norm = {.init = init_norm, .row = norm_row, .col = norm_col, .fin = norm_fin, .merge = norm_merge};
 
 /* logsumexp, online: f = running max, g = sum exp(x - f), i = saw NaN */
 static void init_lse(red_state* s, int64_t n, const red_ctx* c) {
@@ -506,7 +599,7 @@ static void lse_fin(const red_state* s, int64_t count, const red_ctx* c, red_val
   double r = s->i ? NAN : isinf(s->f) ? s->f : s->f + log(s->g);
   o[0] = (red_val){r, 0, 0};
 }
-static const red_op op_lse = {0, init_lse, lse_row, lse_col, lse_fin};
+static const red_op op_lse = {.init = init_lse, .row = lse_row, .col = lse_col, .fin = lse_fin};
 
 /* ---------------------------------------------------------------- kernels */
 static const tpurt_value NONE_DIMS = {.kind = TPURT_V_NONE, .scalar_dtype = -1};

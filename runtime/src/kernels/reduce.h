@@ -39,6 +39,11 @@ typedef struct red_op {
   void (*col)(red_state* s, const void* x, int64_t n, int64_t idx, const red_ctx* c);
   /* results for outs[0..nouts); count = size of the reduced sub-space */
   void (*fin)(const red_state* s, int64_t count, const red_ctx* c, red_val* out);
+  /* fold state b (of the elements right after a's) into a; NULL: a reduction into few
+   * outputs is not split over threads */
+  void (*merge)(red_state* a, const red_state* b, const red_ctx* c);
+  /* like row, on n dense float32 elements in place (no staging copy as double); NULL: staged */
+  void (*row_f32)(red_state* s, const float* x, int64_t n, int64_t idx0, const red_ctx* c);
 } red_op;
 
 /* Bit d set = dim d of `in` is reduced. `dims` is NONE, INT or INTS; NONE reduces every dim;

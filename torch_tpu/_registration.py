@@ -22,6 +22,9 @@ def register():
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
     _C_init()
     _after_import("torch._dynamo.device_interface", _install_dynamo_interface)
+    _after_import("accelerate.state", _install_accelerate)
+    for name in ("safetensors", "safetensors.torch"):
+        _after_import(name, _install_safetensors)
 
 
 def _C_init():
@@ -39,6 +42,18 @@ def _install_dynamo_interface(mod):
     mod.register_interface_for_device("tpu", TpuInterface)
     for i in range(torch.tpu.device_count()):
         mod.register_interface_for_device(f"tpu:{i}", TpuInterface)
+
+
+def _install_accelerate(mod):
+    from . import _accelerate
+
+    _accelerate.install(mod)
+
+
+def _install_safetensors(mod):
+    from . import _safetensors
+
+    _safetensors.install(mod)
 
 
 class _PostImportFinder(importlib.abc.MetaPathFinder):

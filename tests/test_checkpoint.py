@@ -1,14 +1,13 @@
 """Checkpoints: torch.save/torch.load across cpu and chips (map_location, weights_only),
 safetensors, and a training run resumed in a new process that must match an uninterrupted
 one bit for bit. Run as a script, this file is that training run (see `main`)."""
-import io
 import os
 import pathlib
 import subprocess
 import sys
 
-import pytest
 import torch
+from test_serialization import roundtrip
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -20,13 +19,6 @@ def run_python(args, tpu_env=None):
     done = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
-
-
-def roundtrip(obj, **load_kw):
-    buf = io.BytesIO()
-    torch.save(obj, buf)
-    buf.seek(0)
-    return torch.load(buf, **load_kw)
 
 
 # ---------------------------------------------------------------- map_location across chips
@@ -145,26 +137,30 @@ def train(model, opt, steps):
         opt.step()
 
 
-def main(phase, path):
+def main(phase, out, checkpoint=None):
+    """phase: "first" (5 steps), "uninterrupted" (10 steps), "resume" (5 steps from
+    `checkpoint`) or "resume_cpu_rng_only" (the same, leaving the tpu generator as seeded)."""
     model, opt = build()
-    if phase == "resume":
-        ck = torch.load(path, weights_only=True)
+    if checkpoint:
+        ck = torch.load(checkpoint, weights_only=True)
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
         torch.set_rng_state(ck["rng_cpu"])
-        torch.tpu.set_rng_state(ck["rng_tpu"])
+        if phase == "resume":
+            torch.tpu.set_rng_state(ck["rng_tpu"])
     train(model, opt, 10 if phase == "uninterrupted" else 5)
     torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "rng_cpu": torch.get_rng_state(),
-                "rng_tpu": torch.tpu.get_rng_state()}, path)
+                "rng_tpu": torch.tpu.get_rng_state()}, out)
 
 
 def test_resume_in_new_process_matches_uninterrupted_run(tmp_path):
     ck, whole = tmp_path / "step5.pt", tmp_path / "step10.pt"
+    resumed, stale = tmp_path / "resumed.pt", tmp_path / "stale.pt"
     run_python([__file__, "first", str(ck)])
-    first = torch.load(ck, map_location="cpu")
-    run_python([__file__, "resume", str(ck)])
+    run_python([__file__, "resume", str(resumed), str(ck)])
     run_python([__file__, "uninterrupted", str(whole)])
-    a, b = torch.load(ck, map_location="cpu"), torch.load(whole, map_location="cpu")
+    run_python([__file__, "resume_cpu_rng_only", str(stale), str(ck)])
+    first, a, b, c = (torch.load(p, map_location="cpu") for p in (ck, resumed, whole, stale))
     assert not torch.equal(first["model"]["0.weight"], a["model"]["0.weight"])
     for k in b["model"]:
         assert torch.equal(a["model"][k], b["model"][k]), k
@@ -172,20 +168,8 @@ def test_resume_in_new_process_matches_uninterrupted_run(tmp_path):
         for k in state:
             assert torch.equal(a["opt"]["state"][i][k], state[k]), (i, k)
     assert torch.equal(a["rng_tpu"], b["rng_tpu"]) and torch.equal(a["rng_cpu"], b["rng_cpu"])
-
-
-def test_resume_without_tpu_rng_state_diverges(tmp_path):
-    # The check above is only meaningful if the tpu RNG state drives the run: leaving it out
-    # of the checkpoint must change the result.
-    ck, whole = tmp_path / "step5.pt", tmp_path / "step10.pt"
-    run_python([__file__, "first", str(ck)])
-    code = ("import sys, torch, test_checkpoint as t\n"
-            "ck = torch.load(sys.argv[1], weights_only=True); ck['rng_tpu'] = torch.tpu.get_rng_state()\n"
-            "torch.save(ck, sys.argv[1]); t.main('resume', sys.argv[1])")
-    run_python(["-c", code, str(ck)])
-    run_python([__file__, "uninterrupted", str(whole)])
-    a, b = torch.load(ck, map_location="cpu"), torch.load(whole, map_location="cpu")
-    assert not torch.equal(a["model"]["0.weight"], b["model"]["0.weight"])
+    # The tpu generator's state matters: without it the resumed run departs from the whole one.
+    assert not torch.equal(c["model"]["0.weight"], b["model"]["0.weight"])
 
 
 if __name__ == "__main__":

@@ -86,3 +86,15 @@ def test_trainer_picks_tpu_and_matches_cpu():
     assert cpu_trainer.args.device.type == "cpu" and cpu_trainer.accelerator.device.type == "cpu"
     assert len(tpu_logged) == 4
     torch.testing.assert_close(tpu_logged, cpu_logged, rtol=1e-5, atol=1e-5)  # losses, gradient norms
+
+
+def test_trainer_bf16_runs_linear_layers_in_bf16_like_cpu():
+    dtypes = []
+    model = hf_trainer.tiny_llama()
+    model.model.layers[0].mlp.down_proj.register_forward_hook(lambda m, i, out: dtypes.append(out.dtype))
+    trainer, tpu_logged = hf_trainer.train(model, bf16=True)
+    assert trainer.accelerator.device.type == "tpu" and trainer.accelerator.native_amp
+    assert set(dtypes) == {torch.bfloat16}
+    _, cpu_logged = hf_trainer.train(hf_trainer.tiny_llama(), use_cpu=True, bf16=True)
+    torch.testing.assert_close([loss for loss, _ in tpu_logged], [loss for loss, _ in cpu_logged],
+                               rtol=1.6e-2, atol=1e-5)  # bf16 resolution

@@ -19,6 +19,8 @@ def register():
     if torch._C._get_privateuse1_backend_name() != "tpu":
         torch.utils.rename_privateuse1_backend("tpu")
     torch._register_device_module("tpu", _tpu_module)
+    for sub in ("amp", "metrics"):  # `from torch.tpu.amp import autocast`, as with torch.cuda.amp
+        sys.modules[f"torch.tpu.{sub}"] = getattr(_tpu_module, sub)
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
     _C_init()
     _after_import("torch._dynamo.device_interface", _install_dynamo_interface)

@@ -19,9 +19,14 @@ def register():
     if torch._C._get_privateuse1_backend_name() != "tpu":
         torch.utils.rename_privateuse1_backend("tpu")
     torch._register_device_module("tpu", _tpu_module)
+    for sub in ("amp", "metrics"):  # `from torch.tpu.amp import autocast`, as with torch.cuda.amp
+        sys.modules[f"torch.tpu.{sub}"] = getattr(_tpu_module, sub)
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
     _C_init()
     _after_import("torch._dynamo.device_interface", _install_dynamo_interface)
+    _after_import("accelerate.state", _install_accelerate)
+    for name in ("safetensors", "safetensors.torch"):
+        _after_import(name, _install_safetensors)
 
 
 def _C_init():
@@ -39,6 +44,18 @@ def _install_dynamo_interface(mod):
     mod.register_interface_for_device("tpu", TpuInterface)
     for i in range(torch.tpu.device_count()):
         mod.register_interface_for_device(f"tpu:{i}", TpuInterface)
+
+
+def _install_accelerate(mod):
+    from . import _accelerate
+
+    _accelerate.install(mod)
+
+
+def _install_safetensors(mod):
+    from . import _safetensors
+
+    _safetensors.install(mod)
 
 
 class _PostImportFinder(importlib.abc.MetaPathFinder):

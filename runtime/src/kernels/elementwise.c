@@ -31,7 +31,7 @@ tpurt_status ew_run_op(const tpurt_tensor* out, const ew_op* op, const tpurt_val
   tpurt_ctype ct = tpurt_ctype_of(common);
   tpurt_ew_fn fn = op->fn[ct];
   if (!fn)
-    return tpurt_fail(TPURT_ERR_RUNTIME, "\"%s\" not implemented for '%s'", op->name,
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s\" not implemented for '%s'", op->name,
                       tpurt_dtype_name((tpurt_dtype)common));
   int64_t storage[TPURT_EW_MAX_IN];
   tpurt_tensor in[TPURT_EW_MAX_IN];

@@ -208,6 +208,29 @@ tpurt_status tpurt_kernel_round_decimals(const tpurt_op_call* c) {
   return ew_run_op(&c->outs[0], &round_decimals_op, v, &par);
 }
 
+/* frexp(self) -> (mantissa, exponent): two passes over self, the exponent computed as int64. */
+static inline double ew_frexp_m(double x) {
+  int e;
+  return frexp(x, &e);
+}
+static inline int64_t ew_frexp_e(double x) {
+  int e = 0;
+  frexp(x, &e);
+  return e;
+}
+EW_DEF_F(frexp_mantissa, EW_SAME, 1, ew_frexp_m(x))
+EW_CHUNK(frexp_exp_f32, float, int64_t, 1, ew_frexp_e(x))
+EW_CHUNK(frexp_exp_f64, double, int64_t, 1, ew_frexp_e(x))
+static const ew_op frexp_exp_op = {"frexp", {frexp_exp_f32, frexp_exp_f64, NULL}, EW_BOOL_OUT, 1, 1, {0}};
+
+tpurt_status tpurt_kernel_frexp(const tpurt_op_call* c) {
+  const tpurt_value* v[1] = {&c->args[0]};
+  ew_par par;
+  memset(&par, 0, sizeof par);
+  tpurt_status s = ew_run_op(&c->outs[0], &frexp_mantissa_op, v, &par);
+  return s ? s : ew_run_op(&c->outs[1], &frexp_exp_op, v, &par);
+}
+
 static double dtype_max(int dt) {
   switch (dt) {
     case TPURT_F16: return 65504.0;

@@ -76,9 +76,10 @@ static inline int64_t ipow(int64_t a, int64_t b) {
 
 /* ---------------------------------------------------------------- binary ops */
 /* Same dtype in and out: name, float expression, int64 expression (x = self, y = other;
- * PF/PI(0) = alpha for sub). */
+ * PF/PI(0) = alpha for sub and rsub). */
 #define BINARY_SAME_OPS(X)                                                         \
   X(sub, x - PF(0) * y, ew_wsub(x, ew_wmul(PI(0), y)))                             \
+  X(rsub, y - PF(0) * x, ew_wsub(y, ew_wmul(PI(0), x)))                             \
   X(mul, x * y, ew_wmul(x, y))                                                     \
   X(maximum, EW_MAXN(x, y), EW_MAXI(x, y))                                         \
   X(minimum, EW_MINN(x, y), EW_MINI(x, y))                                         \
@@ -148,6 +149,47 @@ tpurt_status tpurt_kernel_div(const tpurt_op_call* c) {
   int mode = (int)par.i[0];
   const ew_op* op = mode == EW_MODE_TRUNC ? &div_trunc_op : mode == EW_MODE_FLOOR ? &div_floor_op : &div_true_op;
   return ew_apply(c, op);
+}
+
+/* nextafter in the output dtype: float and double directly; bfloat16 / float16 step their
+ * 16-bit patterns as c10's nextafter does (musl's algorithm). PI(0) = output dtype. */
+static double nextafter16(double from, double to, int dt) {
+  if (isnan(from) || isnan(to)) return from + to;
+  uint16_t f, t;
+  tpurt_store_f64(&f, dt, from);
+  tpurt_store_f64(&t, dt, to);
+  const uint16_t sign = 0x8000;
+  if (f == t) return from;
+  uint16_t af = f & ~sign, at = t & ~sign;
+  if (!af) {
+    if (!at) return to;
+    f = (t & sign) | 1;
+  } else if (af > at || ((f ^ t) & sign)) {
+    f--;
+  } else {
+    f++;
+  }
+  return tpurt_load_f64(&f, dt);
+}
+EW_DEF_F(nextafter, EW_SAME, 2,
+         PI(0) == TPURT_F16 || PI(0) == TPURT_BF16 ? (ew_t)nextafter16(x, y, (int)PI(0)) : nextafter(x, y))
+
+tpurt_status tpurt_kernel_nextafter(const tpurt_op_call* c) {
+  const tpurt_value* v[2];
+  ew_par par;
+  ew_operands(c, &nextafter_op, v);
+  ew_params(c, &nextafter_op, &par);
+  par.i[0] = c->outs[0].dtype;
+  return ew_run_op(&c->outs[0], &nextafter_op, v, &par);
+}
+
+tpurt_status tpurt_kernel_rsub(const tpurt_op_call* c) {
+  /* CPU's sub_check: no bool operand (rsub's meta function does not check) */
+  for (int k = 0; k < 2; k++)
+    if (c->args[k].kind == TPURT_V_TENSOR && c->args[k].t.dtype == TPURT_BOOL)
+      return tpurt_fail(TPURT_ERR_RUNTIME, "Subtraction, the `-` operator, with a bool tensor is not supported. "
+                        "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  return ew_apply(c, &rsub_op);
 }
 
 tpurt_status tpurt_kernel_floor_divide(const tpurt_op_call* c) { return ew_apply(c, &div_floor_op); }

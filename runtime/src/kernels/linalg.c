@@ -425,18 +425,19 @@ tpurt_status tpurt_kernel_inv_ex(const tpurt_op_call* c) {
 }
 
 /* ---------------------------------------------------------------- Cholesky */
-tpurt_status tpurt_kernel_cholesky_ex(const tpurt_op_call* c) {
-  /* linalg_cholesky_ex(A, *, upper, check_errors) -> (L or L^H, info): potrf on the lower
-   * triangle; info = order of the first leading minor that is not positive definite */
-  const tpurt_tensor* A = &c->args[0].t;
-  tpurt_status st = dtype_check("linalg.cholesky", A);
+/* potrf on the lower triangle of A into L (or L^H when upper); info (NULL: none) gets the
+ * order of the first leading minor that is not positive definite, which is an error when
+ * check_errors. */
+static tpurt_status cholesky_run(const char* name, const tpurt_tensor* A, int upper, const tpurt_tensor* out,
+                                 const tpurt_tensor* o_info, int check_errors) {
+  tpurt_status st = dtype_check(name, A);
   if (st) return st;
-  int upper = (int)c->args[1].i, nb;
+  int nb;
   int64_t bs[TPURT_MAX_DIMS];
   if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
   mview a, l;
   mv_init(&a, A, nb, 0);
-  mv_init(&l, &c->outs[0], nb, 0);
+  mv_init(&l, out, nb, 0);
   int64_t n = a.rows;
   scratch s = {0};
   if ((st = scratch_alloc(&s, n * n, 0, 0))) return st;
@@ -462,15 +463,27 @@ tpurt_status tpurt_kernel_cholesky_ex(const tpurt_op_call* c) {
     for (int64_t i = 0; i < n; i++)
       for (int64_t j = i + 1; j < n; j++) L[i * n + j] = 0;
     mv_store(&l, b, nb, L, upper);
-    put_info(&c->outs[1], b, nb, info);
-    if (info && c->args[2].i) {
-      st = tpurt_fail(TPURT_ERR_RUNTIME, "linalg.cholesky: The factorization could not be completed because the input "
-                      "is not positive-definite (the leading minor of order %lld is not positive-definite).", (long long)info);
+    if (o_info) put_info(o_info, b, nb, info);
+    if (info && check_errors) {
+      st = tpurt_fail(TPURT_ERR_RUNTIME, "%s: The factorization could not be completed because the input is not "
+                      "positive-definite (the leading minor of order %lld is not positive-definite).", name,
+                      (long long)info);
       break;
     }
   }
   free(s.a);
   return st;
+}
+
+tpurt_status tpurt_kernel_cholesky_ex(const tpurt_op_call* c) {
+  /* linalg_cholesky_ex(A, *, upper, check_errors) -> (L or L^H, info) */
+  return cholesky_run("linalg.cholesky", &c->args[0].t, (int)c->args[1].i, &c->outs[0], &c->outs[1],
+                      (int)c->args[2].i);
+}
+
+tpurt_status tpurt_kernel_cholesky(const tpurt_op_call* c) {
+  /* cholesky(A, upper) (deprecated): always checks */
+  return cholesky_run("cholesky", &c->args[0].t, (int)c->args[1].i, &c->outs[0], NULL, 1);
 }
 
 /* ---------------------------------------------------------------- QR */

@@ -579,6 +579,14 @@ VAR_KERNEL(std_mean, 3)
 tpurt_status tpurt_kernel_vector_norm(const tpurt_op_call* c) {
   return reduce(c, 2, &op_norm, (red_ctx){.p = tpurt_value_f(&c->args[1])});
 }
+/* norm(self, Scalar? p, [dim, keepdim,] ...): vector_norm with p = None meaning 2 */
+static double norm_p(const tpurt_value* v) { return v->kind == TPURT_V_NONE ? 2.0 : tpurt_value_f(v); }
+tpurt_status tpurt_kernel_norm(const tpurt_op_call* c) {
+  return reduce(c, -1, &op_norm, (red_ctx){.p = norm_p(&c->args[1])});
+}
+tpurt_status tpurt_kernel_norm_dim(const tpurt_op_call* c) {
+  return reduce(c, 2, &op_norm, (red_ctx){.p = norm_p(&c->args[1])});
+}
 
 /* cumsum(self, dim, *, dtype): a running double/int64 sum along dim, one line at a time */
 tpurt_status tpurt_kernel_cumsum(const tpurt_op_call* c) {

@@ -87,6 +87,13 @@ unary("nan_to_num", NUMERIC + F64)
 register("nan_to_num", lambda x: torch.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-2.0),
          lambda dt: [special(dt)], dtypes=FLOATS, grad=False, name="nan_to_num explicit")
 unary("bitwise_not", INTS + (torch.bool,), grad=False, specials=False)
+register("frexp.Tensor", torch.frexp, rand(), dtypes=FLOATS + F64)
+register("frexp.Tensor", torch.frexp, lambda dt: [special(dt)], dtypes=FLOATS, grad=False, name="frexp special")
+register("frexp.Tensor", torch.frexp, lambda dt: [torch.tensor([1e-30, 6e-8, 3e-5, 65504.0]).to(dt)], dtypes=FLOATS,
+         grad=False, name="frexp tiny and huge")
+register("frexp.Tensor_out", lambda x: torch.frexp(x, out=(torch.empty_like(x), torch.empty(0, dtype=torch.int32,
+                                                                                           device=x.device))),
+         rand(), dtypes=FLOATS, grad=False)
 
 # ---------------------------------------------------------------- unary, bool result
 for name in ("isnan", "isinf", "isposinf", "isneginf", "signbit"):
@@ -275,6 +282,21 @@ for side, a in (("left", "l"), ("right", "r")):
     register(f"__i{a}shift__.Tensor", lambda x, n, _o=iop: _o.Tensor(x, n), shift_counts, dtypes=INT_NO_U8,
              grad=False)
     register(f"__i{a}shift__.Scalar", lambda x, _o=iop: _o.Scalar(x, 2), rand(), dtypes=INTS, grad=False)
+
+register("rsub.Tensor", lambda a, b: torch.rsub(a, b, alpha=2), two(), dtypes=NUMERIC + F64)
+register("rsub.Tensor", lambda a, b: torch.rsub(a, b[0]), two(), dtypes=NUMERIC, grad=False, name="rsub broadcast")
+register("rsub.Tensor", lambda a: 2.5 - a, rand(), dtypes=FLOATS, name="rsub python scalar")
+register("rsub.Scalar", lambda a: torch.rsub(a, 3, 2), rand(), dtypes=NUMERIC, name="rsub.Scalar")
+register("rsub.Tensor_out", lambda a, b: torch.ops.aten.rsub.Tensor_out(a, b, alpha=3, out=torch.empty_like(a)),
+         two(), dtypes=NUMERIC, grad=False)
+register("rsub.Scalar_out", lambda a: torch.ops.aten.rsub.Scalar_out(a, 4, out=torch.empty_like(a)), rand(),
+         dtypes=NUMERIC, grad=False)
+binary("nextafter", FLOATS + F64, grad=False, scalar=None, int_scalar=None)
+register("nextafter", torch.nextafter, lambda dt: [special(dt), special(dt).t()], dtypes=FLOATS, grad=False,
+         name="nextafter special")
+register("nextafter", torch.nextafter, lambda dt: [torch.zeros(4, dtype=dt), torch.tensor([1.0, -1.0, 0.0, -0.0]).to(dt)],
+         dtypes=FLOATS, grad=False, name="nextafter from zero")
+
 
 # ---------------------------------------------------------------- comparisons, logical, bitwise
 for name in ("eq", "ne", "lt", "le", "gt", "ge"):

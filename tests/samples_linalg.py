@@ -84,6 +84,9 @@ register("linalg_cholesky_ex", lambda a: torch.linalg.cholesky(a, upper=True), s
          name="cholesky upper batched")
 register("linalg_cholesky_ex", lambda a: torch.linalg.cholesky_ex(-a)[1], spd(3, 3), dtypes=LA, grad=False,
          name="cholesky not pd info")
+register("cholesky", lambda a: torch.cholesky(a), spd(4, 4), dtypes=LA)
+register("cholesky", lambda a: torch.cholesky(a, upper=True), spd(2, 3, 3), dtypes=LA, name="cholesky upper batched")
+register("cholesky.out", lambda a: torch.cholesky(a, out=torch.empty_like(a)), spd(3, 3), dtypes=LA, grad=False)
 register("linalg_qr", lambda a: torch.linalg.qr(a), general(5, 3), dtypes=LA)
 register("linalg_qr", lambda a: torch.linalg.qr(a), general(2, 3, 4), dtypes=LA, name="qr wide batched")
 register("linalg_qr", lambda a: torch.linalg.qr(a, mode="complete"), general(5, 3), dtypes=LA, grad=False,

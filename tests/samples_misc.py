@@ -18,6 +18,12 @@ register("diag_embed", lambda x: torch.diag(x, 1), [(4,)], dtypes=NUMERIC + (tor
 register("diag_embed.out", lambda x: torch.ops.aten.diag_embed.out(x, out=mk(x)), [(2, 3)], dtypes=NUMERIC, grad=False)
 register("trace", lambda x: torch.trace(x), [(4, 6)], dtypes=NUMERIC, grad=False)
 register("trace", lambda x: torch.trace(x), [(5, 3)], dtypes=FLOATS, grad=False, name="trace tall")
+for dt_ in (torch.float32, torch.int64, torch.bool):
+    register("eye.m_out", lambda x, _d=dt_: torch.eye(3, 5, dtype=_d, device=x.device), [(1,)], dtypes=(torch.float32,),
+             grad=False, noncontig=False, name=f"eye {dt_}")
+register("eye.out", lambda x: torch.eye(4, out=mk(x)), [(1,)], dtypes=NUMERIC + (torch.bool,), grad=False)
+register("eye.m_out", lambda x: torch.eye(4, 2, out=x.new_empty(0).t()), [(1,)], dtypes=FLOATS, grad=False,
+         name="eye.m_out resized")
 register("trace.out", lambda x: torch.ops.aten.trace.out(x, out=mk(x)), [(3, 3)], dtypes=FLOATS, grad=False)
 
 # ---------------------------------------------------------------- cross / cdist

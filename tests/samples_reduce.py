@@ -180,6 +180,11 @@ register("norm.ScalarOpt_dim_dtype", lambda x: NORM.ScalarOpt_dim_dtype(x, 2, [1
          [(5, 4)], dtypes=F)
 register("norm.dtype_out", lambda x: NORM.dtype_out(x, 1, [1], False, dtype=torch.float64, out=mk(x, torch.float64)),
          [(5, 4)], dtypes=F, grad=False)
+for p_, dim_, max_ in ((2, 0, 1.0), (1, 1, 0.5), (3, -1, 2.0), (float("inf"), 2, 1.0), (2, 1, 100.0)):
+    register("renorm", lambda x, _p=p_, _d=dim_, _m=max_: torch.renorm(x, _p, _d, _m), [(3, 4, 5)], dtypes=F,
+             name=f"renorm p={p_} dim={dim_} maxnorm={max_}")
+register("renorm_", lambda x: x.renorm_(2, 0, 1.0), [(3, 4)], dtypes=F, grad=False)
+register("renorm.out", lambda x: torch.renorm(x, 1, 1, 0.5, out=mk(x)), [(3, 4)], dtypes=F, grad=False)
 register("logsumexp", lambda x: torch.logsumexp(x, 1), [(4, 6)], dtypes=F)
 register("logsumexp", lambda x: torch.logsumexp(x, (0, 2), keepdim=True), [(4, 3, 5)], dtypes=F, name="logsumexp dims")
 register("logsumexp", lambda x: torch.logsumexp(x, 0), [(7, 5)], dtypes=F + (torch.int32,), name="logsumexp outer")

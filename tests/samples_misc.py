@@ -39,6 +39,18 @@ for p in (2.0, 1.0, 0.0, 3.0, 0.5, float("inf")):
              name=f"cdist p={p}")
 register("_cdist_forward _cdist_backward", lambda a, b: torch.cdist(a, b), [(2, 4, 3), (2, 6, 3)], dtypes=CDIST + (torch.float64,),
          name="cdist batched")
+
+
+def _cdist_dirty(a, b):
+    """cdist after freeing NaN-filled blocks of the gradients' size, which the caching allocator
+    hands out again: a backward that leaves its output unwritten shows up as NaN."""
+    for _ in range(4):
+        torch.full_like(b, float("nan"))
+    return torch.cdist(a, b)
+
+
+register("_cdist_forward _cdist_backward", _cdist_dirty, [(0, 4, 3), (6, 3)], dtypes=CDIST,
+         name="cdist empty batch (x2's gradient is zeros)")
 register("_cdist_backward.out",
          lambda g, a, b: torch.ops.aten._cdist_backward.out(g, a, b, 2.0, torch.cdist(a, b), out=torch.empty_like(a)),
          [(4, 3), (4, 2), (3, 2)], dtypes=CDIST, grad=False)

@@ -208,6 +208,7 @@ tpurt_status tpurt_kernel_cdist_backward(const tpurt_op_call* c) {
   const tpurt_tensor *out = &c->outs[0], *g = &c->args[0].t, *dist = &c->args[4].t;
   double p = tpurt_value_f(&c->args[3]);
   if (tpurt_numel(out) == 0) return TPURT_OK;
+  if (tpurt_numel(g) == 0) return fill_zero(out); /* an empty batch (or P, R = 0): no contributions */
   mat x1, x2, gm, dm;
   mat_init(&x1, &c->args[1].t, g);
   mat_init(&x2, &c->args[2].t, g);

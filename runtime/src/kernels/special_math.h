@@ -44,10 +44,10 @@
  */
 
 static double zeta(double x, double q)  {
-  const double MACHEP = ((double)(1.11022302462515654042E-16));
-  double zero = ((double)(0.0));
-  double half = ((double)(0.5));
-  double one = ((double)(1.0));
+  const double MACHEP = 1.11022302462515654042E-16;
+  double zero = 0.0;
+  double half = 0.5;
+  double one = 1.0;
   static const double A[] = {
       12.0,
       -720.0,
@@ -85,7 +85,7 @@ static double zeta(double x, double q)  {
   a = q;
   int i = 0;
   b = zero;
-  while ((i < 9) || (a <= ((double)(9.0)))) {
+  while ((i < 9) || (a <= 9.0)) {
     i += 1;
     a += one;
     b = pow(a, -x);
@@ -981,24 +981,24 @@ static double calc_ndtri(double y0) {
   }
   bool code = true;
   double y = y0;
-  if (y > one - ((double)(0.13533528323661269189))) { /* 0.135... = exp(-2) */
+  if (y > one - 0.13533528323661269189) { /* 0.135... = exp(-2) */
     y = one - y;
     code = false;
   }
 
-  if (y > ((double)(0.13533528323661269189))) {
-    y = y - ((double)(0.5));
+  if (y > 0.13533528323661269189) {
+    y = y - 0.5;
     const double y2 = y * y;
     double x = y + y * (y2 * polevl(y2, P0, 4) / polevl(y2, Q0, 8));
     return (x * s2pi);
   }
 
-  double x = sqrt(((double)(-2.0)) * log(y));
+  double x = sqrt(-2.0 * log(y));
   const double x0 = x - log(x) / x;
 
   const double z = one / x;
   double x1;
-  if (x < ((double)(8.0))) /* y > exp(-32) = 1.2664165549e-14 */
+  if (x < 8.0) /* y > exp(-32) = 1.2664165549e-14 */
   {
     x1 = z * polevl(z, P1, 8) / polevl(z, Q1, 8);
   } else {
@@ -1524,7 +1524,7 @@ calc_erfcx(double x)
 
 static double calc_log_ndtr(double x) {
   double t = x * M_SQRT1_2;
-  if (x < ((double)(-1.0))) {
+  if (x < -1.0) {
     return log(calc_erfcx(-t) / 2) - t * t;
   } else {
     return log1p(-erfc(t) / 2);
@@ -1607,22 +1607,22 @@ static double airy_ai_forward(double x) {
 
     int domain_flag = 0;
 
-    double ai = (double)(0.0);
+    double ai = 0.0;
 
     if (isinf(x)) {
         return NAN;
     }
 
-    if (x > (double)(103.892)) {
-        return (double)(0.0);
+    if (x > 103.892) {
+        return 0.0;
     }
 
     double f;
     double g;
     double k;
 
-    if (x < (double)(-2.09)) {
-        double z = (double)(1.0) / ((double)(-2.0) * x * sqrt(-x) / (double)(3.0));
+    if (x < -2.09) {
+        double z = 1.0 / (-2.0 * x * sqrt(-x) / 3.0);
 
         double afn = 0.0;
 
@@ -1648,31 +1648,31 @@ static double airy_ai_forward(double x) {
             agd = agd * (z * z) + AGD[index];
         }
 
-        double t = (double)(-2.0) * x * sqrt(-x) / (double)(3.0) + (double)(0.25) * M_PI;
+        double t = -2.0 * x * sqrt(-x) / 3.0 + 0.25 * M_PI;
 
-        return (double)(5.64189583547756286948e-01) / sqrt(sqrt(-x)) * (sin(t) * ((double)(1.0) + z * z * afn / afd) - cos(t) * (z * agn / agd));
+        return 5.64189583547756286948e-01 / sqrt(sqrt(-x)) * (sin(t) * (1.0 + z * z * afn / afd) - cos(t) * (z * agn / agd));
     }
 
-    if (x >= (double)(2.09)) {
+    if (x >= 2.09) {
         domain_flag = 5;
 
-        double zeta = (double)(2.0) * x * sqrt(x) / (double)(3.0);
+        double zeta = 2.0 * x * sqrt(x) / 3.0;
 
         double an = 0.0;
 
         for (uint8_t index = 0; index <= 7; index++) {
-            an = an * ((double)(1.0) / zeta) + AN[index];
+            an = an * (1.0 / zeta) + AN[index];
         }
 
         double ad = 0.0;
 
         for (uint8_t index = 0; index <= 7; index++) {
-            ad = ad * ((double)(1.0) / zeta) + AD[index];
+            ad = ad * (1.0 / zeta) + AD[index];
         }
 
-        ai = (double)(5.64189583547756286948e-01) * (an / ad) / ((double)(2.0) * sqrt(sqrt(x)) * exp(zeta));
+        ai = 5.64189583547756286948e-01 * (an / ad) / (2.0 * sqrt(sqrt(x)) * exp(zeta));
 
-        if (x > (double)(8.3203353)) {
+        if (x > 8.3203353) {
             return ai;
         }
     }
@@ -1688,14 +1688,14 @@ static double airy_ai_forward(double x) {
 
     while (t > DBL_EPSILON) {
         m *= z;
-        k += (double)(1.0);
+        k += 1.0;
         m /= k;
         n *= z;
-        k += (double)(1.0);
+        k += 1.0;
         n /= k;
         m /= k;
         f += m;
-        k += (double)(1.0);
+        k += 1.0;
         n /= k;
         g += n;
 
@@ -1703,7 +1703,7 @@ static double airy_ai_forward(double x) {
     }
 
     if ((domain_flag & 1) == 0) {
-        return (double)(0.355028053887817239260) * f - (double)(0.258819403792806798405) * g;
+        return 0.355028053887817239260 * f - 0.258819403792806798405 * g;
     }
 
     return ai;
@@ -1773,9 +1773,9 @@ static double bessel_j0_forward(double x) {
         x = -x;
     }
 
-    if (x <= (double)(5.0)) {
-        if (x < (double)(0.00001)) {
-            return (double)(1.0) - x * x / (double)(4.0);
+    if (x <= 5.0) {
+        if (x < 0.00001) {
+            return 1.0 - x * x / 4.0;
         }
 
         double rp = 0.0;
@@ -1790,34 +1790,34 @@ static double bessel_j0_forward(double x) {
             rq = rq * (x * x) + RQ[index];
         }
 
-        return (x * x - (double)(5.78318596294678452118e+00)) * (x * x - (double)(3.04712623436620863991e+01)) * rp / rq;
+        return (x * x - 5.78318596294678452118e+00) * (x * x - 3.04712623436620863991e+01) * rp / rq;
     }
 
     double pp = 0.0;
 
     for (uint8_t index = 0; index <= 6; index++) {
-        pp = pp * ((double)(25.0) / (x * x)) + PP[index];
+        pp = pp * (25.0 / (x * x)) + PP[index];
     }
 
     double pq = 0.0;
 
     for (uint8_t index = 0; index <= 6; index++) {
-        pq = pq * ((double)(25.0) / (x * x)) + PQ[index];
+        pq = pq * (25.0 / (x * x)) + PQ[index];
     }
 
     double qp = 0.0;
 
     for (uint8_t index = 0; index <= 7; index++) {
-        qp = qp * ((double)(25.0) / (x * x)) + QP[index];
+        qp = qp * (25.0 / (x * x)) + QP[index];
     }
 
     double qq = 0.0;
 
     for (uint8_t index = 0; index <= 6; index++) {
-        qq = qq * ((double)(25.0) / (x * x)) + QQ[index];
+        qq = qq * (25.0 / (x * x)) + QQ[index];
     }
 
-    return (pp / pq * cos(x - (double)(0.785398163397448309615660845819875721)) - (double)(5.0) / x * (qp / qq) * sin(x - (double)(0.785398163397448309615660845819875721))) * (double)(0.797884560802865355879892119868763737) / sqrt(x);
+    return (pp / pq * cos(x - 0.785398163397448309615660845819875721) - 5.0 / x * (qp / qq) * sin(x - 0.785398163397448309615660845819875721)) * 0.797884560802865355879892119868763737 / sqrt(x);
 } // bessel_j0_forward(double x)
 
 static double bessel_j1_forward(double x) {
@@ -1880,11 +1880,11 @@ static double bessel_j1_forward(double x) {
             +5.32278620332680085395e+18,
     };
 
-    if (x < (double)(0.0)) {
+    if (x < 0.0) {
         return -bessel_j1_forward(-x);
     }
 
-    if (x <= (double)(5.0)) {
+    if (x <= 5.0) {
         double rp = 0.0;
 
         for (uint8_t index = 0; index <= 3; index++) {
@@ -1897,34 +1897,34 @@ static double bessel_j1_forward(double x) {
             rq = rq * (x * x) + RQ[index];
         }
 
-        return rp / rq * x * (x * x - (double)(1.46819706421238932572e+01)) * (x * x - (double)(4.92184563216946036703e+01));
+        return rp / rq * x * (x * x - 1.46819706421238932572e+01) * (x * x - 4.92184563216946036703e+01);
     }
 
     double pp = 0.0;
 
     for (uint8_t index = 0; index <= 6; index++) {
-        pp = pp * ((double)(5.0) / x * ((double)(5.0) / x)) + PP[index];
+        pp = pp * (5.0 / x * (5.0 / x)) + PP[index];
     }
 
     double pq = 0.0;
 
     for (uint8_t index = 0; index <= 6; index++) {
-        pq = pq * ((double)(5.0) / x * ((double)(5.0) / x)) + PQ[index];
+        pq = pq * (5.0 / x * (5.0 / x)) + PQ[index];
     }
 
     double qp = 0.0;
 
     for (uint8_t index = 0; index <= 7; index++) {
-        qp = qp * ((double)(5.0) / x * ((double)(5.0) / x)) + QP[index];
+        qp = qp * (5.0 / x * (5.0 / x)) + QP[index];
     }
 
     double qq = 0.0;
 
     for (uint8_t index = 0; index <= 6; index++) {
-        qq = qq * ((double)(5.0) / x * ((double)(5.0) / x)) + QQ[index];
+        qq = qq * (5.0 / x * (5.0 / x)) + QQ[index];
     }
 
-    return (pp / pq * cos(x - (double)(2.356194490192344928846982537459627163)) - (double)(5.0) / x * (qp / qq) * sin(x - (double)(2.356194490192344928846982537459627163))) * (double)(0.797884560802865355879892119868763737) / sqrt(x);
+    return (pp / pq * cos(x - 2.356194490192344928846982537459627163) - 5.0 / x * (qp / qq) * sin(x - 2.356194490192344928846982537459627163)) * 0.797884560802865355879892119868763737 / sqrt(x);
 } // bessel_j1_forward(double x)
 
 static double bessel_y0_forward(double x) {
@@ -1990,12 +1990,12 @@ static double bessel_y0_forward(double x) {
             +2.50596256172653059228e+17,
     };
 
-    if (x <= (double)(5.0)) {
-        if (x == (double)(0.0)) {
+    if (x <= 5.0) {
+        if (x == 0.0) {
             return -INFINITY;
         }
 
-        if (x < (double)(0.0)) {
+        if (x < 0.0) {
             return NAN;
         }
 
@@ -2011,34 +2011,34 @@ static double bessel_y0_forward(double x) {
             yq = yq * (x * x) + YQ[index];
         }
 
-        return yp / yq + ((double)(0.636619772367581343075535053490057448) * log(x) * bessel_j0_forward(x));
+        return yp / yq + (0.636619772367581343075535053490057448 * log(x) * bessel_j0_forward(x));
     }
 
     double pp = 0.0;
 
     for (uint8_t index = 0; index <= 6; index++) {
-        pp = pp * ((double)(25.0) / (x * x)) + PP[index];
+        pp = pp * (25.0 / (x * x)) + PP[index];
     }
 
     double pq = 0.0;
 
     for (uint8_t index = 0; index <= 6; index++) {
-        pq = pq * ((double)(25.0) / (x * x)) + PQ[index];
+        pq = pq * (25.0 / (x * x)) + PQ[index];
     }
 
     double qp = 0.0;
 
     for (uint8_t index = 0; index <= 7; index++) {
-        qp = qp * ((double)(25.0) / (x * x)) + QP[index];
+        qp = qp * (25.0 / (x * x)) + QP[index];
     }
 
     double qq = 0.0;
 
     for (uint8_t index = 0; index <= 6; index++) {
-        qq = qq * ((double)(25.0) / (x * x)) + QQ[index];
+        qq = qq * (25.0 / (x * x)) + QQ[index];
     }
 
-    return (pp / pq * sin(x - (double)(0.785398163397448309615660845819875721)) + (double)(5.0) / x * (qp / qq) * cos(x - (double)(0.785398163397448309615660845819875721))) * (double)(0.797884560802865355879892119868763737) / sqrt(x);
+    return (pp / pq * sin(x - 0.785398163397448309615660845819875721) + 5.0 / x * (qp / qq) * cos(x - 0.785398163397448309615660845819875721)) * 0.797884560802865355879892119868763737 / sqrt(x);
 } // bessel_y0_forward(double x)
 
 static double bessel_y1_forward(double x) {
@@ -2103,12 +2103,12 @@ static double bessel_y1_forward(double x) {
             +3.97270608116560655612e+18,
     };
 
-    if (x <= (double)(5.0)) {
-        if (x == (double)(0.0)) {
+    if (x <= 5.0) {
+        if (x == 0.0) {
             return -INFINITY;
         }
 
-        if (x <= (double)(0.0)) {
+        if (x <= 0.0) {
             return NAN;
         }
 
@@ -2124,62 +2124,62 @@ static double bessel_y1_forward(double x) {
             yq = yq * (x * x) + YQ[index];
         }
 
-        return x * (yp / yq) + ((double)(0.636619772367581343075535053490057448) * (bessel_j1_forward(x) * log(x) - (double)(1.0) / x));
+        return x * (yp / yq) + (0.636619772367581343075535053490057448 * (bessel_j1_forward(x) * log(x) - 1.0 / x));
     }
 
     double pp = 0.0;
 
     for (uint8_t index = 0; index <= 6; index++) {
-        pp = pp * ((double)(5.0) / x * ((double)(5.0) / x)) + PP[index];
+        pp = pp * (5.0 / x * (5.0 / x)) + PP[index];
     }
 
     double pq = 0.0;
 
     for (uint8_t index = 0; index <= 6; index++) {
-        pq = pq * ((double)(5.0) / x * ((double)(5.0) / x)) + PQ[index];
+        pq = pq * (5.0 / x * (5.0 / x)) + PQ[index];
     }
 
     double qp = 0.0;
 
     for (uint8_t index = 0; index <= 7; index++) {
-        qp = qp * ((double)(5.0) / x * ((double)(5.0) / x)) + QP[index];
+        qp = qp * (5.0 / x * (5.0 / x)) + QP[index];
     }
 
     double qq = 0.0;
 
     for (uint8_t index = 0; index <= 6; index++) {
-        qq = qq * ((double)(5.0) / x * ((double)(5.0) / x)) + QQ[index];
+        qq = qq * (5.0 / x * (5.0 / x)) + QQ[index];
     }
 
-    return (pp / pq * sin(x - (double)(2.356194490192344928846982537459627163)) + (double)(5.0) / x * (qp / qq) * cos(x - (double)(2.356194490192344928846982537459627163))) * (double)(0.797884560802865355879892119868763737) / sqrt(x);
+    return (pp / pq * sin(x - 2.356194490192344928846982537459627163) + 5.0 / x * (qp / qq) * cos(x - 2.356194490192344928846982537459627163)) * 0.797884560802865355879892119868763737 / sqrt(x);
 } // bessel_y1_forward(double x)
 
 static double chebyshev_polynomial_t_forward(double x, int64_t n) {
     if (n < 0) {
-        return (double)(0.0);
+        return 0.0;
     }
 
-    if (fabs(x) == (double)(1.0)) {
-        if (x > (double)(0.0) || n % 2 == 0) {
-            return (double)(1.0);
+    if (fabs(x) == 1.0) {
+        if (x > 0.0 || n % 2 == 0) {
+            return 1.0;
         }
 
-        return (double)(-1.0);
+        return -1.0;
     }
 
-    if ((n > 6) && (fabs(x) < (double)(1.0))) {
+    if ((n > 6) && (fabs(x) < 1.0)) {
         return cos(n * acos(x));
     }
 
     if (n == 0) {
-        return (double)(1.0);
+        return 1.0;
     }
 
     if (n == 1) {
         return x;
     }
 
-    double p = (double)(1.0);
+    double p = 1.0;
     double q = x;
     double r = x;
 
@@ -2195,19 +2195,19 @@ static double chebyshev_polynomial_t_forward(double x, int64_t n) {
 
 static double chebyshev_polynomial_u_forward(double x, int64_t n) {
     if (n < 0) {
-        return (double)(0.0);
+        return 0.0;
     }
 
-    if (fabs(x) == (double)(1.0)) {
-        if (x > (double)(0.0) || n % 2 == 0) {
+    if (fabs(x) == 1.0) {
+        if (x > 0.0 || n % 2 == 0) {
             return n + 1;
         }
 
         return -(n + 1);
     }
 
-    if ((n > 8) && (fabs(x) < (double)(1.0))) {
-        if (sin(acos(x)) != (double)(0.0)) {
+    if ((n > 8) && (fabs(x) < 1.0)) {
+        if (sin(acos(x)) != 0.0) {
             return sin((n + 1) * acos(x)) / sin(acos(x));
         }
 
@@ -2215,14 +2215,14 @@ static double chebyshev_polynomial_u_forward(double x, int64_t n) {
     }
 
     if (n == 0) {
-        return (double)(1.0);
+        return 1.0;
     }
 
     if (n == 1) {
         return x + x;
     }
 
-    double p = (double)(1.0);
+    double p = 1.0;
     double q = x + x;
     double r = q; /* the loop may not run (q is NaN) */
 
@@ -2238,12 +2238,12 @@ static double chebyshev_polynomial_u_forward(double x, int64_t n) {
 
 static double chebyshev_polynomial_v_forward(double x, int64_t n) {
     if (n < 0) {
-        return (double)(0.0);
+        return 0.0;
     }
 
-    if (fabs(x) == (double)(1.0)) {
-        if (x > (double)(0.0)) {
-            return (double)(1.0);
+    if (fabs(x) == 1.0) {
+        if (x > 0.0) {
+            return 1.0;
         }
 
         if (n % 2 == 0) {
@@ -2253,9 +2253,9 @@ static double chebyshev_polynomial_v_forward(double x, int64_t n) {
         return -(n + n + 1);
     }
 
-    if ((n > 8) && (fabs(x) < (double)(1.0))) {
-        if (sin(acos(x) / (double)(2.0)) != (double)(1.0)) {
-            return cos((n + (double)(0.5)) * acos(x)) / cos(acos(x) / (double)(2.0));
+    if ((n > 8) && (fabs(x) < 1.0)) {
+        if (sin(acos(x) / 2.0) != 1.0) {
+            return cos((n + 0.5) * acos(x)) / cos(acos(x) / 2.0);
         }
 
         if (n % 2 == 0) {
@@ -2266,15 +2266,15 @@ static double chebyshev_polynomial_v_forward(double x, int64_t n) {
     }
 
     if (n == 0) {
-        return (double)(1.0);
+        return 1.0;
     }
 
     if (n == 1) {
-        return x + x - (double)(1.0);
+        return x + x - 1.0;
     }
 
-    double p = (double)(1.0);
-    double q = x + x - (double)(1.0);
+    double p = 1.0;
+    double q = x + x - 1.0;
     double r = q; /* the loop may not run (q is NaN) */
 
     for (int64_t k = 2; (k <= n) && !isnan(q); k++) {
@@ -2289,47 +2289,47 @@ static double chebyshev_polynomial_v_forward(double x, int64_t n) {
 
 static double chebyshev_polynomial_w_forward(double x, int64_t n) {
     if (n < 0) {
-        return (double)(0.0);
+        return 0.0;
     }
 
-    if (fabs(x) == (double)(1.0)) {
-        if (x > (double)(0.0)) {
+    if (fabs(x) == 1.0) {
+        if (x > 0.0) {
             return n + n + 1;
         }
 
         if (n % 2 == 0) {
-            return (double)(1.0);
+            return 1.0;
         }
 
-        return (double)(-1.0);
+        return -1.0;
     }
 
-    if ((n > 8) && (fabs(x) < (double)(1.0))) {
-        if (cos(acos(x) / (double)(2.0)) != (double)(1.0)) {
-            return sin((n + (double)(0.5)) * acos(x)) / sin(acos(x) / (double)(2.0));
+    if ((n > 8) && (fabs(x) < 1.0)) {
+        if (cos(acos(x) / 2.0) != 1.0) {
+            return sin((n + 0.5) * acos(x)) / sin(acos(x) / 2.0);
         }
 
-        if (x > (double)(0.0)) {
+        if (x > 0.0) {
             return n + n + 1;
         }
 
         if (n % 2 == 0) {
-            return (double)(1.0);
+            return 1.0;
         }
 
-        return (double)(-1.0);
+        return -1.0;
     }
 
     if (n == 0) {
-        return (double)(1.0);
+        return 1.0;
     }
 
     if (n == 1) {
-        return x + x + (double)(1.0);
+        return x + x + 1.0;
     }
 
-    double p = (double)(1.0);
-    double q = x + x + (double)(1.0);
+    double p = 1.0;
+    double q = x + x + 1.0;
     double r = q; /* the loop may not run (q is NaN) */
 
     for (int64_t k = 2; (k <= n) && !isnan(q); k++) {
@@ -2345,11 +2345,11 @@ static double chebyshev_polynomial_w_forward(double x, int64_t n) {
 
 static double hermite_polynomial_h_forward(double x, int64_t n, int64_t limit) {
     if (n < 0) {
-        return (double)(0.0);
+        return 0.0;
     }
 
     if (n == 0) {
-        return (double)(1.0);
+        return 1.0;
     }
 
     if (n == 1) {
@@ -2360,9 +2360,9 @@ static double hermite_polynomial_h_forward(double x, int64_t n, int64_t limit) {
         return NAN;
     }
 
-    double p = (double)(1.0);
+    double p = 1.0;
     double q = x + x;
-    double r = (double)(0.0);
+    double r = 0.0;
 
     for (int64_t k = 2; k < n + n; k += 2) {
         r = (x + x) * q - k * p;
@@ -2377,11 +2377,11 @@ static double hermite_polynomial_h_forward(double x, int64_t n, int64_t limit) {
 
 static double hermite_polynomial_he_forward(double x, int64_t n, int64_t limit) {
     if (n < 0) {
-        return (double)(0.0);
+        return 0.0;
     }
 
     if (n == 0) {
-        return (double)(1.0);
+        return 1.0;
     }
 
     if (n == 1) {
@@ -2392,7 +2392,7 @@ static double hermite_polynomial_he_forward(double x, int64_t n, int64_t limit) 
         return NAN;
     }
 
-    double p = (double)(1.0);
+    double p = 1.0;
     double q = x;
     double r = q; /* the loop may not run (q is NaN) */
 
@@ -2408,27 +2408,27 @@ static double hermite_polynomial_he_forward(double x, int64_t n, int64_t limit) 
 
 static double laguerre_polynomial_l_forward(double x, int64_t n) {
     if (n < 0) {
-        return (double)(0.0);
+        return 0.0;
     }
 
-    if (fabs(x) == (double)(0.0)) {
-        return (double)(1.0);
+    if (fabs(x) == 0.0) {
+        return 1.0;
     }
 
     if (n == 0) {
-        return (double)(1.0);
+        return 1.0;
     }
 
     if (n == 1) {
-        return (double)(1.0) - x;
+        return 1.0 - x;
     }
 
-    double p = (double)(1.0);
-    double q = (double)(1.0) - x;
+    double p = 1.0;
+    double q = 1.0 - x;
     double r = q; /* the loop may not run (q is NaN) */
 
     for (int64_t k = 1; (k < n) && !isnan(q); k++) {
-        r = (((k + k) + ((double)(1.0) - x)) * q - k * p) / (k + 1);
+        r = (((k + k) + (1.0 - x)) * q - k * p) / (k + 1);
         p = q;
         q = r;
     }
@@ -2439,26 +2439,26 @@ static double laguerre_polynomial_l_forward(double x, int64_t n) {
 
 static double legendre_polynomial_p_forward(double x, int64_t n) {
     if (n < 0) {
-        return (double)(0.0);
+        return 0.0;
     }
 
-    if (fabs(x) == (double)(1.0)) {
-        if (x > (double)(0.0) || n % 2 == 0) {
-            return (double)(1.0);
+    if (fabs(x) == 1.0) {
+        if (x > 0.0 || n % 2 == 0) {
+            return 1.0;
         }
 
-        return (double)(-1.0);
+        return -1.0;
     }
 
     if (n == 0) {
-        return (double)(1.0);
+        return 1.0;
     }
 
     if (n == 1) {
         return x;
     }
 
-    double p = (double)(1.0);
+    double p = 1.0;
     double q = x;
     double r = q; /* the loop may not run (q is NaN) */
 
@@ -2537,16 +2537,16 @@ static double modified_bessel_i0_forward(double x) {
     double p = ((double)(0));
     double q = 0.0;
 
-    if (fabs(x) <= (double)(8.0)) {
+    if (fabs(x) <= 8.0) {
         double a = A[0];
 
         for (uint8_t index = 1; index < 30; index++) {
             p = q;
             q = a;
-            a = ((fabs(x) / (double)(2.0)) - (double)(2.0)) * q - p + A[index];
+            a = ((fabs(x) / 2.0) - 2.0) * q - p + A[index];
         }
 
-        return exp(fabs(x)) * ((double)(0.5) * (a - p));
+        return exp(fabs(x)) * (0.5 * (a - p));
     }
 
     double b = B[0];
@@ -2554,10 +2554,10 @@ static double modified_bessel_i0_forward(double x) {
     for (uint8_t index = 1; index < 25; index++) {
         p = q;
         q = b;
-        b = ((double)(32.0) / fabs(x) - (double)(2.0)) * q - p + B[index];
+        b = (32.0 / fabs(x) - 2.0) * q - p + B[index];
     }
 
-    return exp(fabs(x)) * ((double)(0.5) * (b - p)) / sqrt(fabs(x));
+    return exp(fabs(x)) * (0.5 * (b - p)) / sqrt(fabs(x));
 } // modified_bessel_i0_forward(double x)
 
 static double modified_bessel_i1_forward(double x) {
@@ -2624,20 +2624,20 @@ static double modified_bessel_i1_forward(double x) {
     double p = ((double)(0));
     double q = 0.0;
 
-    if (fabs(x) <= (double)(8.0)) {
+    if (fabs(x) <= 8.0) {
         double a = A[0];
 
         for (uint8_t index = 1; index < 29; index++) {
             p = q;
             q = a;
-            a = ((fabs(x) / (double)(2.0)) - (double)(2.0)) * q - p + A[index];
+            a = ((fabs(x) / 2.0) - 2.0) * q - p + A[index];
         }
 
-        if (x < (double)(0.0)) {
-            return -((double)(0.5) * (a - p) * fabs(x) * exp(fabs(x)));
+        if (x < 0.0) {
+            return -(0.5 * (a - p) * fabs(x) * exp(fabs(x)));
         }
 
-        return (double)(0.5) * (a - p) * fabs(x) * exp(fabs(x));
+        return 0.5 * (a - p) * fabs(x) * exp(fabs(x));
     }
 
     double b = B[0];
@@ -2645,14 +2645,14 @@ static double modified_bessel_i1_forward(double x) {
     for (uint8_t index = 1; index < 25; index++) {
         p = q;
         q = b;
-        b = ((double)(32.0) / fabs(x) - (double)(2.0)) * q - p + B[index];
+        b = (32.0 / fabs(x) - 2.0) * q - p + B[index];
     }
 
-    if (x < (double)(0.0)) {
-        return -(exp(fabs(x)) * ((double)(0.5) * (b - p)) / sqrt(fabs(x)));
+    if (x < 0.0) {
+        return -(exp(fabs(x)) * (0.5 * (b - p)) / sqrt(fabs(x)));
     }
 
-    return exp(fabs(x)) * ((double)(0.5) * (b - p)) / sqrt(fabs(x));
+    return exp(fabs(x)) * (0.5 * (b - p)) / sqrt(fabs(x));
 } // modified_bessel_i1_forward(double x)
 
 static double modified_bessel_k0_forward(double x) {
@@ -2697,27 +2697,27 @@ static double modified_bessel_k0_forward(double x) {
             +2.44030308206595545468e+00,
     };
 
-    if (x == (double)(0.0)) {
+    if (x == 0.0) {
         return INFINITY;
     }
 
-    if (x < (double)(0.0)) {
+    if (x < 0.0) {
         return NAN;
     }
 
     double p = ((double)(0));
     double q = 0.0;
 
-    if (x <= (double)(2.0)) {
+    if (x <= 2.0) {
         double a = A[0];
 
         for (uint8_t index = 1; index < 10; index++) {
             p = q;
             q = a;
-            a = (x * x - (double)(2.0)) * q - p + A[index];
+            a = (x * x - 2.0) * q - p + A[index];
         }
 
-        return (double)(0.5) * (a - p) - log(0.5 * x) * modified_bessel_i0_forward(x);
+        return 0.5 * (a - p) - log(0.5 * x) * modified_bessel_i0_forward(x);
     }
 
     double b = B[0];
@@ -2725,10 +2725,10 @@ static double modified_bessel_k0_forward(double x) {
     for (uint8_t index = 1; index < 25; index++) {
         p = q;
         q = b;
-        b = ((double)(8.0) / x - (double)(2.0)) * q - p + B[index];
+        b = (8.0 / x - 2.0) * q - p + B[index];
     }
 
-    return exp(-x) * ((double)(0.5) * (b - p)) / sqrt(x);
+    return exp(-x) * (0.5 * (b - p)) / sqrt(x);
 } // modified_bessel_k0_forward(double x)
 
 static double modified_bessel_k1_forward(double x) {
@@ -2774,27 +2774,27 @@ static double modified_bessel_k1_forward(double x) {
             +2.72062619048444266945e+00,
     };
 
-    if (x == (double)(0.0)) {
+    if (x == 0.0) {
         return INFINITY;
     }
 
-    if (x < (double)(0.0)) {
+    if (x < 0.0) {
         return NAN;
     }
 
     double p = ((double)(0));
     double q = 0.0;
 
-    if (x <= (double)(2.0)) {
+    if (x <= 2.0) {
         double a = A[0];
 
         for (uint8_t index = 1; index < 11; index++) {
             p = q;
             q = a;
-            a = (x * x - (double)(2.0)) * q - p + A[index];
+            a = (x * x - 2.0) * q - p + A[index];
         }
 
-        return log((double)(0.5) * x) * modified_bessel_i1_forward(x) + (double)(0.5) * (a - p) / x;
+        return log(0.5 * x) * modified_bessel_i1_forward(x) + 0.5 * (a - p) / x;
     }
 
     double b = B[0];
@@ -2802,10 +2802,10 @@ static double modified_bessel_k1_forward(double x) {
     for (uint8_t index = 1; index < 25; index++) {
         p = q;
         q = b;
-        b = ((double)(8.0) / x - (double)(2.0)) * q - p + B[index];
+        b = (8.0 / x - 2.0) * q - p + B[index];
     }
 
-    return exp(-x) * ((double)(0.5) * (b - p)) / sqrt(x);
+    return exp(-x) * (0.5 * (b - p)) / sqrt(x);
 } // modified_bessel_k1_forward(double x)
 
 static double scaled_modified_bessel_k0_forward(double x) {
@@ -2850,27 +2850,27 @@ static double scaled_modified_bessel_k0_forward(double x) {
             +2.44030308206595545468e+00,
     };
 
-    if (x == (double)(0.0)) {
+    if (x == 0.0) {
         return INFINITY;
     }
 
-    if (x < (double)(0.0)) {
+    if (x < 0.0) {
         return NAN;
     }
 
     double p = ((double)(0));
     double q = 0.0;
 
-    if (x <= (double)(2.0)) {
+    if (x <= 2.0) {
         double a = A[0];
 
         for (uint64_t index = 1; index < 10; index++) {
             p = q;
             q = a;
-            a = (x * x - (double)(2.0)) * q - p + A[index];
+            a = (x * x - 2.0) * q - p + A[index];
         }
 
-        return ((double)(0.5) * (a - p) - log((double)(0.5) * x) * modified_bessel_i0_forward(x)) * exp(x);
+        return (0.5 * (a - p) - log(0.5 * x) * modified_bessel_i0_forward(x)) * exp(x);
     }
 
     double b = B[0];
@@ -2878,10 +2878,10 @@ static double scaled_modified_bessel_k0_forward(double x) {
     for (uint64_t index = 1; index < 25; index++) {
         p = q;
         q = b;
-        b = ((double)(8.0) / x - (double)(2.0)) * q - p + B[index];
+        b = (8.0 / x - 2.0) * q - p + B[index];
     }
 
-    return (double)(0.5) * (b - p) / sqrt(x);
+    return 0.5 * (b - p) / sqrt(x);
 } // double scaled_modified_bessel_k0_forward(double x)
 
 static double scaled_modified_bessel_k1_forward(double x) {
@@ -2927,27 +2927,27 @@ static double scaled_modified_bessel_k1_forward(double x) {
             +2.72062619048444266945e+00,
     };
 
-    if (x == (double)(0.0)) {
+    if (x == 0.0) {
         return INFINITY;
     }
 
-    if (x < (double)(0.0)) {
+    if (x < 0.0) {
         return NAN;
     }
 
     double p = ((double)(0));
     double q = 0.0;
 
-    if (x <= (double)(2.0)) {
+    if (x <= 2.0) {
         double a = A[0];
 
         for (uint64_t index = 1; index < 11; index++) {
             p = q;
             q = a;
-            a = (x * x - (double)(2.0)) * q - p + A[index];
+            a = (x * x - 2.0) * q - p + A[index];
         }
 
-        return (log((double)(0.5) * x) * modified_bessel_i1_forward(x) + (double)(0.5) * (a - p) / x) * exp(x);
+        return (log(0.5 * x) * modified_bessel_i1_forward(x) + 0.5 * (a - p) / x) * exp(x);
     }
 
     double b = B[0];
@@ -2955,47 +2955,47 @@ static double scaled_modified_bessel_k1_forward(double x) {
     for (uint64_t index = 1; index < 25; index++) {
         p = q;
         q = b;
-        b = ((double)(8.0) / x - (double)(2.0)) * q - p + B[index];
+        b = (8.0 / x - 2.0) * q - p + B[index];
     }
 
-    return ((double)(0.5) * (b - p) / sqrt(x));
+    return (0.5 * (b - p) / sqrt(x));
 } // double scaled_modified_bessel_k1_forward(double x)
 
 static double shifted_chebyshev_polynomial_t_forward(double x, int64_t n) {
     if (n < 0) {
-        return (double)(0.0);
+        return 0.0;
     }
 
-    if (x == (double)(1.0)) {
-        return (double)(1.0);
+    if (x == 1.0) {
+        return 1.0;
     }
 
-    if (x == (double)(0.0)) {
+    if (x == 0.0) {
         if (n % 2 == 0) {
-            return (double)(1.0);
+            return 1.0;
         }
 
-        return (double)(-1.0);
+        return -1.0;
     }
 
-    if ((n > 6) && (fabs(x + x - (double)(1.0)) < (double)(1.0))) {
-        return cos(n * acos(x + x - (double)(1.0)));
+    if ((n > 6) && (fabs(x + x - 1.0) < 1.0)) {
+        return cos(n * acos(x + x - 1.0));
     }
 
     if (n == 0) {
-        return (double)(1.0);
+        return 1.0;
     }
 
     if (n == 1) {
-        return x + x - (double)(1.0);
+        return x + x - 1.0;
     }
 
-    double p = (double)(1.0);
-    double q = x + x - (double)(1.0);
+    double p = 1.0;
+    double q = x + x - 1.0;
     double r = q; /* the loop may not run (q is NaN) */
 
     for (int64_t k = 2; (k <= n) && !isnan(q); k++) {
-        r = (x + x - (double)(1.0) + (x + x - (double)(1.0))) * q - p;
+        r = (x + x - 1.0 + (x + x - 1.0)) * q - p;
         p = q;
         q = r;
     }
@@ -3006,14 +3006,14 @@ static double shifted_chebyshev_polynomial_t_forward(double x, int64_t n) {
 
 static double shifted_chebyshev_polynomial_u_forward(double x, int64_t n) {
     if (n < 0) {
-        return (double)(0.0);
+        return 0.0;
     }
 
-    if (x == (double)(1.0)) {
+    if (x == 1.0) {
         return n + 1;
     }
 
-    if (x == (double)(0.0)) {
+    if (x == 0.0) {
         if (n % 2 == 0) {
             return n + 1;
         }
@@ -3021,28 +3021,28 @@ static double shifted_chebyshev_polynomial_u_forward(double x, int64_t n) {
         return -(n + 1);
     }
 
-    if ((n > 6) && (fabs(x + x - (double)(1.0)) < (double)(1.0))) {
-        if (sin(acos(x + x - (double)(1.0))) != (double)(0.0)) {
-            return sin((n + 1) * acos(x + x - (double)(1.0))) / sin(acos(x + x - (double)(1.0)));
+    if ((n > 6) && (fabs(x + x - 1.0) < 1.0)) {
+        if (sin(acos(x + x - 1.0)) != 0.0) {
+            return sin((n + 1) * acos(x + x - 1.0)) / sin(acos(x + x - 1.0));
         }
 
-        return (n + 1) * cos((n + 1) * acos(x + x - (double)(1.0))) / (x + x - (double)(1.0));
+        return (n + 1) * cos((n + 1) * acos(x + x - 1.0)) / (x + x - 1.0);
     }
 
     if (n == 0) {
-        return (double)(1.0);
+        return 1.0;
     }
 
     if (n == 1) {
-        return x + x - (double)(1.0) + (x + x - (double)(1.0));
+        return x + x - 1.0 + (x + x - 1.0);
     }
 
-    double p = (double)(1.0);
-    double q = x + x - (double)(1.0) + (x + x - (double)(1.0));
+    double p = 1.0;
+    double q = x + x - 1.0 + (x + x - 1.0);
     double r = q; /* the loop may not run (q is NaN) */
 
     for (int64_t k = 2; (k <= n) && !isnan(q); k++) {
-        r = (x + x - (double)(1.0) + (x + x - (double)(1.0))) * q - p;
+        r = (x + x - 1.0 + (x + x - 1.0)) * q - p;
         p = q;
         q = r;
     }
@@ -3053,14 +3053,14 @@ static double shifted_chebyshev_polynomial_u_forward(double x, int64_t n) {
 
 static double shifted_chebyshev_polynomial_v_forward(double x, int64_t n) {
     if (n < 0) {
-        return (double)(0.0);
+        return 0.0;
     }
 
-    if (x == (double)(1.0)) {
-        return (double)(1.0);
+    if (x == 1.0) {
+        return 1.0;
     }
 
-    if (x == (double)(0.0)) {
+    if (x == 0.0) {
         if (n % 2 == 0) {
             return (n + n + 1);
         }
@@ -3068,9 +3068,9 @@ static double shifted_chebyshev_polynomial_v_forward(double x, int64_t n) {
         return -(n + n + 1);
     }
 
-    if ((n > 6) && (fabs(x + x - (double)(1.0)) < (double)(1.0))) {
-        if (sin(acos(x + x - (double)(1.0)) / (double)(2.0)) != (double)(1.0)) {
-            return cos((n + (double)(0.5)) * acos(x + x - (double)(1.0))) / cos(acos(x + x - (double)(1.0)) / (double)(2.0));
+    if ((n > 6) && (fabs(x + x - 1.0) < 1.0)) {
+        if (sin(acos(x + x - 1.0) / 2.0) != 1.0) {
+            return cos((n + 0.5) * acos(x + x - 1.0)) / cos(acos(x + x - 1.0) / 2.0);
         }
 
         if (n % 2 == 0) {
@@ -3081,19 +3081,19 @@ static double shifted_chebyshev_polynomial_v_forward(double x, int64_t n) {
     }
 
     if (n == 0) {
-        return (double)(1.0);
+        return 1.0;
     }
 
     if (n == 1) {
-        return x + x - (double)(1.0) + (x + x - (double)(1.0)) - (double)(1.0);
+        return x + x - 1.0 + (x + x - 1.0) - 1.0;
     }
 
-    double p = (double)(1.0);
-    double q = x + x - (double)(1.0) + (x + x - (double)(1.0)) - (double)(1.0);
+    double p = 1.0;
+    double q = x + x - 1.0 + (x + x - 1.0) - 1.0;
     double r = q; /* the loop may not run (q is NaN) */
 
     for (int64_t k = 2; (k <= n) && !isnan(q); k++) {
-        r = (x + x - (double)(1.0) + (x + x - (double)(1.0))) * q - p;
+        r = (x + x - 1.0 + (x + x - 1.0)) * q - p;
         p = q;
         q = r;
     }
@@ -3104,47 +3104,47 @@ static double shifted_chebyshev_polynomial_v_forward(double x, int64_t n) {
 
 static double shifted_chebyshev_polynomial_w_forward(double x, int64_t n) {
     if (n < 0) {
-        return (double)(0.0);
+        return 0.0;
     }
 
-    if (x == (double)(1.0)) {
+    if (x == 1.0) {
         return n + n + 1;
     }
 
-    if (x == (double)(0.0)) {
+    if (x == 0.0) {
         if (n % 2 == 0) {
-            return (double)(1.0);
+            return 1.0;
         }
 
-        return (double)(-1.0);
+        return -1.0;
     }
 
-    if ((n > 4) && (fabs(x + x - (double)(1.0)) < (double)(1.0))) {
-        if (cos(acos(x + x - (double)(1.0)) / (double)(2.0)) != (double)(1.0)) {
-            return sin((n + (double)(0.5)) * acos(x + x - (double)(1.0))) / sin(acos(x + x - (double)(1.0)) / (double)(2.0));
+    if ((n > 4) && (fabs(x + x - 1.0) < 1.0)) {
+        if (cos(acos(x + x - 1.0) / 2.0) != 1.0) {
+            return sin((n + 0.5) * acos(x + x - 1.0)) / sin(acos(x + x - 1.0) / 2.0);
         }
 
         if (n % 2 == 0) {
-            return (double)(1.0);
+            return 1.0;
         }
 
-        return (double)(-1.0);
+        return -1.0;
     }
 
     if (n == 0) {
-        return (double)(1.0);
+        return 1.0;
     }
 
     if (n == 1) {
-        return x + x - (double)(1.0) + (x + x - (double)(1.0)) + (double)(1.0);
+        return x + x - 1.0 + (x + x - 1.0) + 1.0;
     }
 
-    double p = (double)(1.0);
-    double q = x + x - (double)(1.0) + (x + x - (double)(1.0)) + (double)(1.0);
+    double p = 1.0;
+    double q = x + x - 1.0 + (x + x - 1.0) + 1.0;
     double r = q; /* the loop may not run (q is NaN) */
 
     for (int64_t k = 2; (k <= n) && !isnan(q); k++) {
-        r = (x + x - (double)(1.0) + (x + x - (double)(1.0))) * q - p;
+        r = (x + x - 1.0 + (x + x - 1.0)) * q - p;
         p = q;
         q = r;
     }
@@ -3155,11 +3155,11 @@ static double shifted_chebyshev_polynomial_w_forward(double x, int64_t n) {
 
 static double spherical_bessel_j0_forward(double x) {
     if (isinf(x)) {
-        return (double)(0.0);
+        return 0.0;
     }
 
-    if (fabs(x) < (double)(0.5)) {
-        return (double)(1.0) + x * x * ((double)(-1.0) / (double)(6.0) + x * x * ((double)(1.0) / (double)(120.0) + x * x * ((double)(-1.0) / (double)(5040.0) + x * x * ((double)(1.0) / (double)(362880.0) + x * x * ((double)(-1.0) / (double)(39916800.0) + x * x * ((double)(1.0) / (double)(6227020800.0)))))));
+    if (fabs(x) < 0.5) {
+        return 1.0 + x * x * (-1.0 / 6.0 + x * x * (1.0 / 120.0 + x * x * (-1.0 / 5040.0 + x * x * (1.0 / 362880.0 + x * x * (-1.0 / 39916800.0 + x * x * (1.0 / 6227020800.0))))));
     }
 
     return sin(x) / x;

@@ -87,6 +87,13 @@ unary("nan_to_num", NUMERIC + F64)
 register("nan_to_num", lambda x: torch.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-2.0),
          lambda dt: [special(dt)], dtypes=FLOATS, grad=False, name="nan_to_num explicit")
 unary("bitwise_not", INTS + (torch.bool,), grad=False, specials=False)
+register("frexp.Tensor", torch.frexp, rand(), dtypes=FLOATS + F64)
+register("frexp.Tensor", torch.frexp, lambda dt: [special(dt)], dtypes=FLOATS, grad=False, name="frexp special")
+register("frexp.Tensor", torch.frexp, lambda dt: [torch.tensor([1e-30, 6e-8, 3e-5, 65504.0]).to(dt)], dtypes=FLOATS,
+         grad=False, name="frexp tiny and huge")
+register("frexp.Tensor_out", lambda x: torch.frexp(x, out=(torch.empty_like(x), torch.empty(0, dtype=torch.int32,
+                                                                                           device=x.device))),
+         rand(), dtypes=FLOATS, grad=False)
 
 # ---------------------------------------------------------------- unary, bool result
 for name in ("isnan", "isinf", "isposinf", "isneginf", "signbit"):
@@ -213,6 +220,83 @@ register("xlogy.OutScalar_Other", lambda a: torch.xlogy(a, 2.0, out=torch.empty_
 register("xlogy.Scalar_Self", lambda b: torch.xlogy(2.0, b), rand(0.1, 3), dtypes=FLOATS)
 register("xlogy.OutScalar_Self", lambda b: torch.xlogy(2.0, b, out=torch.empty_like(b)), rand(0.1, 3), dtypes=FLOATS,
          grad=False)
+
+for name in ("fmax", "fmin"):
+    binary(name, NUMERIC + F64, scalar=None, int_scalar=None, inplace=False)
+    register(name, getattr(torch, name), lambda dt: [special(dt), special(dt).t()], dtypes=FLOATS, grad=False,
+             name=f"{name} nan")
+for name in ("logaddexp", "logaddexp2"):
+    binary(name, FLOATS + F64, scalar=None, int_scalar=None, inplace=False)
+    register(name, getattr(torch, name), lambda dt: [special(dt), special(dt).t()], dtypes=FLOATS, grad=False,
+             name=f"{name} special")
+binary("heaviside", ALL + F64, grad=False, scalar=None, int_scalar=None, lo=-2, hi=2)
+register("heaviside", torch.heaviside, lambda dt: [special(dt), special(dt).t()], dtypes=FLOATS, grad=False,
+         name="heaviside special")
+for name in ("gcd", "lcm"):
+    binary(name, INTS, grad=False, scalar=None, int_scalar=None, lo=-20, hi=20, lo2=-20, hi2=20)
+register("floor_divide", torch.floor_divide, two(lo2=1, hi2=4), dtypes=NUMERIC + F64, grad=False)
+register("floor_divide", torch.floor_divide, lambda dt: [make(SHAPE, dt, -9, 9), -make(SHAPE, dt, 1, 4, seed=3)],
+         dtypes=(torch.float32, torch.int64, torch.int32, torch.int16, torch.int8), grad=False,
+         name="floor_divide negative divisor")
+register("floor_divide", torch.floor_divide, lambda dt: [special(dt), special(dt).flip(0) * -1], dtypes=FLOATS,
+         grad=False, name="floor_divide special")
+register("floor_divide_.Tensor", lambda a, b: a.floor_divide_(b), two(lo2=1, hi2=4), dtypes=NUMERIC, grad=False)
+register("floor_divide.out", lambda a, b: torch.floor_divide(a, b, out=torch.empty_like(a)), two(lo2=1, hi2=4),
+         dtypes=NUMERIC, grad=False)
+register("floor_divide.Scalar", lambda a: torch.floor_divide(a, -3), rand(), dtypes=NUMERIC, grad=False)
+register("floor_divide_.Scalar", lambda a: a.floor_divide_(2), rand(), dtypes=NUMERIC, grad=False)
+register("floor_divide.Scalar_out", lambda a: torch.ops.aten.floor_divide.Scalar_out(a, 2, out=torch.empty_like(a)),
+         rand(), dtypes=NUMERIC, grad=False)
+
+
+def shift_counts(dt):
+    """Values and counts, counts past the width and negative ones included."""
+    return [make(SHAPE, dt, -100, 100), make(SHAPE, torch.int64, -3, 70, seed=1).to(dt)]
+
+
+INT_NO_U8 = tuple(d for d in INTS if d != torch.uint8)
+for side, a in (("left", "l"), ("right", "r")):
+    name = f"bitwise_{side}_shift"
+    f = getattr(torch, name)
+    register(f"{name}.Tensor", f, shift_counts, dtypes=INT_NO_U8, grad=False)
+    register(f"{name}.Tensor", f, two(0, 200, SHAPE, 0, 12), dtypes=(torch.uint8,), grad=False, name=f"{name} uint8")
+    register(f"{name}_.Tensor", lambda x, n, _n=name: getattr(x, _n + "_")(n), shift_counts, dtypes=INT_NO_U8,
+             grad=False)
+    register(f"{name}.Tensor_out", lambda x, n, _f=f: _f(x, n, out=torch.empty_like(x)), shift_counts,
+             dtypes=INT_NO_U8, grad=False)
+    register(f"{name}.Tensor_Scalar", lambda x, _f=f: _f(x, 3), rand(), dtypes=INTS, grad=False)
+    register(f"{name}_.Tensor_Scalar", lambda x, _n=name: getattr(x, _n + "_")(2), rand(), dtypes=INTS, grad=False)
+    register(f"{name}.Tensor_Scalar_out", lambda x, _f=f: _f(x, 2, out=torch.empty_like(x)), rand(), dtypes=INTS,
+             grad=False)
+    register(f"{name}.Scalar_Tensor", lambda n, _f=f: _f(-77, n), rand(0, 9), dtypes=INTS, grad=False)
+    register(f"{name}.Scalar_Tensor_out", lambda n, _n=name: getattr(torch.ops.aten, _n).Scalar_Tensor_out(
+        -77, n, out=torch.empty_like(n)), rand(0, 9), dtypes=INTS, grad=False)
+    op = getattr(torch.ops.aten, f"__{a}shift__")
+    iop = getattr(torch.ops.aten, f"__i{a}shift__")
+    register(f"__{a}shift__.Tensor", lambda x, n, _o=op: _o.Tensor(x, n), shift_counts, dtypes=INT_NO_U8, grad=False)
+    register(f"__{a}shift__.Scalar", lambda x, _o=op: _o.Scalar(x, 3), rand(), dtypes=INTS, grad=False)
+    register(f"__{a}shift__.Tensor_out", lambda x, n, _o=op: _o.Tensor_out(x, n, out=torch.empty_like(x)),
+             shift_counts, dtypes=INT_NO_U8, grad=False)
+    register(f"__{a}shift__.Scalar_out", lambda x, _o=op: _o.Scalar_out(x, 3, out=torch.empty_like(x)), rand(),
+             dtypes=INTS, grad=False)
+    register(f"__i{a}shift__.Tensor", lambda x, n, _o=iop: _o.Tensor(x, n), shift_counts, dtypes=INT_NO_U8,
+             grad=False)
+    register(f"__i{a}shift__.Scalar", lambda x, _o=iop: _o.Scalar(x, 2), rand(), dtypes=INTS, grad=False)
+
+register("rsub.Tensor", lambda a, b: torch.rsub(a, b, alpha=2), two(), dtypes=NUMERIC + F64)
+register("rsub.Tensor", lambda a, b: torch.rsub(a, b[0]), two(), dtypes=NUMERIC, grad=False, name="rsub broadcast")
+register("rsub.Tensor", lambda a: 2.5 - a, rand(), dtypes=FLOATS, name="rsub python scalar")
+register("rsub.Scalar", lambda a: torch.rsub(a, 3, 2), rand(), dtypes=NUMERIC, name="rsub.Scalar")
+register("rsub.Tensor_out", lambda a, b: torch.ops.aten.rsub.Tensor_out(a, b, alpha=3, out=torch.empty_like(a)),
+         two(), dtypes=NUMERIC, grad=False)
+register("rsub.Scalar_out", lambda a: torch.ops.aten.rsub.Scalar_out(a, 4, out=torch.empty_like(a)), rand(),
+         dtypes=NUMERIC, grad=False)
+binary("nextafter", FLOATS + F64, grad=False, scalar=None, int_scalar=None)
+register("nextafter", torch.nextafter, lambda dt: [special(dt), special(dt).t()], dtypes=FLOATS, grad=False,
+         name="nextafter special")
+register("nextafter", torch.nextafter, lambda dt: [torch.zeros(4, dtype=dt), torch.tensor([1.0, -1.0, 0.0, -0.0]).to(dt)],
+         dtypes=FLOATS, grad=False, name="nextafter from zero")
+
 
 # ---------------------------------------------------------------- comparisons, logical, bitwise
 for name in ("eq", "ne", "lt", "le", "gt", "ge"):

@@ -174,3 +174,31 @@ for _name, _fn in (("_fused_adam_", torch._fused_adam_), ("_fused_adamw_", torch
                  name=f"{_name} amsgrad={_ams} maximize={_max} wd={_wd} grad_scale={_sc}")
     register(_name, _fused(_fn, False, False, 0.0, True), _adam_inputs_inf, dtypes=FLOATS, grad=False,
              noncontig=False, name=f"{_name} found_inf")
+
+
+# ---------------------------------------------------------------- fused SGD
+def _sgd_inputs(dtype):
+    p, g, b = ([make(s, dtype, lo, hi, seed=100 * j + i) for i, s in enumerate(SHAPES)]
+               for j, (lo, hi) in enumerate(((-3, 3), (-1, 1), (-0.5, 0.5))))
+    return p + g + b + [torch.tensor(2.0), torch.tensor(0.0)]
+
+
+def _fused_sgd(momentum, nesterov, maximize, wd, first, scaled, tensor_lr=False, found=False):
+    def run(*a):
+        p, g, b, scale, found_inf = _lists(a, 3)
+        lr = torch.tensor(0.05, device=p[0].device) if tensor_lr else 0.05
+        torch._fused_sgd_(p, g, b if momentum else [], weight_decay=wd, momentum=momentum, lr=lr, dampening=0.1,
+                          nesterov=nesterov, maximize=maximize, is_first_step=first,
+                          grad_scale=scale if scaled else None,
+                          found_inf=(found_inf + 1 if found else found_inf) if scaled else None)
+    return run
+
+
+for _cfg in ((0.0, False, False, 0.0, False, False), (0.9, False, False, 0.01, True, False),
+             (0.9, True, True, 0.01, False, True), (0.5, False, False, 0.0, False, True)):
+    register("_fused_sgd_", _fused_sgd(*_cfg), _sgd_inputs, dtypes=FLOATS, grad=False, noncontig=False,
+             name="_fused_sgd_ momentum={} nesterov={} maximize={} wd={} first={} grad_scale={}".format(*_cfg))
+register("_fused_sgd_", _fused_sgd(0.9, False, False, 0.0, False, True, found=True), _sgd_inputs, dtypes=FLOATS,
+         grad=False, noncontig=False, name="_fused_sgd_ found_inf")
+register("_fused_sgd_.tensor_lr", _fused_sgd(0.9, False, False, 0.01, False, False, tensor_lr=True), _sgd_inputs,
+         dtypes=FLOATS, grad=False, noncontig=False)

@@ -84,7 +84,33 @@ register("linalg_cholesky_ex", lambda a: torch.linalg.cholesky(a, upper=True), s
          name="cholesky upper batched")
 register("linalg_cholesky_ex", lambda a: torch.linalg.cholesky_ex(-a)[1], spd(3, 3), dtypes=LA, grad=False,
          name="cholesky not pd info")
+register("cholesky", lambda a: torch.cholesky(a), spd(4, 4), dtypes=LA)
+register("cholesky", lambda a: torch.cholesky(a, upper=True), spd(2, 3, 3), dtypes=LA, name="cholesky upper batched")
+register("cholesky.out", lambda a: torch.cholesky(a, out=torch.empty_like(a)), spd(3, 3), dtypes=LA, grad=False)
 register("linalg_qr", lambda a: torch.linalg.qr(a), general(5, 3), dtypes=LA)
+register("geqrf", torch.geqrf, general(5, 3), dtypes=LA, grad=False)
+register("geqrf", torch.geqrf, general(2, 3, 4), dtypes=LA, grad=False, name="geqrf wide batched")
+register("geqrf.a", lambda a: torch.geqrf(a, out=(a.new_empty(0), a.new_empty(0))), general(4, 4), dtypes=LA,
+         grad=False)
+
+
+def reflectors(*shape, cshape):
+    """geqrf's factors of a random matrix (computed on the CPU) and a matrix to multiply."""
+    def inputs(dt):
+        a, tau = torch.geqrf(make(shape, dt, -2, 2))
+        return [a, tau, make(cshape, dt, -2, 2, seed=1)]
+    return inputs
+
+
+for _left in (True, False):
+    for _tr in (False, True):
+        register("ormqr", lambda a, t, c, _l=_left, _t=_tr: torch.ormqr(a, t, c, _l, _t),
+                 reflectors(5, 3, cshape=(5, 2) if _left else (2, 5)), dtypes=LA,
+                 name=f"ormqr left={_left} transpose={_tr}")
+register("ormqr", lambda a, t, c: torch.ormqr(a, t, c), reflectors(2, 4, 4, cshape=(2, 4, 3)), dtypes=LA,
+         name="ormqr batched")
+register("ormqr.out", lambda a, t, c: torch.ormqr(a, t, c, out=c.new_empty(0)), reflectors(4, 3, cshape=(4, 2)),
+         dtypes=LA, grad=False)
 register("linalg_qr", lambda a: torch.linalg.qr(a), general(2, 3, 4), dtypes=LA, name="qr wide batched")
 register("linalg_qr", lambda a: torch.linalg.qr(a, mode="complete"), general(5, 3), dtypes=LA, grad=False,
          name="qr complete")

@@ -63,3 +63,6 @@ register("addmv.out", _out(torch.addmv), [(5,), (5, 7), (7,)], dtypes=MM_DTYPES,
 register("addmv_", lambda s, a, v: s.addmv_(a, v), [(5,), (5, 7), (7,)], dtypes=FLOATS, grad=False)
 register("dot", torch.dot, [(13,), (13,)], dtypes=MM_DTYPES, grad=False)
 register("dot.out", _out(torch.dot), [(13,), (13,)], dtypes=MM_DTYPES, grad=False)
+register("vdot", torch.vdot, [(13,), (13,)], dtypes=MM_DTYPES, grad=False)
+register("vdot", torch.vdot, [(9,), (9,)], dtypes=FLOATS, name="vdot grad")
+register("vdot.out", _out(torch.vdot), [(13,), (13,)], dtypes=MM_DTYPES, grad=False)

@@ -18,6 +18,12 @@ register("diag_embed", lambda x: torch.diag(x, 1), [(4,)], dtypes=NUMERIC + (tor
 register("diag_embed.out", lambda x: torch.ops.aten.diag_embed.out(x, out=mk(x)), [(2, 3)], dtypes=NUMERIC, grad=False)
 register("trace", lambda x: torch.trace(x), [(4, 6)], dtypes=NUMERIC, grad=False)
 register("trace", lambda x: torch.trace(x), [(5, 3)], dtypes=FLOATS, grad=False, name="trace tall")
+for dt_ in (torch.float32, torch.int64, torch.bool):
+    register("eye.m_out", lambda x, _d=dt_: torch.eye(3, 5, dtype=_d, device=x.device), [(1,)], dtypes=(torch.float32,),
+             grad=False, noncontig=False, name=f"eye {dt_}")
+register("eye.out", lambda x: torch.eye(4, out=mk(x)), [(1,)], dtypes=NUMERIC + (torch.bool,), grad=False)
+register("eye.m_out", lambda x: torch.eye(4, 2, out=x.new_empty(0).t()), [(1,)], dtypes=FLOATS, grad=False,
+         name="eye.m_out resized")
 register("trace.out", lambda x: torch.ops.aten.trace.out(x, out=mk(x)), [(3, 3)], dtypes=FLOATS, grad=False)
 
 # ---------------------------------------------------------------- cross / cdist
@@ -33,6 +39,18 @@ for p in (2.0, 1.0, 0.0, 3.0, 0.5, float("inf")):
              name=f"cdist p={p}")
 register("_cdist_forward _cdist_backward", lambda a, b: torch.cdist(a, b), [(2, 4, 3), (2, 6, 3)], dtypes=CDIST + (torch.float64,),
          name="cdist batched")
+
+
+def _cdist_dirty(a, b):
+    """cdist after freeing NaN-filled blocks of the gradients' size, which the caching allocator
+    hands out again: a backward that leaves its output unwritten shows up as NaN."""
+    for _ in range(4):
+        torch.full_like(b, float("nan"))
+    return torch.cdist(a, b)
+
+
+register("_cdist_forward _cdist_backward", _cdist_dirty, [(0, 4, 3), (6, 3)], dtypes=CDIST,
+         name="cdist empty batch (x2's gradient is zeros)")
 register("_cdist_backward.out",
          lambda g, a, b: torch.ops.aten._cdist_backward.out(g, a, b, 2.0, torch.cdist(a, b), out=torch.empty_like(a)),
          [(4, 3), (4, 2), (3, 2)], dtypes=CDIST, grad=False)

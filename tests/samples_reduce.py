@@ -162,6 +162,29 @@ register("linalg_vector_norm", lambda x: torch.linalg.vector_norm(x), [(5, 4)], 
 register("linalg_vector_norm", lambda x: torch.linalg.vector_norm(x, 2, (0,), keepdim=True), [(5, 4)], dtypes=F,
          name="vector_norm outer")
 register("linalg_vector_norm.out", lambda x: torch.linalg.vector_norm(x, 1, 1, out=mk(x)), [(5, 4)], dtypes=F, grad=False)
+NORM = torch.ops.aten.norm  # torch.norm itself mostly routes to linalg.vector_norm
+for p in (2, 1, 3, float("inf"), 0):
+    register("norm.Scalar", lambda x, _p=p: NORM.Scalar(x, _p), [(5, 4)], dtypes=F, grad=p != 0, name=f"norm p={p}")
+    register("norm.ScalarOpt_dim", lambda x, _p=p: NORM.ScalarOpt_dim(x, _p, [1], True), [(5, 4)], dtypes=F,
+             grad=p != 0, name=f"norm dim p={p}")
+register("norm.Scalar", lambda x: torch.dist(x[0], x[1], 3), [(2, 6)], dtypes=F, name="dist")
+register("norm.ScalarOpt_dim", lambda x: NORM.ScalarOpt_dim(x, None, [0, 2]), [(3, 4, 2)], dtypes=F,
+         name="norm p=None dims")
+register("norm.Scalar_out", lambda x: NORM.Scalar_out(x, 2, out=mk(x)), [(5, 4)], dtypes=F, grad=False)
+register("norm.out", lambda x: NORM.out(x, 3, [0], out=mk(x)), [(5, 4)], dtypes=F, grad=False)
+register("norm.ScalarOpt_dtype", lambda x: NORM.ScalarOpt_dtype(x, 1, dtype=torch.float64), [(5, 4)], dtypes=F)
+register("norm.ScalarOpt_dtype_out", lambda x: NORM.ScalarOpt_dtype_out(x, 2, dtype=torch.float64,
+                                                                          out=mk(x, torch.float64)),
+         [(5, 4)], dtypes=F, grad=False)
+register("norm.ScalarOpt_dim_dtype", lambda x: NORM.ScalarOpt_dim_dtype(x, 2, [1], False, dtype=torch.float64),
+         [(5, 4)], dtypes=F)
+register("norm.dtype_out", lambda x: NORM.dtype_out(x, 1, [1], False, dtype=torch.float64, out=mk(x, torch.float64)),
+         [(5, 4)], dtypes=F, grad=False)
+for p_, dim_, max_ in ((2, 0, 1.0), (1, 1, 0.5), (3, -1, 2.0), (float("inf"), 2, 1.0), (2, 1, 100.0)):
+    register("renorm", lambda x, _p=p_, _d=dim_, _m=max_: torch.renorm(x, _p, _d, _m), [(3, 4, 5)], dtypes=F,
+             name=f"renorm p={p_} dim={dim_} maxnorm={max_}")
+register("renorm_", lambda x: x.renorm_(2, 0, 1.0), [(3, 4)], dtypes=F, grad=False)
+register("renorm.out", lambda x: torch.renorm(x, 1, 1, 0.5, out=mk(x)), [(3, 4)], dtypes=F, grad=False)
 register("logsumexp", lambda x: torch.logsumexp(x, 1), [(4, 6)], dtypes=F)
 register("logsumexp", lambda x: torch.logsumexp(x, (0, 2), keepdim=True), [(4, 3, 5)], dtypes=F, name="logsumexp dims")
 register("logsumexp", lambda x: torch.logsumexp(x, 0), [(7, 5)], dtypes=F + (torch.int32,), name="logsumexp outer")

@@ -1,7 +1,7 @@
 """torch.optim on tpu: a small MLP trained a few steps on tpu and on CPU from the same weights
 and data must end with the same parameters after every step, and the optimizer step (and
 clip_grad_norm_) must run entirely on the chip: foreach=True is the default for tpu params,
-fused=True uses _fused_adam(w)_."""
+fused=True uses _fused_adam(w)_ / _fused_sgd_."""
 import pytest
 import torch
 
@@ -48,6 +48,8 @@ OPTIMIZERS = {  # name: (make(params, device), kernels the tpu step must run)
     "sgd_momentum": (lambda ps, d: torch.optim.SGD(ps, lr=0.1, momentum=0.9), {"foreach_mul", "foreach_add"}),
     "sgd_nesterov_wd": (lambda ps, d: torch.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01),
                         {"foreach_mul", "foreach_add"}),
+    "sgd_fused_momentum": (lambda ps, d: torch.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01,
+                                                         fused=True), {"fused_sgd"}),
     "sgd_dampening_maximize": (lambda ps, d: torch.optim.SGD(ps, lr=0.1, momentum=0.9, dampening=0.1, maximize=True,
                                                              weight_decay=0.01), {"foreach_neg", "foreach_mul"}),
 }

@@ -31,7 +31,7 @@ tpurt_status ew_run_op(const tpurt_tensor* out, const ew_op* op, const tpurt_val
   tpurt_ctype ct = tpurt_ctype_of(common);
   tpurt_ew_fn fn = op->fn[ct];
   if (!fn)
-    return tpurt_fail(TPURT_ERR_RUNTIME, "\"%s\" not implemented for '%s'", op->name,
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s\" not implemented for '%s'", op->name,
                       tpurt_dtype_name((tpurt_dtype)common));
   int64_t storage[TPURT_EW_MAX_IN];
   tpurt_tensor in[TPURT_EW_MAX_IN];
@@ -206,6 +206,29 @@ tpurt_status tpurt_kernel_round_decimals(const tpurt_op_call* c) {
   par.f[1] = pow(10.0, (double)(d < 0 ? -d : d));
   par.i[1] = d < 0;
   return ew_run_op(&c->outs[0], &round_decimals_op, v, &par);
+}
+
+/* frexp(self) -> (mantissa, exponent): two passes over self, the exponent computed as int64. */
+static inline double ew_frexp_m(double x) {
+  int e;
+  return frexp(x, &e);
+}
+static inline int64_t ew_frexp_e(double x) {
+  int e = 0;
+  frexp(x, &e);
+  return e;
+}
+EW_DEF_F(frexp_mantissa, EW_SAME, 1, ew_frexp_m(x))
+EW_CHUNK(frexp_exp_f32, float, int64_t, 1, ew_frexp_e(x))
+EW_CHUNK(frexp_exp_f64, double, int64_t, 1, ew_frexp_e(x))
+static const ew_op frexp_exp_op = {"frexp", {frexp_exp_f32, frexp_exp_f64, NULL}, EW_BOOL_OUT, 1, 1, {0}};
+
+tpurt_status tpurt_kernel_frexp(const tpurt_op_call* c) {
+  const tpurt_value* v[1] = {&c->args[0]};
+  ew_par par;
+  memset(&par, 0, sizeof par);
+  tpurt_status s = ew_run_op(&c->outs[0], &frexp_mantissa_op, v, &par);
+  return s ? s : ew_run_op(&c->outs[1], &frexp_exp_op, v, &par);
 }
 
 static double dtype_max(int dt) {

@@ -49,6 +49,22 @@ static inline int64_t iremainder(const ew_par* P, int64_t a, int64_t b) {
   int64_t r = ifmod(P, a, b);
   return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
 }
+/* calc_gcd on magnitudes (unsigned, so INT64_MIN has one). */
+static inline int64_t igcd(int64_t x, int64_t y) {
+  uint64_t a = x < 0 ? 0 - (uint64_t)x : (uint64_t)x, b = y < 0 ? 0 - (uint64_t)y : (uint64_t)y;
+  while (a) {
+    uint64_t c = a;
+    a = b % a;
+    b = c;
+  }
+  return (int64_t)b;
+}
+static inline int64_t ilcm(int64_t x, int64_t y) {
+  int64_t g = igcd(x, y);
+  if (!g) return 0;
+  int64_t r = ew_wmul(x / g, y);
+  return r < 0 ? ew_wneg(r) : r;
+}
 /* CPU's powi: negative exponents give 0 except for bases 1 and -1; products wrap. */
 static inline int64_t ipow(int64_t a, int64_t b) {
   if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
@@ -60,9 +76,10 @@ static inline int64_t ipow(int64_t a, int64_t b) {
 
 /* ---------------------------------------------------------------- binary ops */
 /* Same dtype in and out: name, float expression, int64 expression (x = self, y = other;
- * PF/PI(0) = alpha for sub). */
+ * PF/PI(0) = alpha for sub and rsub). */
 #define BINARY_SAME_OPS(X)                                                         \
   X(sub, x - PF(0) * y, ew_wsub(x, ew_wmul(PI(0), y)))                             \
+  X(rsub, y - PF(0) * x, ew_wsub(y, ew_wmul(PI(0), x)))                             \
   X(mul, x * y, ew_wmul(x, y))                                                     \
   X(maximum, EW_MAXN(x, y), EW_MAXI(x, y))                                         \
   X(minimum, EW_MINN(x, y), EW_MINI(x, y))                                         \
@@ -70,7 +87,10 @@ static inline int64_t ipow(int64_t a, int64_t b) {
   X(div_floor, FDIV_FLOOR(x, y), idiv_floor(P, x, y))                              \
   X(remainder, FREMAINDER(x, y), iremainder(P, x, y))                              \
   X(fmod, fmod(x, y), ifmod(P, x, y))                                              \
-  X(pow, pow(x, y), ipow(x, y))
+  X(pow, pow(x, y), ipow(x, y))                                                    \
+  X(fmax, fmax(x, y), EW_MAXI(x, y))                                               \
+  X(fmin, fmin(x, y), EW_MINI(x, y))                                               \
+  X(heaviside, x == 0 ? y : x > 0, x == 0 ? y : x > 0)
 
 /* Integer inputs promote to float. */
 #define BINARY_FLOAT_OPS(X)                                       \
@@ -78,10 +98,20 @@ static inline int64_t ipow(int64_t a, int64_t b) {
   X(atan2, atan2(x, y))                                           \
   X(copysign, copysign(x, y))                                     \
   X(hypot, hypot(x, y))                                           \
-  X(xlogy, isnan(y) ? y : x == 0 ? 0 : x * log(y))
+  X(xlogy, isnan(y) ? y : x == 0 ? 0 : x * log(y))                \
 
 /* Integers and bool only. */
 #define BINARY_INT_OPS(X) X(bitwise_and, x & y) X(bitwise_or, x | y) X(bitwise_xor, x ^ y)
+/* Shifts by a negative count or at least the width give what CPU gives: 0 to the left, the
+ * sign to the right. In int64 this also covers narrower dtypes: bits shifted past their
+ * width are dropped by the store. */
+EW_DEF_I(lshift, EW_SAME, 2, y < 0 || y >= 64 ? 0 : (int64_t)((uint64_t)x << y))
+EW_DEF_I(rshift, EW_SAME, 2, x >> (y < 0 || y >= 64 ? 63 : y))
+/* Floats only (CPU has no integer logaddexp). */
+EW_DEF_F(logaddexp, EW_SAME, 2, isinf(x) && x == y ? x : fmax(x, y) + log1p(exp(-fabs(x - y))))
+EW_DEF_F(logaddexp2, EW_SAME, 2, isinf(x) && x == y ? x : fmax(x, y) + log1p(exp2(-fabs(x - y))) / M_LN2)
+EW_DEF_I(gcd, EW_SAME, 2, igcd(x, y))
+EW_DEF_I(lcm, EW_SAME, 2, ilcm(x, y))
 
 /* Boolean results, computed in the common dtype. */
 #define BINARY_BOOL_OPS(X)                                    \
@@ -108,7 +138,7 @@ BINARY_BOOL_OPS(DEF_BOOL)
 BINARY_BOOL_OPS(KERNEL2)
 
 #define BINARY_PLAIN(X) X(sub) X(mul) X(maximum) X(minimum) X(remainder) X(fmod) \
-  X(atan2) X(copysign) X(hypot) X(xlogy)
+  X(atan2) X(copysign) X(hypot) X(xlogy) X(fmax) X(fmin) X(logaddexp) X(logaddexp2)
 BINARY_PLAIN(EW_KERNEL)
 
 tpurt_status tpurt_kernel_div(const tpurt_op_call* c) {
@@ -120,6 +150,61 @@ tpurt_status tpurt_kernel_div(const tpurt_op_call* c) {
   const ew_op* op = mode == EW_MODE_TRUNC ? &div_trunc_op : mode == EW_MODE_FLOOR ? &div_floor_op : &div_true_op;
   return ew_apply(c, op);
 }
+
+/* nextafter in the output dtype: float and double directly; bfloat16 / float16 step their
+ * 16-bit patterns as c10's nextafter does (musl's algorithm). PI(0) = output dtype. */
+static double nextafter16(double from, double to, int dt) {
+  if (isnan(from) || isnan(to)) return from + to;
+  uint16_t f, t;
+  tpurt_store_f64(&f, dt, from);
+  tpurt_store_f64(&t, dt, to);
+  const uint16_t sign = 0x8000;
+  if (f == t) return from;
+  uint16_t af = f & ~sign, at = t & ~sign;
+  if (!af) {
+    if (!at) return to;
+    f = (t & sign) | 1;
+  } else if (af > at || ((f ^ t) & sign)) {
+    f--;
+  } else {
+    f++;
+  }
+  return tpurt_load_f64(&f, dt);
+}
+EW_DEF_F(nextafter, EW_SAME, 2,
+         PI(0) == TPURT_F16 || PI(0) == TPURT_BF16 ? (ew_t)nextafter16(x, y, (int)PI(0)) : nextafter(x, y))
+
+tpurt_status tpurt_kernel_nextafter(const tpurt_op_call* c) {
+  const tpurt_value* v[2];
+  ew_par par;
+  ew_operands(c, &nextafter_op, v);
+  ew_params(c, &nextafter_op, &par);
+  par.i[0] = c->outs[0].dtype;
+  return ew_run_op(&c->outs[0], &nextafter_op, v, &par);
+}
+
+tpurt_status tpurt_kernel_rsub(const tpurt_op_call* c) {
+  /* CPU's sub_check: no bool operand (rsub's meta function does not check) */
+  for (int k = 0; k < 2; k++)
+    if (c->args[k].kind == TPURT_V_TENSOR && c->args[k].t.dtype == TPURT_BOOL)
+      return tpurt_fail(TPURT_ERR_RUNTIME, "Subtraction, the `-` operator, with a bool tensor is not supported. "
+                        "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  return ew_apply(c, &rsub_op);
+}
+
+tpurt_status tpurt_kernel_floor_divide(const tpurt_op_call* c) { return ew_apply(c, &div_floor_op); }
+
+/* Integer-only ops CPU does not define for bool (bool would compute in int64 here). */
+static tpurt_status int_only(const tpurt_op_call* c, const ew_op* op) {
+  if (c->outs[0].dtype == TPURT_BOOL)
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s\" not implemented for 'Bool'", op->name);
+  return ew_apply(c, op);
+}
+tpurt_status tpurt_kernel_gcd(const tpurt_op_call* c) { return int_only(c, &gcd_op); }
+tpurt_status tpurt_kernel_lcm(const tpurt_op_call* c) { return int_only(c, &lcm_op); }
+tpurt_status tpurt_kernel_lshift(const tpurt_op_call* c) { return int_only(c, &lshift_op); }
+tpurt_status tpurt_kernel_rshift(const tpurt_op_call* c) { return int_only(c, &rshift_op); }
+EW_KERNEL(heaviside)
 
 tpurt_status tpurt_kernel_pow(const tpurt_op_call* c) {
   const tpurt_value *base = &c->args[0], *e = &c->args[1];

@@ -1,4 +1,4 @@
-/* _foreach_* and _fused_adam(w)_ kernels: what torch.optim (foreach=True / fused=True) and
+/* _foreach_*, _fused_adam(w)_ and _fused_sgd_ kernels: what torch.optim (foreach=True / fused=True) and
  * clip_grad_norm_ dispatch. A foreach op is one elementwise expression run tensor by tensor
  * through the elementwise engine. Operand k of tensor i is element i of argument k when that
  * argument is a list (Tensor[] or Scalar[]), else the argument itself (a Scalar, or a 0-dim
@@ -371,3 +371,75 @@ static tpurt_status fused_adam(const tpurt_op_call* c, int adamw, const char* op
 
 tpurt_status tpurt_kernel_fused_adam(const tpurt_op_call* c) { return fused_adam(c, 0, "_fused_adam_"); }
 tpurt_status tpurt_kernel_fused_adamw(const tpurt_op_call* c) { return fused_adam(c, 1, "_fused_adamw_"); }
+
+/* ---------------------------------------------------------------- fused SGD */
+typedef struct sgd_ctx {
+  double wd, momentum, lr, dampening;
+  int nesterov, maximize, first;
+} sgd_ctx;
+
+/* CPU's sgd_math: g = +-grad + wd * param; buf = first ? g : momentum * buf + (1 - dampening) * g;
+ * param -= lr * (momentum == 0 ? g : nesterov ? g + momentum * buf : buf) */
+#define SGD_GRAD(T, k, g, p) ((T)((k)->maximize ? -(g) : (g)) + ((k)->wd != 0 ? (p) * (T)(k)->wd : (T)0))
+#define SGD_CHUNKS(T)                                                                          \
+  /* momentum buffer; in: buf, grad, param */                                                  \
+  static void sgd_buf_##T(int64_t n, void* o, const void* const* in, const void* vk) {         \
+    const sgd_ctx* k = vk;                                                                     \
+    const T *b = in[0], *g = in[1], *p = in[2];                                                \
+    T* r = o;                                                                                  \
+    for (int64_t i = 0; i < n; i++) {                                                          \
+      T gv = SGD_GRAD(T, k, g[i], p[i]);                                                       \
+      r[i] = k->first ? gv : b[i] * (T)k->momentum + gv * (T)(1 - k->dampening);               \
+    }                                                                                          \
+  }                                                                                            \
+  /* param update; in: param, grad, buf (grad again without momentum) */                     \
+  static void sgd_p_##T(int64_t n, void* o, const void* const* in, const void* vk) {           \
+    const sgd_ctx* k = vk;                                                                     \
+    const T *p = in[0], *g = in[1], *b = in[2];                                                \
+    T* r = o;                                                                                  \
+    for (int64_t i = 0; i < n; i++) {                                                          \
+      T gv = SGD_GRAD(T, k, g[i], p[i]);                                                       \
+      if (k->momentum != 0) gv = k->nesterov ? gv + b[i] * (T)k->momentum : b[i];              \
+      r[i] = p[i] - gv * (T)k->lr;                                                             \
+    }                                                                                          \
+  }
+SGD_CHUNKS(float)
+SGD_CHUNKS(double)
+
+tpurt_status tpurt_kernel_fused_sgd(const tpurt_op_call* c) {
+  /* (self[], grads[], momentum_buffer_list[], weight_decay, momentum, lr (float or Tensor),
+   *  dampening, nesterov, maximize, is_first_step, grad_scale?, found_inf?) + output list */
+  const char* op = "_fused_sgd_";
+  if (!fe_outs(c) || c->nargs < 13) return tpurt_fail(TPURT_ERR_VALUE, "%s: malformed call", op);
+  const tpurt_value* a = c->args;
+  int n = a[0].n;
+  sgd_ctx k = {.wd = tpurt_value_f(&a[3]), .momentum = tpurt_value_f(&a[4]), .dampening = tpurt_value_f(&a[6]),
+               .nesterov = (int)tpurt_value_i(&a[7]), .maximize = (int)tpurt_value_i(&a[8]),
+               .first = (int)tpurt_value_i(&a[9])};
+  k.lr = a[5].kind == TPURT_V_TENSOR ? tpurt_load_f64(a[5].t.data, a[5].t.dtype) : tpurt_value_f(&a[5]);
+  tpurt_status s = fe_check_len(&a[1], n, op);
+  if (!s && k.momentum != 0) s = fe_check_len(&a[2], n, op);
+  if (s) return s;
+  if (a[11].kind != TPURT_V_NONE && tpurt_value_f(&a[11]) == 1.0) return TPURT_OK; /* found_inf */
+  for (int i = 0; i < n; i++) {
+    const tpurt_tensor *param = &a[0].tensors[i], *grad = &a[1].tensors[i];
+    if (!tpurt_is_float(param->dtype))
+      return tpurt_fail(TPURT_ERR_RUNTIME, "%s: expected floating point params, got %s", op,
+                        tpurt_dtype_name((tpurt_dtype)param->dtype));
+    tpurt_ctype ct = tpurt_ctype_of(param->dtype);
+    int d = ct == TPURT_CT_F64;
+    if (a[10].kind != TPURT_V_NONE) { /* grads are unscaled in place first */
+      int64_t st[1]; /* 8-byte aligned scalar storage */
+      tpurt_tensor gs[2] = {*grad, tpurt_scalar_tensor(&a[10], st)};
+      fe_ctx one = {1.0, 1};
+      s = tpurt_ew_run(grad, 2, gs, ct, d ? fe_div_double : fe_div_float, &one);
+    }
+    const tpurt_tensor* buf = k.momentum != 0 ? &a[2].tensors[i] : grad;
+    tpurt_tensor in[3] = {*buf, *grad, *param};
+    if (!s && k.momentum != 0) s = tpurt_ew_run(buf, 3, in, ct, d ? sgd_buf_double : sgd_buf_float, &k);
+    tpurt_tensor pin[3] = {*param, *grad, *buf};
+    if (!s) s = tpurt_ew_run(param, 3, pin, ct, d ? sgd_p_double : sgd_p_float, &k);
+    if (s) return s;
+  }
+  return TPURT_OK;
+}

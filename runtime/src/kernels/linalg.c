@@ -1,7 +1,7 @@
 /* Dense linear algebra on batches of small matrices, in double whatever the dtype (f32 and
  * f64): LU with partial pivoting (getrf's conventions: 1-based int32 pivots, info = first
  * exactly-zero pivot), LU solves, det/slogdet, inverse, solve, Cholesky, Householder QR
- * (geqrf's sign conventions), triangular solves.
+ * (geqrf's sign conventions) with geqrf/ormqr themselves, triangular solves.
  *
  * det and slogdet factor A^T instead of A when A is contiguous, as ATen does (their LU and
  * pivots outputs feed the backward's lu_solve with adjoint=!that); solve and inv factor A. */
@@ -425,18 +425,19 @@ tpurt_status tpurt_kernel_inv_ex(const tpurt_op_call* c) {
 }
 
 /* ---------------------------------------------------------------- Cholesky */
-tpurt_status tpurt_kernel_cholesky_ex(const tpurt_op_call* c) {
-  /* linalg_cholesky_ex(A, *, upper, check_errors) -> (L or L^H, info): potrf on the lower
-   * triangle; info = order of the first leading minor that is not positive definite */
-  const tpurt_tensor* A = &c->args[0].t;
-  tpurt_status st = dtype_check("linalg.cholesky", A);
+/* potrf on the lower triangle of A into L (or L^H when upper); info (NULL: none) gets the
+ * order of the first leading minor that is not positive definite, which is an error when
+ * check_errors. */
+static tpurt_status cholesky_run(const char* name, const tpurt_tensor* A, int upper, const tpurt_tensor* out,
+                                 const tpurt_tensor* o_info, int check_errors) {
+  tpurt_status st = dtype_check(name, A);
   if (st) return st;
-  int upper = (int)c->args[1].i, nb;
+  int nb;
   int64_t bs[TPURT_MAX_DIMS];
   if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
   mview a, l;
   mv_init(&a, A, nb, 0);
-  mv_init(&l, &c->outs[0], nb, 0);
+  mv_init(&l, out, nb, 0);
   int64_t n = a.rows;
   scratch s = {0};
   if ((st = scratch_alloc(&s, n * n, 0, 0))) return st;
@@ -462,10 +463,11 @@ tpurt_status tpurt_kernel_cholesky_ex(const tpurt_op_call* c) {
     for (int64_t i = 0; i < n; i++)
       for (int64_t j = i + 1; j < n; j++) L[i * n + j] = 0;
     mv_store(&l, b, nb, L, upper);
-    put_info(&c->outs[1], b, nb, info);
-    if (info && c->args[2].i) {
-      st = tpurt_fail(TPURT_ERR_RUNTIME, "linalg.cholesky: The factorization could not be completed because the input "
-                      "is not positive-definite (the leading minor of order %lld is not positive-definite).", (long long)info);
+    if (o_info) put_info(o_info, b, nb, info);
+    if (info && check_errors) {
+      st = tpurt_fail(TPURT_ERR_RUNTIME, "%s: The factorization could not be completed because the input is not "
+                      "positive-definite (the leading minor of order %lld is not positive-definite).", name,
+                      (long long)info);
       break;
     }
   }
@@ -473,7 +475,111 @@ tpurt_status tpurt_kernel_cholesky_ex(const tpurt_op_call* c) {
   return st;
 }
 
+tpurt_status tpurt_kernel_cholesky_ex(const tpurt_op_call* c) {
+  /* linalg_cholesky_ex(A, *, upper, check_errors) -> (L or L^H, info) */
+  return cholesky_run("linalg.cholesky", &c->args[0].t, (int)c->args[1].i, &c->outs[0], &c->outs[1],
+                      (int)c->args[2].i);
+}
+
+tpurt_status tpurt_kernel_cholesky(const tpurt_op_call* c) {
+  /* cholesky(A, upper) (deprecated): always checks */
+  return cholesky_run("cholesky", &c->args[0].t, (int)c->args[1].i, &c->outs[0], NULL, 1);
+}
+
 /* ---------------------------------------------------------------- QR */
+/* geqrf on row-major x (m x n) in place: R on and above the diagonal, the Householder vectors
+ * below it (v_j = 1 implied), their scale factors in tau[0..min(m, n)). LAPACK's conventions:
+ * beta = -sign(alpha) * norm, no reflection (tau = 0) for an already-zero column. */
+static void householder_qr(double* x, int64_t m, int64_t n, double* tau) {
+  int64_t k = m < n ? m : n;
+  for (int64_t j = 0; j < k; j++) {
+    double alpha = x[j * n + j], xn = 0;
+    for (int64_t i = j + 1; i < m; i++) xn = hypot(xn, x[i * n + j]);
+    tau[j] = 0;
+    if (xn == 0) continue;
+    double beta = -copysign(hypot(alpha, xn), alpha);
+    tau[j] = (beta - alpha) / beta;
+    for (int64_t i = j + 1; i < m; i++) x[i * n + j] /= alpha - beta;
+    x[j * n + j] = beta;
+    for (int64_t cc = j + 1; cc < n; cc++) { /* (I - tau v v^T) on the trailing columns, v_j = 1 */
+      double w = x[j * n + cc];
+      for (int64_t i = j + 1; i < m; i++) w += x[i * n + j] * x[i * n + cc];
+      w *= tau[j];
+      x[j * n + cc] -= w;
+      for (int64_t i = j + 1; i < m; i++) x[i * n + cc] -= w * x[i * n + j];
+    }
+  }
+}
+
+/* y (row-major rows x r) <- Q y, or Q^T y when trans, for Q = H_0 ... H_{k-1} given by the
+ * reflectors below the diagonal of v (row stride ldv) and tau (ormqr / orgqr). */
+static void apply_q(const double* v, int64_t ldv, const double* tau, int64_t k, double* y, int64_t rows, int64_t r,
+                    int trans) {
+  for (int64_t jj = 0; jj < k; jj++) {
+    int64_t j = trans ? jj : k - 1 - jj;
+    if (tau[j] == 0) continue;
+    for (int64_t cc = 0; cc < r; cc++) {
+      double w = y[j * r + cc];
+      for (int64_t i = j + 1; i < rows; i++) w += v[i * ldv + j] * y[i * r + cc];
+      w *= tau[j];
+      y[j * r + cc] -= w;
+      for (int64_t i = j + 1; i < rows; i++) y[i * r + cc] -= w * v[i * ldv + j];
+    }
+  }
+}
+
+tpurt_status tpurt_kernel_geqrf(const tpurt_op_call* c) {
+  /* geqrf(A) -> (a, tau) */
+  const tpurt_tensor* A = &c->args[0].t;
+  tpurt_status st = dtype_check("geqrf", A);
+  if (st) return st;
+  int nb;
+  int64_t bs[TPURT_MAX_DIMS];
+  if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
+  mview a, o, t;
+  mv_init(&a, A, nb, 0);
+  mv_init(&o, &c->outs[0], nb, 0);
+  mv_init(&t, &c->outs[1], nb, 1);
+  int64_t m = a.rows, n = a.cols, k = m < n ? m : n;
+  scratch s = {0};
+  if ((st = scratch_alloc(&s, m * n + k, 0, 0))) return st;
+  FOR_BATCH(b, nb, bs) {
+    mv_load(&a, b, nb, s.a, 0);
+    householder_qr(s.a, m, n, s.a + m * n);
+    mv_store(&o, b, nb, s.a, 0);
+    if (k) mv_store(&t, b, nb, s.a + m * n, 0);
+  }
+  free(s.a);
+  return TPURT_OK;
+}
+
+tpurt_status tpurt_kernel_ormqr(const tpurt_op_call* c) {
+  /* ormqr(A, tau, C, left, transpose): op(Q) C or C op(Q); C op(Q) = (op(Q)^T C^T)^T */
+  const tpurt_tensor *A = &c->args[0].t, *out = &c->outs[0];
+  tpurt_status st = dtype_check("ormqr", A);
+  if (st) return st;
+  int left = (int)c->args[3].i, trans = (int)c->args[4].i, nb;
+  int64_t bs[TPURT_MAX_DIMS];
+  if (!batch_of(out, 2, &nb, bs)) return TPURT_OK;
+  mview a, t, C, o;
+  mv_init(&a, A, nb, 0);
+  mv_init(&t, &c->args[1].t, nb, 1);
+  mv_init(&C, &c->args[2].t, nb, 0);
+  mv_init(&o, out, nb, 0);
+  int64_t rows = a.rows, k = t.rows, r = left ? C.cols : C.rows;
+  scratch s = {0};
+  if ((st = scratch_alloc(&s, a.rows * a.cols + k, C.rows * C.cols, 0))) return st;
+  FOR_BATCH(b, nb, bs) {
+    mv_load(&a, b, nb, s.a, 0);
+    mv_load(&t, b, nb, s.a + a.rows * a.cols, 0);
+    mv_load(&C, b, nb, s.b, !left);
+    apply_q(s.a, a.cols, s.a + a.rows * a.cols, k, s.b, rows, r, left ? trans : !trans);
+    mv_store(&o, b, nb, s.b, !left);
+  }
+  free(s.a);
+  return TPURT_OK;
+}
+
 tpurt_status tpurt_kernel_qr(const tpurt_op_call* c) {
   /* linalg_qr(A, mode) -> (Q, R): Householder reflections with geqrf's conventions
    * (beta = -sign(alpha) * norm, no reflection for an already-zero column) */
@@ -495,23 +601,7 @@ tpurt_status tpurt_kernel_qr(const tpurt_op_call* c) {
   FOR_BATCH(b, nb, bs) {
     double* x = s.a;
     mv_load(&a, b, nb, x, 0);
-    for (int64_t j = 0; j < k; j++) {
-      double alpha = x[j * n + j], xn = 0;
-      for (int64_t i = j + 1; i < m; i++) xn = hypot(xn, x[i * n + j]);
-      tau[j] = 0;
-      if (xn == 0) continue;
-      double beta = -copysign(hypot(alpha, xn), alpha);
-      tau[j] = (beta - alpha) / beta;
-      for (int64_t i = j + 1; i < m; i++) x[i * n + j] /= alpha - beta;
-      x[j * n + j] = beta;
-      for (int64_t cc = j + 1; cc < n; cc++) { /* (I - tau v v^T) on the trailing columns, v_j = 1 */
-        double w = x[j * n + cc];
-        for (int64_t i = j + 1; i < m; i++) w += x[i * n + j] * x[i * n + cc];
-        w *= tau[j];
-        x[j * n + cc] -= w;
-        for (int64_t i = j + 1; i < m; i++) x[i * n + cc] -= w * x[i * n + j];
-      }
-    }
+    householder_qr(x, m, n, tau);
     double* o = s.b;
     for (int64_t i = 0; i < rr; i++)
       for (int64_t j = 0; j < n; j++) o[i * n + j] = j >= i ? x[i * n + j] : 0;
@@ -520,16 +610,7 @@ tpurt_status tpurt_kernel_qr(const tpurt_op_call* c) {
     /* Q = H_0 ... H_{k-1} applied to the first qc columns of the identity */
     for (int64_t i = 0; i < m; i++)
       for (int64_t j = 0; j < qc; j++) o[i * qc + j] = i == j;
-    for (int64_t j = k - 1; j >= 0; j--) {
-      if (tau[j] == 0) continue;
-      for (int64_t cc = 0; cc < qc; cc++) {
-        double w = o[j * qc + cc];
-        for (int64_t i = j + 1; i < m; i++) w += x[i * n + j] * o[i * qc + cc];
-        w *= tau[j];
-        o[j * qc + cc] -= w;
-        for (int64_t i = j + 1; i < m; i++) o[i * qc + cc] -= w * x[i * n + j];
-      }
-    }
+    apply_q(x, n, tau, k, o, m, qc, 0);
     mv_store(&q, b, nb, o, 0);
   }
   free(s.a);

@@ -55,6 +55,21 @@ tpurt_status tpurt_kernel_diag_embed(const tpurt_op_call* c) {
   return tpurt_copy_tensor(&diag, in);
 }
 
+tpurt_status tpurt_kernel_eye(const tpurt_op_call* c) {
+  /* eye.out(n, *, out) / eye.m_out(n, m, *, out): zeros, then ones written through a strided
+   * view of the main diagonal */
+  const tpurt_tensor* out = &c->outs[0];
+  tpurt_status s = fill_zero(out);
+  if (s || out->ndim != 2) return s;
+  tpurt_tensor diag = {.data = out->data, .dtype = out->dtype, .ndim = 1};
+  diag.sizes[0] = out->sizes[0] < out->sizes[1] ? out->sizes[0] : out->sizes[1];
+  diag.strides[0] = out->strides[0] + out->strides[1];
+  tpurt_value one = {.kind = TPURT_V_INT, .scalar_dtype = -1, .i = 1};
+  int64_t st[1]; /* 8-byte aligned scalar storage */
+  tpurt_tensor v = tpurt_scalar_tensor(&one, st);
+  return tpurt_copy_tensor(&diag, &v);
+}
+
 tpurt_status tpurt_kernel_trace(const tpurt_op_call* c) {
   /* trace(self): sum of the main diagonal of a matrix, in double or int64 */
   const tpurt_tensor* in = &c->args[0].t;
@@ -193,6 +208,7 @@ tpurt_status tpurt_kernel_cdist_backward(const tpurt_op_call* c) {
   const tpurt_tensor *out = &c->outs[0], *g = &c->args[0].t, *dist = &c->args[4].t;
   double p = tpurt_value_f(&c->args[3]);
   if (tpurt_numel(out) == 0) return TPURT_OK;
+  if (tpurt_numel(g) == 0) return fill_zero(out); /* an empty batch (or P, R = 0): no contributions */
   mat x1, x2, gm, dm;
   mat_init(&x1, &c->args[1].t, g);
   mat_init(&x2, &c->args[2].t, g);

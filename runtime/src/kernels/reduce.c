@@ -672,6 +672,55 @@ VAR_KERNEL(std_mean, 3)
 tpurt_status tpurt_kernel_vector_norm(const tpurt_op_call* c) {
   return reduce(c, 2, &op_norm, (red_ctx){.p = tpurt_value_f(&c->args[1])});
 }
+/* norm(self, Scalar? p, [dim, keepdim,] ...): vector_norm with p = None meaning 2 */
+static double norm_p(const tpurt_value* v) { return v->kind == TPURT_V_NONE ? 2.0 : tpurt_value_f(v); }
+tpurt_status tpurt_kernel_norm(const tpurt_op_call* c) {
+  return reduce(c, -1, &op_norm, (red_ctx){.p = norm_p(&c->args[1])});
+}
+tpurt_status tpurt_kernel_norm_dim(const tpurt_op_call* c) {
+  return reduce(c, 2, &op_norm, (red_ctx){.p = norm_p(&c->args[1])});
+}
+
+/* renorm(self, p, dim, maxnorm): every slice along dim whose p-norm over the other dims
+ * exceeds maxnorm is scaled by maxnorm / (norm + 1e-7). As CPU, the factors are rounded to
+ * self's dtype before the multiply. */
+#define RENORM_MUL(T)                                                                \
+  static void renorm_mul_##T(int64_t n, void* o, const void* const* in, const void* ctx) { \
+    const T *x = in[0], *f = in[1];                                                  \
+    T* r = o;                                                                        \
+    for (int64_t i = 0; i < n; i++) r[i] = x[i] * f[i];                              \
+  }
+RENORM_MUL(float)
+RENORM_MUL(double)
+
+tpurt_status tpurt_kernel_renorm(const tpurt_op_call* c) {
+  const tpurt_tensor *in = &c->args[0].t, *out = &c->outs[0];
+  double maxnorm = tpurt_value_f(&c->args[3]);
+  int dim;
+  tpurt_status s = tpurt_wrap_dim(c->args[2].i, in->ndim, &dim);
+  if (s || tpurt_numel(in) == 0) return s;
+  int64_t n = in->sizes[dim];
+  double* norm = malloc(sizeof(double) * (size_t)(2 * n));
+  if (!norm) return tpurt_fail(TPURT_ERR_OOM, "renorm: out of host memory for %lld norms", (long long)n);
+  tpurt_tensor nt = {.data = norm, .dtype = TPURT_F64, .ndim = in->ndim}, ft;
+  for (int d = 0; d < in->ndim; d++) {
+    nt.sizes[d] = d == dim ? n : 1;
+    nt.strides[d] = d == dim ? 1 : 0;
+  }
+  ft = nt;
+  ft.data = norm + n;
+  ft.dtype = in->dtype;
+  red_ctx ctx = {.p = tpurt_value_f(&c->args[1])};
+  s = tpurt_red_run(in, ((1u << in->ndim) - 1) & ~(1u << dim), &nt, 1, &op_norm, &ctx);
+  size_t es = tpurt_dtype_size((tpurt_dtype)in->dtype);
+  for (int64_t k = 0; k < n && !s; k++)
+    tpurt_store_f64((char*)ft.data + k * (int64_t)es, in->dtype, norm[k] > maxnorm ? maxnorm / (norm[k] + 1e-7) : 1.0);
+  tpurt_ctype ct = tpurt_ctype_of(in->dtype);
+  tpurt_tensor ins[2] = {*in, ft};
+  if (!s) s = tpurt_ew_run(out, 2, ins, ct, ct == TPURT_CT_F64 ? renorm_mul_double : renorm_mul_float, NULL);
+  free(norm);
+  return s;
+}
 
 /* cumsum(self, dim, *, dtype): a running double/int64 sum along dim, one line at a time */
 tpurt_status tpurt_kernel_cumsum(const tpurt_op_call* c) {

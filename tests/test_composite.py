@@ -1,0 +1,75 @@
+"""Ops composed from native kernels in torch_tpu/composite.py (results that are Python
+values): same answers and exceptions as CPU, nothing falls back."""
+import pytest
+import torch
+
+import torch_tpu
+from samples import make
+
+NAN = float("nan")
+CASES = [
+    lambda: (make((3, 4), torch.float32), make((3, 4), torch.float32)),
+    lambda: (make((3, 4), torch.float32),) * 2,
+    lambda: (make((3, 4), torch.float32), make((4, 3), torch.float32).t()),
+    lambda: (make((3, 4), torch.int64), make((3, 4), torch.int64).float()),
+    lambda: (torch.tensor([1.0, NAN]), torch.tensor([1.0, NAN])),
+    lambda: (make((3, 4), torch.bfloat16), make((3, 4), torch.bfloat16)[:2]),
+    lambda: (torch.zeros(0), torch.zeros(0)),
+    lambda: (make((5,), torch.bool), make((5,), torch.bool)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_equal_matches_cpu(case):
+    a, b = CASES[case]()
+    torch_tpu.metrics.reset()
+    assert torch.equal(a.to("tpu"), b.to("tpu")) == torch.equal(a, b)
+    assert torch.equal(a.to("tpu"), a.to("tpu").clone()) == torch.equal(a, a.clone())
+    assert not torch_tpu.metrics.fallback_ops()
+
+
+def test_equal_different_devices_raises():
+    a = torch.ones(3)
+    with pytest.raises(RuntimeError, match="different devices"):
+        torch.equal(a.to("tpu"), a)
+
+
+def _unique_inputs():
+    g = torch.Generator().manual_seed(0)
+    ints = torch.randint(0, 4, (5, 3), generator=g)
+    return [ints.float(), ints.float().t(), ints, ints.to(torch.uint8), ints > 1, ints.to(torch.bfloat16),
+            torch.tensor([float("nan"), 1.0, float("nan"), 1.0, -0.0, 0.0]), torch.zeros(0, 3), torch.tensor(2.0),
+            torch.randint(0, 2, (2, 5, 2), generator=g)]
+
+
+UNIQUE = [
+    lambda x: torch.unique(x),
+    lambda x: torch.unique(x, sorted=False, return_inverse=True, return_counts=True),
+    lambda x: torch.unique(x, dim=0, return_inverse=True, return_counts=True),
+    lambda x: torch.unique(x, dim=-1, return_counts=True),
+    lambda x: torch.unique_consecutive(x, return_inverse=True, return_counts=True),
+    lambda x: torch.unique_consecutive(x, return_inverse=True, dim=0),
+]
+
+
+@pytest.mark.parametrize("fn", range(len(UNIQUE)))
+def test_unique_matches_cpu(fn):
+    f = UNIQUE[fn]
+    for x in _unique_inputs():
+        # dim= variants: no 0-dim input; NaN rows neither (CPU's row sort has no order for NaN)
+        if fn in (2, 3, 5) and (x.dim() == 0 or (x.is_floating_point() and x.isnan().any())):
+            continue
+        torch_tpu.metrics.reset()
+        try:
+            want = f(x)
+        except RuntimeError as e:
+            with pytest.raises(RuntimeError, match="0 sized dimensions"):
+                f(x.to("tpu"))
+            assert "0 sized dimensions" in str(e)
+            continue
+        got = f(x.to("tpu"))
+        want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+        for w, g in zip(want, got):
+            assert g.device.type == "tpu"
+            torch.testing.assert_close(g.cpu(), w, equal_nan=True)
+        assert not torch_tpu.metrics.fallback_ops()

@@ -21,6 +21,19 @@ register("trace", lambda x: torch.trace(x), [(5, 3)], dtypes=FLOATS, grad=False,
 for dt_ in (torch.float32, torch.int64, torch.bool):
     register("eye.m_out", lambda x, _d=dt_: torch.eye(3, 5, dtype=_d, device=x.device), [(1,)], dtypes=(torch.float32,),
              grad=False, noncontig=False, name=f"eye {dt_}")
+# linspace/logspace: both halves of the points (counted from each end), odd counts, one point,
+# integer outputs (truncated endpoints), 16-bit floats (CPU rounds every step)
+for steps in (1, 2, 7, 50):
+    register("linspace.out", lambda x, n=steps: torch.linspace(-2.3, 3.7, n, out=mk(x)), [(1,)],
+             dtypes=FLOATS + (torch.float64,), grad=False, name=f"linspace {steps}")
+    register("linspace.out", lambda x, n=steps: torch.linspace(1.2, 9.7, n, out=mk(x)), [(1,)],
+             dtypes=INTS, grad=False, name=f"linspace integer {steps}")
+    register("logspace.out", lambda x, n=steps: torch.logspace(-1.3, 2.6, n, out=mk(x)), [(1,)],
+             dtypes=FLOATS + (torch.float64,), grad=False, name=f"logspace {steps}")
+register("logspace.out", lambda x: torch.logspace(4.3, 0, 4, base=2.0, out=mk(x)), [(1,)],
+         dtypes=(torch.int64, torch.int32, torch.uint8), grad=False, name="logspace integer")
+register("linspace.out", lambda x: torch.linspace(0, 1, 9, out=x.new_empty(18)[::2]), [(1,)], dtypes=FLOATS,
+         grad=False, name="linspace strided out")
 register("eye.out", lambda x: torch.eye(4, out=mk(x)), [(1,)], dtypes=NUMERIC + (torch.bool,), grad=False)
 register("eye.m_out", lambda x: torch.eye(4, 2, out=x.new_empty(0).t()), [(1,)], dtypes=FLOATS, grad=False,
          name="eye.m_out resized")

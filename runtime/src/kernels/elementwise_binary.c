@@ -121,6 +121,9 @@ tpurt_status tpurt_kernel_div(const tpurt_op_call* c) {
   return ew_apply(c, op);
 }
 
+/* floor_divide(self, other): div with rounding_mode='floor' (no mode parameter) */
+tpurt_status tpurt_kernel_floor_divide(const tpurt_op_call* c) { return ew_apply(c, &div_floor_op); }
+
 tpurt_status tpurt_kernel_pow(const tpurt_op_call* c) {
   const tpurt_value *base = &c->args[0], *e = &c->args[1];
   if (base->kind == TPURT_V_TENSOR && !tpurt_is_float(base->t.dtype) && e->kind == TPURT_V_INT &&

@@ -56,12 +56,11 @@ def _small(key, old, value):
     return value
 
 
-def shrink(cfg, sizes=SIZES, overrides=None, depth=0):
+def shrink(cfg, sizes=SIZES, depth=0):
     """A new config of cfg's class with its sizes replaced from `sizes` (recursively through
     sub-configs). Built through the constructor, so attributes the config derives from
-    others (Swin's hidden_size, DeepSeek's qk_head_dim) stay consistent. `overrides`
-    (default OVERRIDES): {model_type: {attribute: value}} applied after `sizes`."""
-    overrides = OVERRIDES if overrides is None else overrides
+    others (Swin's hidden_size, DeepSeek's qk_head_dim) stay consistent; OVERRIDES apply
+    after `sizes`."""
     cls = type(cfg)
     fields = [f.name for f in dataclasses.fields(cls) if f.init and not f.name.startswith("_")]
     kw = {name: getattr(cfg, name) for name in fields if hasattr(cfg, name)}
@@ -71,7 +70,7 @@ def shrink(cfg, sizes=SIZES, overrides=None, depth=0):
             v = _small(key, getattr(cfg, name, None), value)
             if v is not None:
                 kw[name] = v
-    kw.update({k: v for k, v in overrides.get(cfg.model_type, {}).items() if k in fields})
+    kw.update({k: v for k, v in OVERRIDES.get(cfg.model_type, {}).items() if k in fields})
     vocab = sizes["vocab_size"]
     for tok in TOKENS:
         if tok in kw and isinstance(kw[tok], int) and kw[tok] >= vocab - 8:
@@ -79,7 +78,7 @@ def shrink(cfg, sizes=SIZES, overrides=None, depth=0):
     if depth < 3:
         for sub in SUBCONFIGS:
             if isinstance(kw.get(sub), transformers.PretrainedConfig):
-                kw[sub] = shrink(kw[sub], sizes, overrides, depth + 1)
+                kw[sub] = shrink(kw[sub], sizes, depth + 1)
     return cls(**kw)
 
 

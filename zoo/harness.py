@@ -1,10 +1,12 @@
 """What the zoo tiers share: the comparison of one tensor with its CPU reference, the
-per-model subprocess sweep (time limit, resumable JSONL log, progress line) and the parts
-of the Markdown summary every tier has."""
+per-model sweep (a forked child per model with a time limit, resumable JSONL log, progress
+line) and the parts of the Markdown summary every tier has."""
 import json
 import os
-import subprocess
+import select
+import signal
 import sys
+import tempfile
 import time
 
 
@@ -48,10 +50,50 @@ def progress(done, total, counts, current):
     sys.stdout.flush()
 
 
-def sweep(script, models, log, timeout, resume, extra_args=()):
-    """Runs `script --one MODEL *extra_args` for each model in its own subprocess (the last
-    stdout line is the JSON record); appends records to `log` (JSONL) as they come, and with
-    `resume` keeps the records already there. Returns {model: record}."""
+def run_forked(fn, args, timeout):
+    """fn(*args) -> record, in a forked child (so torch and transformers are imported once
+    by the parent) killed after `timeout` seconds; its stdout/stderr go to a scratch file
+    whose tail explains a crash. A child that dies or times out gives a CRASH record."""
+    err = tempfile.TemporaryFile()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(r)
+        os.dup2(err.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        try:
+            data = json.dumps(fn(*args))
+        except BaseException as e:  # run_one never raises; anything here is a harness bug
+            data = json.dumps({"verdict": "CRASH", "reason": f"{type(e).__name__}: {e}"[:300]})
+        with os.fdopen(w, "w") as f:
+            f.write(data)
+        os._exit(0)
+    os.close(w)
+    chunks, deadline = [], time.time() + timeout
+    with os.fdopen(r, "rb") as f:
+        while True:
+            ready, _, _ = select.select([f], [], [], max(0.0, deadline - time.time()))
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return {"verdict": "CRASH", "reason": f"timed out after {timeout}s"}
+            chunk = os.read(f.fileno(), 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    data = b"".join(chunks).decode()
+    if data:
+        return json.loads(data)
+    err.seek(0)
+    tail = err.read().decode(errors="replace").strip()[-200:]
+    return {"verdict": "CRASH", "reason": f"exit status {status}: {tail}"}
+
+
+def sweep(fn, models, log, timeout, resume, args=()):
+    """Runs fn(model, *args) -> record for each model in its own forked child (run_forked);
+    appends records to `log` (JSONL) as they come, and with `resume` keeps the records
+    already there. Returns {model: record}."""
     done = {}
     if resume and log.exists():
         for line in log.read_text().splitlines():
@@ -62,22 +104,13 @@ def sweep(script, models, log, timeout, resume, extra_args=()):
     counts = {}
     for r in done.values():
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    env = dict(os.environ, PYTHONUNBUFFERED="1", TORCH_CPP_LOG_LEVEL="ERROR")
     for i, m in enumerate(models):
         progress(i, len(models), counts, m)
         if m in done:
             continue
         t0 = time.time()
-        try:
-            p = subprocess.run([sys.executable, script, "--one", m, *extra_args], capture_output=True, text=True,
-                               timeout=timeout, env=env)
-            line = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
-            rec = json.loads(line) if line.startswith("{") else {
-                "model_type": m, "verdict": "CRASH", "reason": f"exit {p.returncode}: {p.stderr.strip()[-200:]}",
-                "fallbacks": {}}
-        except subprocess.TimeoutExpired:
-            rec = {"model_type": m, "verdict": "CRASH", "reason": f"timed out after {timeout}s", "fallbacks": {}}
-        rec.setdefault("wall_s", round(time.time() - t0, 1))
+        rec = {"model_type": m, "fallbacks": {}, **run_forked(fn, (m, *args), timeout)}
+        rec["wall_s"] = round(time.time() - t0, 1)
         done[m] = rec
         counts[rec["verdict"]] = counts.get(rec["verdict"], 0) + 1
         with log.open("a") as f:

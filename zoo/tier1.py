@@ -4,10 +4,10 @@
     python zoo/tier1.py --subset ci     # a fixed handful, a few minutes
     python zoo/tier1.py --models gpt2,bert --resume
 
-Each model runs in its own subprocess with a time limit. Stages, each compared with the same
+Each model runs in its own forked child process with a time limit. Stages, each compared with the same
 model on CPU: move to tpu, forward, backward + one SGD step, greedy generate (generative
-models). Verdicts: PASS, WRONG (numbers differ), ERROR (exception on tpu), CRASH (the
-subprocess died or timed out), NOT_BUILDABLE (no tiny config / inputs that CPU itself runs,
+models). Verdicts: PASS, WRONG (numbers differ), ERROR (exception on tpu), CRASH (the child
+process died or timed out), NOT_BUILDABLE (no tiny config / inputs that CPU itself runs,
 with the reason). Results: results/tier1.jsonl (resumable) and results/tier1.md."""
 import argparse
 import copy
@@ -175,7 +175,7 @@ def main():
     out_dir = pathlib.Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    done = sweep(__file__, models, out_dir / "tier1.jsonl", args.timeout, args.resume)
+    done = sweep(run_one, models, out_dir / "tier1.jsonl", args.timeout, args.resume)
     counts, buildable, passed = summarize([done[m] for m in models if m in done], out_dir)
     print(f"\n{len(models)} models in {time.time() - t0:.0f}s: {passed}/{buildable} buildable PASS; "
           f"{dict(sorted(counts.items()))}; details in {out_dir / 'tier1.md'}")

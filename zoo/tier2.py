@@ -8,7 +8,7 @@ for a few steps on tpu and on PyTorch CPU float32 from identical weights and inp
 
 Sizes: hidden 128, 4 heads (2 key/value heads), 2 layers, FFN 256, vocab 1000, sequence 32,
 batch 2, images 64x64, audio 4000 samples (TIER2_SIZES below; per-stage models keep their
-stage count). Each model runs in its own subprocess with a time limit, in eval mode (no
+stage count). Each model runs in its own forked child process with a time limit, in eval mode (no
 dropout, layer drop or SpecAugment, so CPU and tpu see the same function) with its head's own
 loss where the head has one (causal/masked LM, seq2seq, classification, CTC, CLIP's
 contrastive loss), else the mean of its main output times a fixed random tensor.
@@ -18,8 +18,8 @@ parameter gradient after one backward, and the loss curve over STEPS AdamW steps
 passes a stage when max|tpu - cpu| <= atol + rtol * max|cpu| (per tensor: per parameter for
 gradients), with the tolerances of TOLERANCES for the precision mode, the same for every model.
 
-Verdicts: PASS, WRONG (a stage outside tolerance), ERROR (exception on tpu), CRASH (the
-subprocess died or timed out), NOT_BUILDABLE (no config / inputs that CPU itself runs).
+Verdicts: PASS, WRONG (a stage outside tolerance), ERROR (exception on tpu), CRASH (the child
+process died or timed out), NOT_BUILDABLE (no config / inputs that CPU itself runs).
 Results: results/tier2.jsonl (resumable; one record per model with max errors per stage,
 fallbacks, times) and results/tier2.md."""
 import argparse
@@ -259,6 +259,20 @@ def summarize(records, path, precision):
     return counts, buildable, passed
 
 
+def preload(models):
+    """Imports every model class the sweep will build, once, before the children fork."""
+    import transformers
+
+    from tiny import model_classes
+
+    transformers.logging.set_verbosity_error()
+    for m in models:
+        try:
+            model_classes(m, PREFERRED)
+        except Exception:
+            pass  # run_one reports it
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", help="comma-separated model types (default: MODELS)")
@@ -277,8 +291,8 @@ def main():
     out_dir.mkdir(parents=True, exist_ok=True)
     name = "tier2" if args.precision == "highest" else f"tier2_{args.precision}"
     t0 = time.time()
-    done = sweep(__file__, models, out_dir / f"{name}.jsonl", args.timeout, args.resume,
-                 ("--precision", args.precision))
+    preload(models)
+    done = sweep(run_one, models, out_dir / f"{name}.jsonl", args.timeout, args.resume, (args.precision,))
     counts, buildable, passed = summarize([done[m] for m in models if m in done], out_dir / f"{name}.md",
                                           args.precision)
     print(f"\n{len(models)} models in {time.time() - t0:.0f}s: {passed} PASS ({buildable} buildable); "

@@ -46,6 +46,7 @@ def run_one(model_type):
     from tiny import GENERATIVE, make_inputs, model_classes, shrink
 
     transformers.logging.set_verbosity_error()
+    torch.set_num_threads(1)  # CPU's reference: OpenMP threads on a busy machine cost 30x
     rec = {"model_type": model_type, "verdict": None, "reason": "", "class": None, "params": None,
            "stages": {}, "fallbacks": {}}
     try:

@@ -177,6 +177,7 @@ def run_one(model_type, precision="highest"):
     from harness import fallbacks, main_tensor
 
     transformers.logging.set_verbosity_error()
+    torch.set_num_threads(1)  # CPU's reference: OpenMP threads on a busy machine cost 30x
     rec = {"model_type": model_type, "precision": precision, "verdict": None, "reason": "", "class": None,
            "params": None, "loss": None, "errors": {}, "fallbacks": {}, "cpu_s": None, "tpu_s": None}
     try:

@@ -78,7 +78,7 @@ TIER2_SIZES = {
     "num_key_value_heads": 2, "num_kv_heads": 2, "projection_dim": 64, "moe_intermediate_size": 128,
     "shared_expert_intermediate_size": 128, "vocab_size": 1000, "image_size": 64, "patch_size": 8,
     "hidden_sizes": 32, "depths": 2, "conv_dim": 64, "num_conv_pos_embeddings": 16, "max_source_positions": 32,
-    "num_mel_bins": 32, "attention_window": 8,
+    "num_mel_bins": 32, "attention_window": 8, "decoder_vocab_size": 1000,
 }
 PREFERRED = ["MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES", "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES",
              "MODEL_FOR_MASKED_LM_MAPPING_NAMES", "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
@@ -141,6 +141,7 @@ def train(model, inputs, weight):
     first = None
     losses = []
     for step in range(STEPS):
+        model.train().eval()  # drops eval-mode caches that hold a graph (LeViT's attention biases)
         out = model(**inputs)
         loss = loss_of(out, weight)
         opt.zero_grad()

@@ -22,14 +22,18 @@ SIZES = {
     "num_experts": 4, "num_local_experts": 4, "n_routed_experts": 4, "num_experts_per_tok": 2,
     "n_group": 2, "topk_group": 1, "first_k_dense_replace": 1,
     "kv_lora_rank": 32, "q_lora_rank": 48, "qk_rope_head_dim": 16, "qk_nope_head_dim": 16, "v_head_dim": 32,
-    "rotary_dim": 16, "vocab_size": 256, "max_position_embeddings": 128, "n_positions": 128,
+    "rotary_dim": 16, "d_head": 32, "vocab_size": 256, "decoder_vocab_size": 256, "max_position_embeddings": 128, "n_positions": 128,
     "max_source_positions": 32, "max_target_positions": 64, "image_size": 32, "patch_size": 8, "num_channels": 3,
     "hidden_sizes": 16, "depths": 1, "num_mel_bins": 16, "d_kv": 32,
 }
 # Per-architecture exceptions, applied after SIZES. Swin's attention windows must tile every
 # stage: image_size = patch_size * window_size * 2**(stages - 1); its width doubles per stage.
-OVERRIDES = {t: {"image_size": 64, "patch_size": 4, "window_size": 2, "embed_dim": 32}
-             for t in ("swin", "swinv2", "donut-swin", "maskformer-swin")}
+# LeViT's stem always downsamples 16x, and its attention biases are sized for image / patch.
+# T5's config class has no decoder_start_token_id (checkpoints set the pad id, 0); shifting
+# labels into decoder inputs needs it.
+OVERRIDES = {**{t: {"image_size": 64, "patch_size": 4, "window_size": 2, "embed_dim": 32}
+                for t in ("swin", "swinv2", "donut-swin", "maskformer-swin")},
+             "levit": {"patch_size": 16}, "t5": {"decoder_start_token_id": 0}}
 GROWING = {"hidden_sizes"}  # per-stage widths double stage by stage
 TIED = {"num_stages"}  # an alias (convnext's num_hidden_layers) of the per-stage lists' length
 SUBCONFIGS = ("text_config", "vision_config", "audio_config", "encoder", "decoder", "speech_config",
@@ -51,35 +55,35 @@ def _small(key, old, value):
         if not old or not all(isinstance(v, int) and not isinstance(v, bool) for v in old):
             return None
         return [value * 2**i for i in range(len(old))] if key in GROWING else [value] * len(old)
-    if not isinstance(old, int) or (old < value and key != "vocab_size"):
+    if not isinstance(old, int) or (old < value and "vocab_size" not in key):
         return None  # not a size, or already smaller
     return value
 
 
 def shrink(cfg, sizes=SIZES, depth=0):
-    """A new config of cfg's class with its sizes replaced from `sizes` (recursively through
-    sub-configs). Built through the constructor, so attributes the config derives from
-    others (Swin's hidden_size, DeepSeek's qk_head_dim) stay consistent; OVERRIDES apply
-    after `sizes`."""
-    cls = type(cfg)
-    fields = [f.name for f in dataclasses.fields(cls) if f.init and not f.name.startswith("_")]
-    kw = {name: getattr(cfg, name) for name in fields if hasattr(cfg, name)}
+    """A new config of cfg's class (a default one: AutoConfig.for_model) with its sizes
+    replaced from `sizes`, recursively through sub-configs. Built through the constructor
+    from the changed attributes only, so what the config derives from them (Swin's
+    hidden_size, DeepSeek's qk_head_dim, per-layer layer_types) follows; OVERRIDES apply
+    last."""
+    fields = {f.name for f in dataclasses.fields(cfg) if f.init and not f.name.startswith("_")}
+    kw = {}
     for key, value in sizes.items():
         name = cfg.attribute_map.get(key, key)
         if name in fields and name not in TIED:
             v = _small(key, getattr(cfg, name, None), value)
             if v is not None:
                 kw[name] = v
-    kw.update({k: v for k, v in OVERRIDES.get(cfg.model_type, {}).items() if k in fields})
-    vocab = sizes["vocab_size"]
     for tok in TOKENS:
-        if tok in kw and isinstance(kw[tok], int) and kw[tok] >= vocab - 8:
+        v = getattr(cfg, tok, None)
+        if isinstance(v, int) and not isinstance(v, bool) and v >= sizes["vocab_size"] - 8:
             kw[tok] = 3
     if depth < 3:
         for sub in SUBCONFIGS:
-            if isinstance(kw.get(sub), transformers.PretrainedConfig):
-                kw[sub] = shrink(kw[sub], sizes, depth + 1)
-    return cls(**kw)
+            if sub in fields and isinstance(getattr(cfg, sub, None), transformers.PretrainedConfig):
+                kw[sub] = shrink(getattr(cfg, sub), sizes, depth + 1)
+    kw.update(OVERRIDES.get(cfg.model_type, {}))
+    return type(cfg)(**kw)
 
 
 def model_classes(model_type, preferred=PREFERRED):
@@ -133,9 +137,13 @@ def make_inputs(model, mapping, batch=2, seq=12, ids_below=200, audio=1600, labe
     elif name == "input_values":
         inputs["input_values"] = torch.randn(batch, audio, generator=g)
     elif name == "input_features":
-        mel = _cfg_get(cfg, "num_mel_bins", "feature_size", "input_feat_per_channel", default=16)
         length = 2 * _cfg_get(cfg, "max_source_positions", default=32)
-        inputs["input_features"] = torch.randn(batch, mel, length, generator=g)
+        feat = getattr(cfg, "input_feat_per_channel", None)
+        if feat:  # Speech2Text: (batch, frames, features)
+            shape = (batch, length, feat * getattr(cfg, "input_channels", 1))
+        else:  # Whisper and the like: (batch, mel bins, frames)
+            shape = (batch, _cfg_get(cfg, "num_mel_bins", "feature_size", default=16), length)
+        inputs["input_features"] = torch.randn(*shape, generator=g)
     elif name != "input_ids":
         return None
     if seq2seq:

@@ -87,6 +87,10 @@ PREFERRED = ["MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES", "MODEL_FOR_SEQ_TO_SEQ_C
              "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES", "MODEL_MAPPING_NAMES"]
 
 
+class NotBuildable(Exception):
+    pass
+
+
 def build(model_type):
     """(model, inputs, mapping) on CPU, or raises NotBuildable."""
     import torch
@@ -114,10 +118,6 @@ def build(model_type):
             raise NotBuildable(f"no input recipe for '{model.main_input_name}'")
         return model, inputs, mapping
     raise NotBuildable("; ".join(errors) or "no auto-model class")
-
-
-class NotBuildable(Exception):
-    pass
 
 
 def loss_of(out, weight):
@@ -155,7 +155,8 @@ def train(model, inputs, weight):
 
 
 def compare(stage, pairs, tol):
-    """Max error of the stage over (name, tpu, cpu) pairs: (worst relative excess, record, problem)."""
+    """The stage over (name, tpu, cpu) pairs: (the worst pair's error record, the first
+    failure's message or None). ratio is the error over its tolerance (pass: <= 1)."""
     rtol, atol = tol
     worst = {"err": 0.0, "scale": 0.0, "ratio": 0.0, "at": None}
     problem = None

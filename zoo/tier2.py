@@ -209,8 +209,11 @@ def run_one(model_type, precision="highest"):
         rec["cpu_s"] = round(time.time() - t0, 2)
         bf16 = None
         if precision == "default":
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                bf16 = train(copy.deepcopy(model), inputs, weight)
+            try:
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    bf16 = train(copy.deepcopy(model), inputs, weight)
+            except Exception as e:  # then the fixed tolerances alone judge
+                rec["bf16_reference"] = f"{type(e).__name__}: {e}"[:200]
     except Exception as e:
         reason = str(e) if isinstance(e, NotBuildable) else f"CPU: {type(e).__name__}: {e}"
         return {**rec, "verdict": "NOT_BUILDABLE", "reason": reason[:300]}

@@ -173,6 +173,15 @@ register("div.Tensor_mode", lambda a, b: torch.div(a, b, rounding_mode=None), tw
 register("div.Tensor", lambda a, b: a / b, lambda dt: [special(dt), special(dt).t()], dtypes=FLOATS, grad=False,
          name="div special")
 
+binary("floor_divide", NUMERIC + F64, scalar_op="floor_divide.Scalar", lo2=1, hi2=4, scalar=-2.5, int_scalar=-3,
+       grad=False, inplace=False)
+register("floor_divide", torch.floor_divide, lambda dt: [make(SHAPE, dt, -9, 9), -make(SHAPE, dt, 1, 4, seed=3)],
+         dtypes=NUMERIC, grad=False, name="floor_divide negative divisor")
+register("floor_divide_.Tensor", lambda a, b: a.floor_divide_(b), two(lo2=1, hi2=4), dtypes=NUMERIC, grad=False)
+register("floor_divide_.Scalar", lambda a: a.floor_divide_(-3), rand(), dtypes=NUMERIC, grad=False)
+register("floor_divide.Scalar_out", lambda a: torch.ops.aten.floor_divide.Scalar_out(a, 3, out=torch.empty_like(a)),
+         rand(), dtypes=NUMERIC, grad=False)
+
 binary("pow.Tensor_Tensor", FLOATS + F64, lo=0.2, hi=3, lo2=-2, hi2=2,
        out_name=".Tensor_Tensor_out", inplace=False)
 register("pow_.Tensor", lambda a, b: a.pow_(b), two(0.2, 3, SHAPE, -2, 2), dtypes=FLOATS, grad=False)
@@ -234,19 +243,8 @@ register("heaviside", torch.heaviside, lambda dt: [special(dt), special(dt).t()]
          name="heaviside special")
 for name in ("gcd", "lcm"):
     binary(name, INTS, grad=False, scalar=None, int_scalar=None, lo=-20, hi=20, lo2=-20, hi2=20)
-register("floor_divide", torch.floor_divide, two(lo2=1, hi2=4), dtypes=NUMERIC + F64, grad=False)
-register("floor_divide", torch.floor_divide, lambda dt: [make(SHAPE, dt, -9, 9), -make(SHAPE, dt, 1, 4, seed=3)],
-         dtypes=(torch.float32, torch.int64, torch.int32, torch.int16, torch.int8), grad=False,
-         name="floor_divide negative divisor")
 register("floor_divide", torch.floor_divide, lambda dt: [special(dt), special(dt).flip(0) * -1], dtypes=FLOATS,
          grad=False, name="floor_divide special")
-register("floor_divide_.Tensor", lambda a, b: a.floor_divide_(b), two(lo2=1, hi2=4), dtypes=NUMERIC, grad=False)
-register("floor_divide.out", lambda a, b: torch.floor_divide(a, b, out=torch.empty_like(a)), two(lo2=1, hi2=4),
-         dtypes=NUMERIC, grad=False)
-register("floor_divide.Scalar", lambda a: torch.floor_divide(a, -3), rand(), dtypes=NUMERIC, grad=False)
-register("floor_divide_.Scalar", lambda a: a.floor_divide_(2), rand(), dtypes=NUMERIC, grad=False)
-register("floor_divide.Scalar_out", lambda a: torch.ops.aten.floor_divide.Scalar_out(a, 2, out=torch.empty_like(a)),
-         rand(), dtypes=NUMERIC, grad=False)
 
 
 def shift_counts(dt):

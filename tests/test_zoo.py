@@ -1,14 +1,18 @@
-"""Tier 1's machinery on a few real transformers architectures (the full sweep is
-`python zoo/tier1.py`): tiny random models must PASS forward, backward + SGD step and
-greedy generate against PyTorch CPU, with no CPU fallbacks."""
+"""The zoo's machinery on a few real transformers architectures (the full sweeps are
+`python zoo/tier1.py` and `python zoo/tier2.py`): tiny random models must PASS forward,
+backward + SGD step and greedy generate against PyTorch CPU (Tier 1); small ones must match
+CPU's logits, loss, every gradient and a 5-step AdamW loss curve (Tier 2); both with no CPU
+fallbacks."""
 import pathlib
 import sys
 
 import pytest
 
-pytest.importorskip("transformers")
+transformers = pytest.importorskip("transformers")
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "zoo"))
+import tier2  # noqa: E402
 from tier1 import run_one  # noqa: E402
+from tiny import make_inputs, model_classes, shrink  # noqa: E402
 
 
 @pytest.mark.parametrize("model_type", ["gpt2", "bert", "llama"])
@@ -22,3 +26,22 @@ def test_tier1_model_passes(model_type):
 def test_unbuildable_type_is_reported_not_raised():
     rec = run_one("no-such-architecture")
     assert rec["verdict"] == "NOT_BUILDABLE" and "config" in rec["reason"]
+
+
+@pytest.mark.parametrize("model_type", ["swin", "convnext", "gptj", "deepseek_v3"])
+def test_shrunk_config_stays_consistent(model_type):
+    """Derived attributes (Swin's hidden_size, DeepSeek's qk_head_dim), per-stage lists and
+    rotary sizes shrink together, so the tiny model runs on CPU."""
+    cfg = shrink(transformers.AutoConfig.for_model(model_type))
+    mapping, cls = model_classes(model_type)[0]
+    model = cls(cfg).eval()
+    out = model(**make_inputs(model, mapping))
+    assert out.logits.isfinite().all()
+
+
+@pytest.mark.parametrize("model_type", tier2.CI_SUBSET)
+def test_tier2_model_passes(model_type):
+    rec = tier2.run_one(model_type)
+    assert rec["verdict"] == "PASS", rec
+    assert rec["fallbacks"] == {}, rec["fallbacks"]
+    assert rec["loss"] == "head" and set(rec["errors"]) == {"logits", "loss", "grad", "loss_curve"}

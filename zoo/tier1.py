@@ -4,20 +4,21 @@
     python zoo/tier1.py --subset ci     # a fixed handful, a few minutes
     python zoo/tier1.py --models gpt2,bert --resume
 
-Each model runs in its own subprocess with a time limit. Stages, each compared with the same
+Each model runs in its own forked child process with a time limit. Stages, each compared with the same
 model on CPU: move to tpu, forward, backward + one SGD step, greedy generate (generative
-models). Verdicts: PASS, WRONG (numbers differ), ERROR (exception on tpu), CRASH (the
-subprocess died or timed out), NOT_BUILDABLE (no tiny config / inputs that CPU itself runs,
+models). Verdicts: PASS, WRONG (numbers differ), ERROR (exception on tpu), CRASH (the child
+process died or timed out), NOT_BUILDABLE (no tiny config / inputs that CPU itself runs,
 with the reason). Results: results/tier1.jsonl (resumable) and results/tier1.md."""
 import argparse
 import copy
 import json
-import os
 import pathlib
-import subprocess
 import sys
 import time
 import traceback
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from harness import max_error, summary_sections, sweep  # noqa: E402
 
 CI_SUBSET = ["gpt2", "bert", "llama", "t5", "vit", "mistral", "qwen2", "roberta"]
 MAX_PARAMS = 20_000_000
@@ -25,30 +26,14 @@ MAX_PARAMS = 20_000_000
 
 def close(a, b, what):
     """Relative max error check at HIGHEST precision (f32 reordering only)."""
-    import torch
-
-    a, b = a.detach().cpu().double(), b.detach().cpu().double()
-    if a.shape != b.shape:
-        return f"{what}: shape {tuple(a.shape)} vs CPU {tuple(b.shape)}"
-    err = (a - b).abs().max().item() if a.numel() else 0.0
-    scale = max(b.abs().max().item() if b.numel() else 0.0, 1.0)
+    try:
+        err, scale = max_error(a, b)
+    except ValueError as e:
+        return f"{what}: {e}"
+    scale = max(scale, 1.0)
     if not err <= 1e-4 * scale:
         return f"{what}: max abs error {err:.3g} (scale {scale:.3g})"
     return None
-
-
-def main_tensor(out):
-    import torch
-
-    for key in ("logits", "last_hidden_state", "prediction_logits", "pooler_output"):
-        v = getattr(out, key, None)
-        if isinstance(v, torch.Tensor):
-            return key, v
-    seq = out.to_tuple() if hasattr(out, "to_tuple") else out
-    for i, v in enumerate(seq if isinstance(seq, (tuple, list)) else [seq]):
-        if isinstance(v, torch.Tensor) and v.dtype.is_floating_point:
-            return f"output[{i}]", v
-    return None, None
 
 
 def run_one(model_type):
@@ -57,9 +42,11 @@ def run_one(model_type):
     import transformers
 
     import torch_tpu
+    from harness import fallbacks, main_tensor
     from tiny import GENERATIVE, make_inputs, model_classes, shrink
 
     transformers.logging.set_verbosity_error()
+    torch.set_num_threads(1)  # CPU's reference: OpenMP threads on a busy machine cost 30x
     rec = {"model_type": model_type, "verdict": None, "reason": "", "class": None, "params": None,
            "stages": {}, "fallbacks": {}}
     try:
@@ -147,40 +134,21 @@ def run_one(model_type):
                         problems.append("generate: tokens differ")
             torch.tpu.synchronize()
     except Exception as e:
-        rec["fallbacks"] = {k: v[0] for k, v in torch_tpu.metrics.fallback_ops().items()}
+        rec["fallbacks"] = fallbacks()
         tb = traceback.format_exc().strip().splitlines()[-1]
         return {**rec, "verdict": "ERROR", "reason": f"{stage}: {type(e).__name__}: {e}"[:300] or tb}
-    rec["fallbacks"] = {k: v[0] for k, v in torch_tpu.metrics.fallback_ops().items()}
+    rec["fallbacks"] = fallbacks()
     problems = [p for p in problems if p]
     return {**rec, "verdict": "WRONG" if problems else "PASS", "reason": "; ".join(problems)[:300]}
 
 
-def progress(done, total, counts, current):
-    width = 24
-    bar = "#" * int(width * done / max(total, 1))
-    summary = " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
-    sys.stdout.write(f"\r[{bar:<{width}}] {done}/{total} {summary} {current[:24]:<24}")
-    sys.stdout.flush()
-
-
 def summarize(records, out_dir):
-    counts = {}
-    for r in records:
-        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    counts, sections = summary_sections(records)
     buildable = len(records) - counts.get("NOT_BUILDABLE", 0)
     passed = counts.get("PASS", 0)
     lines = ["# Tier 1: transformers architectures on tpu vs CPU", "",
              f"{len(records)} model types; {buildable} buildable tiny; **{passed} PASS "
-             f"({100 * passed / max(buildable, 1):.1f}% of buildable)**", "",
-             "| verdict | count |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in sorted(counts.items())]
-    fb = {}
-    for r in records:
-        for op in r.get("fallbacks", {}):
-            fb[op] = fb.get(op, 0) + 1
-    if fb:
-        lines += ["", "## Ops that fell back to CPU (models affected)", ""]
-        lines += [f"- `{op}`: {n}" for op, n in sorted(fb.items(), key=lambda kv: -kv[1])]
+             f"({100 * passed / max(buildable, 1):.1f}% of buildable)**", ""] + sections
     lines += ["", "## Every model that did not pass", "", "| model | verdict | reason |", "|---|---|---|"]
     for r in sorted(records, key=lambda r: (r["verdict"], r["model_type"])):
         if r["verdict"] != "PASS":
@@ -198,7 +166,6 @@ def main():
     ap.add_argument("--out", default="results")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    sys.path.insert(0, str(pathlib.Path(__file__).parent))
     if args.one:
         print(json.dumps(run_one(args.one)))
         return 0
@@ -208,37 +175,8 @@ def main():
               else sorted(CONFIG_MAPPING_NAMES))
     out_dir = pathlib.Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    log = out_dir / "tier1.jsonl"
-    done = {}
-    if args.resume and log.exists():
-        for line in log.read_text().splitlines():
-            r = json.loads(line)
-            done[r["model_type"]] = r
-    elif log.exists():
-        log.unlink()
-    counts = {}
-    for r in done.values():
-        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    env = dict(os.environ, PYTHONUNBUFFERED="1", TORCH_CPP_LOG_LEVEL="ERROR")
     t0 = time.time()
-    for i, m in enumerate(models):
-        progress(i, len(models), counts, m)
-        if m in done:
-            continue
-        try:
-            p = subprocess.run([sys.executable, __file__, "--one", m], capture_output=True, text=True,
-                               timeout=args.timeout, env=env)
-            line = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
-            rec = json.loads(line) if line.startswith("{") else {
-                "model_type": m, "verdict": "CRASH", "reason": f"exit {p.returncode}: {p.stderr.strip()[-200:]}",
-                "fallbacks": {}}
-        except subprocess.TimeoutExpired:
-            rec = {"model_type": m, "verdict": "CRASH", "reason": f"timed out after {args.timeout}s", "fallbacks": {}}
-        done[m] = rec
-        counts[rec["verdict"]] = counts.get(rec["verdict"], 0) + 1
-        with log.open("a") as f:
-            f.write(json.dumps(rec) + "\n")
-    progress(len(models), len(models), counts, "")
+    done = sweep(run_one, models, out_dir / "tier1.jsonl", args.timeout, args.resume)
     counts, buildable, passed = summarize([done[m] for m in models if m in done], out_dir)
     print(f"\n{len(models)} models in {time.time() - t0:.0f}s: {passed}/{buildable} buildable PASS; "
           f"{dict(sorted(counts.items()))}; details in {out_dir / 'tier1.md'}")

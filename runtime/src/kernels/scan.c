@@ -252,8 +252,19 @@ tpurt_status tpurt_kernel_histc(const tpurt_op_call* c) {
     double* h = e + bins + 1;
     memset(h, 0, sizeof(double) * (size_t)bins);
     histc_edges(lo, hi, bins, in->dtype, e);
+    /* integer input bins in integer arithmetic, (y - min) * bins / (max - min), as CUDA does
+     * (CPU has no integer histc); edges rounded to an integer dtype would merge bins */
+    int integral = !tpurt_is_float(in->dtype);
+    int64_t ilo = (int64_t)lo, ihi = (int64_t)hi;
     for (int64_t i = 0; i < n; i++) {
       double y = v[i];
+      if (integral) {
+        int64_t iy = (int64_t)y;
+        if (iy < ilo || iy > ihi) continue;
+        int64_t p = (iy - ilo) * bins / (ihi - ilo);
+        h[p == bins ? p - 1 : p] += 1;
+        continue;
+      }
       if (!(y >= e[0] && y <= e[bins])) continue;
       /* linear guess, then the local search against the edges CPU also does */
       int64_t p = (int64_t)((y - e[0]) * (double)bins / (e[bins] - e[0]));

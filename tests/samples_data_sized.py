@@ -56,3 +56,11 @@ register("_unique2", lambda x: torch.unique(x), lambda dt: [make((7,), dt, low=0
          name="unique plain")
 register("_unique2", lambda x: torch.unique(x, return_counts=True), lambda dt: [torch.zeros(0, dtype=dt)],
          dtypes=FLOATS, grad=False, noncontig=False, name="unique empty")
+
+uc_in = lambda dt: [torch.tensor([[1, 1, 0], [1, 1, 0], [2, 2, 2], [1, 1, 0]]).to(dt)]  # noqa: E731
+register("unique_consecutive", lambda x: torch.unique_consecutive(x, return_inverse=True, return_counts=True),
+         uc_in, dtypes=ALL64, grad=False)
+register("unique_consecutive", lambda x: torch.unique_consecutive(x, return_inverse=True, return_counts=True, dim=0),
+         uc_in, dtypes=ALL64, grad=False, name="unique_consecutive dim")
+register("unique_consecutive", lambda x: torch.unique_consecutive(x, dim=-1), uc_in, dtypes=FLOATS, grad=False,
+         name="unique_consecutive last dim")

@@ -1,7 +1,8 @@
 /* Kernels whose output sizes depend on tensor data (TPURT_OPF_DATA_SIZED): nonzero,
- * masked_select, bincount, repeat_interleave, unique. Each is called twice: first to read
- * its inputs and declare its outputs (tpurt_sizing), then to fill them. They validate their
- * inputs themselves (PyTorch has no meta function for them) and fail as CPU does. */
+ * masked_select, bincount, repeat_interleave, unique, unique_consecutive. Each is called
+ * twice: first to read its inputs and declare its outputs (tpurt_sizing), then to fill
+ * them. They validate their inputs themselves (PyTorch has no meta function for them) and
+ * fail as CPU does. */
 #include <stdlib.h>
 
 #include "../internal.h"
@@ -227,4 +228,76 @@ tpurt_status tpurt_kernel_unique(const tpurt_op_call* c) {
 done:
   free(l.keys), free(l.idx), free(l.tmp), free(group);
   return s;
+}
+
+/* ---------------------------------------------------------------- unique_consecutive */
+/* Offset of element e of slice k: slices run along dim (or, with dim < 0, are the single
+ * elements of self in row-major order). */
+static int64_t slice_elem(const tpurt_tensor* t, int dim, int64_t k, int64_t e) {
+  int64_t off = 0;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    if (d == dim) continue;
+    off += (e % t->sizes[d]) * t->strides[d], e /= t->sizes[d];
+  }
+  if (dim >= 0) return off + k * t->strides[dim];
+  off = 0;
+  for (int d = t->ndim - 1; d >= 0; d--) off += (k % t->sizes[d]) * t->strides[d], k /= t->sizes[d];
+  return off;
+}
+
+static int slices_equal(const tpurt_tensor* t, int dim, int64_t a, int64_t b, int64_t per) {
+  size_t es = esize(t);
+  for (int64_t e = 0; e < per; e++) {
+    const char* pa = (const char*)t->data + slice_elem(t, dim, a, e) * (int64_t)es;
+    const char* pb = (const char*)t->data + slice_elem(t, dim, b, e) * (int64_t)es;
+    if (tpurt_is_float(t->dtype) ? tpurt_load_f64(pa, t->dtype) != tpurt_load_f64(pb, t->dtype)
+                                 : tpurt_load_i64(pa, t->dtype) != tpurt_load_i64(pb, t->dtype))
+      return 0;
+  }
+  return 1;
+}
+
+tpurt_status tpurt_kernel_unique_consecutive(const tpurt_op_call* c) {
+  /* unique_consecutive(self, return_inverse, return_counts, dim?) -> (values, inverse,
+   * counts): runs of equal elements (or of equal slices along dim) collapse to one */
+  const tpurt_tensor* self = &c->args[0].t;
+  int want_inv = c->args[1].i != 0, want_cnt = c->args[2].i != 0;
+  int dim = -1;
+  if (c->args[3].kind == TPURT_V_INT) {
+    int64_t d = c->args[3].i, nd = self->ndim ? self->ndim : 1;
+    if (d < -nd || d >= nd)
+      return tpurt_fail(TPURT_ERR_INDEX, "Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
+                        (long long)-nd, (long long)nd - 1, (long long)d);
+    dim = (int)(d < 0 ? d + nd : d);
+    if (self->ndim == 0) dim = -1;
+  }
+  int64_t n = dim >= 0 ? self->sizes[dim] : tpurt_numel(self);
+  int64_t per = dim >= 0 && n ? tpurt_numel(self) / n : 1, groups = 0;
+  for (int64_t k = 0; k < n; k++) groups += k == 0 || !slices_equal(self, dim, k - 1, k, per);
+  if (tpurt_sizing(c)) {
+    int64_t zero = 0, vs[TPURT_MAX_DIMS];
+    memcpy(vs, self->sizes, sizeof vs);
+    if (dim >= 0) vs[dim] = groups;
+    tpurt_declare_output(c, 0, self->dtype, dim >= 0 ? self->ndim : 1, dim >= 0 ? vs : &groups);
+    if (!want_inv) tpurt_declare_output(c, 1, TPURT_I64, 1, &zero);
+    else if (dim >= 0) tpurt_declare_output(c, 1, TPURT_I64, 1, &n);
+    else tpurt_declare_output(c, 1, TPURT_I64, self->ndim, self->sizes);
+    tpurt_declare_output(c, 2, TPURT_I64, 1, want_cnt ? &groups : &zero);
+    return TPURT_OK;
+  }
+  const tpurt_tensor *vals = &c->outs[0], *inv = &c->outs[1], *cnt = &c->outs[2];
+  size_t es = esize(self);
+  int64_t g = -1;
+  for (int64_t k = 0; k < n; k++) {
+    if (k == 0 || !slices_equal(self, dim, k - 1, k, per)) {
+      g++;
+      for (int64_t e = 0; e < per; e++)
+        memcpy((char*)vals->data + slice_elem(vals, dim, g, e) * (int64_t)es,
+               (const char*)self->data + slice_elem(self, dim, k, e) * (int64_t)es, es);
+      if (want_cnt) ((int64_t*)cnt->data)[g * cnt->strides[0]] = 0;
+    }
+    if (want_cnt) ((int64_t*)cnt->data)[g * cnt->strides[0]]++;
+    if (want_inv) ((int64_t*)inv->data)[dim >= 0 ? k * inv->strides[0] : slice_elem(inv, -1, k, 0)] = g;
+  }
+  return TPURT_OK;
 }

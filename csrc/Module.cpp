@@ -13,6 +13,18 @@ std::map<std::string, std::pair<int64_t, std::string>> fallback_counts();
 void reset_fallback_counts();
 
 PyExc python_exception_kind(const std::exception& e, std::string* message) {
+  auto kind_of = [](PyObject* type) {
+    return !type ? PyExc::kOther
+           : PyErr_GivenExceptionMatches(type, PyExc_NotImplementedError) ? PyExc::kNotImplemented
+           : PyErr_GivenExceptionMatches(type, PyExc_AssertionError)      ? PyExc::kAssertion
+                                                                           : PyExc::kOther;
+  };
+  if (const auto* pe = dynamic_cast<const pybind11::error_already_set*>(&e)) {  // holds the error
+    pybind11::gil_scoped_acquire gil;
+    PyExc kind = kind_of(pe->type().ptr());
+    *message = pybind11::str(pe->value()).cast<std::string>();
+    return kind;
+  }
   const auto* pe = dynamic_cast<const python_error*>(&e);
   if (!pe) return PyExc::kOther;
   pybind11::gil_scoped_acquire gil;
@@ -20,10 +32,7 @@ PyExc python_exception_kind(const std::exception& e, std::string* message) {
   PyObject *type = pe->type, *value = pe->value, *tb = nullptr;
   bool pending = !type;
   if (pending) PyErr_Fetch(&type, &value, &tb);
-  PyExc kind = !type ? PyExc::kOther
-               : PyErr_GivenExceptionMatches(type, PyExc_NotImplementedError) ? PyExc::kNotImplemented
-               : PyErr_GivenExceptionMatches(type, PyExc_AssertionError)      ? PyExc::kAssertion
-                                                                               : PyExc::kOther;
+  PyExc kind = kind_of(type);
   if (value) {
     PyObject* str = PyObject_Str(value);
     if (str && PyUnicode_AsUTF8(str)) *message = PyUnicode_AsUTF8(str);

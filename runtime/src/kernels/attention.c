@@ -16,7 +16,7 @@ typedef struct {
   const float *q, *k, *v; /* dense [B, H, rows, dim] */
   const tpurt_tensor* bias; /* NULL, or [B?, H?, L, S] with any strides (broadcast by stride 0) */
   float *out, *lse;         /* forward: dense [B, Hq, L, Ev], [B, Hq, L] */
-  const float *dout, *o;    /* backward inputs, dense like out */
+  const float* dout;        /* backward input, dense like out */
   const float* lse_in;
   float *dq, *dk, *dv;      /* backward outputs, dense like q/k/v */
   tpurt_status status;
@@ -157,9 +157,10 @@ static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
   double* dk = malloc(cells(J->S * J->E) * sizeof(double));
   double* dv = malloc(cells(J->S * J->Ev) * sizeof(double));
   double* dq = malloc(cells(J->E) * sizeof(double));
-  if (!s || !dk || !dv || !dq) {
+  double* dp = malloc(cells(J->S) * sizeof(double));
+  if (!s || !dk || !dv || !dq || !dp) {
     J->status = TPURT_ERR_OOM;
-    free(s), free(dk), free(dv), free(dq);
+    free(s), free(dk), free(dv), free(dq), free(dp);
     return;
   }
   int64_t g = J->Hq / J->Hk;
@@ -172,14 +173,22 @@ static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
     for (int64_t h = hk * g; h < (hk + 1) * g; h++)
       for (int64_t i = 0; i < J->L; i++) {
         int64_t r = (b * J->Hq + h) * J->L + i;
-        const float *doi = J->dout + r * J->Ev, *oi = J->o + r * J->Ev, *qi = J->q + r * J->E;
+        const float *doi = J->dout + r * J->Ev, *qi = J->q + r * J->E;
         scores(J, b, h, i, s);
-        double lse = J->lse_in[r], D = dot(doi, oi, J->Ev);
-        for (int64_t e = 0; e < J->E; e++) dq[e] = 0;
+        /* D = dout_i . out_i, from the probabilities rather than the stored (rounded) out:
+         * ds = p (dp - D) cancels, and bf16 rounding of out would dominate it. */
+        double lse = J->lse_in[r], D = 0;
         for (int64_t j = 0; j < J->S; j++) {
           double p = exp(s[j] - lse);
-          if (p == 0 || isnan(p)) continue;
-          double ds = p * (dot(doi, vb + j * J->Ev, J->Ev) - D) * J->scale;
+          s[j] = p == 0 || isnan(p) ? 0 : p;
+          dp[j] = s[j] ? dot(doi, vb + j * J->Ev, J->Ev) : 0;
+          D += s[j] * dp[j];
+        }
+        for (int64_t e = 0; e < J->E; e++) dq[e] = 0;
+        for (int64_t j = 0; j < J->S; j++) {
+          double p = s[j];
+          if (p == 0) continue;
+          double ds = p * (dp[j] - D) * J->scale;
           for (int64_t e = 0; e < J->Ev; e++) dv[j * J->Ev + e] += p * doi[e];
           for (int64_t e = 0; e < J->E; e++) {
             dq[e] += ds * kb[j * J->E + e];
@@ -193,7 +202,7 @@ static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
     for (int64_t x = 0; x < J->S * J->E; x++) dkb[x] = (float)dk[x];
     for (int64_t x = 0; x < J->S * J->Ev; x++) dvb[x] = (float)dv[x];
   }
-  free(s), free(dk), free(dv), free(dq);
+  free(s), free(dk), free(dv), free(dq), free(dp);
 }
 
 tpurt_status tpurt_kernel_sdpa_fused_backward(const tpurt_op_call* c) {
@@ -209,22 +218,22 @@ tpurt_status tpurt_kernel_sdpa_fused_backward(const tpurt_op_call* c) {
   J.scale = c->args[16].kind == TPURT_V_FLOAT ? c->args[16].f : 1.0 / sqrt((double)J.E);
   J.bias = c->args[4].kind == TPURT_V_TENSOR ? &c->args[4].t : NULL;
   float *fq = dense_f32(q), *fk = dense_f32(k), *fv = dense_f32(v), *fgo = dense_f32(go),
-        *fo = dense_f32(&c->args[6].t), *flse = dense_f32(&c->args[7].t);
+        *flse = dense_f32(&c->args[7].t);
   int64_t nq = tpurt_numel(q), nk = tpurt_numel(k), nv = tpurt_numel(v);
   float* dq = malloc(cells(nq) * sizeof(float));
   float* dk = malloc(cells(nk) * sizeof(float));
   float* dv = malloc(cells(nv) * sizeof(float));
   tpurt_status s = TPURT_OK;
-  if (!fq || !fk || !fv || !fgo || !fo || !flse || !dq || !dk || !dv) {
+  if (!fq || !fk || !fv || !fgo || !flse || !dq || !dk || !dv) {
     s = tpurt_fail(TPURT_ERR_OOM, "tpu fused attention backward: host out of memory for scratch");
   } else {
-    J.q = fq, J.k = fk, J.v = fv, J.dout = fgo, J.o = fo, J.lse_in = flse, J.dq = dq, J.dk = dk, J.dv = dv;
+    J.q = fq, J.k = fk, J.v = fv, J.dout = fgo, J.lse_in = flse, J.dq = dq, J.dk = dk, J.dv = dv;
     tpurt_parallel_for(J.B * J.Hk, 1, bwd_groups, &J);
     if (J.status) s = tpurt_fail(J.status, "tpu fused attention backward: host out of memory for scratch");
     float* grads[3] = {dq, dk, dv};
     for (int o = 0; o < 3 && !s; o++)
       if (c->outs[o].ndim >= 0 && c->outs[o].data && tpurt_numel(&c->outs[o])) s = store_dense(&c->outs[o], grads[o]);
   }
-  free(fq), free(fk), free(fv), free(fgo), free(fo), free(flse), free(dq), free(dk), free(dv);
+  free(fq), free(fk), free(fv), free(fgo), free(flse), free(dq), free(dk), free(dv);
   return s;
 }

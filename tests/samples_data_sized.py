@@ -64,3 +64,5 @@ register("unique_consecutive", lambda x: torch.unique_consecutive(x, return_inve
          uc_in, dtypes=ALL64, grad=False, name="unique_consecutive dim")
 register("unique_consecutive", lambda x: torch.unique_consecutive(x, dim=-1), uc_in, dtypes=FLOATS, grad=False,
          name="unique_consecutive last dim")
+register("_unique", lambda x: torch._unique(x, return_inverse=True), lambda dt: [make((3, 4), dt, low=-2, high=2)],
+         dtypes=ALL64, grad=False, name="_unique")

@@ -168,9 +168,10 @@ tpurt_status tpurt_kernel_repeat_interleave(const tpurt_op_call* c) {
 /* ---------------------------------------------------------------- unique */
 tpurt_status tpurt_kernel_unique(const tpurt_op_call* c) {
   /* _unique2(self, sorted, return_inverse, return_counts) -> (values sorted ascending as CPU
-   * always does, inverse (self's shape, or [0]), counts ([n], or [0])) */
+   * always does, inverse (self's shape, or [0]), counts ([n], or [0])); the older
+   * _unique(self, sorted, return_inverse) is the same without counts */
   const tpurt_tensor* self = &c->args[0].t;
-  int want_inv = c->args[2].i != 0, want_cnt = c->args[3].i != 0;
+  int with_counts = c->nargs > 3, want_inv = c->args[2].i != 0, want_cnt = with_counts && c->args[3].i != 0;
   int64_t n = tpurt_numel(self);
   tpurt_line l = {.n = n, .as_int = !tpurt_is_float(self->dtype)};
   l.keys = malloc((size_t)(n ? n : 1) * 8);
@@ -203,10 +204,10 @@ tpurt_status tpurt_kernel_unique(const tpurt_op_call* c) {
     tpurt_declare_output(c, 0, self->dtype, 1, &groups);
     if (want_inv) tpurt_declare_output(c, 1, TPURT_I64, self->ndim, self->sizes);
     else tpurt_declare_output(c, 1, TPURT_I64, 1, &zero);
-    tpurt_declare_output(c, 2, TPURT_I64, 1, want_cnt ? &groups : &zero);
+    if (with_counts) tpurt_declare_output(c, 2, TPURT_I64, 1, want_cnt ? &groups : &zero);
     goto done;
   }
-  const tpurt_tensor *vals = &c->outs[0], *inv = &c->outs[1], *cnt = &c->outs[2];
+  const tpurt_tensor *vals = &c->outs[0], *inv = &c->outs[1], *cnt = &c->outs[with_counts ? 2 : 1];
   size_t es = esize(vals);
   if (want_cnt)
     for (j = 0; j < groups; j++) ((int64_t*)cnt->data)[j * cnt->strides[0]] = 0;

@@ -66,3 +66,6 @@ register("unique_consecutive", lambda x: torch.unique_consecutive(x, dim=-1), uc
          name="unique_consecutive last dim")
 register("_unique", lambda x: torch._unique(x, return_inverse=True), lambda dt: [make((3, 4), dt, low=-2, high=2)],
          dtypes=ALL64, grad=False, name="_unique")
+register("unique_dim", lambda x: torch.unique(x, dim=0, return_inverse=True, return_counts=True), uc_in,
+         dtypes=ALL64, grad=False)
+register("unique_dim", lambda x: torch.unique(x, dim=1), uc_in, dtypes=FLOATS, grad=False, name="unique_dim 1")

@@ -1,14 +1,16 @@
 /* Kernels whose output sizes depend on tensor data (TPURT_OPF_DATA_SIZED): nonzero,
- * masked_select, bincount, repeat_interleave, unique, unique_consecutive. Each is called
- * twice: first to read its inputs and declare its outputs (tpurt_sizing), then to fill
- * them. They validate their inputs themselves (PyTorch has no meta function for them) and
- * fail as CPU does. */
+ * masked_select, bincount, repeat_interleave, unique (+ unique_dim), unique_consecutive.
+ * Each is called twice: first to read its inputs and declare its outputs (tpurt_sizing),
+ * then to fill them. They validate their inputs themselves (PyTorch has no meta function
+ * for them) and fail as CPU does. */
 #include <stdlib.h>
 
 #include "../internal.h"
 #include "sort.h"
 
 static size_t esize(const tpurt_tensor* t) { return tpurt_dtype_size((tpurt_dtype)t->dtype); }
+
+static size_t cells_of(int64_t n) { return (size_t)(n > 0 ? n : 1); }
 
 static int is_integral(int dt) { return !tpurt_is_float(dt) && dt != TPURT_BOOL; }
 
@@ -300,5 +302,76 @@ tpurt_status tpurt_kernel_unique_consecutive(const tpurt_op_call* c) {
     if (want_cnt) ((int64_t*)cnt->data)[g * cnt->strides[0]]++;
     if (want_inv) ((int64_t*)inv->data)[dim >= 0 ? k * inv->strides[0] : slice_elem(inv, -1, k, 0)] = g;
   }
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- unique_dim */
+typedef struct {
+  const tpurt_tensor* t;
+  int dim;
+  int64_t per;
+} slice_order;
+
+/* Lexicographic order of two slices along dim; ties keep input order (a stable sort). */
+static int slice_cmp(const void* a, const void* b, void* ctx) {
+  const slice_order* o = ctx;
+  int64_t x = *(const int64_t*)a, y = *(const int64_t*)b;
+  size_t es = esize(o->t);
+  for (int64_t e = 0; e < o->per; e++) {
+    const char* pa = (const char*)o->t->data + slice_elem(o->t, o->dim, x, e) * (int64_t)es;
+    const char* pb = (const char*)o->t->data + slice_elem(o->t, o->dim, y, e) * (int64_t)es;
+    double va = tpurt_is_float(o->t->dtype) ? tpurt_load_f64(pa, o->t->dtype) : 0;
+    double vb = tpurt_is_float(o->t->dtype) ? tpurt_load_f64(pb, o->t->dtype) : 0;
+    int64_t ia = tpurt_is_float(o->t->dtype) ? 0 : tpurt_load_i64(pa, o->t->dtype);
+    int64_t ib = tpurt_is_float(o->t->dtype) ? 0 : tpurt_load_i64(pb, o->t->dtype);
+    if (va != vb || ia != ib) return va < vb || ia < ib ? -1 : 1;
+  }
+  return x < y ? -1 : x > y;
+}
+
+tpurt_status tpurt_kernel_unique_dim(const tpurt_op_call* c) {
+  /* unique_dim(self, dim, sorted, return_inverse, return_counts) -> (the distinct slices
+   * along dim in lexicographic order, inverse [size(dim)], counts) — CPU fills inverse and
+   * counts whatever the flags say */
+  const tpurt_tensor* self = &c->args[0].t;
+  int64_t d = c->args[1].i, nd = self->ndim ? self->ndim : 1;
+  if (d < -nd || d >= nd)
+    return tpurt_fail(TPURT_ERR_INDEX, "Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
+                      (long long)-nd, (long long)nd - 1, (long long)d);
+  if (self->ndim == 0) return tpurt_fail(TPURT_ERR_RUNTIME, "unique_dim: a 0-dim tensor has no dim to take slices along");
+  slice_order o = {self, (int)(d < 0 ? d + nd : d), 0};
+  int64_t n = self->sizes[o.dim];
+  o.per = n ? tpurt_numel(self) / n : 0;
+  int64_t* idx = malloc(cells_of(n) * sizeof(int64_t));
+  if (!idx) return tpurt_fail(TPURT_ERR_OOM, "unique_dim: host out of memory for scratch");
+  for (int64_t k = 0; k < n; k++) idx[k] = k;
+  qsort_r(idx, (size_t)n, sizeof(int64_t), slice_cmp, &o);
+  int64_t groups = 0;
+  for (int64_t k = 0; k < n; k++) groups += k == 0 || !slices_equal(self, o.dim, idx[k - 1], idx[k], o.per);
+  if (tpurt_sizing(c)) {
+    int64_t vs[TPURT_MAX_DIMS];
+    memcpy(vs, self->sizes, sizeof vs);
+    vs[o.dim] = groups;
+    tpurt_declare_output(c, 0, self->dtype, self->ndim, vs);
+    tpurt_declare_output(c, 1, TPURT_I64, 1, &n);
+    tpurt_declare_output(c, 2, TPURT_I64, 1, &groups);
+    free(idx);
+    return TPURT_OK;
+  }
+  const tpurt_tensor *vals = &c->outs[0], *inv = &c->outs[1], *cnt = &c->outs[2];
+  size_t es = esize(self);
+  int64_t g = -1;
+  for (int64_t k = 0; k < n; k++) {
+    if (k == 0 || !slices_equal(self, o.dim, idx[k - 1], idx[k], o.per)) {
+      g++;
+      for (int64_t e = 0; e < o.per; e++)
+        memcpy((char*)vals->data + slice_elem(vals, o.dim, g, e) * (int64_t)es,
+               (const char*)self->data + slice_elem(self, o.dim, idx[k], e) * (int64_t)es, es);
+      ((int64_t*)cnt->data)[g * cnt->strides[0]] = 0;
+    }
+    ((int64_t*)cnt->data)[g * cnt->strides[0]]++;
+    ((int64_t*)inv->data)[idx[k] * inv->strides[0]] = g;
+  }
+  free(idx);
   return TPURT_OK;
 }

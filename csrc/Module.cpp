@@ -1,4 +1,5 @@
 // Python bindings of torch_tpu._C: thin wrappers over the runtime's C API.
+#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
@@ -10,6 +11,41 @@
 namespace torch_tpu {
 std::map<std::string, std::pair<int64_t, std::string>> fallback_counts();
 void reset_fallback_counts();
+
+PyExc python_exception_kind(const std::exception& e, std::string* message) {
+  auto kind_of = [](PyObject* type) {
+    return !type ? PyExc::kOther
+           : PyErr_GivenExceptionMatches(type, PyExc_NotImplementedError) ? PyExc::kNotImplemented
+           : PyErr_GivenExceptionMatches(type, PyExc_AssertionError)      ? PyExc::kAssertion
+                                                                           : PyExc::kOther;
+  };
+  if (const auto* pe = dynamic_cast<const pybind11::error_already_set*>(&e)) {  // holds the error
+    pybind11::gil_scoped_acquire gil;
+    PyExc kind = kind_of(pe->type().ptr());
+    *message = pybind11::str(pe->value()).cast<std::string>();
+    return kind;
+  }
+  const auto* pe = dynamic_cast<const python_error*>(&e);
+  if (!pe) return PyExc::kOther;
+  pybind11::gil_scoped_acquire gil;
+  // Not yet persisted, the exception is still the interpreter's pending error.
+  PyObject *type = pe->type, *value = pe->value, *tb = nullptr;
+  bool pending = !type;
+  if (pending) PyErr_Fetch(&type, &value, &tb);
+  PyExc kind = kind_of(type);
+  if (value) {
+    PyObject* str = PyObject_Str(value);
+    if (str && PyUnicode_AsUTF8(str)) *message = PyUnicode_AsUTF8(str);
+    Py_XDECREF(str);
+    PyErr_Clear();
+  }
+  if (pending && kind == PyExc::kOther) {
+    PyErr_Restore(type, value, tb);
+  } else if (pending) {
+    Py_XDECREF(type), Py_XDECREF(value), Py_XDECREF(tb);
+  }
+  return kind;
+}
 }  // namespace torch_tpu
 
 namespace {

@@ -7,6 +7,8 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/transformers/attention.h>
+#include <ATen/SDPBackend.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/unfold_native.h>
@@ -248,7 +250,8 @@ struct NativeKernel final : c10::OperatorKernel {
       if (a.isTensor() && a.toTensor().defined() && a.toTensor().device().type() != kTpu && device)
         TORCH_CHECK(a.toTensor().dim() == 0, "Expected all tensors to be on the same device, but found at least two devices, ",
                     *device, " and ", a.toTensor().device(), "!");
-    if (!decline && !has_meta(op)) decline = "no meta function to compute output shapes";
+    const bool data_sized = flags_ & TPURT_OPF_DATA_SIZED;
+    if (!decline && !has_meta(op) && (!data_sized || aliases_output(schema))) decline = "no meta function to compute output shapes";
     if (decline || !device) {
       cpu_fallback(op, stack, decline ? decline : "no tpu tensor argument");
       return;
@@ -265,15 +268,29 @@ struct NativeKernel final : c10::OperatorKernel {
       auto it = cache_.find(key);
       if (it != cache_.end()) meta = it->second;
     }
-    if (!meta) {
+    // No meta answer without reading data (nonzero, x[bool_mask]): a DATA_SIZED kernel
+    // sizes the outputs itself (below), any other op runs on the CPU.
+    bool sized_by_kernel = data_sized && !has_meta(op);
+    if (!meta && !sized_by_kernel) {
       try {
         meta = compute_meta(op, args);
       } catch (const c10::NotImplementedError&) {
-        // No meta answer without reading data (nonzero, x[bool_mask]): run it on the CPU.
+        sized_by_kernel = true;
+      } catch (const std::exception& e) {
+        std::string message;
+        auto kind = python_exception_kind(e, &message);
+        // A Python meta function's assert is an argument check that CPU's kernel raises
+        // as RuntimeError (embedding's 2-D weight).
+        TORCH_CHECK(kind != PyExc::kAssertion, message);
+        if (kind != PyExc::kNotImplemented) throw;
+        sized_by_kernel = true;
+      }
+      // out= forms would need their output resized after the arguments are described.
+      if (sized_by_kernel && (!data_sized || aliases_output(schema))) {
         cpu_fallback(op, stack, "output shape depends on tensor data");
         return;
       }
-      if (cacheable) {
+      if (meta && cacheable) {
         std::lock_guard<std::mutex> g(cache_mu_);
         if (cache_.size() > 4096) cache_.clear();
         cache_.emplace(std::move(key), meta);
@@ -281,28 +298,13 @@ struct NativeKernel final : c10::OperatorKernel {
     }
     for (size_t i = 0; i < nargs; i++) {  // as CPU: no writing through expanded (self-overlapping) views
       const auto* ai = schema.arguments()[i].alias_info();
-      if (ai && ai->isWrite() && args[i].isTensor() && args[i].toTensor().defined())
+      if (ai && ai->isWrite() && args[i].isTensor() && args[i].toTensor().defined()) {
         at::assert_no_internal_overlap(args[i].toTensor());
-    }
-    for (const auto& [i, sizes] : meta->resized) {
-      const auto& real = args[i].toTensor();
-      if (real.sizes() != c10::IntArrayRef(sizes)) resize_(real, sizes, std::nullopt);
-    }
-    std::vector<c10::IValue> results;
-    results.reserve(meta->rets.size());
-    for (const auto& r : meta->rets) {
-      if (r.aliased_arg >= 0) {
-        results.push_back(args[r.aliased_arg]);
-      } else if (r.kind == MetaRet::kTensor) {
-        results.emplace_back(r.tensors[0].allocate(*device));
-      } else if (r.kind == MetaRet::kList) {
-        c10::List<at::Tensor> l;
-        for (const auto& t : r.tensors) l.push_back(t.allocate(*device));
-        results.emplace_back(l);
-      } else {
-        results.push_back(r.other);
+        if (schema.arguments()[i].is_out()) check_out_overlap(args, i);
       }
     }
+    std::vector<c10::IValue> results;
+    if (meta) allocate_outputs(*meta, args, *device, results);
 
     // The call.
     tpurt_op_call call{};
@@ -325,6 +327,19 @@ struct NativeKernel final : c10::OperatorKernel {
       if (a.isGenerator()) gen = a.toGenerator();
       TORCH_CHECK(n < TPURT_MAX_ARGS, "too many arguments for the tpu runtime");
       call.args[n++] = value_of(a, ints, floats, lists, strings);
+    }
+    if (!meta) {  // sized by the kernel: it reads its inputs once the stream has run up to here
+      TORCH_CHECK(n <= TPURT_MAX_ARGS, "too many arguments for the tpu runtime");
+      call.nargs = n;
+      check(tpurt_op_size_outputs(current_stream(device->index()), &call));
+      TORCH_CHECK(static_cast<size_t>(call.nouts) == schema.returns().size(), "tpu kernel ",
+                  tpurt_op_kernel_name(op_), " declared ", call.nouts, " outputs, the schema has ",
+                  schema.returns().size());
+      for (int o = 0; o < call.nouts; o++) {
+        const auto& t = call.outs[o];
+        results.emplace_back(at::empty(c10::IntArrayRef(t.sizes, t.ndim),
+                                       at::TensorOptions().dtype(from_tpurt_dtype(t.dtype)).device(*device)));
+      }
     }
     int nouts = 0;
     for (const auto& r : results) {
@@ -399,6 +414,28 @@ struct NativeKernel final : c10::OperatorKernel {
     std::vector<MetaRet> rets;
     std::vector<std::pair<size_t, std::vector<int64_t>>> resized;  // out= args the meta resized
   };
+
+  static void allocate_outputs(const MetaResult& meta, c10::ArrayRef<c10::IValue> args, c10::Device device,
+                               std::vector<c10::IValue>& results) {
+    for (const auto& [i, sizes] : meta.resized) {
+      const auto& real = args[i].toTensor();
+      if (real.sizes() != c10::IntArrayRef(sizes)) resize_(real, sizes, std::nullopt);
+    }
+    results.reserve(meta.rets.size());
+    for (const auto& r : meta.rets) {
+      if (r.aliased_arg >= 0) {
+        results.push_back(args[r.aliased_arg]);
+      } else if (r.kind == MetaRet::kTensor) {
+        results.emplace_back(r.tensors[0].allocate(device));
+      } else if (r.kind == MetaRet::kList) {
+        c10::List<at::Tensor> l;
+        for (const auto& t : r.tensors) l.push_back(t.allocate(device));
+        results.emplace_back(l);
+      } else {
+        results.push_back(r.other);
+      }
+    }
+  }
 
   static std::shared_ptr<const MetaResult> compute_meta(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args) {
     const auto& schema = op.schema();
@@ -556,6 +593,23 @@ struct NativeKernel final : c10::OperatorKernel {
     return v;
   }
 
+  // As CPU: an out= tensor may not share some (but not all) of its memory with an input.
+  static void check_out_overlap(c10::ArrayRef<c10::IValue> args, size_t out) {
+    const auto& o = args[out].toTensor();
+    for (size_t i = 0; i < args.size(); i++) {
+      if (i == out) continue;
+      if (args[i].isTensor() && args[i].toTensor().defined()) at::assert_no_partial_overlap(o, args[i].toTensor());
+      else if (args[i].isTensorList())
+        for (const auto& t : args[i].toTensorList()) at::assert_no_partial_overlap(o, t);
+    }
+  }
+
+  static bool aliases_output(const c10::FunctionSchema& schema) {
+    for (size_t r = 0; r < schema.returns().size(); r++)
+      if (aliased_arg(schema, r) >= 0) return true;
+    return false;
+  }
+
   // Index of the argument a return aliases (out= and in-place ops), or -1.
   static int aliased_arg(const c10::FunctionSchema& schema, size_t r) {
     const auto* ra = schema.returns()[r].alias_info();
@@ -661,9 +715,30 @@ struct NativeKernel final : c10::OperatorKernel {
   int meta_known_ = -1;
 };
 
+// ------------------------------------------------------------------ attention backend choice
+// PyTorch picks an SDPA backend through a dispatch stub: the "overrideable" one reaches the
+// runtime's fused kernel (op table); dropout and masks needing a gradient take the math path.
+int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                         const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
+                         std::optional<double> scale, bool enable_gqa) {
+  bool fused = dropout_p == 0.0 && q.dim() == 4 && k.dim() == 4 && v.dim() == 4 &&
+               !(mask.has_value() && mask->defined() && mask->requires_grad()) && k.size(1) > 0 &&
+               q.size(1) % k.size(1) == 0 && (enable_gqa || q.size(1) == k.size(1));
+  return static_cast<int64_t>(fused ? at::SDPBackend::overrideable : at::SDPBackend::math);
+}
+
 }  // namespace
 
+}  // namespace torch_tpu
+
+namespace at::native {
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &torch_tpu::fused_sdp_choice)
+}  // namespace at::native
+
+namespace torch_tpu {
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_fused_sdp_choice", fused_sdp_choice);
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
   m.impl("as_strided", as_strided);

@@ -25,6 +25,12 @@ int32_t current_stream(c10::DeviceIndex device);
 // The current stream of the tensor's device, as a c10::Stream-compatible id.
 void synchronize_device(c10::DeviceIndex device);
 
+// The Python exception e carries when a Python meta function raised it through the
+// dispatcher (NotImplementedError: it cannot size its output without the data, as nonzero's).
+// A recognised kind is taken off the interpreter (the caller handles it); *message gets its text.
+enum class PyExc { kOther, kNotImplemented, kAssertion };
+PyExc python_exception_kind(const std::exception& e, std::string* message);
+
 // Counted CPU fallback entry (Ops.cpp); also used for ops whose native path declines.
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const char* why);
 

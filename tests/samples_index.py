@@ -168,3 +168,47 @@ register("roll", lambda x: torch.roll(x, 7), [(3, 4)], dtypes=FLOATS, name="roll
 register("roll.out", lambda x: torch.ops.aten.roll.out(x, [1], [1], out=torch.empty(0, dtype=x.dtype,
                                                                                     device=x.device)),
          [(3, 4)], dtypes=ALL64, grad=False)
+
+# index_fill / index_reduce / take / put_ / masked_scatter / channel_shuffle / max_unpool
+fill_in = lambda dt: [make((4, 3), dt), idx(3, -4, 3)]  # noqa: E731
+register("index_fill.int_Scalar", lambda x, i: torch.index_fill(x, 0, i, 2), fill_in, dtypes=ALL64)
+register("index_fill.int_Tensor", lambda x, i: x.index_fill(1, i[:1] % 3, torch.tensor(-1.5, device=x.device)),
+         fill_in, dtypes=FLOATS)
+register("index_fill_.int_Scalar", lambda x, i: x.index_fill_(0, i, 1), fill_in, dtypes=ALL, grad=False)
+register("index_fill_.int_Tensor", lambda x, i: x.index_fill_(-1, i[:2] % 3, torch.tensor(3, device=x.device)),
+         fill_in, dtypes=ALL, grad=False)
+register("index_fill.int_Scalar_out index_fill.int_Tensor_out",
+         lambda x, i: torch.ops.aten.index_fill.int_Scalar_out(x, 0, i, 5, out=torch.empty_like(x)), fill_in,
+         dtypes=FLOATS, grad=False)
+
+red_in = lambda dt: [make((5, 3), dt), idx(4, 0, 4, 1), make((4, 3), dt, seed=1)]  # noqa: E731
+for _r in ("prod", "mean", "amax", "amin"):
+    register("index_reduce", lambda x, i, s, r=_r: torch.index_reduce(x, 0, i, s, r), red_in, dtypes=FLOATS,
+             name=f"index_reduce {_r}")
+    register("index_reduce", lambda x, i, s, r=_r: torch.index_reduce(x, 0, i, s, r, include_self=False), red_in,
+             dtypes=FLOATS + (torch.int64, torch.int32), grad=False, name=f"index_reduce {_r} exclude self")
+register("index_reduce_ index_reduce.out", lambda x, i, s: x.index_reduce_(0, i, s, "mean"), red_in,
+         dtypes=(torch.float32, torch.int64), grad=False)
+
+take_in = lambda dt: [make((3, 4), dt), idx(0, 11, -1, 5, 5).view(5, 1)]  # noqa: E731
+register("take take.out", lambda x, i: torch.take(x, i), take_in, dtypes=ALL64)
+register("put_", lambda x, i, s: x.put(i.flatten(), s), lambda dt: [make((3, 4), dt), idx(0, 11, -2, 6),
+                                                                   make((4,), dt, seed=1)], dtypes=FLOATS)
+register("put_", lambda x, i, s: x.put_(i, s, accumulate=True), lambda dt: [make((3, 4), dt), idx(0, 11, 0, 6),
+                                                                          make((2, 2), dt, seed=1)],
+         dtypes=(torch.float32, torch.int64, torch.int32), grad=False, name="put_ accumulate")
+
+msc_in = lambda dt: [make((3, 4), dt), make((4,), torch.bool, seed=4), make((14,), dt, seed=1)]  # noqa: E731
+register("masked_scatter masked_select", lambda x, m, s: x.masked_scatter(m, s), msc_in, dtypes=FLOATS)
+register("masked_scatter_ masked_scatter.out", lambda x, m, s: x.masked_scatter_(m, s), msc_in, dtypes=ALL64,
+         grad=False)
+
+register("channel_shuffle channel_shuffle.out", lambda x: torch.nn.functional.channel_shuffle(x, 3),
+         lambda dt: [make((2, 6, 2, 3), dt)], dtypes=ALL64, grad=False)
+
+unpool_in = lambda dt: list(torch.nn.functional.max_pool2d(make((2, 3, 4, 6), dt), 2, return_indices=True))  # noqa
+register("max_unpool2d max_unpool2d.out gather", lambda x, i: torch.nn.functional.max_unpool2d(x, i, 2), unpool_in,
+         dtypes=FLOATS)
+unpool3_in = lambda dt: list(torch.nn.functional.max_pool3d(make((1, 2, 4, 4, 2), dt), 2, return_indices=True))  # noqa
+register("max_unpool3d max_unpool3d.out", lambda x, i: torch.nn.functional.max_unpool3d(x, i, 2), unpool3_in,
+         dtypes=FLOATS)

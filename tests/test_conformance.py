@@ -14,7 +14,7 @@ from torch_tpu import conformance as conf
 @pytest.fixture(scope="module")
 def inprocess(tmp_path_factory):
     out = tmp_path_factory.mktemp("conf")
-    ops = conf.select_ops(["add", "nonzero", "index_select"])
+    ops = conf.select_ops(["add", "nonzero_static", "index_select"])
     records = conf.sweep_inprocess(ops, ["float32", "int64"], str(out), time_limit=60, max_samples=8, quiet=True)
     summary = conf.write_outputs(records, str(out), "test")
     return out, records, summary
@@ -28,7 +28,7 @@ def test_records_streamed_for_every_op_and_dtype(inprocess):
     out, records, _ = inprocess
     lines = [json.loads(line) for line in (out / "conformance.jsonl").read_text().splitlines()]
     assert lines == json.loads(json.dumps(records))
-    for op in ("add", "nonzero", "index_select"):
+    for op in ("add", "nonzero_static", "index_select"):
         for dtype in ("float32", "int64"):
             _dtype_rec(records, op, dtype)
         assert any(r["kind"] == "op_done" and r["op"] == op for r in records)
@@ -46,12 +46,12 @@ def test_known_good_op_passes_forward_and_backward(inprocess):
 
 def test_cpu_fallback_is_reported_not_passed(inprocess):
     _, records, summary = inprocess
-    r = _dtype_rec(records, "nonzero", "float32")   # data-dependent output shape: CPU fallback
+    r = _dtype_rec(records, "nonzero_static", "float32")   # no native kernel: CPU fallback
     assert r["status"] == "fallback", r
     assert r["fwd"]["pass"] == 0 and r["fwd"]["fallback"] > 0
-    assert "aten::nonzero" in r["fallback_ops"]
-    assert "aten::nonzero" in summary["fallback_aten_ops"]
-    assert any(g["op"] == "nonzero" for g in summary["gaps"])
+    assert "aten::nonzero_static" in r["fallback_ops"]
+    assert "aten::nonzero_static" in summary["fallback_aten_ops"]
+    assert any(g["op"] == "nonzero_static" for g in summary["gaps"])
 
 
 def test_summary_and_report(inprocess):

@@ -35,6 +35,30 @@ BAD_CALLS = {
                                                                                   torch.ones(1, device=d)),
     "index_select index out of range": lambda d: torch.index_select(torch.ones(3, device=d), 0,
                                                                     torch.tensor([5], device=d)),
+    # PyTorch's meta functions raise other types here than CPU does
+    "embedding 0-dim weight": lambda d: torch.nn.functional.embedding(torch.tensor([0], device=d),
+                                                                      torch.tensor(1.0, device=d)),
+    "amax over a zero-size dim": lambda d: torch.amax(torch.ones(0, 3, device=d), 0),
+    "amin over a zero-size dim": lambda d: torch.amin(torch.ones(2, 0, device=d), -1),
+    "cat out= overlapping an input": lambda d: (lambda x: torch.cat([x[:2], x[2:]], out=x))(torch.ones(4, device=d)),
+    # ops that size their outputs from the data validate their inputs themselves
+    "masked_select non-bool mask": lambda d: torch.masked_select(torch.ones(3, device=d), torch.ones(3, device=d)),
+    "masked_select shape mismatch": lambda d: torch.masked_select(torch.ones(3, device=d),
+                                                                  torch.ones(4, dtype=torch.bool, device=d)),
+    "x[mask] shape mismatch": lambda d: torch.ones(3, 4, device=d)[torch.ones(4, dtype=torch.bool, device=d)],
+    "bincount negative": lambda d: torch.bincount(torch.tensor([-1, 2], device=d)),
+    "bincount float": lambda d: torch.bincount(torch.tensor([1.0, 2.0], device=d)),
+    "bincount weights length": lambda d: torch.bincount(torch.tensor([1, 2], device=d), torch.ones(3, device=d)),
+    "repeat_interleave negative": lambda d: torch.repeat_interleave(torch.tensor([1, -2], device=d)),
+    "repeat_interleave 2-d": lambda d: torch.repeat_interleave(torch.tensor([[1, 2]], device=d)),
+    "masked_scatter short source": lambda d: torch.ones(3, device=d).masked_scatter(
+        torch.ones(3, dtype=torch.bool, device=d), torch.ones(2, device=d)),
+    "take index out of range": lambda d: torch.ones(3, device=d).take(torch.tensor([5], device=d)),
+    "put_ index out of range": lambda d: torch.ones(3, device=d).put_(torch.tensor([-4], device=d),
+                                                                      torch.ones(1, device=d)),
+    "index_fill index out of range": lambda d: torch.ones(3, device=d).index_fill(0, torch.tensor([3], device=d), 1),
+    "max_unpool2d bad index": lambda d: torch.nn.functional.max_unpool2d(
+        torch.ones(1, 1, 2, 2, device=d), torch.full((1, 1, 2, 2), 99, device=d), 2),
 }
 
 

@@ -147,6 +147,7 @@ enum {
   TPURT_OPF_ALIAS_SAFE = 1 << 0, /* output may be the very same view as an input (elementwise) */
   TPURT_OPF_RANDOM = 1 << 1,     /* consumes Philox numbers: one counter per output element */
   TPURT_OPF_OUT_ARGS = 1 << 2,   /* outputs are listed in args as mutable tensors too (foreach_) */
+  TPURT_OPF_DATA_SIZED = 1 << 3, /* output sizes may depend on tensor data: tpurt_op_size_outputs */
 };
 
 /* Number of ATen overload names the runtime implements natively. */
@@ -166,6 +167,13 @@ int tpurt_op_flags(int op);
 tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* call);
 /* Run an op now, on the calling thread (used by tests and by the stream workers). */
 tpurt_status tpurt_op_run(const tpurt_op_call* call);
+/* For ops flagged TPURT_OPF_DATA_SIZED (nonzero, masked_select, x[mask], ...), whose output
+ * sizes no meta function can know: waits for the work queued on `stream`, then has the
+ * kernel read its inputs and write each output's dtype, ndim and sizes to call->outs[0..
+ * call->nouts) (data NULL, strides dense). The caller then allocates those outputs and
+ * launches the same call. `call` is the caller's; outs and nouts are overwritten. Fails like
+ * the kernel would on bad input. */
+tpurt_status tpurt_op_size_outputs(int32_t stream, tpurt_op_call* call);
 
 /* ---------------------------------------------------------------- chips */
 typedef struct tpurt_chip_info {

@@ -19,6 +19,11 @@ const char* tpurt_shape_str(const tpurt_tensor* t);
 
 /* ---------------------------------------------------------------- op table */
 typedef tpurt_status (*tpurt_kernel_fn)(const tpurt_op_call* call);
+/* A TPURT_OPF_DATA_SIZED kernel is also called by tpurt_op_size_outputs with nouts == 0:
+ * it then validates its inputs, declares every output and returns without writing any. */
+static inline int tpurt_sizing(const tpurt_op_call* c) { return c->nouts == 0; }
+/* Declare output `o` of a sizing call: dtype and sizes, dense strides. */
+void tpurt_declare_output(const tpurt_op_call* c, int o, int dtype, int ndim, const int64_t* sizes);
 
 /* ---------------------------------------------------------------- half types */
 static inline float tpurt_bf16_to_f32(uint16_t v) {

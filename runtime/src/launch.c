@@ -297,8 +297,38 @@ tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* c) {
   return tpurt_stream_enqueue(stream, run_cloned, copy, free, ops[c->op].kernel);
 }
 
-/* ---------------------------------------------------------------- host <-> device copies */
+/* ---------------------------------------------------------------- data-sized outputs */
 tpurt_status tpurt_stream_run_blocking(int32_t s, tpurt_status (*fn)(void*), void* arg, const char* what);
+
+/* The sizing call belongs to tpurt_op_size_outputs' caller, who handed it over writable. */
+void tpurt_declare_output(const tpurt_op_call* c, int o, int dtype, int ndim, const int64_t* sizes) {
+  tpurt_tensor* t = &((tpurt_op_call*)c)->outs[o];
+  memset(t, 0, sizeof *t);
+  t->dtype = dtype;
+  t->ndim = ndim;
+  int64_t st = 1;
+  for (int d = ndim - 1; d >= 0; d--) t->sizes[d] = sizes[d], t->strides[d] = st, st *= sizes[d] > 1 ? sizes[d] : 1;
+}
+
+/* Outputs left undeclared keep ndim -1; the declared ones are the leading run. */
+static tpurt_status size_cmd(void* p) {
+  tpurt_op_call* c = p;
+  c->nouts = 0;
+  for (int o = 0; o < TPURT_MAX_OUTS; o++) c->outs[o].ndim = -1, c->outs[o].data = NULL;
+  tpurt_status s = ops[c->op].fn(c);
+  while (c->nouts < TPURT_MAX_OUTS && c->outs[c->nouts].ndim >= 0) c->nouts++;
+  return s;
+}
+
+tpurt_status tpurt_op_size_outputs(int32_t stream, tpurt_op_call* c) {
+  tpurt_status s = tpurt_init();
+  if (s) return s;
+  if (c->op < 0 || c->op >= OP_COUNT || !(ops[c->op].flags & TPURT_OPF_DATA_SIZED))
+    return tpurt_fail(TPURT_ERR_VALUE, "op id %d does not size its outputs from data", c->op);
+  return tpurt_stream_run_blocking(stream, size_cmd, c, ops[c->op].kernel);
+}
+
+/* ---------------------------------------------------------------- host <-> device copies */
 
 typedef struct { void* dst; const void* src; size_t n; } copy_arg;
 

@@ -170,11 +170,40 @@ static void test_numerics(void) {
         "strided f32->bf16 copy");
 }
 
+/* nonzero through tpurt_op_size_outputs: the kernel declares [count, ndim] int64, then fills it. */
+static void test_data_sized_outputs(void) {
+  float host[6] = {0, 2, 0, 4, 5, 0};
+  void* dev;
+  tpurt_malloc(0, sizeof host, 0, &dev);
+  tpurt_memcpy_h2d(0, dev, host, sizeof host);
+  tpurt_op_call c = {.struct_size = sizeof c, .op = tpurt_op_lookup("nonzero"), .nargs = 1};
+  CHECK(c.op >= 0 && (tpurt_op_flags(c.op) & TPURT_OPF_DATA_SIZED), "nonzero is data-sized");
+  tpurt_tensor x = {.data = dev, .dtype = TPURT_F32, .ndim = 2, .sizes = {2, 3}, .strides = {3, 1}};
+  c.args[0] = (tpurt_value){.kind = TPURT_V_TENSOR, .scalar_dtype = -1, .t = x};
+  CHECK(tpurt_op_size_outputs(0, &c) == TPURT_OK, "size nonzero: %s", tpurt_last_error());
+  CHECK(c.nouts == 1 && c.outs[0].dtype == TPURT_I64 && c.outs[0].ndim == 2 && c.outs[0].sizes[0] == 3 &&
+            c.outs[0].sizes[1] == 2 && c.outs[0].strides[0] == 2,
+        "nonzero declares [3, 2] int64");
+  int64_t back[6] = {0};
+  void* out;
+  tpurt_malloc(0, sizeof back, 0, &out);
+  c.outs[0].data = out;
+  CHECK(tpurt_op_launch(0, &c) == TPURT_OK, "launch nonzero");
+  tpurt_memcpy_d2h(0, back, out, sizeof back);
+  CHECK(back[0] == 0 && back[1] == 1 && back[2] == 1 && back[3] == 0 && back[4] == 1 && back[5] == 1,
+        "nonzero coordinates");
+  tpurt_op_call add = {.struct_size = sizeof add, .op = tpurt_op_lookup("add.Tensor")};
+  CHECK(tpurt_op_size_outputs(0, &add) == TPURT_ERR_VALUE, "ops not flagged data-sized are refused");
+  tpurt_free(dev);
+  tpurt_free(out);
+}
+
 int main(void) {
   test_chips();
   test_allocator();
   test_streams_events();
   test_copies_and_ops();
+  test_data_sized_outputs();
   test_numerics();
   return CHECK_DONE();
 }

@@ -375,9 +375,14 @@ static int64_t plan_offset(const index_plan* p, const tpurt_tensor* self, const 
 
 tpurt_status tpurt_kernel_index(const tpurt_op_call* c) {
   /* index.Tensor(self, Tensor?[] indices) */
-  const tpurt_tensor *self = &c->args[0].t, *out = &c->outs[0];
+  const tpurt_tensor *self = &c->args[0].t, *out = tpurt_sizing(c) ? NULL : &c->outs[0];
   index_plan p;
   tpurt_status s = plan_index(&p, self, &c->args[1]);
+  if (!s && tpurt_sizing(c)) { /* bool masks: PyTorch's meta function cannot size the result */
+    tpurt_declare_output(c, 0, self->dtype, p.ndim, p.shape);
+    free(p.masks);
+    return TPURT_OK;
+  }
   if (!s && (p.ndim != out->ndim || memcmp(p.shape, out->sizes, sizeof(int64_t) * (size_t)p.ndim)))
     s = tpurt_fail(TPURT_ERR_RUNTIME, "index: result shape %s does not match the planned one", tpurt_shape_str(out));
   if (!s && tpurt_numel(out)) {

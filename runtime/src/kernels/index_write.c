@@ -1,0 +1,300 @@
+/* Kernels that place or pick elements by an index or mask: index_fill, index_reduce,
+ * take / put_, masked_scatter, channel_shuffle, max_unpool2d/3d. out = self first where the op
+ * updates; every index is validated before anything is written, as in index.c. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../internal.h"
+
+static size_t esize(const tpurt_tensor* t) { return tpurt_dtype_size((tpurt_dtype)t->dtype); }
+static char* at(const tpurt_tensor* t, int64_t off) { return (char*)t->data + off * (int64_t)esize(t); }
+static int64_t offset_of(const tpurt_tensor* t, const int64_t* idx) {
+  int64_t off = 0;
+  for (int d = 0; d < t->ndim; d++) off += idx[d] * t->strides[d];
+  return off;
+}
+/* Element k of a 1-D (or 0-dim) index tensor. */
+static int64_t index_at(const tpurt_tensor* ix, int64_t k) {
+  return tpurt_load_i64(at(ix, ix->ndim ? k * ix->strides[0] : 0), ix->dtype);
+}
+/* Offset of flat (row-major) position k of t. */
+static int64_t flat_offset(const tpurt_tensor* t, int64_t k) {
+  int64_t off = 0;
+  for (int d = t->ndim - 1; d >= 0; d--) off += (k % t->sizes[d]) * t->strides[d], k /= t->sizes[d];
+  return off;
+}
+static int64_t wrap_dim(int64_t d, int ndim) { return d < 0 ? d + (ndim > 0 ? ndim : 1) : d; }
+
+/* ---------------------------------------------------------------- index_fill */
+tpurt_status tpurt_kernel_index_fill(const tpurt_op_call* c) {
+  /* index_fill(self, dim, index, value): out = self; out[..., index[k], ...] = value
+   * (negative indices count from the end) */
+  const tpurt_tensor* out = &c->outs[0];
+  const tpurt_tensor* ix = &c->args[2].t;
+  int64_t dim = wrap_dim(c->args[1].i, out->ndim), n = tpurt_numel(ix);
+  int64_t size = out->ndim ? out->sizes[dim] : 1;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t v = index_at(ix, k);
+    if (v < -size || v >= size)
+      return tpurt_fail(TPURT_ERR_INDEX, "index %lld is out of bounds for dimension %lld with size %lld", (long long)v,
+                        (long long)dim, (long long)size);
+  }
+  tpurt_status s = tpurt_copy_tensor(out, &c->args[0].t);
+  if (s || tpurt_numel(out) == 0) return s;
+  char storage[8], val[8];
+  tpurt_tensor v = c->args[3].kind == TPURT_V_TENSOR ? c->args[3].t : tpurt_scalar_tensor(&c->args[3], storage);
+  if (tpurt_is_float(out->dtype)) tpurt_store_f64(val, out->dtype, tpurt_load_f64(v.data, v.dtype));
+  else tpurt_store_i64(val, out->dtype, tpurt_is_float(v.dtype) ? (int64_t)tpurt_load_f64(v.data, v.dtype)
+                                                                 : tpurt_load_i64(v.data, v.dtype));
+  /* a slice of out at index value along dim, walked over its other dims */
+  tpurt_tensor slice = *out;
+  if (out->ndim) slice.sizes[dim] = 1;
+  size_t es = esize(out);
+  for (int64_t k = 0; k < n; k++) {
+    int64_t p = index_at(ix, k);
+    p = p < 0 ? p + size : p;
+    int64_t i[TPURT_MAX_DIMS] = {0};
+    do {
+      if (out->ndim) i[dim] = p;
+      memcpy(at(out, offset_of(out, i)), val, es);
+      if (out->ndim) i[dim] = 0;
+    } while (tpurt_next_index(i, slice.sizes, slice.ndim));
+  }
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- index_reduce */
+typedef enum { IR_PROD, IR_MEAN, IR_AMAX, IR_AMIN } ir_op;
+
+static double ir_combine_f(ir_op r, double a, double b) {
+  switch (r) {
+    case IR_PROD: return a * b;
+    case IR_MEAN: return a + b;
+    case IR_AMAX: return isnan(a) || a >= b ? a : b;
+    default: return isnan(a) || a <= b ? a : b;
+  }
+}
+static int64_t ir_combine_i(ir_op r, int64_t a, int64_t b) {
+  switch (r) {
+    case IR_PROD: return (int64_t)((uint64_t)a * (uint64_t)b);
+    case IR_MEAN: return (int64_t)((uint64_t)a + (uint64_t)b);
+    case IR_AMAX: return a >= b ? a : b;
+    default: return a <= b ? a : b;
+  }
+}
+
+tpurt_status tpurt_kernel_index_reduce(const tpurt_op_call* c) {
+  /* index_reduce(self, dim, index, source, reduce, *, include_self): out = self;
+   * out[..., index[k], ...] (reduce)= source[..., k, ...]; without include_self the indexed
+   * slots start from the reduction's identity. mean divides by the count (floor for ints). */
+  const tpurt_tensor* out = &c->outs[0];
+  const tpurt_tensor *ix = &c->args[2].t, *src = &c->args[3].t;
+  const char* rs = c->args[4].s;
+  int include_self = c->args[5].i != 0;
+  ir_op r = strcmp(rs, "prod") == 0 ? IR_PROD : strcmp(rs, "mean") == 0 ? IR_MEAN
+          : strcmp(rs, "amax") == 0 ? IR_AMAX : strcmp(rs, "amin") == 0 ? IR_AMIN : -1;
+  if ((int)r < 0)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got %s.", rs);
+  int64_t dim = wrap_dim(c->args[1].i, out->ndim), n = tpurt_numel(ix);
+  int64_t size = out->ndim ? out->sizes[dim] : 1;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t v = index_at(ix, k);
+    if (v < 0 || v >= size) return tpurt_fail(TPURT_ERR_INDEX, "index out of range in self");
+  }
+  int64_t total = tpurt_numel(out);
+  tpurt_status s = tpurt_copy_tensor(out, &c->args[0].t);
+  if (s || total == 0) return s;
+  /* accumulate in a dense f64 / i64 copy of out, with a count per element for mean */
+  int fl = tpurt_is_float(out->dtype);
+  union acc_u { double f; int64_t i; }* acc = malloc((size_t)total * sizeof *acc);
+  int64_t* cnt = calloc((size_t)total, sizeof *cnt);
+  char* touched = calloc((size_t)total, 1);
+  if (!acc || !cnt || !touched) {
+    free(acc), free(cnt), free(touched);
+    return tpurt_fail(TPURT_ERR_OOM, "index_reduce: host out of memory for scratch");
+  }
+  tpurt_tensor dense = *out; /* row-major positions of out */
+  int64_t st = 1;
+  for (int d = out->ndim - 1; d >= 0; d--) dense.strides[d] = st, st *= out->sizes[d];
+  int64_t i[TPURT_MAX_DIMS] = {0};
+  do {
+    int64_t p = offset_of(&dense, i);
+    const char* e = at(out, offset_of(out, i));
+    if (fl) acc[p].f = tpurt_load_f64(e, out->dtype);
+    else acc[p].i = tpurt_load_i64(e, out->dtype);
+    cnt[p] = include_self;
+  } while (tpurt_next_index(i, out->sizes, out->ndim));
+  if (tpurt_numel(src)) {
+    memset(i, 0, sizeof i);
+    do {
+      int64_t dst[TPURT_MAX_DIMS];
+      memcpy(dst, i, sizeof dst);
+      if (out->ndim) dst[dim] = index_at(ix, i[dim]);
+      int64_t p = offset_of(&dense, dst);
+      const char* e = at(src, offset_of(src, i));
+      if (!include_self && !touched[p]) {
+        touched[p] = 1;
+        if (fl) acc[p].f = tpurt_load_f64(e, src->dtype);
+        else acc[p].i = tpurt_load_i64(e, src->dtype);
+      } else if (fl) {
+        acc[p].f = ir_combine_f(r, acc[p].f, tpurt_load_f64(e, src->dtype));
+      } else {
+        acc[p].i = ir_combine_i(r, acc[p].i, tpurt_load_i64(e, src->dtype));
+      }
+      cnt[p]++;
+    } while (tpurt_next_index(i, src->sizes, src->ndim));
+  }
+  memset(i, 0, sizeof i);
+  do {
+    int64_t p = offset_of(&dense, i);
+    char* e = at(out, offset_of(out, i));
+    if (r == IR_MEAN && cnt[p] > 1) {
+      if (fl) acc[p].f /= (double)cnt[p];
+      else acc[p].i = acc[p].i / cnt[p] - ((acc[p].i % cnt[p] != 0) && ((acc[p].i < 0) != (cnt[p] < 0)));
+    }
+    if (fl) tpurt_store_f64(e, out->dtype, acc[p].f);
+    else tpurt_store_i64(e, out->dtype, acc[p].i);
+  } while (tpurt_next_index(i, out->sizes, out->ndim));
+  free(acc), free(cnt), free(touched);
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- take / put_ */
+static tpurt_status check_flat_indices(const tpurt_tensor* ix, int64_t numel) {
+  int64_t n = tpurt_numel(ix);
+  if (n && numel == 0) return tpurt_fail(TPURT_ERR_INDEX, "cannot do a non-empty take from an empty axes.");
+  for (int64_t k = 0; k < n; k++) {
+    int64_t v = tpurt_load_i64(at(ix, flat_offset(ix, k)), ix->dtype);
+    if (v < -numel || v >= numel)
+      return tpurt_fail(TPURT_ERR_INDEX, "out of range: tried to access index %lld on a tensor of %lld elements.",
+                        (long long)v, (long long)numel);
+  }
+  return TPURT_OK;
+}
+
+tpurt_status tpurt_kernel_take(const tpurt_op_call* c) {
+  /* take(self, index): out (index's shape) = self.flatten()[index] */
+  const tpurt_tensor *self = &c->args[0].t, *ix = &c->args[1].t, *out = &c->outs[0];
+  int64_t numel = tpurt_numel(self), n = tpurt_numel(ix);
+  tpurt_status s = check_flat_indices(ix, numel);
+  if (s) return s;
+  size_t es = esize(out);
+  for (int64_t k = 0; k < n; k++) {
+    int64_t v = tpurt_load_i64(at(ix, flat_offset(ix, k)), ix->dtype);
+    memcpy(at(out, flat_offset(out, k)), at(self, flat_offset(self, v < 0 ? v + numel : v)), es);
+  }
+  return TPURT_OK;
+}
+
+tpurt_status tpurt_kernel_put(const tpurt_op_call* c) {
+  /* put_(self, index, source, accumulate): self.flatten()[index] = source.flatten() (+= with
+   * accumulate, duplicates adding up) */
+  const tpurt_tensor *out = &c->outs[0], *ix = &c->args[1].t, *src = &c->args[2].t;
+  int acc = c->args[3].i != 0;
+  int64_t numel = tpurt_numel(out), n = tpurt_numel(ix);
+  tpurt_status s = check_flat_indices(ix, numel);
+  if (!s) s = tpurt_copy_tensor(out, &c->args[0].t); /* out may be a private buffer (self overlaps it) */
+  if (s) return s;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t v = tpurt_load_i64(at(ix, flat_offset(ix, k)), ix->dtype);
+    char* d = at(out, flat_offset(out, v < 0 ? v + numel : v));
+    const char* e = at(src, flat_offset(src, k));
+    if (tpurt_is_float(out->dtype))
+      tpurt_store_f64(d, out->dtype, (acc ? tpurt_load_f64(d, out->dtype) : 0.0) + tpurt_load_f64(e, src->dtype));
+    else
+      tpurt_store_i64(d, out->dtype, (int64_t)((acc ? (uint64_t)tpurt_load_i64(d, out->dtype) : 0u) +
+                                               (uint64_t)tpurt_load_i64(e, src->dtype)));
+  }
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- masked_scatter */
+tpurt_status tpurt_kernel_masked_scatter(const tpurt_op_call* c) {
+  /* masked_scatter(self, mask, source): out = self; the positions where mask (broadcast to
+   * self) is true take source's elements in order, row-major */
+  const tpurt_tensor *out = &c->outs[0], *src = &c->args[2].t;
+  tpurt_tensor mask = c->args[1].t;
+  if (mask.dtype != TPURT_BOOL)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "masked_scatter_ only supports boolean masks, but got mask with dtype %s",
+                      tpurt_dtype_name(mask.dtype));
+  tpurt_tensor m = *out; /* mask viewed with out's shape */
+  m.data = mask.data, m.dtype = mask.dtype;
+  for (int d = 0; d < out->ndim; d++) {
+    int md = d - (out->ndim - mask.ndim);
+    m.strides[d] = md < 0 || mask.sizes[md] == 1 ? 0 : mask.strides[md];
+  }
+  int64_t ones = 0, nsrc = tpurt_numel(src), i[TPURT_MAX_DIMS] = {0};
+  if (tpurt_numel(out))
+    do ones += *(const uint8_t*)at(&m, offset_of(&m, i)) != 0; while (tpurt_next_index(i, out->sizes, out->ndim));
+  if (ones > nsrc) return tpurt_fail(TPURT_ERR_RUNTIME, "Number of elements of source < number of ones in mask");
+  tpurt_status s = tpurt_copy_tensor(out, &c->args[0].t);
+  if (s || ones == 0) return s;
+  size_t es = esize(out);
+  int64_t k = 0;
+  memset(i, 0, sizeof i);
+  do {
+    if (!*(const uint8_t*)at(&m, offset_of(&m, i))) continue;
+    const char* e = at(src, flat_offset(src, k++));
+    char* d = at(out, offset_of(out, i));
+    if (src->dtype == out->dtype) memcpy(d, e, es);
+    else if (tpurt_is_float(out->dtype)) tpurt_store_f64(d, out->dtype, tpurt_load_f64(e, src->dtype));
+    else tpurt_store_i64(d, out->dtype, tpurt_load_i64(e, src->dtype));
+  } while (tpurt_next_index(i, out->sizes, out->ndim));
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- channel_shuffle */
+tpurt_status tpurt_kernel_channel_shuffle(const tpurt_op_call* c) {
+  /* channel_shuffle(self [N, C, *], groups): out channel j*groups + g = in channel g*(C/groups) + j */
+  const tpurt_tensor *self = &c->args[0].t, *out = &c->outs[0];
+  int64_t groups = c->args[1].i, C = self->sizes[1], per = C / groups;
+  if (tpurt_numel(out) == 0) return TPURT_OK;
+  size_t es = esize(out);
+  int64_t i[TPURT_MAX_DIMS] = {0};
+  do {
+    int64_t src[TPURT_MAX_DIMS];
+    memcpy(src, i, sizeof src);
+    src[1] = (i[1] % groups) * per + i[1] / groups;
+    memcpy(at(out, offset_of(out, i)), at(self, offset_of(self, src)), es);
+  } while (tpurt_next_index(i, out->sizes, out->ndim));
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- max_unpool */
+/* out [.., *spatial] = 0, then each plane's out.flatten()[indices[k]] = self's plane[k]; the
+ * last `sd` dims are spatial, everything before is planes. */
+static tpurt_status max_unpool(const tpurt_op_call* c, int sd) {
+  const tpurt_tensor *self = &c->args[0].t, *ix = &c->args[1].t, *out = &c->outs[0];
+  int nd = out->ndim, pd = nd - sd;
+  int64_t planes = 1, ospatial = 1, ispatial = 1;
+  for (int d = 0; d < pd; d++) planes *= out->sizes[d];
+  for (int d = pd; d < nd; d++) ospatial *= out->sizes[d], ispatial *= self->sizes[d];
+  for (int64_t p = 0; p < planes * ispatial; p++) {
+    int64_t v = tpurt_load_i64(at(ix, flat_offset(ix, p)), ix->dtype);
+    if (v < 0 || v >= ospatial) {
+      char shape[64] = "";
+      for (int d = pd; d < nd; d++)
+        snprintf(shape + strlen(shape), sizeof shape - strlen(shape), d > pd ? "x%lld" : "%lld", (long long)out->sizes[d]);
+      return tpurt_fail(TPURT_ERR_RUNTIME, "Found an invalid max index: %lld (output volumes are of size %s", (long long)v,
+                        shape);
+    }
+  }
+  char zero[8] = {0};
+  size_t es = esize(out);
+  for (int64_t p = 0; p < planes * ospatial; p++) memcpy(at(out, flat_offset(out, p)), zero, es);
+  for (int64_t p = 0; p < planes * ispatial; p++) {
+    int64_t v = tpurt_load_i64(at(ix, flat_offset(ix, p)), ix->dtype);
+    memcpy(at(out, flat_offset(out, (p / ispatial) * ospatial + v)), at(self, flat_offset(self, p)), es);
+  }
+  return TPURT_OK;
+}
+
+tpurt_status tpurt_kernel_max_unpool2d(const tpurt_op_call* c) {
+  /* max_unpool2d(self [N?, C, H, W], indices, output_size) */
+  return max_unpool(c, 2);
+}
+
+tpurt_status tpurt_kernel_max_unpool3d(const tpurt_op_call* c) {
+  /* max_unpool3d(self [N?, C, D, H, W], indices, output_size, stride, padding) */
+  return max_unpool(c, 3);
+}

@@ -8,7 +8,11 @@ import shutil
 import subprocess
 
 from setuptools import setup
-from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+# Building must not autoload an installed torch_tpu: a stale editable install (pointing at a
+# deleted checkout) would make `import torch` fail before anything is built.
+os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 CCACHE_DIR = "/usr/lib/ccache"  # Debian's compiler symlinks through ccache

@@ -41,6 +41,7 @@ FWD = [
     (AVG3, "avg_pool3d pad ceil", lambda x: F.avg_pool3d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
      (1, 2, 6, 5, 7)),
     (AVG3, "avg_pool3d divisor", lambda x: F.avg_pool3d(x, 2, divisor_override=3), (1, 2, 4, 4, 4)),
+    (AVG2, "avg_pool2d negative divisor", lambda x: F.avg_pool2d(x, 2, divisor_override=-2), (1, 1, 4, 4)),
     (AAVG2, "adaptive_avg_pool1d", lambda x: F.adaptive_avg_pool1d(x, 4), (2, 3, 10)),
     (AAVG2, "adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, (3, 5)), (2, 3, 10, 7)),
     (AAVG2, "adaptive_avg_pool2d upsampling", lambda x: F.adaptive_avg_pool2d(x, (7, 3)), (2, 3, 4, 2)),

@@ -157,8 +157,8 @@ static int64_t out_off(const tpurt_tensor* t, const pgeom* g, int64_t p, int64_t
 MAX_FWD(max_fwd_f, double, tpurt_load_f64)
 MAX_FWD(max_fwd_i, int64_t, tpurt_load_i64)
 
-/* Average: divisor from the windows unless overridden (div > 0); count_include_pad uses
- * the pre-clip sizes. An empty window gives 0. */
+/* Average: divisor from the windows unless overridden (div != 0; CPU accepts a negative
+ * one); count_include_pad uses the pre-clip sizes. An empty window gives 0. */
 static void avg_fwd(const pgeom* g, const tpurt_tensor* in, const tpurt_tensor* out, int include_pad, int64_t div) {
   int64_t si[3];
   strides3(in, g->nsp, si);
@@ -170,7 +170,7 @@ static void avg_fwd(const pgeom* g, const tpurt_tensor* in, const tpurt_tensor* 
       for (int64_t j = b->lo; j < b->hi; j++)
         for (int64_t k = w->lo; k < w->hi; k++) sum += tpurt_load_f64(elem3(in, si, ib, i, j, k), in->dtype);
     int64_t cnt = (a->hi - a->lo) * (b->hi - b->lo) * (w->hi - w->lo);
-    int64_t d = div > 0 ? div : include_pad ? a->n * b->n * w->n : cnt;
+    int64_t d = div != 0 ? div : include_pad ? a->n * b->n * w->n : cnt;
     char* op = (char*)out->data + out_off(out, g, p, od, oh, ow) * (int64_t)oes;
     tpurt_store_f64(op, out->dtype, cnt > 0 ? sum / (double)d : 0.0);
   })
@@ -227,7 +227,7 @@ static tpurt_status avg_bwd(const pgeom* g, const tpurt_tensor* go, const tpurt_
   FOR_OUTPUTS(g, {
     int64_t cnt = (a->hi - a->lo) * (b->hi - b->lo) * (w->hi - w->lo);
     if (cnt <= 0) continue;
-    int64_t d = div > 0 ? div : include_pad ? a->n * b->n * w->n : cnt;
+    int64_t d = div != 0 ? div : include_pad ? a->n * b->n * w->n : cnt;
     double v = tpurt_load_f64((const char*)go->data + out_off(go, g, p, od, oh, ow) * (int64_t)ges, go->dtype) / (double)d;
     double* ap = acc + p * plane;
     for (int64_t i = a->lo; i < a->hi; i++)

@@ -64,3 +64,16 @@ register("convolution_backward_overrideable", bwd_mask([True, False, True]),
 register("convolution_backward_overrideable", bwd_mask([False, True, False]),
          lambda dt: [make((2, 4, 6, 2), dt, seed=1), make((2, 3, 6, 5), dt, seed=2), make((4, 3, 3, 3), dt, seed=3)],
          dtypes=FLOATS, grad=False, name="conv backward mask weight")
+
+# im2col / col2im (F.unfold / F.fold): padding, stride, dilation, unbatched, empty batch;
+# col2im sums overlapping columns in CPU's order (exact match in every float dtype)
+UNFOLD = dict(kernel_size=(2, 3), padding=1, stride=(2, 1), dilation=(1, 2))
+register("im2col", lambda x: F.unfold(x, **UNFOLD), [(2, 3, 6, 7)], dtypes=FLOATS + (torch.bool,))
+register("im2col", lambda x: F.unfold(x, 2), [(3, 4, 5)], dtypes=FLOATS, name="im2col unbatched")
+register("im2col", lambda x: F.unfold(x, 2), [(0, 2, 4, 4)], dtypes=FLOATS, grad=False, name="im2col empty batch")
+register("im2col.out", lambda x: torch.ops.aten.im2col.out(x, (2, 2), (1, 1), (0, 0), (1, 1), out=torch.empty(0, dtype=x.dtype, device=x.device)),
+         [(1, 2, 4, 4)], dtypes=FLOATS, grad=False)
+register("col2im", lambda x: F.fold(x, (6, 7), **UNFOLD), [(2, 18, 20)], dtypes=FLOATS + (torch.bool,))
+register("col2im", lambda x: F.fold(x, (4, 4), 2), [(8, 9)], dtypes=FLOATS, name="col2im unbatched")
+register("col2im.out", lambda x: torch.ops.aten.col2im.out(x, (4, 4), (2, 2), (1, 1), (0, 0), (1, 1), out=torch.empty(0, dtype=x.dtype, device=x.device)),
+         [(1, 8, 9)], dtypes=FLOATS, grad=False)

@@ -20,6 +20,8 @@ BAD_CALLS = {
     "bool subtraction": lambda d: torch.ones(3, dtype=torch.bool, device=d) - torch.ones(3, dtype=torch.bool, device=d),
     "fill_ with a 1-dim value": lambda d: torch.ones(3, device=d).fill_(torch.ones(2, device=d)),
     "normal_ negative std": lambda d: torch.empty(3, device=d).normal_(0, -1),
+    "unfold of an integer tensor": lambda d: torch.nn.functional.unfold(torch.ones(1, 1, 3, 3, dtype=torch.long, device=d), 2),
+    "fold of an integer tensor": lambda d: torch.nn.functional.fold(torch.ones(1, 4, 4, dtype=torch.uint8, device=d), (3, 3), 2),
     "geometric_ p outside (0, 1)": lambda d: torch.empty(3, device=d).geometric_(1.5),
     "cauchy_ non-positive sigma": lambda d: torch.empty(3, device=d).cauchy_(0, -1),
     "log_normal_ zero std": lambda d: torch.empty(3, device=d).log_normal_(0, 0),

@@ -430,3 +430,96 @@ tpurt_status tpurt_kernel_convolution_backward(const tpurt_op_call* c) {
   run_free(&r);
   return s;
 }
+
+/* ---------------------------------------------------------------- aten::im2col / col2im */
+/* The unfold/fold pair on (N, C, H, W) or unbatched (C, H, W) images; columns are
+ * (C * kh * kw, oh * ow), row (c * kh + i) * kw + j. PyTorch's meta functions check the
+ * arguments and size the outputs. */
+typedef struct {
+  int64_t N, C, H, W, k[2], dl[2], pd[2], st[2], oh, ow;
+  int batched;
+} fold_geom;
+
+static void fold_geom_init(fold_geom* f, const tpurt_tensor* img, const tpurt_value* args) {
+  f->batched = img->ndim == 4;
+  f->N = f->batched ? img->sizes[0] : 1;
+  f->C = img->sizes[f->batched];
+  f->H = img->sizes[f->batched + 1];
+  f->W = img->sizes[f->batched + 2];
+  for (int d = 0; d < 2; d++)
+    f->k[d] = args[0].ints[d], f->dl[d] = args[1].ints[d], f->pd[d] = args[2].ints[d], f->st[d] = args[3].ints[d];
+  f->oh = (f->H + 2 * f->pd[0] - f->dl[0] * (f->k[0] - 1) - 1) / f->st[0] + 1;
+  f->ow = (f->W + 2 * f->pd[1] - f->dl[1] * (f->k[1] - 1) - 1) / f->st[1] + 1;
+}
+
+/* Element offsets of image pixel (n, c, y, x) and column entry (n, row, col). */
+static int64_t img_off(const tpurt_tensor* t, const fold_geom* f, int64_t n, int64_t c, int64_t y, int64_t x) {
+  int b = f->batched;
+  return (b ? n * t->strides[0] : 0) + c * t->strides[b] + y * t->strides[b + 1] + x * t->strides[b + 2];
+}
+static int64_t col_off(const tpurt_tensor* t, const fold_geom* f, int64_t n, int64_t row, int64_t col) {
+  int b = f->batched;
+  return (b ? n * t->strides[0] : 0) + row * t->strides[b] + col * t->strides[b + 1];
+}
+
+/* CPU's kernels take floats and bool only. */
+static tpurt_status fold_dtype_check(const char* op, int dtype) {
+  if (tpurt_is_float(dtype) || dtype == TPURT_BOOL) return TPURT_OK;
+  return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s_out_cpu\" not implemented for '%s'", op, tpurt_dtype_name((tpurt_dtype)dtype));
+}
+
+#define FOR_FOLD(f, body)                                                                    \
+  for (int64_t n = 0; n < (f)->N; n++)                                                      \
+    for (int64_t ch = 0, row = 0; ch < (f)->C; ch++)                                        \
+      for (int64_t i = 0; i < (f)->k[0]; i++)                                               \
+        for (int64_t j = 0; j < (f)->k[1]; j++, row++)                                      \
+          for (int64_t y = 0; y < (f)->oh; y++)                                             \
+            for (int64_t x = 0; x < (f)->ow; x++) {                                         \
+              int64_t iy = y * (f)->st[0] - (f)->pd[0] + i * (f)->dl[0];                    \
+              int64_t ix = x * (f)->st[1] - (f)->pd[1] + j * (f)->dl[1];                    \
+              int inside = iy >= 0 && iy < (f)->H && ix >= 0 && ix < (f)->W;                \
+              int64_t col = y * (f)->ow + x;                                                \
+              body                                                                          \
+            }
+
+tpurt_status tpurt_kernel_im2col(const tpurt_op_call* c) {
+  /* im2col(self, kernel_size, dilation, padding, stride): raw elements, zeros outside */
+  const tpurt_tensor *img = &c->args[0].t, *out = &c->outs[0];
+  tpurt_status s = fold_dtype_check("im2col", img->dtype);
+  if (s) return s;
+  fold_geom f;
+  fold_geom_init(&f, img, &c->args[1]);
+  size_t es = tpurt_dtype_size((tpurt_dtype)img->dtype);
+  FOR_FOLD(&f, {
+    char* dst = (char*)at(out, col_off(out, &f, n, row, col));
+    if (inside) memcpy(dst, at(img, img_off(img, &f, n, ch, iy, ix)), es);
+    else memset(dst, 0, es);
+  })
+  return TPURT_OK;
+}
+
+tpurt_status tpurt_kernel_col2im(const tpurt_op_call* c) {
+  /* col2im(self, output_size, kernel_size, dilation, padding, stride): sums overlapping
+   * columns into the image in CPU's order, rounding to the image dtype after every add as
+   * CPU's kernel does */
+  const tpurt_tensor *cols = &c->args[0].t, *img = &c->outs[0];
+  tpurt_status s = fold_dtype_check("col2im", cols->dtype);
+  if (s) return s;
+  fold_geom f;
+  fold_geom_init(&f, img, &c->args[2]);
+  size_t es = tpurt_dtype_size((tpurt_dtype)img->dtype);
+  int fl = tpurt_is_float(img->dtype);
+  for (int64_t n = 0; n < f.N; n++)
+    for (int64_t ch = 0; ch < f.C; ch++)
+      for (int64_t y = 0; y < f.H; y++)
+        for (int64_t x = 0; x < f.W; x++) memset((char*)at(img, img_off(img, &f, n, ch, y, x)), 0, es);
+  FOR_FOLD(&f, {
+    if (inside) {
+      char* d = (char*)at(img, img_off(img, &f, n, ch, iy, ix));
+      const char* s = at(cols, col_off(cols, &f, n, row, col));
+      if (fl) tpurt_store_f64(d, img->dtype, tpurt_load_f64(d, img->dtype) + tpurt_load_f64(s, cols->dtype));
+      else tpurt_store_i64(d, img->dtype, tpurt_load_i64(d, img->dtype) + tpurt_load_i64(s, cols->dtype));
+    }
+  })
+  return TPURT_OK;
+}

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define TPURT_VERSION_MAJOR 0
-#define TPURT_VERSION_MINOR 1
+#define TPURT_VERSION_MINOR 2
 
 /* ---------------------------------------------------------------- status codes */
 /* X(code, value, python exception the C++ boundary raises) */
@@ -45,6 +45,11 @@ const char* tpurt_last_error(void);
 const char* tpurt_status_name(tpurt_status s);
 
 /* ---------------------------------------------------------------- dtypes */
+/* complex64 storage: interleaved real and imaginary float32, as c10::complex<float>. */
+typedef struct tpurt_c64 {
+  float re, im;
+} tpurt_c64;
+
 /* X(enum, C storage type, size in bytes, name) — order is ours, not c10's. */
 #define TPURT_DTYPE_LIST(X)                  \
   X(TPURT_BOOL, uint8_t, 1, "bool")          \
@@ -56,7 +61,8 @@ const char* tpurt_status_name(tpurt_status s);
   X(TPURT_F16, uint16_t, 2, "float16")       \
   X(TPURT_BF16, uint16_t, 2, "bfloat16")     \
   X(TPURT_F32, float, 4, "float32")          \
-  X(TPURT_F64, double, 8, "float64")
+  X(TPURT_F64, double, 8, "float64")        \
+  X(TPURT_C64, tpurt_c64, 8, "complex64")
 
 typedef enum {
 #define TPURT_X(e, ctype, size, name) e,
@@ -93,6 +99,7 @@ typedef enum {
   TPURT_V_FLOATS,     /* .floats[0..n) */
   TPURT_V_TENSORS,    /* .tensors[0..n); an element with data == NULL and ndim == -1 is None */
   TPURT_V_STRING,     /* .s (NUL-terminated) */
+  TPURT_V_COMPLEX,    /* .c[0] real, .c[1] imaginary (a Python complex scalar) */
 } tpurt_value_kind;
 
 /* One argument of an op, in the order of its ATen schema. Scalars that arrive as 0-dim
@@ -111,6 +118,7 @@ typedef struct tpurt_value {
     const double* floats;
     const tpurt_tensor* tensors;
     const char* s;
+    double c[2];
   };
 } tpurt_value;
 
@@ -148,6 +156,7 @@ enum {
   TPURT_OPF_RANDOM = 1 << 1,     /* consumes Philox numbers: one counter per output element */
   TPURT_OPF_OUT_ARGS = 1 << 2,   /* outputs are listed in args as mutable tensors too (foreach_) */
   TPURT_OPF_DATA_SIZED = 1 << 3, /* output sizes may depend on tensor data: tpurt_op_size_outputs */
+  TPURT_OPF_COMPLEX = 1 << 4,    /* the kernel handles complex64 tensors; others run on the CPU */
 };
 
 /* Number of ATen overload names the runtime implements natively. */

@@ -296,15 +296,16 @@ struct NativeKernel final : c10::OperatorKernel {
         cache_.emplace(std::move(key), meta);
       }
     }
-    for (size_t i = 0; i < nargs; i++) {  // as CPU: no writing through expanded (self-overlapping) views
+    auto written = [&](size_t i) {
       const auto* ai = schema.arguments()[i].alias_info();
-      if (ai && ai->isWrite() && args[i].isTensor() && args[i].toTensor().defined()) {
-        at::assert_no_internal_overlap(args[i].toTensor());
-        if (schema.arguments()[i].is_out()) check_out_overlap(args, i);
-      }
-    }
+      return ai && ai->isWrite() && args[i].isTensor() && args[i].toTensor().defined();
+    };
+    for (size_t i = 0; i < nargs; i++)  // as CPU: no writing through expanded (self-overlapping) views
+      if (written(i)) at::assert_no_internal_overlap(args[i].toTensor());
     std::vector<c10::IValue> results;
     if (meta) allocate_outputs(*meta, args, *device, results);
+    for (size_t i = 0; i < nargs; i++)  // as CPU, once out= has its final size: no overlap with inputs
+      if (written(i) && schema.arguments()[i].is_out()) check_out_overlap(args, i, flags_ & TPURT_OPF_NO_OUT_OVERLAP);
 
     // The call.
     tpurt_op_call call{};
@@ -594,13 +595,19 @@ struct NativeKernel final : c10::OperatorKernel {
   }
 
   // As CPU: an out= tensor may not share some (but not all) of its memory with an input.
-  static void check_out_overlap(c10::ArrayRef<c10::IValue> args, size_t out) {
+  // Elementwise kernels may write over an input they read in step (full overlap); the rest,
+  // like CPU's, refuse an out= that shares any memory with an input.
+  static void check_out_overlap(c10::ArrayRef<c10::IValue> args, size_t out, bool no_overlap) {
     const auto& o = args[out].toTensor();
+    auto check = [&](const at::Tensor& t) {
+      if (no_overlap) at::assert_no_overlap(o, t);
+      else at::assert_no_partial_overlap(o, t);
+    };
     for (size_t i = 0; i < args.size(); i++) {
       if (i == out) continue;
-      if (args[i].isTensor() && args[i].toTensor().defined()) at::assert_no_partial_overlap(o, args[i].toTensor());
+      if (args[i].isTensor() && args[i].toTensor().defined()) check(args[i].toTensor());
       else if (args[i].isTensorList())
-        for (const auto& t : args[i].toTensorList()) at::assert_no_partial_overlap(o, t);
+        for (const auto& t : args[i].toTensorList()) check(t);
     }
   }
 

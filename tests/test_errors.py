@@ -43,6 +43,27 @@ BAD_CALLS = {
     "amax over a zero-size dim": lambda d: torch.amax(torch.ones(0, 3, device=d), 0),
     "amin over a zero-size dim": lambda d: torch.amin(torch.ones(2, 0, device=d), -1),
     "cat out= overlapping an input": lambda d: (lambda x: torch.cat([x[:2], x[2:]], out=x))(torch.ones(4, device=d)),
+    "cat of 0-dim tensors": lambda d: torch.cat([torch.tensor(1.0, device=d), torch.tensor(2.0, device=d)]),
+    "uniform_ from > to": lambda d: torch.empty(3, device=d).uniform_(3, -1),
+    "multinomial integer input": lambda d: torch.multinomial(torch.ones(1, 2, dtype=torch.long, device=d), 2),
+    "multinomial zero samples": lambda d: torch.multinomial(torch.ones(2, device=d), 0),
+    "multinomial too many without replacement": lambda d: torch.multinomial(torch.ones(2, device=d), 3),
+    "multinomial out= not long": lambda d: torch.multinomial(torch.ones(2, device=d), 1, out=torch.empty(1, device=d)),
+    "bucketize 2-d boundaries": lambda d: torch.bucketize(torch.ones(3, device=d), torch.ones(2, 2, device=d)),
+    "index_add source shape": lambda d: torch.ones(3, 2, device=d).index_add(0, torch.tensor([0, 1], device=d),
+                                                                             torch.ones(2, device=d)),
+    "aminmax out= dtype": lambda d: torch.aminmax(torch.ones(4, 4, device=d), dim=0, out=(
+        torch.empty(4, device=d), torch.empty(4, dtype=torch.float64, device=d))),
+    # as CPU, out= may not share memory with an input of these ops (elementwise ops may)
+    "gather out= is the input": lambda d: (lambda x: torch.gather(x, 0, torch.tensor([2, 1, 0], device=d), out=x))(
+        torch.ones(3, device=d)),
+    "take out= is the input": lambda d: (lambda x: torch.take(x, torch.tensor([2, 1, 0], device=d), out=x))(
+        torch.ones(3, device=d)),
+    "index_select out= is the input": lambda d: (lambda x: torch.index_select(x, 0, torch.tensor([2, 1, 0], device=d),
+                                                                               out=x))(torch.ones(3, device=d)),
+    "kthvalue out= is the input": lambda d: (lambda x: torch.kthvalue(x, 2, out=(x, torch.empty(0, dtype=torch.long,
+                                                                                                 device=d))))(
+        torch.ones(3, device=d)),
     # ops that size their outputs from the data validate their inputs themselves
     "masked_select non-bool mask": lambda d: torch.masked_select(torch.ones(3, device=d), torch.ones(3, device=d)),
     "masked_select shape mismatch": lambda d: torch.masked_select(torch.ones(3, device=d),

@@ -157,6 +157,7 @@ enum {
   TPURT_OPF_OUT_ARGS = 1 << 2,   /* outputs are listed in args as mutable tensors too (foreach_) */
   TPURT_OPF_DATA_SIZED = 1 << 3, /* output sizes may depend on tensor data: tpurt_op_size_outputs */
   TPURT_OPF_COMPLEX = 1 << 4,    /* the kernel handles complex64 tensors; others run on the CPU */
+  TPURT_OPF_NO_OUT_OVERLAP = 1 << 5, /* as CPU, an out= tensor may not share any memory with an input */
 };
 
 /* Number of ATen overload names the runtime implements natively. */

@@ -1,0 +1,90 @@
+"""Argument checks that CPU's kernels make and PyTorch's meta functions skip (or make with
+another exception type). The generic tpu path validates through Meta, so without these a bad
+call would run on tpu (or fail as IndexError) where CPU raises RuntimeError. Each function
+checks, then computes the shape as the meta function it replaces did."""
+import torch
+from torch._meta_registrations import meta_bucketize, meta_multinomial
+
+_lib = torch.library.Library("aten", "IMPL")
+
+
+def _check(cond, msg):
+    if not cond:
+        raise RuntimeError(msg)
+
+
+def uniform_(self, from_=0.0, to=1.0, *, generator=None):
+    _check(from_ <= to, f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
+    return self
+
+
+def _multinomial_checks(self, num_samples, replacement, out=None):
+    _check(self.is_floating_point(), f"multinomial only supports floating-point dtypes for input, got: {self.dtype}")
+    _check(out is None or out.dtype == torch.long, f"multinomial expects Long tensor out, got: {out.dtype if out is not None else ''}")
+    _check(self.dim() in (1, 2), "prob_dist must be 1 or 2 dim")
+    _check(num_samples > 0, "cannot sample n_sample <= 0 samples")
+    _check(replacement or num_samples <= self.size(-1),
+           "cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+
+
+def multinomial(self, num_samples, replacement=False, *, generator=None):
+    _multinomial_checks(self, num_samples, replacement)
+    return meta_multinomial(self, num_samples, replacement, generator=generator)
+
+
+def multinomial_out(self, num_samples, replacement=False, *, generator=None, out):
+    _multinomial_checks(self, num_samples, replacement, out)
+    return meta_multinomial(self, num_samples, replacement, generator=generator, out=out)
+
+
+def _bucketize_checks(boundaries):
+    _check(boundaries.dim() == 1, f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
+
+
+def bucketize(self, boundaries, *, out_int32=False, right=False):
+    _bucketize_checks(boundaries)
+    return meta_bucketize(self, boundaries, out_int32=out_int32, right=right)
+
+
+def bucketize_out(self, boundaries, *, out_int32=False, right=False, out):
+    _bucketize_checks(boundaries)
+    return meta_bucketize(self, boundaries, out_int32=out_int32, right=right, out=out)
+
+
+def _index_add_checks(self, dim, source):
+    dim = dim + self.dim() if dim < 0 else dim
+    sliced = [[n for d, n in enumerate(t.shape) if d != dim] for t in (self, source)]
+    _check(sliced[0] == sliced[1], "source tensor shape must match self tensor shape, excluding the specified "
+           f"dimension. Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
+
+
+def index_add(self, dim, index, source, *, alpha=1):
+    _index_add_checks(self, dim, source)
+    return torch.empty(self.shape, dtype=self.dtype, device=self.device)
+
+
+def index_add_(self, dim, index, source, *, alpha=1):
+    _index_add_checks(self, dim, source)
+    return self
+
+
+def cat(tensors, dim=0):
+    for i, t in enumerate(tensors):
+        _check(t.dim() > 0, f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    return torch._refs.cat(tensors, dim)
+
+
+def aminmax_out(self, *, dim=None, keepdim=False, min, max):
+    for name, out in (("min", min), ("max", max)):
+        _check(out.dtype == self.dtype, f"Expected out tensor to have dtype {self.dtype}, but got {out.dtype} instead")
+    ref = torch.amin(self, dim, keepdim) if dim is not None else torch.amin(self)
+    min.resize_(ref.shape)
+    max.resize_(ref.shape)
+    return min, max
+
+
+for _name, _fn in {"uniform_": uniform_, "multinomial": multinomial, "multinomial.out": multinomial_out,
+                   "bucketize.Tensor": bucketize, "bucketize.Tensor_out": bucketize_out,
+                   "index_add": index_add, "index_add_": index_add_,
+                   "cat": cat, "aminmax.out": aminmax_out}.items():
+    _lib.impl(_name, _fn, "Meta")

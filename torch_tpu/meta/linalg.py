@@ -1,6 +1,7 @@
 """Meta functions for linalg ops PyTorch ships without one, with CPU's checks: geqrf (a in
 column-major batches like LAPACK's output, tau with min(m, n) factors) and linalg_lstsq.out
-(which outputs each driver produces)."""
+(which outputs each driver produces); and _linalg_eigh, whose PyTorch meta function accepts
+integer inputs that CPU refuses with NotImplementedError."""
 import torch
 
 _lib = torch.library.Library("aten", "IMPL")
@@ -58,9 +59,19 @@ def lstsq_out(input, b, rcond=None, *, driver=None, solution, residuals, rank, s
 
 def _aten_name(dtype):
     return {torch.float32: "Float", torch.float64: "Double", torch.complex64: "ComplexFloat",
-            torch.complex128: "ComplexDouble"}.get(dtype, str(dtype).replace("torch.", "").capitalize())
+            torch.complex128: "ComplexDouble", torch.int64: "Long", torch.int32: "Int", torch.int16: "Short",
+            torch.int8: "Char", torch.uint8: "Byte", torch.bool: "Bool", torch.float16: "Half",
+            torch.bfloat16: "BFloat16"}.get(dtype, str(dtype))
+
+
+def _eigh(A, UPLO="L", compute_v=True):
+    from torch._meta_registrations import meta__linalg_eigh
+    torch._check_not_implemented(A.dtype.is_floating_point or A.is_complex(),
+                                 lambda: f'"linalg_eigh_cpu" not implemented for \'{_aten_name(A.dtype)}\'')
+    return meta__linalg_eigh(A, UPLO, compute_v)
 
 
 _lib.impl("geqrf", geqrf, "Meta")
+_lib.impl("_linalg_eigh", _eigh, "Meta")
 _lib.impl("linalg_lstsq.out", lstsq_out, "Meta")
 _lib.impl("geqrf.a", geqrf_out, "Meta")

@@ -335,8 +335,13 @@ tpurt_status tpurt_kernel_lstsq(const tpurt_op_call* c) {
     mv_store(&x, b, nb, xs, 0);
     if (tpurt_numel(K)) put_info(K, b, nb, rank);
     if (tpurt_numel(SV)) mv_store(&sv, b, nb, sg, 0);
-    if (tpurt_numel(R)) { /* squared residual norm of each column */
+    if (tpurt_numel(R)) { /* squared residual norm of each column; gels's quick return for an
+                             empty A zeroes B, so CPU reports 0 there */
       for (int64_t cc = 0; cc < r; cc++) {
+        if (gels && k == 0) {
+          rs[cc] = 0;
+          continue;
+        }
         double acc = 0;
         for (int64_t i = 0; i < m; i++) {
           double t = -s.b[i * r + cc];

@@ -216,6 +216,30 @@ def test_matrix_exp_trivial_sizes(shape):
     torch.testing.assert_close(torch.linalg.matrix_exp(a.to("tpu")).cpu(), torch.linalg.matrix_exp(a))
 
 
+def test_matrix_exp_nonfinite():
+    a = rand(2, 3, 3)
+    a[1, 0, 0] = float("inf")
+    torch.testing.assert_close(torch.linalg.matrix_exp(a.to("tpu")).cpu(), torch.linalg.matrix_exp(a), equal_nan=True)
+
+
+def test_batched_failure_names_the_element():
+    a = rand(4, 3, 3)
+    a[2, 1, 1] = float("nan")
+    with pytest.raises(RuntimeError, match=r"linalg.svd: \(Batch element 2\): The algorithm failed to converge"):
+        torch.linalg.svd(a.to("tpu"))[1].cpu()
+    with pytest.raises(RuntimeError, match=r"linalg.eigh: \(Batch element 2\): The algorithm failed to converge"):
+        torch.linalg.eigvalsh(a.to("tpu")).cpu()
+
+
+def test_large_batch_split_across_threads():
+    a = rand(64, 9, 7)
+    U, S, Vh = (t.cpu() for t in torch.linalg.svd(a.to("tpu"), full_matrices=False))
+    torch.testing.assert_close(S, torch.linalg.svdvals(a))
+    torch.testing.assert_close(U * S.unsqueeze(-2) @ Vh, a)
+    s = a[..., :7, :] + a[..., :7, :].mT
+    torch.testing.assert_close(torch.linalg.eigvalsh(s.to("tpu")).cpu(), torch.linalg.eigvalsh(s))
+
+
 def test_householder_product_partial_reflectors():
     a, tau = torch.geqrf(rand(2, 6, 4))
     for k in (0, 2, 4):

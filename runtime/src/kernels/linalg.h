@@ -99,6 +99,52 @@ static inline tpurt_status scratch_alloc(scratch* s, int64_t na, int64_t nb, int
   return TPURT_OK;
 }
 
+/* ---------------------------------------------------------------- batches across the pool */
+/* One matrix of a batch: its batch index b, ws: the per-thread scratch. Returns 0, or a
+ * kernel-defined nonzero code that la_for_batch reports. */
+typedef int (*la_matrix_fn)(void* ctx, const int64_t* b, double* ws);
+
+typedef struct la_batch_job {
+  la_matrix_fn fn;
+  void* ctx;
+  int nb;
+  const int64_t* bs;
+  int64_t ws_doubles;
+  int* codes; /* per matrix, in batch order; -1: scratch allocation failed */
+} la_batch_job;
+
+static inline void la_batch_chunk(void* p, int64_t begin, int64_t end) {
+  la_batch_job* J = (la_batch_job*)p;
+  double* ws = malloc(sizeof(double) * (size_t)(J->ws_doubles + 1));
+  int64_t b[TPURT_MAX_DIMS];
+  for (int64_t i = begin; i < end; i++) {
+    for (int64_t d = J->nb - 1, r = i; d >= 0; d--) { /* batch index i, row-major over bs */
+      b[d] = r % J->bs[d];
+      r /= J->bs[d];
+    }
+    J->codes[i] = ws ? J->fn(J->ctx, b, ws) : -1;
+  }
+  free(ws);
+}
+
+/* fn on every matrix of the batch bs[0..nb), split across the worker pool (each matrix writes
+ * only its own outputs, so results do not depend on the split); flops: rough work per matrix.
+ * Returns the first nonzero code in batch order (its batch index in *at), or 0. */
+static inline tpurt_status la_for_batch(int nb, const int64_t* bs, int64_t ws_doubles, int64_t flops, la_matrix_fn fn,
+                                        void* ctx, int* code, int64_t* at) {
+  int64_t count = 1;
+  for (int d = 0; d < nb; d++) count *= bs[d];
+  *code = 0;
+  int* codes = malloc(sizeof(int) * (size_t)count);
+  if (!codes) return tpurt_fail(TPURT_ERR_OOM, "linalg: out of host memory for scratch");
+  la_batch_job J = {fn, ctx, nb, bs, ws_doubles, codes};
+  tpurt_parallel_for(count, 1 + (1 << 16) / (flops + 1), la_batch_chunk, &J);
+  for (int64_t i = 0; i < count && !*code; i++)
+    if (codes[i]) *code = codes[i], *at = i;
+  free(codes);
+  return *code == -1 ? tpurt_fail(TPURT_ERR_OOM, "linalg: out of host memory for scratch") : TPURT_OK;
+}
+
 /* ---------------------------------------------------------------- shared factorizations (linalg.c) */
 /* geqrf on row-major x (m x n) in place: R on and above the diagonal, the reflectors below it,
  * their factors in tau[0..min(m, n)) (LAPACK's sign conventions). */

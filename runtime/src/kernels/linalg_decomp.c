@@ -149,9 +149,31 @@ static int all_finite(const double* a, int64_t n) {
   return 1;
 }
 
-static tpurt_status svd_nonfinite(void) {
-  return tpurt_fail(TPURT_ERR_RUNTIME, "linalg.svd: The algorithm failed to converge because the input matrix "
-                    "contained non-finite values.");
+/* CPU's message for a failed batch element: "(Batch element i): " only for batched inputs */
+static tpurt_status batch_fail(const char* api, int nb, int64_t at, const char* what) {
+  if (nb == 0) return tpurt_fail(TPURT_ERR_RUNTIME, "%s: %s", api, what);
+  return tpurt_fail(TPURT_ERR_RUNTIME, "%s: (Batch element %lld): %s", api, (long long)at, what);
+}
+
+typedef struct svd_job {
+  mview a, U, S, Vh;
+  int nb, full, uv;
+  int64_t m, n;
+} svd_job;
+
+static int svd_matrix(void* ctx, const int64_t* b, double* ws) {
+  svd_job* J = ctx;
+  int64_t m = J->m, n = J->n, k = m < n ? m : n, uc = J->full ? m : k;
+  double *a = ws, *sv = a + m * n, *u = sv + k, *v = u + m * uc, *w = v + n * (J->full ? n : k);
+  mv_load(&J->a, b, J->nb, a, 0);
+  if (!all_finite(a, m * n)) return 1;
+  svd_one(a, m, n, J->full, sv, J->uv ? u : NULL, J->uv ? v : NULL, w);
+  mv_store(&J->S, b, J->nb, sv, 0);
+  if (J->uv) {
+    mv_store(&J->U, b, J->nb, u, 0);
+    mv_store(&J->Vh, b, J->nb, v, 1); /* Vh = V^T */
+  }
+  return 0;
 }
 
 tpurt_status tpurt_kernel_svd(const tpurt_op_call* c) {
@@ -160,34 +182,22 @@ tpurt_status tpurt_kernel_svd(const tpurt_op_call* c) {
   const tpurt_tensor* A = &c->args[0].t;
   tpurt_status st = dtype_check("linalg.svd", A);
   if (st) return st;
-  int full = (int)c->args[1].i, uv = (int)c->args[2].i, nb;
-  int64_t bs[TPURT_MAX_DIMS];
-  if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
-  mview a, U = {0}, S, Vh = {0};
-  mv_init(&a, A, nb, 0);
-  mv_init(&S, &c->outs[1], nb, 1);
-  if (uv) {
-    mv_init(&U, &c->outs[0], nb, 0);
-    mv_init(&Vh, &c->outs[2], nb, 0);
+  svd_job J = {.full = (int)c->args[1].i, .uv = (int)c->args[2].i};
+  int64_t bs[TPURT_MAX_DIMS], at = 0;
+  if (!batch_of(A, 2, &J.nb, bs)) return TPURT_OK;
+  mv_init(&J.a, A, J.nb, 0);
+  mv_init(&J.S, &c->outs[1], J.nb, 1);
+  if (J.uv) {
+    mv_init(&J.U, &c->outs[0], J.nb, 0);
+    mv_init(&J.Vh, &c->outs[2], J.nb, 0);
   }
-  int64_t m = a.rows, n = a.cols, k = m < n ? m : n, uc = full ? m : k, vc = full ? n : k;
-  scratch s = {0};
-  if ((st = scratch_alloc(&s, m * n + k + m * uc + n * vc, svd_scratch(m, n), 0))) return st;
-  double *sv = s.a + m * n, *u = sv + k, *v = u + m * uc;
-  FOR_BATCH(b, nb, bs) {
-    mv_load(&a, b, nb, s.a, 0);
-    if (!all_finite(s.a, m * n)) {
-      st = svd_nonfinite();
-      break;
-    }
-    svd_one(s.a, m, n, full, sv, uv ? u : NULL, uv ? v : NULL, s.b);
-    mv_store(&S, b, nb, sv, 0);
-    if (uv) {
-      mv_store(&U, b, nb, u, 0);
-      mv_store(&Vh, b, nb, v, 1); /* Vh = V^T */
-    }
-  }
-  free(s.a);
+  int64_t m = J.m = J.a.rows, n = J.n = J.a.cols, k = m < n ? m : n, p = m > n ? m : n;
+  int code;
+  st = la_for_batch(J.nb, bs, m * n + k + (J.full ? m * m + n * n : (m + n) * k) + svd_scratch(m, n),
+                    8 * p * k * k + 1, svd_matrix, &J, &code, &at);
+  if (!st && code)
+    st = batch_fail("linalg.svd", J.nb, at, "The algorithm failed to converge because the input matrix contained "
+                    "non-finite values.");
   return st;
 }
 
@@ -227,57 +237,64 @@ static int jacobi_eigh(double* a, int64_t n, double* v) {
   return 1;
 }
 
+typedef struct eigh_job {
+  mview a, W, V;
+  int nb, upper, want_v;
+  int64_t n;
+} eigh_job;
+
+static int eigh_matrix(void* ctx, const int64_t* b, double* ws) {
+  eigh_job* J = ctx;
+  int64_t n = J->n;
+  double *a = ws, *w = a + n * n, *v = w + n, *o = v + n * n;
+  int64_t* ord = (int64_t*)(o + n * n);
+  mv_load(&J->a, b, J->nb, a, 0);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < i; j++) {
+      double x = J->upper ? a[j * n + i] : a[i * n + j];
+      a[i * n + j] = a[j * n + i] = x;
+    }
+  if (!all_finite(a, n * n)) return 1;
+  for (int64_t i = 0; i < n * n; i++) v[i] = i % (n + 1) == 0;
+  jacobi_eigh(a, n, v);
+  for (int64_t j = 0; j < n; j++) { /* ascending, stable among equal values */
+    int64_t t = j;
+    while (t > 0 && a[ord[t - 1] * (n + 1)] > a[j * (n + 1)]) ord[t] = ord[t - 1], t--;
+    ord[t] = j;
+  }
+  for (int64_t j = 0; j < n; j++) w[j] = a[ord[j] * (n + 1)];
+  mv_store(&J->W, b, J->nb, w, 0);
+  if (!J->want_v) return 0;
+  for (int64_t j = 0; j < n; j++) {
+    int64_t at = 0, c = ord[j];
+    for (int64_t i = 1; i < n; i++)
+      if (fabs(v[i * n + c]) > fabs(v[at * n + c])) at = i;
+    double sg = v[at * n + c] < 0 ? -1 : 1;
+    for (int64_t i = 0; i < n; i++) o[i * n + j] = sg * v[i * n + c];
+  }
+  mv_store(&J->V, b, J->nb, o, 0);
+  return 0;
+}
+
 tpurt_status tpurt_kernel_eigh(const tpurt_op_call* c) {
   /* _linalg_eigh(A, UPLO, compute_v) -> (eigenvalues ascending, eigenvectors); only the UPLO
    * triangle of A is read */
   const tpurt_tensor* A = &c->args[0].t;
   tpurt_status st = dtype_check("linalg.eigh", A);
   if (st) return st;
-  int upper = c->args[1].kind == TPURT_V_STRING && (c->args[1].s[0] == 'U' || c->args[1].s[0] == 'u');
-  int want_v = (int)c->args[2].i, nb;
-  int64_t bs[TPURT_MAX_DIMS];
-  if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
-  mview a, W, V = {0};
-  mv_init(&a, A, nb, 0);
-  mv_init(&W, &c->outs[0], nb, 1);
-  if (want_v) mv_init(&V, &c->outs[1], nb, 0);
-  int64_t n = a.rows;
-  scratch s = {0};
-  if ((st = scratch_alloc(&s, n * n + n, 2 * n * n, n))) return st;
-  double *w = s.a + n * n, *v = s.b, *o = s.b + n * n;
-  int* ord = s.piv;
-  FOR_BATCH(b, nb, bs) {
-    mv_load(&a, b, nb, s.a, 0);
-    for (int64_t i = 0; i < n; i++)
-      for (int64_t j = 0; j < i; j++) {
-        double x = upper ? s.a[j * n + i] : s.a[i * n + j];
-        s.a[i * n + j] = s.a[j * n + i] = x;
-      }
-    if (!all_finite(s.a, n * n)) {
-      st = tpurt_fail(TPURT_ERR_RUNTIME, "linalg.eigh: The algorithm failed to converge because the input matrix is "
-                      "ill-conditioned or has too many repeated eigenvalues (error code: 1).");
-      break;
-    }
-    for (int64_t i = 0; i < n * n; i++) v[i] = i % (n + 1) == 0;
-    jacobi_eigh(s.a, n, v);
-    for (int64_t j = 0; j < n; j++) { /* ascending, stable among equal values */
-      int t = (int)j;
-      while (t > 0 && s.a[ord[t - 1] * (n + 1)] > s.a[j * (n + 1)]) ord[t] = ord[t - 1], t--;
-      ord[t] = (int)j;
-    }
-    for (int64_t j = 0; j < n; j++) w[j] = s.a[ord[j] * (n + 1)];
-    mv_store(&W, b, nb, w, 0);
-    if (!want_v) continue;
-    for (int64_t j = 0; j < n; j++) {
-      int64_t at = 0;
-      for (int64_t i = 1; i < n; i++)
-        if (fabs(v[i * n + ord[j]]) > fabs(v[at * n + ord[j]])) at = i;
-      double sg = v[at * n + ord[j]] < 0 ? -1 : 1;
-      for (int64_t i = 0; i < n; i++) o[i * n + j] = sg * v[i * n + ord[j]];
-    }
-    mv_store(&V, b, nb, o, 0);
-  }
-  free(s.a);
+  eigh_job J = {.upper = c->args[1].kind == TPURT_V_STRING && (c->args[1].s[0] == 'U' || c->args[1].s[0] == 'u'),
+                .want_v = (int)c->args[2].i};
+  int64_t bs[TPURT_MAX_DIMS], at = 0;
+  if (!batch_of(A, 2, &J.nb, bs)) return TPURT_OK;
+  mv_init(&J.a, A, J.nb, 0);
+  mv_init(&J.W, &c->outs[0], J.nb, 1);
+  if (J.want_v) mv_init(&J.V, &c->outs[1], J.nb, 0);
+  int64_t n = J.n = J.a.rows;
+  int code;
+  st = la_for_batch(J.nb, bs, 3 * n * n + 2 * n, 16 * n * n * n + 1, eigh_matrix, &J, &code, &at);
+  if (!st && code) /* LAPACK's info for a NaN input is not reproducible: report 1 */
+    st = batch_fail("linalg.eigh", J.nb, at, "The algorithm failed to converge because the input matrix is "
+                    "ill-conditioned or has too many repeated eigenvalues (error code: 1).");
   return st;
 }
 
@@ -563,6 +580,10 @@ static void mexp_one(double* a, int64_t n, const double* theta, double* e, doubl
     double t = 0;
     for (int64_t i = 0; i < n; i++) t += fabs(a[i * n + j]);
     norm = fmax(norm, t);
+  }
+  if (!isfinite(norm)) { /* CPU's squarings spread the inf/NaN over the whole matrix */
+    for (int64_t i = 0; i < n * n; i++) e[i] = NAN;
+    return;
   }
   int d = 0;
   while (d < 5 && !(norm <= theta[d])) d++;

@@ -14,9 +14,9 @@
 /* ---------------------------------------------------------------- SVD core */
 /* One-sided Jacobi on the columns of row-major w (m x n): afterwards the columns are mutually
  * orthogonal (to working precision, relative to their norms) and v (n x n row-major, the
- * identity on entry) holds the product of the rotations, so w = A v. Returns 0 on
- * convergence. */
-static int jacobi_columns(double* w, int64_t m, int64_t n, double* v) {
+ * identity on entry) holds the product of the rotations, so w = A v. Convergence is quadratic;
+ * the sweep cap only bounds the time a pathological input can take. */
+static void jacobi_columns(double* w, int64_t m, int64_t n, double* v) {
   for (int sweep = 0; sweep < 80; sweep++) {
     int rotated = 0;
     for (int64_t i = 0; i < n - 1; i++)
@@ -44,9 +44,8 @@ static int jacobi_columns(double* w, int64_t m, int64_t n, double* v) {
           v[r * n + j] = sn * x + cs * y;
         }
       }
-    if (!rotated) return 0;
+    if (!rotated) return;
   }
-  return 1;
 }
 
 /* Fills the columns of q (row-major rows x cols) not marked in have[] with unit vectors
@@ -87,9 +86,8 @@ static int64_t svd_scratch(int64_t m, int64_t n) {
 
 /* SVD of row-major a (m x n), k = min(m, n): s[0..k) descending; when u/v are not NULL,
  * u (row-major m x uc, uc = m when full else k) and v (row-major n x vc, likewise) hold the
- * singular vectors as columns, A = U diag(s) V^T. ws: svd_scratch(m, n) doubles. Returns 0
- * on convergence. */
-static int svd_one(const double* a, int64_t m, int64_t n, int full, double* s, double* u, double* v, double* ws) {
+ * singular vectors as columns, A = U diag(s) V^T. ws: svd_scratch(m, n) doubles. */
+static void svd_one(const double* a, int64_t m, int64_t n, int full, double* s, double* u, double* v, double* ws) {
   /* Jacobi orthogonalizes the columns of the tall orientation: B = A (m >= n) or A^T */
   int tr = m < n;
   int64_t p = tr ? n : m, q = tr ? m : n, k = q;
@@ -99,7 +97,7 @@ static int svd_one(const double* a, int64_t m, int64_t n, int full, double* s, d
   for (int64_t i = 0; i < p; i++)
     for (int64_t j = 0; j < q; j++) w[i * q + j] = tr ? a[j * n + i] : a[i * n + j];
   for (int64_t i = 0; i < q * q; i++) vv[i] = i % (q + 1) == 0;
-  int bad = jacobi_columns(w, p, q, vv);
+  jacobi_columns(w, p, q, vv);
   for (int64_t j = 0; j < q; j++) {
     double t = 0;
     for (int64_t i = 0; i < p; i++) t += w[i * q + j] * w[i * q + j];
@@ -112,7 +110,7 @@ static int svd_one(const double* a, int64_t m, int64_t n, int full, double* s, d
     idx[t] = x;
   }
   for (int64_t j = 0; j < k; j++) s[j] = sd[idx[j]];
-  if (!u) return bad;
+  if (!u) return;
   /* left vectors of B: w's columns normalized (p x pc), right: vv's columns (q x q) */
   int64_t pc = full ? p : k;
   for (int64_t c = 0; c < pc; c++) have[c] = 0;
@@ -135,12 +133,9 @@ static int svd_one(const double* a, int64_t m, int64_t n, int full, double* s, d
   }
   /* B's left vectors are A's left (m >= n) or right (m < n) vectors */
   double *lo = tr ? v : u, *ro = tr ? u : v;
-  int64_t lc = pc, rc = q;
-  for (int64_t i = 0; i < p; i++)
-    for (int64_t j = 0; j < lc; j++) lo[i * lc + j] = big[i * pc + j];
+  memcpy(lo, big, sizeof(double) * (size_t)(p * pc));
   for (int64_t i = 0; i < q; i++)
-    for (int64_t j = 0; j < rc; j++) ro[i * rc + j] = vv[i * q + idx[j]];
-  return bad;
+    for (int64_t j = 0; j < q; j++) ro[i * q + j] = vv[i * q + idx[j]];
 }
 
 static int all_finite(const double* a, int64_t n) {
@@ -203,8 +198,8 @@ tpurt_status tpurt_kernel_svd(const tpurt_op_call* c) {
 
 /* ---------------------------------------------------------------- eigh */
 /* Cyclic Jacobi on row-major symmetric a (n x n): afterwards its diagonal holds the eigenvalues
- * and v (the identity on entry) the eigenvectors as columns. Returns 0 on convergence. */
-static int jacobi_eigh(double* a, int64_t n, double* v) {
+ * and v (the identity on entry) the eigenvectors as columns (sweep cap as jacobi_columns). */
+static void jacobi_eigh(double* a, int64_t n, double* v) {
   for (int sweep = 0; sweep < 80; sweep++) {
     int rotated = 0;
     for (int64_t p = 0; p < n - 1; p++)
@@ -232,9 +227,8 @@ static int jacobi_eigh(double* a, int64_t n, double* v) {
           v[r * n + q] = sn * x + cs * y;
         }
       }
-    if (!rotated) return 0;
+    if (!rotated) return;
   }
-  return 1;
 }
 
 typedef struct eigh_job {

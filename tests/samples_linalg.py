@@ -159,3 +159,81 @@ register("cholesky_inverse", lambda l: torch.cholesky_inverse(l.mT, upper=True),
          dtypes=LA, name="cholesky_inverse upper")
 register("cholesky_inverse.out", lambda l: torch.cholesky_inverse(l, out=torch.empty(0, dtype=l.dtype, device=l.device)),
          lambda dt: chol_and(lambda d: [])(dt), dtypes=LA, grad=False)
+
+
+# ---------------------------------------------------------------- SVD / eigh
+# Singular and eigen vectors are unique only up to sign: samples compare what is not (the
+# reconstruction, the values, |vectors| over the k singular triplets), as PyTorch's own tests do.
+def svd_invariants(a, full=False):
+    U, S, Vh = torch.linalg.svd(a, full_matrices=full)
+    k = S.shape[-1]
+    return (U[..., :k] * S.unsqueeze(-2)) @ Vh[..., :k, :], S, U[..., :k].abs(), Vh[..., :k, :].abs()
+
+
+register("_linalg_svd", svd_invariants, general(5, 3), dtypes=LA)
+register("_linalg_svd", svd_invariants, general(2, 3, 4), dtypes=LA, name="svd wide batched")
+register("_linalg_svd", lambda a: svd_invariants(a, True), general(5, 3), dtypes=LA, name="svd full tall")
+register("_linalg_svd", lambda a: svd_invariants(a, True), general(2, 4), dtypes=LA, name="svd full wide")
+register("_linalg_svd", lambda a: torch.linalg.svdvals(a), singular, dtypes=LA, grad=False, name="svdvals rank-deficient")
+register("_linalg_svd", lambda a: torch.linalg.pinv(a), general(2, 4, 3), dtypes=LA, name="pinv")
+register("_linalg_svd", lambda a: torch.linalg.matrix_norm(a, "nuc"), general(3, 4), dtypes=LA, name="nuclear norm")
+register("_linalg_svd.U", lambda a: torch.linalg.svd(a, out=tuple(a.new_empty(0) for _ in range(3)))[1], general(4, 3),
+         dtypes=LA, grad=False)
+
+
+def eigh_invariants(a, uplo="L"):
+    w, v = torch.linalg.eigh(a, UPLO=uplo)
+    return w, v.abs()
+
+
+register("_linalg_eigh", eigh_invariants, spd(4, 4), dtypes=LA)
+register("_linalg_eigh", lambda a: eigh_invariants(a, "U"), general(2, 3, 3), dtypes=LA, grad=False,
+         name="eigh upper, batched, indefinite")
+register("_linalg_eigh", torch.linalg.eigvalsh, general(4, 4), dtypes=LA, grad=False, name="eigvalsh")
+register("_linalg_eigh.eigenvalues", lambda a: torch.linalg.eigh(a, out=(a.new_empty(0), a.new_empty(0)))[0],
+         spd(3, 3), dtypes=LA, grad=False)
+
+# ---------------------------------------------------------------- lstsq / LDL / matrix_exp / householder
+def well(*shape):
+    """Well conditioned rectangular matrices (so float32 gradients agree with LAPACK's)."""
+    return lambda dt: [make(shape, dt, -1, 1) + 3 * torch.eye(shape[-2], shape[-1], dtype=dt)]
+
+
+for _driver in ("gelsy", "gels", "gelsd", "gelss"):
+    register("linalg_lstsq.out", lambda a, b, _d=_driver: torch.linalg.lstsq(a, b, driver=_d),
+             two(well(2, 5, 3), general(2, 5, 2)), dtypes=LA, name=f"lstsq tall {_driver}")
+register("linalg_lstsq.out", lambda a, b: torch.linalg.lstsq(a, b), two(well(3, 5), general(3)), dtypes=LA,
+         name="lstsq wide vector rhs")
+register("linalg_lstsq.out", lambda a, b: torch.linalg.lstsq(a, b, driver="gelsd"), two(singular, general(3, 2)),
+         dtypes=LA, grad=False, name="lstsq rank-deficient minimum norm")
+
+
+def symmetric(n, seed=0):
+    def inputs(dt):
+        a = make((n, n), dt, -2, 2, seed=seed)
+        return [a + a.mT]
+    return inputs
+
+
+register("linalg_ldl_factor_ex", lambda a: torch.linalg.ldl_factor_ex(a), symmetric(6), dtypes=LA, grad=False,
+         name="ldl_factor indefinite")
+register("linalg_ldl_factor_ex.out", lambda a: torch.linalg.ldl_factor_ex(
+    a, out=(a.new_empty(0), torch.empty(0, dtype=torch.int32, device=a.device),
+            torch.empty(0, dtype=torch.int32, device=a.device))), spd(4, 4), dtypes=LA, grad=False)
+register("linalg_ldl_solve", lambda a, b: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(a), b),
+         two(symmetric(6, seed=3), general(6, 2)), dtypes=LA, grad=False)
+register("linalg_ldl_solve.out", lambda a, b: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(a), b, out=b.new_empty(0)),
+         two(spd(3, 3), general(3, 2)), dtypes=LA, grad=False)
+
+
+def scaled(*shape, scales):
+    return lambda dt: [make(shape, dt, -1, 1) * torch.tensor(scales, dtype=dt).view(-1, 1, 1)]
+
+
+register("linalg_matrix_exp", torch.linalg.matrix_exp, scaled(4, 4, 4, scales=(1e-8, 0.01, 0.3, 6.0)), dtypes=LA,
+         name="matrix_exp every degree and squaring")
+register("linalg_householder_product", lambda a, t: torch.linalg.householder_product(a, t),
+         lambda dt: list(torch.geqrf(make((5, 3), dt, -2, 2))), dtypes=LA)
+register("linalg_householder_product.out",
+         lambda a, t: torch.linalg.householder_product(a, t, out=a.new_empty(0)),
+         lambda dt: list(torch.geqrf(make((2, 4, 4), dt, -2, 2))), dtypes=LA, grad=False)

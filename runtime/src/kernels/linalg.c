@@ -7,84 +7,7 @@
  * pivots outputs feed the backward's lu_solve with adjoint=!that); solve and inv factor A. */
 #include <stdlib.h>
 
-#include "reduce.h"
-
-/* ---------------------------------------------------------------- batched matrix views */
-typedef struct mview {
-  const tpurt_tensor* t;
-  int64_t rows, cols, rs, cs;
-  int64_t bst[TPURT_MAX_DIMS]; /* batch strides over the iteration's batch dims */
-} mview;
-
-/* A view of t's trailing matrix (or vector, as one column: vec = 1) with its batch dims
- * broadcast to the nb iteration dims. */
-static void mv_init(mview* v, const tpurt_tensor* t, int nb, int vec) {
-  int nd = t->ndim, tb = vec ? nd - 1 : nd - 2;
-  v->t = t;
-  v->rows = t->sizes[vec ? nd - 1 : nd - 2];
-  v->rs = t->strides[vec ? nd - 1 : nd - 2];
-  v->cols = vec ? 1 : t->sizes[nd - 1];
-  v->cs = vec ? 0 : t->strides[nd - 1];
-  for (int d = 0; d < nb; d++) {
-    int td = d - (nb - tb);
-    v->bst[d] = td < 0 || t->sizes[td] == 1 ? 0 : t->strides[td];
-  }
-}
-
-static char* mv_ptr(const mview* v, const int64_t* b, int nb, int64_t i, int64_t j) {
-  int64_t o = i * v->rs + j * v->cs;
-  for (int d = 0; d < nb; d++) o += b[d] * v->bst[d];
-  return (char*)v->t->data + o * (int64_t)tpurt_dtype_size((tpurt_dtype)v->t->dtype);
-}
-
-/* a (row-major) <- the matrix, or its transpose when trans */
-static void mv_load(const mview* v, const int64_t* b, int nb, double* a, int trans) {
-  for (int64_t i = 0; i < v->rows; i++)
-    for (int64_t j = 0; j < v->cols; j++) {
-      double x = tpurt_load_f64(mv_ptr(v, b, nb, i, j), v->t->dtype);
-      if (trans) a[j * v->rows + i] = x;
-      else a[i * v->cols + j] = x;
-    }
-}
-
-/* the matrix <- a (row-major), or a's transpose when trans */
-static void mv_store(const mview* v, const int64_t* b, int nb, const double* a, int trans) {
-  for (int64_t i = 0; i < v->rows; i++)
-    for (int64_t j = 0; j < v->cols; j++)
-      tpurt_store_f64(mv_ptr(v, b, nb, i, j), v->t->dtype, trans ? a[j * v->rows + i] : a[i * v->cols + j]);
-}
-
-/* Element of a per-batch output (info, det, sign: t's dims are the trailing batch dims). */
-static char* batch_ptr(const tpurt_tensor* t, const int64_t* b, int nb) {
-  int64_t o = 0;
-  for (int d = 0; d < t->ndim; d++) o += b[d + (nb - t->ndim)] * (t->sizes[d] == 1 ? 0 : t->strides[d]);
-  return (char*)t->data + o * (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype);
-}
-static void put_info(const tpurt_tensor* t, const int64_t* b, int nb, int64_t v) {
-  tpurt_store_i64(batch_ptr(t, b, nb), t->dtype, v);
-}
-static void put_pivots(const tpurt_tensor* t, const int64_t* b, int nb, const int* piv, int64_t k) {
-  mview v;
-  mv_init(&v, t, nb, 1);
-  for (int64_t i = 0; i < k; i++) tpurt_store_i64(mv_ptr(&v, b, nb, i, 0), t->dtype, piv[i] + 1);
-}
-
-/* The iteration batch: t's leading ndim - mdims dims. Returns 0 when it is empty. */
-static int batch_of(const tpurt_tensor* t, int mdims, int* nb, int64_t* sizes) {
-  *nb = t->ndim - mdims;
-  for (int d = 0; d < *nb; d++)
-    if ((sizes[d] = t->sizes[d]) == 0) return 0;
-  return 1;
-}
-#define FOR_BATCH(b, nb, sizes) \
-  for (int64_t b[TPURT_MAX_DIMS] = {0}, _go = 1; _go; _go = (nb) > 0 && tpurt_next_index(b, sizes, nb))
-
-static int is_float_ok(int dt) { return dt == TPURT_F32 || dt == TPURT_F64; }
-static tpurt_status dtype_check(const char* api, const tpurt_tensor* t) {
-  if (is_float_ok(t->dtype)) return TPURT_OK;
-  return tpurt_fail(TPURT_ERR_RUNTIME, "%s: Expected a floating point tensor as input. Got %s", api,
-                    tpurt_dtype_name((tpurt_dtype)t->dtype));
-}
+#include "linalg.h"
 
 /* ---------------------------------------------------------------- factorizations */
 /* In-place LU of row-major a (m x n) with row pivots piv[0..min(m,n)) (0-based, swaps in
@@ -150,21 +73,6 @@ static void getrs(const double* lu, const int* piv, int64_t n, double* b, int64_
       if (piv[k] != k) SWAP_ROWS(k, piv[k])
   }
 #undef SWAP_ROWS
-}
-
-/* ---------------------------------------------------------------- scratch */
-typedef struct scratch {
-  double* a;  /* matrix */
-  double* b;  /* right-hand sides / second matrix */
-  int* piv;
-} scratch;
-
-static tpurt_status scratch_alloc(scratch* s, int64_t na, int64_t nb, int64_t np) {
-  s->a = malloc(sizeof(double) * (size_t)(na + nb + 2) + sizeof(int) * (size_t)(np + 1));
-  if (!s->a) return tpurt_fail(TPURT_ERR_OOM, "linalg: out of host memory for scratch");
-  s->b = s->a + na + 1;
-  s->piv = (int*)(s->b + nb + 1);
-  return TPURT_OK;
 }
 
 /* ---------------------------------------------------------------- LU family */
@@ -378,7 +286,7 @@ static tpurt_status solve(const tpurt_op_call* c, const tpurt_tensor* B, int lef
   int vec = o_x->ndim == A->ndim - 1, nb;
   int64_t bs[TPURT_MAX_DIMS];
   if (!batch_of(o_x, vec ? 1 : 2, &nb, bs)) return TPURT_OK;
-  mview a, x, b_, lu = {0};
+  mview a, x, b_ = {0}, lu = {0};
   mv_init(&a, A, nb, 0);
   mv_init(&x, o_x, nb, vec);
   if (!ident) mv_init(&b_, B, nb, vec);
@@ -490,7 +398,7 @@ tpurt_status tpurt_kernel_cholesky(const tpurt_op_call* c) {
 /* geqrf on row-major x (m x n) in place: R on and above the diagonal, the Householder vectors
  * below it (v_j = 1 implied), their scale factors in tau[0..min(m, n)). LAPACK's conventions:
  * beta = -sign(alpha) * norm, no reflection (tau = 0) for an already-zero column. */
-static void householder_qr(double* x, int64_t m, int64_t n, double* tau) {
+void la_householder_qr(double* x, int64_t m, int64_t n, double* tau) {
   int64_t k = m < n ? m : n;
   for (int64_t j = 0; j < k; j++) {
     double alpha = x[j * n + j], xn = 0;
@@ -513,8 +421,8 @@ static void householder_qr(double* x, int64_t m, int64_t n, double* tau) {
 
 /* y (row-major rows x r) <- Q y, or Q^T y when trans, for Q = H_0 ... H_{k-1} given by the
  * reflectors below the diagonal of v (row stride ldv) and tau (ormqr / orgqr). */
-static void apply_q(const double* v, int64_t ldv, const double* tau, int64_t k, double* y, int64_t rows, int64_t r,
-                    int trans) {
+void la_apply_q(const double* v, int64_t ldv, const double* tau, int64_t k, double* y, int64_t rows, int64_t r,
+                int trans) {
   for (int64_t jj = 0; jj < k; jj++) {
     int64_t j = trans ? jj : k - 1 - jj;
     if (tau[j] == 0) continue;
@@ -545,7 +453,7 @@ tpurt_status tpurt_kernel_geqrf(const tpurt_op_call* c) {
   if ((st = scratch_alloc(&s, m * n + k, 0, 0))) return st;
   FOR_BATCH(b, nb, bs) {
     mv_load(&a, b, nb, s.a, 0);
-    householder_qr(s.a, m, n, s.a + m * n);
+    la_householder_qr(s.a, m, n, s.a + m * n);
     mv_store(&o, b, nb, s.a, 0);
     if (k) mv_store(&t, b, nb, s.a + m * n, 0);
   }
@@ -573,7 +481,7 @@ tpurt_status tpurt_kernel_ormqr(const tpurt_op_call* c) {
     mv_load(&a, b, nb, s.a, 0);
     mv_load(&t, b, nb, s.a + a.rows * a.cols, 0);
     mv_load(&C, b, nb, s.b, !left);
-    apply_q(s.a, a.cols, s.a + a.rows * a.cols, k, s.b, rows, r, left ? trans : !trans);
+    la_apply_q(s.a, a.cols, s.a + a.rows * a.cols, k, s.b, rows, r, left ? trans : !trans);
     mv_store(&o, b, nb, s.b, !left);
   }
   free(s.a);
@@ -601,7 +509,7 @@ tpurt_status tpurt_kernel_qr(const tpurt_op_call* c) {
   FOR_BATCH(b, nb, bs) {
     double* x = s.a;
     mv_load(&a, b, nb, x, 0);
-    householder_qr(x, m, n, tau);
+    la_householder_qr(x, m, n, tau);
     double* o = s.b;
     for (int64_t i = 0; i < rr; i++)
       for (int64_t j = 0; j < n; j++) o[i * n + j] = j >= i ? x[i * n + j] : 0;
@@ -610,7 +518,7 @@ tpurt_status tpurt_kernel_qr(const tpurt_op_call* c) {
     /* Q = H_0 ... H_{k-1} applied to the first qc columns of the identity */
     for (int64_t i = 0; i < m; i++)
       for (int64_t j = 0; j < qc; j++) o[i * qc + j] = i == j;
-    apply_q(x, n, tau, k, o, m, qc, 0);
+    la_apply_q(x, n, tau, k, o, m, qc, 0);
     mv_store(&q, b, nb, o, 0);
   }
   free(s.a);

@@ -1,0 +1,157 @@
+/* Helpers shared by the linalg kernels (linalg.c: LU, Cholesky, QR, triangular solves;
+ * linalg_decomp.c: SVD, eigh, lstsq, LDL, matrix_exp, householder_product): strided batched
+ * matrix views loaded into and stored from row-major double scratch. */
+#ifndef TPURT_KERNELS_LINALG_H
+#define TPURT_KERNELS_LINALG_H
+#include <stdlib.h>
+
+#include "reduce.h"
+
+/* ---------------------------------------------------------------- batched matrix views */
+typedef struct mview {
+  const tpurt_tensor* t;
+  int64_t rows, cols, rs, cs;
+  int64_t bst[TPURT_MAX_DIMS]; /* batch strides over the iteration's batch dims */
+} mview;
+
+/* A view of t's trailing matrix (or vector, as one column: vec = 1) with its batch dims
+ * broadcast to the nb iteration dims. */
+static inline void mv_init(mview* v, const tpurt_tensor* t, int nb, int vec) {
+  int nd = t->ndim, tb = vec ? nd - 1 : nd - 2;
+  v->t = t;
+  v->rows = t->sizes[vec ? nd - 1 : nd - 2];
+  v->rs = t->strides[vec ? nd - 1 : nd - 2];
+  v->cols = vec ? 1 : t->sizes[nd - 1];
+  v->cs = vec ? 0 : t->strides[nd - 1];
+  for (int d = 0; d < nb; d++) {
+    int td = d - (nb - tb);
+    v->bst[d] = td < 0 || t->sizes[td] == 1 ? 0 : t->strides[td];
+  }
+}
+
+static inline char* mv_ptr(const mview* v, const int64_t* b, int nb, int64_t i, int64_t j) {
+  int64_t o = i * v->rs + j * v->cs;
+  for (int d = 0; d < nb; d++) o += b[d] * v->bst[d];
+  return (char*)v->t->data + o * (int64_t)tpurt_dtype_size((tpurt_dtype)v->t->dtype);
+}
+
+/* a (row-major) <- the matrix, or its transpose when trans */
+static inline void mv_load(const mview* v, const int64_t* b, int nb, double* a, int trans) {
+  for (int64_t i = 0; i < v->rows; i++)
+    for (int64_t j = 0; j < v->cols; j++) {
+      double x = tpurt_load_f64(mv_ptr(v, b, nb, i, j), v->t->dtype);
+      if (trans) a[j * v->rows + i] = x;
+      else a[i * v->cols + j] = x;
+    }
+}
+
+/* the matrix <- a (row-major), or a's transpose when trans */
+static inline void mv_store(const mview* v, const int64_t* b, int nb, const double* a, int trans) {
+  for (int64_t i = 0; i < v->rows; i++)
+    for (int64_t j = 0; j < v->cols; j++)
+      tpurt_store_f64(mv_ptr(v, b, nb, i, j), v->t->dtype, trans ? a[j * v->rows + i] : a[i * v->cols + j]);
+}
+
+/* Element of a per-batch output (info, det, sign: t's dims are the trailing batch dims). */
+static inline char* batch_ptr(const tpurt_tensor* t, const int64_t* b, int nb) {
+  int64_t o = 0;
+  for (int d = 0; d < t->ndim; d++) o += b[d + (nb - t->ndim)] * (t->sizes[d] == 1 ? 0 : t->strides[d]);
+  return (char*)t->data + o * (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype);
+}
+static inline void put_info(const tpurt_tensor* t, const int64_t* b, int nb, int64_t v) {
+  tpurt_store_i64(batch_ptr(t, b, nb), t->dtype, v);
+}
+static inline void put_pivots(const tpurt_tensor* t, const int64_t* b, int nb, const int* piv, int64_t k) {
+  mview v;
+  mv_init(&v, t, nb, 1);
+  for (int64_t i = 0; i < k; i++) tpurt_store_i64(mv_ptr(&v, b, nb, i, 0), t->dtype, piv[i] + 1);
+}
+
+/* The iteration batch: t's leading ndim - mdims dims. Returns 0 when it is empty. */
+static inline int batch_of(const tpurt_tensor* t, int mdims, int* nb, int64_t* sizes) {
+  *nb = t->ndim - mdims;
+  for (int d = 0; d < *nb; d++)
+    if ((sizes[d] = t->sizes[d]) == 0) return 0;
+  return 1;
+}
+#define FOR_BATCH(b, nb, sizes) \
+  for (int64_t b[TPURT_MAX_DIMS] = {0}, _go = 1; _go; _go = (nb) > 0 && tpurt_next_index(b, sizes, nb))
+
+static inline int is_float_ok(int dt) { return dt == TPURT_F32 || dt == TPURT_F64; }
+static inline tpurt_status dtype_check(const char* api, const tpurt_tensor* t) {
+  if (is_float_ok(t->dtype)) return TPURT_OK;
+  return tpurt_fail(TPURT_ERR_RUNTIME, "%s: Expected a floating point tensor as input. Got %s", api,
+                    tpurt_dtype_name((tpurt_dtype)t->dtype));
+}
+
+/* ---------------------------------------------------------------- scratch */
+typedef struct scratch {
+  double* a;  /* matrix */
+  double* b;  /* right-hand sides / second matrix */
+  int* piv;
+} scratch;
+
+static inline tpurt_status scratch_alloc(scratch* s, int64_t na, int64_t nb, int64_t np) {
+  s->a = malloc(sizeof(double) * (size_t)(na + nb + 2) + sizeof(int) * (size_t)(np + 1));
+  if (!s->a) return tpurt_fail(TPURT_ERR_OOM, "linalg: out of host memory for scratch");
+  s->b = s->a + na + 1;
+  s->piv = (int*)(s->b + nb + 1);
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- batches across the pool */
+/* One matrix of a batch: its batch index b, ws: the per-thread scratch. Returns 0, or a
+ * kernel-defined nonzero code that la_for_batch reports. */
+typedef int (*la_matrix_fn)(void* ctx, const int64_t* b, double* ws);
+
+typedef struct la_batch_job {
+  la_matrix_fn fn;
+  void* ctx;
+  int nb;
+  const int64_t* bs;
+  int64_t ws_doubles;
+  int* codes; /* per matrix, in batch order; -1: scratch allocation failed */
+} la_batch_job;
+
+static inline void la_batch_chunk(void* p, int64_t begin, int64_t end) {
+  la_batch_job* J = (la_batch_job*)p;
+  double* ws = malloc(sizeof(double) * (size_t)(J->ws_doubles + 1));
+  int64_t b[TPURT_MAX_DIMS];
+  for (int64_t i = begin; i < end; i++) {
+    for (int64_t d = J->nb - 1, r = i; d >= 0; d--) { /* batch index i, row-major over bs */
+      b[d] = r % J->bs[d];
+      r /= J->bs[d];
+    }
+    J->codes[i] = ws ? J->fn(J->ctx, b, ws) : -1;
+  }
+  free(ws);
+}
+
+/* fn on every matrix of the batch bs[0..nb), split across the worker pool (each matrix writes
+ * only its own outputs, so results do not depend on the split); flops: rough work per matrix.
+ * Returns the first nonzero code in batch order (its batch index in *at), or 0. */
+static inline tpurt_status la_for_batch(int nb, const int64_t* bs, int64_t ws_doubles, int64_t flops, la_matrix_fn fn,
+                                        void* ctx, int* code, int64_t* at) {
+  int64_t count = 1;
+  for (int d = 0; d < nb; d++) count *= bs[d];
+  *code = 0;
+  int* codes = malloc(sizeof(int) * (size_t)count);
+  if (!codes) return tpurt_fail(TPURT_ERR_OOM, "linalg: out of host memory for scratch");
+  la_batch_job J = {fn, ctx, nb, bs, ws_doubles, codes};
+  tpurt_parallel_for(count, 1 + (1 << 16) / (flops + 1), la_batch_chunk, &J);
+  for (int64_t i = 0; i < count && !*code; i++)
+    if (codes[i]) *code = codes[i], *at = i;
+  free(codes);
+  return *code == -1 ? tpurt_fail(TPURT_ERR_OOM, "linalg: out of host memory for scratch") : TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- shared factorizations (linalg.c) */
+/* geqrf on row-major x (m x n) in place: R on and above the diagonal, the reflectors below it,
+ * their factors in tau[0..min(m, n)) (LAPACK's sign conventions). */
+void la_householder_qr(double* x, int64_t m, int64_t n, double* tau);
+/* y (row-major rows x r) <- Q y, or Q^T y when trans, for Q = H_0 ... H_{k-1} given by the
+ * reflectors below the diagonal of v (row stride ldv) and tau. */
+void la_apply_q(const double* v, int64_t ldv, const double* tau, int64_t k, double* y, int64_t rows, int64_t r,
+                int trans);
+
+#endif

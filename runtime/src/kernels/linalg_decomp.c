@@ -1,0 +1,648 @@
+/* Spectral and symmetric-indefinite linear algebra, in double whatever the dtype: SVD by
+ * one-sided Jacobi, eigh by cyclic Jacobi, least squares through the SVD, Bunch-Kaufman LDL^T
+ * (LAPACK sytf2's pivot choices and pivots, sytrs's solve), matrix_exp (ATen's Taylor degrees,
+ * thresholds and scaling), householder_product (orgqr).
+ *
+ * Singular and eigen vectors are unique only up to sign: each is returned with its
+ * largest-magnitude component positive (the first such on ties; for an SVD pair the longer
+ * vector decides), so results are deterministic. Jacobi is chosen for its accuracy (tiny singular
+ * values to full relative precision) and simplicity on the small matrices these ops see. */
+#include <float.h>
+
+#include "linalg.h"
+
+/* ---------------------------------------------------------------- SVD core */
+/* One-sided Jacobi on the columns of row-major w (m x n): afterwards the columns are mutually
+ * orthogonal (to working precision, relative to their norms) and v (n x n row-major, the
+ * identity on entry) holds the product of the rotations, so w = A v. Convergence is quadratic;
+ * the sweep cap only bounds the time a pathological input can take. */
+static void jacobi_columns(double* w, int64_t m, int64_t n, double* v) {
+  for (int sweep = 0; sweep < 80; sweep++) {
+    int rotated = 0;
+    for (int64_t i = 0; i < n - 1; i++)
+      for (int64_t j = i + 1; j < n; j++) {
+        double a = 0, b = 0, g = 0;
+        for (int64_t r = 0; r < m; r++) {
+          double x = w[r * n + i], y = w[r * n + j];
+          a += x * x;
+          b += y * y;
+          g += x * y;
+        }
+        if (g == 0 || fabs(g) <= DBL_EPSILON * sqrt(a) * sqrt(b)) continue;
+        rotated = 1;
+        double zeta = (b - a) / (2 * g);
+        double t = copysign(1.0, zeta) / (fabs(zeta) + sqrt(1 + zeta * zeta));
+        double cs = 1 / sqrt(1 + t * t), sn = cs * t;
+        for (int64_t r = 0; r < m; r++) {
+          double x = w[r * n + i], y = w[r * n + j];
+          w[r * n + i] = cs * x - sn * y;
+          w[r * n + j] = sn * x + cs * y;
+        }
+        for (int64_t r = 0; r < n; r++) {
+          double x = v[r * n + i], y = v[r * n + j];
+          v[r * n + i] = cs * x - sn * y;
+          v[r * n + j] = sn * x + cs * y;
+        }
+      }
+    if (!rotated) return;
+  }
+}
+
+/* Fills the columns of q (row-major rows x cols) not marked in have[] with unit vectors
+ * orthogonal to every other column: the standard basis vector least represented in the
+ * current span, orthogonalized twice (classical Gram-Schmidt with reorthogonalization). */
+static void complete_basis(double* q, int64_t rows, int64_t cols, char* have, double* e) {
+  for (int64_t c = 0; c < cols; c++) {
+    if (have[c]) continue;
+    int64_t best = 0;
+    double best_res = -1;
+    for (int64_t i = 0; i < rows; i++) { /* residual of e_i: 1 - sum_k q[i,k]^2 */
+      double r = 1;
+      for (int64_t k = 0; k < cols; k++)
+        if (have[k]) r -= q[i * cols + k] * q[i * cols + k];
+      if (r > best_res + 1e-12) best_res = r, best = i;
+    }
+    for (int64_t i = 0; i < rows; i++) e[i] = i == best;
+    for (int pass = 0; pass < 2; pass++)
+      for (int64_t k = 0; k < cols; k++) {
+        if (!have[k]) continue;
+        double d = 0;
+        for (int64_t i = 0; i < rows; i++) d += q[i * cols + k] * e[i];
+        for (int64_t i = 0; i < rows; i++) e[i] -= d * q[i * cols + k];
+      }
+    double nrm = 0;
+    for (int64_t i = 0; i < rows; i++) nrm += e[i] * e[i];
+    nrm = sqrt(nrm);
+    for (int64_t i = 0; i < rows; i++) q[i * cols + c] = e[i] / nrm;
+    have[c] = 1;
+  }
+}
+
+/* Scratch (in doubles) svd_one needs for an m x n matrix. */
+static int64_t svd_scratch(int64_t m, int64_t n) {
+  int64_t p = m > n ? m : n, q = m < n ? m : n;
+  return p * q + q * q + p * p + q + p + q + p; /* the last q + p: idx (int64) and have (char) */
+}
+
+/* SVD of row-major a (m x n), k = min(m, n): s[0..k) descending; when u/v are not NULL,
+ * u (row-major m x uc, uc = m when full else k) and v (row-major n x vc, likewise) hold the
+ * singular vectors as columns, A = U diag(s) V^T. ws: svd_scratch(m, n) doubles. */
+static void svd_one(const double* a, int64_t m, int64_t n, int full, double* s, double* u, double* v, double* ws) {
+  /* Jacobi orthogonalizes the columns of the tall orientation: B = A (m >= n) or A^T */
+  int tr = m < n;
+  int64_t p = tr ? n : m, q = tr ? m : n, k = q;
+  double *w = ws, *vv = w + p * q, *big = vv + q * q, *sd = big + p * p, *e = sd + q;
+  int64_t* idx = (int64_t*)(e + p);
+  char* have = (char*)(idx + q);
+  for (int64_t i = 0; i < p; i++)
+    for (int64_t j = 0; j < q; j++) w[i * q + j] = tr ? a[j * n + i] : a[i * n + j];
+  for (int64_t i = 0; i < q * q; i++) vv[i] = i % (q + 1) == 0;
+  jacobi_columns(w, p, q, vv);
+  for (int64_t j = 0; j < q; j++) {
+    double t = 0;
+    for (int64_t i = 0; i < p; i++) t += w[i * q + j] * w[i * q + j];
+    sd[j] = sqrt(t);
+  }
+  /* descending, stable among equal values */
+  for (int64_t j = 0; j < q; j++) {
+    int64_t x = j, t = j;
+    while (t > 0 && sd[idx[t - 1]] < sd[x]) idx[t] = idx[t - 1], t--;
+    idx[t] = x;
+  }
+  for (int64_t j = 0; j < k; j++) s[j] = sd[idx[j]];
+  if (!u) return;
+  /* left vectors of B: w's columns normalized (p x pc), right: vv's columns (q x q) */
+  int64_t pc = full ? p : k;
+  for (int64_t c = 0; c < pc; c++) have[c] = 0;
+  for (int64_t j = 0; j < k; j++) {
+    double nrm = s[j];
+    have[j] = nrm > 0;
+    for (int64_t i = 0; i < p; i++) big[i * pc + j] = have[j] ? w[i * q + idx[j]] / nrm : 0;
+  }
+  complete_basis(big, p, pc, have, e);
+  /* canonical sign: the largest-magnitude component of each left vector positive */
+  for (int64_t j = 0; j < pc; j++) {
+    int64_t at = 0;
+    for (int64_t i = 1; i < p; i++)
+      if (fabs(big[i * pc + j]) > fabs(big[at * pc + j])) at = i;
+    if (big[at * pc + j] < 0) {
+      for (int64_t i = 0; i < p; i++) big[i * pc + j] = -big[i * pc + j];
+      if (j < k)
+        for (int64_t i = 0; i < q; i++) vv[i * q + idx[j]] = -vv[i * q + idx[j]];
+    }
+  }
+  /* B's left vectors are A's left (m >= n) or right (m < n) vectors */
+  double *lo = tr ? v : u, *ro = tr ? u : v;
+  memcpy(lo, big, sizeof(double) * (size_t)(p * pc));
+  for (int64_t i = 0; i < q; i++)
+    for (int64_t j = 0; j < q; j++) ro[i * q + j] = vv[i * q + idx[j]];
+}
+
+static int all_finite(const double* a, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    if (!isfinite(a[i])) return 0;
+  return 1;
+}
+
+/* CPU's message for a failed batch element: "(Batch element i): " only for batched inputs */
+static tpurt_status batch_fail(const char* api, int nb, int64_t at, const char* what) {
+  if (nb == 0) return tpurt_fail(TPURT_ERR_RUNTIME, "%s: %s", api, what);
+  return tpurt_fail(TPURT_ERR_RUNTIME, "%s: (Batch element %lld): %s", api, (long long)at, what);
+}
+
+typedef struct svd_job {
+  mview a, U, S, Vh;
+  int nb, full, uv;
+  int64_t m, n;
+} svd_job;
+
+static int svd_matrix(void* ctx, const int64_t* b, double* ws) {
+  svd_job* J = ctx;
+  int64_t m = J->m, n = J->n, k = m < n ? m : n, uc = J->full ? m : k;
+  double *a = ws, *sv = a + m * n, *u = sv + k, *v = u + m * uc, *w = v + n * (J->full ? n : k);
+  mv_load(&J->a, b, J->nb, a, 0);
+  if (!all_finite(a, m * n)) return 1;
+  svd_one(a, m, n, J->full, sv, J->uv ? u : NULL, J->uv ? v : NULL, w);
+  mv_store(&J->S, b, J->nb, sv, 0);
+  if (J->uv) {
+    mv_store(&J->U, b, J->nb, u, 0);
+    mv_store(&J->Vh, b, J->nb, v, 1); /* Vh = V^T */
+  }
+  return 0;
+}
+
+tpurt_status tpurt_kernel_svd(const tpurt_op_call* c) {
+  /* _linalg_svd(A, full_matrices, compute_uv, driver) -> (U, S, Vh); U and Vh have no elements
+   * unless compute_uv */
+  const tpurt_tensor* A = &c->args[0].t;
+  tpurt_status st = dtype_check("linalg.svd", A);
+  if (st) return st;
+  svd_job J = {.full = (int)c->args[1].i, .uv = (int)c->args[2].i};
+  int64_t bs[TPURT_MAX_DIMS], at = 0;
+  if (!batch_of(A, 2, &J.nb, bs)) return TPURT_OK;
+  mv_init(&J.a, A, J.nb, 0);
+  mv_init(&J.S, &c->outs[1], J.nb, 1);
+  if (J.uv) {
+    mv_init(&J.U, &c->outs[0], J.nb, 0);
+    mv_init(&J.Vh, &c->outs[2], J.nb, 0);
+  }
+  int64_t m = J.m = J.a.rows, n = J.n = J.a.cols, k = m < n ? m : n, p = m > n ? m : n;
+  int code;
+  st = la_for_batch(J.nb, bs, m * n + k + (J.full ? m * m + n * n : (m + n) * k) + svd_scratch(m, n),
+                    8 * p * k * k + 1, svd_matrix, &J, &code, &at);
+  if (!st && code)
+    st = batch_fail("linalg.svd", J.nb, at, "The algorithm failed to converge because the input matrix contained "
+                    "non-finite values.");
+  return st;
+}
+
+/* ---------------------------------------------------------------- eigh */
+/* Cyclic Jacobi on row-major symmetric a (n x n): afterwards its diagonal holds the eigenvalues
+ * and v (the identity on entry) the eigenvectors as columns (sweep cap as jacobi_columns). */
+static void jacobi_eigh(double* a, int64_t n, double* v) {
+  for (int sweep = 0; sweep < 80; sweep++) {
+    int rotated = 0;
+    for (int64_t p = 0; p < n - 1; p++)
+      for (int64_t q = p + 1; q < n; q++) {
+        double apq = a[p * n + q];
+        if (apq == 0 || fabs(apq) <= DBL_EPSILON * sqrt(fabs(a[p * n + p])) * sqrt(fabs(a[q * n + q]))) continue;
+        rotated = 1;
+        double theta = (a[q * n + q] - a[p * n + p]) / (2 * apq);
+        double t = copysign(1.0, theta) / (fabs(theta) + sqrt(1 + theta * theta));
+        double cs = 1 / sqrt(1 + t * t), sn = t * cs;
+        for (int64_t r = 0; r < n; r++) { /* A J, then J^T (A J), and V J */
+          double x = a[r * n + p], y = a[r * n + q];
+          a[r * n + p] = cs * x - sn * y;
+          a[r * n + q] = sn * x + cs * y;
+        }
+        for (int64_t r = 0; r < n; r++) {
+          double x = a[p * n + r], y = a[q * n + r];
+          a[p * n + r] = cs * x - sn * y;
+          a[q * n + r] = sn * x + cs * y;
+        }
+        a[p * n + q] = a[q * n + p] = 0;
+        for (int64_t r = 0; r < n; r++) {
+          double x = v[r * n + p], y = v[r * n + q];
+          v[r * n + p] = cs * x - sn * y;
+          v[r * n + q] = sn * x + cs * y;
+        }
+      }
+    if (!rotated) return;
+  }
+}
+
+typedef struct eigh_job {
+  mview a, W, V;
+  int nb, upper, want_v;
+  int64_t n;
+} eigh_job;
+
+static int eigh_matrix(void* ctx, const int64_t* b, double* ws) {
+  eigh_job* J = ctx;
+  int64_t n = J->n;
+  double *a = ws, *w = a + n * n, *v = w + n, *o = v + n * n;
+  int64_t* ord = (int64_t*)(o + n * n);
+  mv_load(&J->a, b, J->nb, a, 0);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < i; j++) {
+      double x = J->upper ? a[j * n + i] : a[i * n + j];
+      a[i * n + j] = a[j * n + i] = x;
+    }
+  if (!all_finite(a, n * n)) return 1;
+  for (int64_t i = 0; i < n * n; i++) v[i] = i % (n + 1) == 0;
+  jacobi_eigh(a, n, v);
+  for (int64_t j = 0; j < n; j++) { /* ascending, stable among equal values */
+    int64_t t = j;
+    while (t > 0 && a[ord[t - 1] * (n + 1)] > a[j * (n + 1)]) ord[t] = ord[t - 1], t--;
+    ord[t] = j;
+  }
+  for (int64_t j = 0; j < n; j++) w[j] = a[ord[j] * (n + 1)];
+  mv_store(&J->W, b, J->nb, w, 0);
+  if (!J->want_v) return 0;
+  for (int64_t j = 0; j < n; j++) {
+    int64_t at = 0, c = ord[j];
+    for (int64_t i = 1; i < n; i++)
+      if (fabs(v[i * n + c]) > fabs(v[at * n + c])) at = i;
+    double sg = v[at * n + c] < 0 ? -1 : 1;
+    for (int64_t i = 0; i < n; i++) o[i * n + j] = sg * v[i * n + c];
+  }
+  mv_store(&J->V, b, J->nb, o, 0);
+  return 0;
+}
+
+tpurt_status tpurt_kernel_eigh(const tpurt_op_call* c) {
+  /* _linalg_eigh(A, UPLO, compute_v) -> (eigenvalues ascending, eigenvectors); only the UPLO
+   * triangle of A is read */
+  const tpurt_tensor* A = &c->args[0].t;
+  tpurt_status st = dtype_check("linalg.eigh", A);
+  if (st) return st;
+  eigh_job J = {.upper = c->args[1].kind == TPURT_V_STRING && (c->args[1].s[0] == 'U' || c->args[1].s[0] == 'u'),
+                .want_v = (int)c->args[2].i};
+  int64_t bs[TPURT_MAX_DIMS], at = 0;
+  if (!batch_of(A, 2, &J.nb, bs)) return TPURT_OK;
+  mv_init(&J.a, A, J.nb, 0);
+  mv_init(&J.W, &c->outs[0], J.nb, 1);
+  if (J.want_v) mv_init(&J.V, &c->outs[1], J.nb, 0);
+  int64_t n = J.n = J.a.rows;
+  int code;
+  st = la_for_batch(J.nb, bs, 3 * n * n + 2 * n, 16 * n * n * n + 1, eigh_matrix, &J, &code, &at);
+  if (!st && code) /* LAPACK's info for a NaN input is not reproducible: report 1 */
+    st = batch_fail("linalg.eigh", J.nb, at, "The algorithm failed to converge because the input matrix is "
+                    "ill-conditioned or has too many repeated eigenvalues (error code: 1).");
+  return st;
+}
+
+/* ---------------------------------------------------------------- least squares */
+tpurt_status tpurt_kernel_lstsq(const tpurt_op_call* c) {
+  /* linalg_lstsq.out(A, B, rcond, driver, *, solution, residuals, rank, singular_values): the
+   * minimum-norm solution through the SVD, singular values at most rcond times the largest
+   * counting as zero (gelsy/gelsd/gelss's rank rule; gels assumes full rank). The outputs a
+   * driver does not produce have no elements (the meta function's shapes). */
+  const tpurt_tensor *A = &c->args[0].t, *B = &c->args[1].t, *X = &c->outs[0], *R = &c->outs[1], *K = &c->outs[2],
+                     *SV = &c->outs[3];
+  tpurt_status st = dtype_check("torch.linalg.lstsq", A);
+  if (st) return st;
+  int vec = B->ndim == A->ndim - 1, nb; /* lstsq's rule: one dim fewer is a vector rhs */
+  const char* driver = c->args[3].kind == TPURT_V_STRING ? c->args[3].s : "gelsy";
+  int gels = strcmp(driver, "gels") == 0;
+  int64_t bs[TPURT_MAX_DIMS];
+  if (!batch_of(X, vec ? 1 : 2, &nb, bs)) return TPURT_OK;
+  mview a, bv, x, res = {0}, sv = {0};
+  mv_init(&a, A, nb, 0);
+  mv_init(&bv, B, nb, vec);
+  mv_init(&x, X, nb, vec);
+  if (tpurt_numel(R)) mv_init(&res, R, nb, 1);
+  if (tpurt_numel(SV)) mv_init(&sv, SV, nb, 1);
+  int64_t m = a.rows, n = a.cols, k = m < n ? m : n, r = x.cols;
+  double rcond = c->args[2].kind == TPURT_V_FLOAT ? c->args[2].f
+                 : (A->dtype == TPURT_F32 ? FLT_EPSILON : DBL_EPSILON) * (double)(m > n ? m : n);
+  scratch s = {0};
+  if ((st = scratch_alloc(&s, m * n + k + m * k + n * k + k * r + n * r + r, m * r + svd_scratch(m, n), 0)))
+    return st;
+  double *sg = s.a + m * n, *u = sg + k, *v = u + m * k, *utb = v + n * k, *xs = utb + k * r, *rs = xs + n * r;
+  FOR_BATCH(b, nb, bs) {
+    mv_load(&a, b, nb, s.a, 0);
+    mv_load(&bv, b, nb, s.b, 0);
+    if (!all_finite(s.a, m * n)) {
+      st = tpurt_fail(TPURT_ERR_RUNTIME, "torch.linalg.lstsq: The algorithm failed to converge because the input "
+                      "matrix contained non-finite values.");
+      break;
+    }
+    svd_one(s.a, m, n, 0, sg, u, v, s.b + m * r);
+    int64_t rank = 0;
+    while (rank < k && sg[rank] > (gels ? 0 : rcond * sg[0])) rank++;
+    for (int64_t i = 0; i < rank; i++) /* x = V_r diag(1/s_r) U_r^T b */
+      for (int64_t cc = 0; cc < r; cc++) {
+        double t = 0;
+        for (int64_t j = 0; j < m; j++) t += u[j * k + i] * s.b[j * r + cc];
+        utb[i * r + cc] = t / sg[i];
+      }
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t cc = 0; cc < r; cc++) {
+        double t = 0;
+        for (int64_t i = 0; i < rank; i++) t += v[j * k + i] * utb[i * r + cc];
+        xs[j * r + cc] = t;
+      }
+    mv_store(&x, b, nb, xs, 0);
+    if (tpurt_numel(K)) put_info(K, b, nb, rank);
+    if (tpurt_numel(SV)) mv_store(&sv, b, nb, sg, 0);
+    if (tpurt_numel(R)) { /* squared residual norm of each column; gels's quick return for an
+                             empty A zeroes B, so CPU reports 0 there */
+      for (int64_t cc = 0; cc < r; cc++) {
+        if (gels && k == 0) {
+          rs[cc] = 0;
+          continue;
+        }
+        double acc = 0;
+        for (int64_t i = 0; i < m; i++) {
+          double t = -s.b[i * r + cc];
+          for (int64_t j = 0; j < n; j++) t += s.a[i * n + j] * xs[j * r + cc];
+          acc += t * t;
+        }
+        rs[cc] = acc;
+      }
+      mv_store(&res, b, nb, rs, 0);
+    }
+  }
+  free(s.a);
+  return st;
+}
+
+/* ---------------------------------------------------------------- Bunch-Kaufman LDL^T */
+/* LAPACK sytf2 (uplo = 'L') on row-major a (n x n, lower triangle read and written): 1x1 and
+ * 2x2 pivots chosen by the Bunch-Kaufman rule with alpha = (1 + sqrt(17)) / 8; piv gets
+ * LAPACK's 1-based ipiv (a 2x2 block stores -p on both of its rows). Returns info: the
+ * 1-based index of the first exactly-zero diagonal block, else 0. */
+static int64_t sytf2_lower(double* a, int64_t n, int* piv) {
+  const double alpha = (1 + sqrt(17.0)) / 8;
+  int64_t info = 0;
+#define A_(i, j) a[(i) * n + (j)]
+#define SWAP(x, y) do { double t_ = (x); (x) = (y); (y) = t_; } while (0)
+  for (int64_t k = 0; k < n;) {
+    int64_t kstep = 1, kp = k, imax = k;
+    double absakk = fabs(A_(k, k)), colmax = 0;
+    for (int64_t i = k + 1; i < n; i++)
+      if (fabs(A_(i, k)) > colmax) colmax = fabs(A_(i, k)), imax = i;
+    if (fmax(absakk, colmax) == 0 || isnan(absakk)) {
+      if (!info) info = k + 1;
+    } else {
+      if (absakk < alpha * colmax) {
+        /* the largest off-diagonal magnitude in row/column imax */
+        double rowmax = 0;
+        for (int64_t j = k; j < imax; j++) rowmax = fmax(rowmax, fabs(A_(imax, j)));
+        for (int64_t j = imax + 1; j < n; j++) rowmax = fmax(rowmax, fabs(A_(j, imax)));
+        if (absakk >= alpha * colmax * (colmax / rowmax)) kp = k;
+        else if (fabs(A_(imax, imax)) >= alpha * rowmax) kp = imax;
+        else kp = imax, kstep = 2;
+      }
+      int64_t kk = k + kstep - 1;
+      if (kp != kk) { /* interchange rows and columns kk and kp of the trailing submatrix */
+        for (int64_t i = kp + 1; i < n; i++) SWAP(A_(i, kk), A_(i, kp));
+        for (int64_t j = kk + 1; j < kp; j++) SWAP(A_(j, kk), A_(kp, j));
+        SWAP(A_(kk, kk), A_(kp, kp));
+        if (kstep == 2) SWAP(A_(k + 1, k), A_(kp, k));
+      }
+      if (kstep == 1) {
+        double d11 = 1 / A_(k, k);
+        for (int64_t j = k + 1; j < n; j++)
+          for (int64_t i = j; i < n; i++) A_(i, j) -= d11 * A_(i, k) * A_(j, k);
+        for (int64_t i = k + 1; i < n; i++) A_(i, k) *= d11;
+      } else if (k < n - 2) {
+        double d21 = A_(k + 1, k), d11 = A_(k + 1, k + 1) / d21, d22 = A_(k, k) / d21;
+        double t = 1 / (d11 * d22 - 1);
+        d21 = t / d21;
+        for (int64_t j = k + 2; j < n; j++) {
+          double wk = d21 * (d11 * A_(j, k) - A_(j, k + 1)), wkp1 = d21 * (d22 * A_(j, k + 1) - A_(j, k));
+          for (int64_t i = j; i < n; i++) A_(i, j) -= A_(i, k) * wk + A_(i, k + 1) * wkp1;
+          A_(j, k) = wk;
+          A_(j, k + 1) = wkp1;
+        }
+      }
+    }
+    if (kstep == 1) piv[k] = (int)kp + 1;
+    else piv[k] = piv[k + 1] = -(int)(kp + 1);
+    k += kstep;
+  }
+  return info;
+}
+
+/* sytrs (uplo = 'L'): b (row-major n x r) <- A^-1 b for A = L D L^T as sytf2_lower left it */
+static void sytrs_lower(const double* a, int64_t n, const int* piv, double* b, int64_t r) {
+#define B_(i, j) b[(i) * r + (j)]
+#define SWAP_ROWS(x, y) \
+  for (int64_t cc = 0; cc < r; cc++) SWAP(B_(x, cc), B_(y, cc))
+  for (int64_t k = 0; k < n;) { /* L D y = P b */
+    if (piv[k] > 0) {
+      int64_t kp = piv[k] - 1;
+      if (kp != k) SWAP_ROWS(k, kp);
+      for (int64_t i = k + 1; i < n; i++)
+        for (int64_t cc = 0; cc < r; cc++) B_(i, cc) -= A_(i, k) * B_(k, cc);
+      for (int64_t cc = 0; cc < r; cc++) B_(k, cc) /= A_(k, k);
+      k++;
+    } else {
+      int64_t kp = -piv[k] - 1;
+      if (kp != k + 1) SWAP_ROWS(k + 1, kp);
+      for (int64_t i = k + 2; i < n; i++)
+        for (int64_t cc = 0; cc < r; cc++) B_(i, cc) -= A_(i, k) * B_(k, cc) + A_(i, k + 1) * B_(k + 1, cc);
+      double akm1k = A_(k + 1, k), akm1 = A_(k, k) / akm1k, ak = A_(k + 1, k + 1) / akm1k, denom = akm1 * ak - 1;
+      for (int64_t cc = 0; cc < r; cc++) {
+        double bkm1 = B_(k, cc) / akm1k, bk = B_(k + 1, cc) / akm1k;
+        B_(k, cc) = (ak * bkm1 - bk) / denom;
+        B_(k + 1, cc) = (akm1 * bk - bkm1) / denom;
+      }
+      k += 2;
+    }
+  }
+  for (int64_t k = n - 1; k >= 0;) { /* L^T P^T x = y */
+    if (piv[k] > 0) {
+      for (int64_t i = k + 1; i < n; i++)
+        for (int64_t cc = 0; cc < r; cc++) B_(k, cc) -= A_(i, k) * B_(i, cc);
+      int64_t kp = piv[k] - 1;
+      if (kp != k) SWAP_ROWS(k, kp);
+      k--;
+    } else {
+      for (int64_t i = k + 1; i < n; i++)
+        for (int64_t cc = 0; cc < r; cc++) {
+          B_(k, cc) -= A_(i, k) * B_(i, cc);
+          B_(k - 1, cc) -= A_(i, k - 1) * B_(i, cc);
+        }
+      int64_t kp = -piv[k] - 1;
+      if (kp != k) SWAP_ROWS(k, kp);
+      k -= 2;
+    }
+  }
+#undef SWAP_ROWS
+#undef B_
+}
+#undef SWAP
+#undef A_
+
+tpurt_status tpurt_kernel_ldl_factor_ex(const tpurt_op_call* c) {
+  /* linalg_ldl_factor_ex(A, *, hermitian, check_errors) -> (LD, pivots, info): real inputs, so
+   * hermitian changes nothing */
+  const tpurt_tensor* A = &c->args[0].t;
+  tpurt_status st = dtype_check("torch.linalg.ldl_factor_ex", A);
+  if (st) return st;
+  int nb;
+  int64_t bs[TPURT_MAX_DIMS];
+  if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
+  mview a, ld, pv;
+  mv_init(&a, A, nb, 0);
+  mv_init(&ld, &c->outs[0], nb, 0);
+  mv_init(&pv, &c->outs[1], nb, 1);
+  int64_t n = a.rows;
+  scratch s = {0};
+  if ((st = scratch_alloc(&s, n * n, 0, n))) return st;
+  FOR_BATCH(b, nb, bs) {
+    mv_load(&a, b, nb, s.a, 0);
+    int64_t info = sytf2_lower(s.a, n, s.piv);
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = i + 1; j < n; j++) s.a[i * n + j] = 0;
+    mv_store(&ld, b, nb, s.a, 0);
+    for (int64_t i = 0; i < n; i++) tpurt_store_i64(mv_ptr(&pv, b, nb, i, 0), pv.t->dtype, s.piv[i]);
+    put_info(&c->outs[2], b, nb, info);
+    if (info && c->args[2].i) {
+      st = tpurt_fail(TPURT_ERR_RUNTIME, "torch.linalg.ldl_factor_ex: Unknown error code: %lld.", (long long)info);
+      break;
+    }
+  }
+  free(s.a);
+  return st;
+}
+
+tpurt_status tpurt_kernel_ldl_solve(const tpurt_op_call* c) {
+  /* linalg_ldl_solve(LD, pivots, B, *, hermitian) */
+  const tpurt_tensor *LD = &c->args[0].t, *out = &c->outs[0];
+  tpurt_status st = dtype_check("torch.linalg.ldl_solve", LD);
+  if (st) return st;
+  int nb;
+  int64_t bs[TPURT_MAX_DIMS];
+  if (!batch_of(out, 2, &nb, bs)) return TPURT_OK;
+  mview ld, pv, B, X;
+  mv_init(&ld, LD, nb, 0);
+  mv_init(&pv, &c->args[1].t, nb, 1);
+  mv_init(&B, &c->args[2].t, nb, 0);
+  mv_init(&X, out, nb, 0);
+  int64_t n = ld.rows, r = X.cols;
+  scratch s = {0};
+  if ((st = scratch_alloc(&s, n * n, n * r, n))) return st;
+  FOR_BATCH(b, nb, bs) {
+    mv_load(&ld, b, nb, s.a, 0);
+    for (int64_t i = 0; i < n; i++) {
+      int64_t p = tpurt_load_i64(mv_ptr(&pv, b, nb, i, 0), pv.t->dtype);
+      if (p == 0 || p > n || -p > n) {
+        st = tpurt_fail(TPURT_ERR_RUNTIME, "torch.linalg.ldl_solve: pivots must be in range [-%lld, %lld] and "
+                        "nonzero, got %lld", (long long)n, (long long)n, (long long)p);
+        break;
+      }
+      s.piv[i] = (int)p;
+    }
+    if (st) break;
+    mv_load(&B, b, nb, s.b, 0);
+    sytrs_lower(s.a, n, s.piv, s.b, r);
+    mv_store(&X, b, nb, s.b, 0);
+  }
+  free(s.a);
+  return st;
+}
+
+/* ---------------------------------------------------------------- matrix_exp */
+/* ATen's mexp: the Taylor degree is the lowest whose threshold bounds the 1-norm, else degree
+ * 18 on A / 2^s, squared s times, s = ceil(log2(norm / theta_18)). The thresholds are the
+ * dtype's (single ones for float32); the polynomial is evaluated in double by Horner's rule. */
+static const int mexp_degree[6] = {1, 2, 4, 8, 12, 18};
+static const double mexp_theta_f32[6] = {(float)1.192092800768788e-07, (float)5.978858893805233e-04,
+                                         (float)5.116619363445086e-02, (float)5.800524627688768e-01,
+                                         (float)1.461661507209034e+00, (float)3.010066362817634e+00};
+static const double mexp_theta_f64[6] = {2.220446049250313e-16, 2.580956802971767e-08, 3.397168839976962e-04,
+                                         4.991228871115323e-02, 2.996158913811580e-01, 1.090863719290036e+00};
+
+/* c <- a b for row-major n x n matrices (c distinct from a and b) */
+static void matmul_nn(const double* a, const double* b, double* c, int64_t n) {
+  memset(c, 0, sizeof(double) * (size_t)(n * n));
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t k = 0; k < n; k++) {
+      double x = a[i * n + k];
+      for (int64_t j = 0; j < n; j++) c[i * n + j] += x * b[k * n + j];
+    }
+}
+
+/* exp(a) into e; a is scaled in place; w: n * n scratch */
+static void mexp_one(double* a, int64_t n, const double* theta, double* e, double* w) {
+  double norm = 0;
+  for (int64_t j = 0; j < n; j++) {
+    double t = 0;
+    for (int64_t i = 0; i < n; i++) t += fabs(a[i * n + j]);
+    norm = fmax(norm, t);
+  }
+  if (!isfinite(norm)) { /* CPU's squarings spread the inf/NaN over the whole matrix */
+    for (int64_t i = 0; i < n * n; i++) e[i] = NAN;
+    return;
+  }
+  int d = 0;
+  while (d < 5 && !(norm <= theta[d])) d++;
+  int64_t sq = d == 5 ? (int64_t)fmax(0, ceil(log2(norm / theta[5]))) : 0;
+  double scale = ldexp(1.0, (int)-sq);
+  for (int64_t i = 0; i < n * n; i++) a[i] *= scale;
+  /* T = I + a/1 (I + a/2 (I + ... (I + a/deg))) */
+  for (int64_t i = 0; i < n * n; i++) e[i] = i % (n + 1) == 0;
+  for (int j = mexp_degree[d]; j >= 1; j--) {
+    matmul_nn(a, e, w, n);
+    for (int64_t i = 0; i < n * n; i++) e[i] = w[i] / j + (i % (n + 1) == 0);
+  }
+  for (int64_t q = 0; q < sq; q++) {
+    matmul_nn(e, e, w, n);
+    memcpy(e, w, sizeof(double) * (size_t)(n * n));
+  }
+}
+
+tpurt_status tpurt_kernel_matrix_exp(const tpurt_op_call* c) {
+  /* linalg_matrix_exp(A) */
+  const tpurt_tensor* A = &c->args[0].t;
+  tpurt_status st = dtype_check("linalg.matrix_exp", A);
+  if (st) return st;
+  int nb;
+  int64_t bs[TPURT_MAX_DIMS];
+  if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
+  mview a, o;
+  mv_init(&a, A, nb, 0);
+  mv_init(&o, &c->outs[0], nb, 0);
+  int64_t n = a.rows;
+  scratch s = {0};
+  if ((st = scratch_alloc(&s, n * n, 2 * n * n, 0))) return st;
+  FOR_BATCH(b, nb, bs) {
+    mv_load(&a, b, nb, s.a, 0);
+    if (n == 1) s.b[0] = exp(s.a[0]); /* ATen: exp itself for 1 x 1 */
+    else mexp_one(s.a, n, A->dtype == TPURT_F32 ? mexp_theta_f32 : mexp_theta_f64, s.b, s.b + n * n);
+    mv_store(&o, b, nb, s.b, 0);
+  }
+  free(s.a);
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- householder_product */
+tpurt_status tpurt_kernel_householder_product(const tpurt_op_call* c) {
+  /* linalg_householder_product(A, tau) -> the first n columns of H_0 ... H_{k-1} (orgqr) */
+  const tpurt_tensor *A = &c->args[0].t, *out = &c->outs[0];
+  tpurt_status st = dtype_check("torch.linalg.householder_product", A);
+  if (st) return st;
+  int nb;
+  int64_t bs[TPURT_MAX_DIMS];
+  if (!batch_of(out, 2, &nb, bs)) return TPURT_OK;
+  mview a, t, o;
+  mv_init(&a, A, nb, 0);
+  mv_init(&t, &c->args[1].t, nb, 1);
+  mv_init(&o, out, nb, 0);
+  int64_t m = a.rows, n = a.cols, k = t.rows;
+  scratch s = {0};
+  if ((st = scratch_alloc(&s, m * n + k, m * n, 0))) return st;
+  FOR_BATCH(b, nb, bs) {
+    mv_load(&a, b, nb, s.a, 0);
+    mv_load(&t, b, nb, s.a + m * n, 0);
+    for (int64_t i = 0; i < m * n; i++) s.b[i] = i / n == i % n;
+    la_apply_q(s.a, n, s.a + m * n, k, s.b, m, n, 0);
+    mv_store(&o, b, nb, s.b, 0);
+  }
+  free(s.a);
+  return TPURT_OK;
+}

@@ -1,8 +1,10 @@
 """What the zoo tiers share: the comparison of one tensor with its CPU reference, the
 per-model sweep (a forked child per model with a time limit, resumable JSONL log, progress
 line) and the parts of the Markdown summary every tier has."""
+import argparse
 import json
 import os
+import pathlib
 import select
 import signal
 import sys
@@ -133,3 +135,28 @@ def summary_sections(records):
         lines += ["", "## Ops that fell back to CPU (models affected)", ""]
         lines += [f"- `{op}`: {n}" for op, n in sorted(fb.items(), key=lambda kv: -kv[1])]
     return counts, lines
+
+
+def tier_arguments(timeout):
+    """The command line every tier takes; a tier adds its own options to the parser."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", help="comma-separated model types")
+    ap.add_argument("--subset", choices=["ci"])
+    ap.add_argument("--timeout", type=int, default=timeout, help="seconds per model")
+    ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--out", default="results")
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    return ap
+
+
+def run_tier(name, run_one, models, args, summarize, extra=()):
+    """Sweeps `models` into OUT/name.jsonl, writes OUT/name.md with summarize(records, path)
+    -> (counts, buildable, passed) and prints the one-line result."""
+    out_dir = pathlib.Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    done = sweep(run_one, models, out_dir / f"{name}.jsonl", args.timeout, args.resume, extra)
+    counts, buildable, passed = summarize([done[m] for m in models if m in done], out_dir / f"{name}.md")
+    print(f"\n{len(models)} models in {time.time() - t0:.0f}s: {passed}/{buildable} buildable PASS; "
+          f"{dict(sorted(counts.items()))}; details in {out_dir / (name + '.md')}")
+    return 0

@@ -9,16 +9,14 @@ model on CPU: move to tpu, forward, backward + one SGD step, greedy generate (ge
 models). Verdicts: PASS, WRONG (numbers differ), ERROR (exception on tpu), CRASH (the child
 process died or timed out), NOT_BUILDABLE (no tiny config / inputs that CPU itself runs,
 with the reason). Results: results/tier1.jsonl (resumable) and results/tier1.md."""
-import argparse
 import copy
 import json
 import pathlib
 import sys
-import time
 import traceback
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from harness import max_error, summary_sections, sweep  # noqa: E402
+from harness import max_error, run_tier, summary_sections, tier_arguments  # noqa: E402
 
 CI_SUBSET = ["gpt2", "bert", "llama", "t5", "vit", "mistral", "qwen2", "roberta"]
 MAX_PARAMS = 20_000_000
@@ -142,7 +140,7 @@ def run_one(model_type):
     return {**rec, "verdict": "WRONG" if problems else "PASS", "reason": "; ".join(problems)[:300]}
 
 
-def summarize(records, out_dir):
+def summarize(records, path):
     counts, sections = summary_sections(records)
     buildable = len(records) - counts.get("NOT_BUILDABLE", 0)
     passed = counts.get("PASS", 0)
@@ -153,19 +151,12 @@ def summarize(records, out_dir):
     for r in sorted(records, key=lambda r: (r["verdict"], r["model_type"])):
         if r["verdict"] != "PASS":
             lines.append(f"| {r['model_type']} | {r['verdict']} | {r['reason'].replace('|', '/')[:200]} |")
-    (out_dir / "tier1.md").write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines) + "\n")
     return counts, buildable, passed
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--models", help="comma-separated model types")
-    ap.add_argument("--subset", choices=["ci"])
-    ap.add_argument("--timeout", type=int, default=180)
-    ap.add_argument("--resume", action="store_true")
-    ap.add_argument("--out", default="results")
-    ap.add_argument("--one", help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    args = tier_arguments(timeout=180).parse_args()
     if args.one:
         print(json.dumps(run_one(args.one)))
         return 0
@@ -173,14 +164,7 @@ def main():
 
     models = (args.models.split(",") if args.models else CI_SUBSET if args.subset == "ci"
               else sorted(CONFIG_MAPPING_NAMES))
-    out_dir = pathlib.Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    t0 = time.time()
-    done = sweep(run_one, models, out_dir / "tier1.jsonl", args.timeout, args.resume)
-    counts, buildable, passed = summarize([done[m] for m in models if m in done], out_dir)
-    print(f"\n{len(models)} models in {time.time() - t0:.0f}s: {passed}/{buildable} buildable PASS; "
-          f"{dict(sorted(counts.items()))}; details in {out_dir / 'tier1.md'}")
-    return 0
+    return run_tier("tier1", run_one, models, args, summarize)
 
 
 if __name__ == "__main__":

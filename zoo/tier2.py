@@ -23,7 +23,6 @@ Verdicts: PASS, WRONG (a stage outside tolerance), ERROR (exception on tpu), CRA
 process died or timed out), NOT_BUILDABLE (no config / inputs that CPU itself runs).
 Results: results/tier2.jsonl (resumable; one record per model with max errors per stage,
 fallbacks, times) and results/tier2.md."""
-import argparse
 import copy
 import json
 import pathlib
@@ -32,7 +31,7 @@ import time
 import traceback
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
-from harness import max_error, summary_sections, sweep  # noqa: E402
+from harness import max_error, run_tier, summary_sections, tier_arguments  # noqa: E402
 from tiny import SIZES  # noqa: E402
 
 MODELS = [
@@ -298,30 +297,17 @@ def preload(models):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--models", help="comma-separated model types (default: MODELS)")
-    ap.add_argument("--subset", choices=["ci"])
+    ap = tier_arguments(timeout=600)
     ap.add_argument("--precision", choices=sorted(TOLERANCES), default="highest")
-    ap.add_argument("--timeout", type=int, default=600)
-    ap.add_argument("--resume", action="store_true")
-    ap.add_argument("--out", default="results")
-    ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         print(json.dumps(run_one(args.one, args.precision)))
         return 0
     models = args.models.split(",") if args.models else CI_SUBSET if args.subset == "ci" else MODELS
-    out_dir = pathlib.Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
     name = "tier2" if args.precision == "highest" else f"tier2_{args.precision}"
-    t0 = time.time()
     preload(models)
-    done = sweep(run_one, models, out_dir / f"{name}.jsonl", args.timeout, args.resume, (args.precision,))
-    counts, buildable, passed = summarize([done[m] for m in models if m in done], out_dir / f"{name}.md",
-                                          args.precision)
-    print(f"\n{len(models)} models in {time.time() - t0:.0f}s: {passed} PASS ({buildable} buildable); "
-          f"{dict(sorted(counts.items()))}; details in {out_dir / (name + '.md')}")
-    return 0
+    return run_tier(name, run_one, models, args, lambda records, path: summarize(records, path, args.precision),
+                    (args.precision,))
 
 
 if __name__ == "__main__":

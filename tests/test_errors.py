@@ -59,6 +59,14 @@ BAD_CALLS = {
     "put_ index out of range": lambda d: torch.ones(3, device=d).put_(torch.tensor([-4], device=d),
                                                                       torch.ones(1, device=d)),
     "index_fill index out of range": lambda d: torch.ones(3, device=d).index_fill(0, torch.tensor([3], device=d), 1),
+    "segment_reduce lengths not summing to the axis": lambda d: torch.segment_reduce(
+        torch.ones(4, device=d), "sum", lengths=torch.tensor([1, 2], device=d)),
+    "segment_reduce negative length": lambda d: torch.segment_reduce(
+        torch.ones(4, device=d), "sum", lengths=torch.tensor([5, -1], device=d)),
+    "segment_reduce unknown reduction": lambda d: torch.segment_reduce(
+        torch.ones(4, device=d), "median", lengths=torch.tensor([4], device=d)),
+    "segment_reduce integer data": lambda d: torch.segment_reduce(
+        torch.ones(4, dtype=torch.long, device=d), "sum", lengths=torch.tensor([4], device=d)),
     "max_unpool2d bad index": lambda d: torch.nn.functional.max_unpool2d(
         torch.ones(1, 1, 2, 2, device=d), torch.full((1, 1, 2, 2), 99, device=d), 2),
 }

@@ -70,14 +70,6 @@ tpurt_status tpurt_kernel_eye(const tpurt_op_call* c) {
   return tpurt_copy_tensor(&diag, &v);
 }
 
-/* x rounded to a 16-bit float dtype, for reproducing c10::Half/BFloat16 arithmetic, which
- * rounds after every operation. */
-static double round_to(int dtype, double x) {
-  uint64_t tmp = 0;
-  tpurt_store_f64(&tmp, dtype, x);
-  return tpurt_load_f64(&tmp, dtype);
-}
-
 /* linspace.out / logspace.out as CPU's kernel computes them: the first half of the points
  * counts up from `a` and the second half down from `b`, so both ends are exact. f32 works in
  * float; 16-bit floats round their endpoints, and linspace rounds after every operation like
@@ -87,15 +79,15 @@ static double spaced_point(const tpurt_tensor* out, double a, double b, int64_t 
   int dt = out->dtype;
   int64_t k = i < steps / 2 ? i : steps - i - 1; /* steps from the nearer end */
   if (dt == TPURT_F32 || ((dt == TPURT_F16 || dt == TPURT_BF16) && log_base)) {
-    float fa = (float)(dt == TPURT_F32 ? a : round_to(dt, a)), fb = (float)(dt == TPURT_F32 ? b : round_to(dt, b));
+    float fa = (float)(dt == TPURT_F32 ? a : tpurt_round_to(dt, a)), fb = (float)(dt == TPURT_F32 ? b : tpurt_round_to(dt, b));
     float step = (fb - fa) / (float)(steps - 1);
     return i < steps / 2 ? fa + step * (float)k : fb - step * (float)k;
   }
   if (dt == TPURT_F16 || dt == TPURT_BF16) {
-    double ha = round_to(dt, a), hb = round_to(dt, b);
-    double step = round_to(dt, round_to(dt, hb - ha) / round_to(dt, (double)(steps - 1)));
-    double d = round_to(dt, step * round_to(dt, (double)k));
-    return round_to(dt, i < steps / 2 ? ha + d : hb - d);
+    double ha = tpurt_round_to(dt, a), hb = tpurt_round_to(dt, b);
+    double step = tpurt_round_to(dt, tpurt_round_to(dt, hb - ha) / tpurt_round_to(dt, (double)(steps - 1)));
+    double d = tpurt_round_to(dt, step * tpurt_round_to(dt, (double)k));
+    return tpurt_round_to(dt, i < steps / 2 ? ha + d : hb - d);
   }
   double step = (b - a) / (double)(steps - 1);
   return i < steps / 2 ? a + step * (double)k : b - step * (double)k;

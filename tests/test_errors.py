@@ -67,6 +67,10 @@ BAD_CALLS = {
         torch.ones(4, device=d), "median", lengths=torch.tensor([4], device=d)),
     "segment_reduce integer data": lambda d: torch.segment_reduce(
         torch.ones(4, dtype=torch.long, device=d), "sum", lengths=torch.tensor([4], device=d)),
+    "scatter_reduce index out of range": lambda d: torch.ones(3, device=d).scatter_reduce(
+        0, torch.tensor([3], device=d), torch.ones(1, device=d), "amax"),
+    "scatter_reduce mean of bools": lambda d: torch.ones(3, dtype=torch.bool, device=d).scatter_reduce(
+        0, torch.tensor([1], device=d), torch.ones(1, dtype=torch.bool, device=d), "mean"),
     "max_unpool2d bad index": lambda d: torch.nn.functional.max_unpool2d(
         torch.ones(1, 1, 2, 2, device=d), torch.full((1, 1, 2, 2), 99, device=d), 2),
 }

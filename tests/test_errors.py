@@ -71,6 +71,14 @@ BAD_CALLS = {
         0, torch.tensor([3], device=d), torch.ones(1, device=d), "amax"),
     "scatter_reduce mean of bools": lambda d: torch.ones(3, dtype=torch.bool, device=d).scatter_reduce(
         0, torch.tensor([1], device=d), torch.ones(1, dtype=torch.bool, device=d), "mean"),
+    "histogram of integers": lambda d: torch.histogram(torch.arange(4, device=d), 2),
+    "histogram zero bins": lambda d: torch.histogram(torch.ones(4, device=d), 0),
+    "histogram non-finite data": lambda d: torch.histogram(torch.tensor([1.0, float("inf")], device=d), 2),
+    "histogram reversed range": lambda d: torch.histogram(torch.ones(4, device=d), 2, range=(1.0, 0.0)),
+    "histogram 2-d bins": lambda d: torch.histogram(torch.ones(4, device=d), torch.ones(1, 2, device=d)),
+    "histogramdd 1-d input": lambda d: torch.histogramdd(torch.ones(4, device=d), [2]),
+    "histogramdd weight shape": lambda d: torch.histogramdd(torch.ones(4, 2, device=d), [2, 2],
+                                                            weight=torch.ones(3, device=d)),
     "max_unpool2d bad index": lambda d: torch.nn.functional.max_unpool2d(
         torch.ones(1, 1, 2, 2, device=d), torch.full((1, 1, 2, 2), 99, device=d), 2),
 }

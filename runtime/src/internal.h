@@ -109,6 +109,9 @@ static inline double tpurt_round_to(int dtype, double x) {
   tpurt_store_f64(&tmp, dtype, x);
   return tpurt_load_f64(&tmp, dtype);
 }
+/* Point i of linspace(a, b, steps) in a float dtype, as CPU's linspace kernel computes it
+ * (kernels/misc.c); histogram bin edges are these. */
+double tpurt_linspace_point(int dtype, double a, double b, int64_t steps, int64_t i);
 /* Pointer to element at multi-index idx[0..ndim). */
 static inline char* tpurt_elem_ptr(const tpurt_tensor* t, const int64_t* idx) {
   int64_t off = 0;

@@ -75,8 +75,7 @@ tpurt_status tpurt_kernel_eye(const tpurt_op_call* c) {
  * float; 16-bit floats round their endpoints, and linspace rounds after every operation like
  * c10::Half while logspace steps in float; integer outputs take truncated endpoints and a
  * double step; a single point is the start itself (logspace: base^start in double). */
-static double spaced_point(const tpurt_tensor* out, double a, double b, int64_t steps, int64_t i, int log_base) {
-  int dt = out->dtype;
+static double spaced_point(int dt, double a, double b, int64_t steps, int64_t i, int log_base) {
   int64_t k = i < steps / 2 ? i : steps - i - 1; /* steps from the nearer end */
   if (dt == TPURT_F32 || ((dt == TPURT_F16 || dt == TPURT_BF16) && log_base)) {
     float fa = (float)(dt == TPURT_F32 ? a : tpurt_round_to(dt, a)), fb = (float)(dt == TPURT_F32 ? b : tpurt_round_to(dt, b));
@@ -93,6 +92,10 @@ static double spaced_point(const tpurt_tensor* out, double a, double b, int64_t 
   return i < steps / 2 ? a + step * (double)k : b - step * (double)k;
 }
 
+double tpurt_linspace_point(int dtype, double a, double b, int64_t steps, int64_t i) {
+  return steps == 1 ? a : spaced_point(dtype, a, b, steps, i, 0);
+}
+
 static tpurt_status spaced(const tpurt_op_call* c, int log_base) {
   const tpurt_tensor* out = &c->outs[0];
   int64_t steps = c->args[2].i, st = out->ndim ? out->strides[0] : 0;
@@ -102,7 +105,7 @@ static tpurt_status spaced(const tpurt_op_call* c, int log_base) {
   int integer = !tpurt_is_float(out->dtype);
   if (integer) a = trunc(a), b = trunc(b);
   for (int64_t i = 0; i < steps; i++) {
-    double x = steps == 1 ? a : spaced_point(out, a, b, steps, i, log_base), v = x;
+    double x = steps == 1 ? a : spaced_point(out->dtype, a, b, steps, i, log_base), v = x;
     if (log_base) v = steps == 1 || out->dtype == TPURT_F64 || integer ? pow(base, x) : powf((float)base, (float)x);
     if (integer) tpurt_store_i64(at(out, i * st), out->dtype, (int64_t)v);
     else tpurt_store_f64(at(out, i * st), out->dtype, v);

@@ -79,6 +79,12 @@ BAD_CALLS = {
     "histogramdd 1-d input": lambda d: torch.histogramdd(torch.ones(4, device=d), [2]),
     "histogramdd weight shape": lambda d: torch.histogramdd(torch.ones(4, 2, device=d), [2, 2],
                                                             weight=torch.ones(3, device=d)),
+    "binary_cross_entropy input outside [0, 1]": lambda d: torch.nn.functional.binary_cross_entropy(
+        torch.tensor([1.5], device=d), torch.tensor([1.0], device=d)),
+    "multi_margin_loss target out of range": lambda d: torch.nn.functional.multi_margin_loss(
+        torch.ones(2, 3, device=d), torch.tensor([0, 3], device=d)),
+    "multi_margin_loss in float16": lambda d: torch.nn.functional.multi_margin_loss(
+        torch.ones(2, 3, dtype=torch.float16, device=d), torch.tensor([0, 1], device=d)),
     "max_unpool2d bad index": lambda d: torch.nn.functional.max_unpool2d(
         torch.ones(1, 1, 2, 2, device=d), torch.full((1, 1, 2, 2), 99, device=d), 2),
 }

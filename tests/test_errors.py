@@ -85,6 +85,9 @@ BAD_CALLS = {
         torch.ones(2, 3, device=d), torch.tensor([0, 3], device=d)),
     "multi_margin_loss in float16": lambda d: torch.nn.functional.multi_margin_loss(
         torch.ones(2, 3, dtype=torch.float16, device=d), torch.tensor([0, 1], device=d)),
+    "glu of an odd dimension": lambda d: torch.nn.functional.glu(torch.ones(3, 5, device=d)),
+    "glu of a scalar": lambda d: torch.nn.functional.glu(torch.tensor(1.0, device=d)),
+    "hardshrink of integers": lambda d: torch.nn.functional.hardshrink(torch.ones(3, dtype=torch.long, device=d)),
     "max_unpool2d bad index": lambda d: torch.nn.functional.max_unpool2d(
         torch.ones(1, 1, 2, 2, device=d), torch.full((1, 1, 2, 2), 99, device=d), 2),
 }

@@ -88,6 +88,8 @@ BAD_CALLS = {
     "glu of an odd dimension": lambda d: torch.nn.functional.glu(torch.ones(3, 5, device=d)),
     "glu of a scalar": lambda d: torch.nn.functional.glu(torch.tensor(1.0, device=d)),
     "hardshrink of integers": lambda d: torch.nn.functional.hardshrink(torch.ones(3, dtype=torch.long, device=d)),
+    "index_copy index out of range": lambda d: torch.zeros(3, device=d).index_copy(0, torch.tensor([3], device=d),
+                                                                                    torch.ones(1, device=d)),
     "max_unpool2d bad index": lambda d: torch.nn.functional.max_unpool2d(
         torch.ones(1, 1, 2, 2, device=d), torch.full((1, 1, 2, 2), 99, device=d), 2),
 }

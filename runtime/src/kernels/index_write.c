@@ -63,6 +63,32 @@ tpurt_status tpurt_kernel_index_fill(const tpurt_op_call* c) {
   return TPURT_OK;
 }
 
+/* ---------------------------------------------------------------- index_copy */
+tpurt_status tpurt_kernel_index_copy(const tpurt_op_call* c) {
+  /* index_copy(self, dim, index, source): out = self; out[..., index[k], ...] =
+   * source[..., k, ...], a repeated index keeping the last copy as CPU's loop does */
+  const tpurt_tensor *out = &c->outs[0], *ix = &c->args[2].t, *src = &c->args[3].t;
+  int64_t dim = wrap_dim(c->args[1].i, out->ndim), n = tpurt_numel(ix);
+  int64_t size = out->ndim ? out->sizes[dim] : 1;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t v = index_at(ix, k);
+    if (v < 0 || v >= size)
+      return tpurt_fail(TPURT_ERR_INDEX, "index_copy_(): index %lld is out of bounds for dimension %lld with size %lld",
+                        (long long)v, (long long)dim, (long long)size);
+  }
+  tpurt_status s = tpurt_copy_tensor(out, &c->args[0].t);
+  if (s || tpurt_numel(src) == 0) return s;
+  size_t es = esize(out);
+  int64_t i[TPURT_MAX_DIMS] = {0};
+  do {
+    int64_t dst[TPURT_MAX_DIMS];
+    memcpy(dst, i, sizeof dst);
+    if (out->ndim) dst[dim] = index_at(ix, src->ndim ? i[dim] : 0);
+    memcpy(at(out, offset_of(out, dst)), at(src, offset_of(src, i)), es);
+  } while (tpurt_next_index(i, src->sizes, src->ndim));
+  return TPURT_OK;
+}
+
 /* ---------------------------------------------------------------- index_reduce */
 typedef enum { IR_PROD, IR_MEAN, IR_AMAX, IR_AMIN } ir_op;
 

@@ -90,6 +90,8 @@ static tpurt_status plan(const tpurt_op_call* c, const tpurt_tensor* data, const
   for (int d = axis + 1; d < data->ndim; d++) p->inner *= data->sizes[d];
   p->segs = b->sizes[axis] - offsets;
   if (p->segs < 0) return tpurt_fail(TPURT_ERR_RUNTIME, "segment_reduce(): offsets must not be empty");
+  /* CPU's checks first (negative lengths, then the row sums), then the bounds it trusts */
+  int64_t bad = -1, bad_start = 0, bad_end = 0;
   for (int64_t o = 0; o < p->outer; o++) {
     int64_t total = 0;
     for (int64_t k = 0; k < p->segs; k++) {
@@ -98,15 +100,16 @@ static tpurt_status plan(const tpurt_op_call* c, const tpurt_tensor* data, const
       if (len < 0)
         return tpurt_fail(TPURT_ERR_RUNTIME, offsets ? "segment_reduce(): offsets must be non-decreasing"
                                                      : "lengths contains negative value!");
-      if (start < 0 || start + len > p->n)
-        return tpurt_fail(TPURT_ERR_RUNTIME, "segment_reduce(): segment [%lld, %lld) is outside data.size(%lld) = %lld",
-                          (long long)start, (long long)(start + len), (long long)axis, (long long)p->n);
+      if ((start < 0 || start + len > p->n) && bad < 0) bad = o, bad_start = start, bad_end = start + len;
       total += len;
     }
     if (check_sums && total != p->n)
       return tpurt_fail(TPURT_ERR_RUNTIME, "segment_reduce(): Expected all rows of lengths along axis to sum to "
                                            "data.size(lengths.dim()-1) when !unsafe.");
   }
+  if (bad >= 0)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "segment_reduce(): segment [%lld, %lld) is outside data.size(%lld) = %lld",
+                      (long long)bad_start, (long long)bad_end, (long long)axis, (long long)p->n);
   *axis_out = (int)axis;
   return TPURT_OK;
 }

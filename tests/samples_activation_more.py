@@ -17,7 +17,7 @@ def _out(fn):
     return lambda *xs: fn(*xs, out=torch.empty(0, dtype=xs[0].dtype, device=xs[0].device))
 
 
-register("hardshrink shrink_backward hardshrink_backward", lambda x: F.hardshrink(x, 0.5),
+register("hardshrink hardshrink_backward", lambda x: F.hardshrink(x, 0.5),
          lambda dt: [edgy((4, 5), dt)], dtypes=FLOATS, name="hardshrink")
 register("softshrink softshrink_backward", lambda x: F.softshrink(x, 0.5), lambda dt: [edgy((4, 5), dt)],
          dtypes=FLOATS, name="softshrink")

@@ -23,6 +23,17 @@ register("nonzero", lambda x: torch.argwhere(x), lambda dt: [sparse((5,), dt)], 
          name="argwhere")
 
 ms_in = lambda dt: [make((3, 4), dt), make((4,), torch.bool, seed=2)]  # noqa: E731
+register("nonzero_static", lambda x: torch.nonzero_static(x, size=30), lambda dt: [sparse((4, 3, 2), dt)],
+         dtypes=ALL64, grad=False, name="nonzero_static padded")
+register("nonzero_static", lambda x: torch.nonzero_static(x, size=3, fill_value=7), lambda dt: [sparse((4, 3), dt)],
+         dtypes=ALL, grad=False, name="nonzero_static truncated")
+register("nonzero_static", lambda x: torch.nonzero_static(x, size=2), lambda dt: [make((), dt)], dtypes=FLOATS,
+         grad=False, noncontig=False, name="nonzero_static 0-dim")
+
+register("nonzero_static.out",
+         lambda x: torch.nonzero_static(x, size=5, out=torch.empty(0, dtype=torch.int64, device=x.device)),
+         lambda dt: [sparse((3, 2), dt)], dtypes=FLOATS, grad=False, name="nonzero_static out")
+
 register("masked_select", lambda x, m: torch.masked_select(x, m), ms_in, dtypes=ALL64)
 register("masked_select", lambda x, m: torch.masked_select(x, m),
          lambda dt: [make((2, 1, 3), dt), make((4, 1), torch.bool, seed=3)], dtypes=FLOATS, name="masked_select bcast")

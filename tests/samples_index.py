@@ -190,6 +190,31 @@ for _r in ("prod", "mean", "amax", "amin"):
 register("index_reduce_ index_reduce.out", lambda x, i, s: x.index_reduce_(0, i, s, "mean"), red_in,
          dtypes=(torch.float32, torch.int64), grad=False)
 
+ic_in = lambda dt: [make((5, 3), dt), idx(4, 0, 2), make((3, 3), dt, seed=1)]  # noqa: E731
+register("index_copy", lambda x, i, s: torch.index_copy(x, 0, i, s), ic_in, dtypes=ALL64)
+register("index_copy", lambda x, i, s: torch.index_copy(x, 1, i, s.t()), lambda dt: [make((3, 5), dt), idx(1, 1, 3),
+                                                                                      make((3, 3), dt, seed=2)],
+         dtypes=FLOATS, grad=False, name="index_copy repeated index dim 1")
+register("index_copy.out index_copy_", lambda x, i, s: (torch.index_copy(x, 0, i, s, out=torch.empty_like(x)),
+                                                        x.clone().index_copy_(0, i, s)), ic_in, dtypes=FLOATS,
+         grad=False, name="index_copy out and in-place")
+
+# scatter_reduce: many duplicates per slot, so 16-bit sums check CPU's order of accumulation
+sr_in = lambda dt: [make((3, 4), dt), idx(*([2, 0, 2, 1, 2, 2] * 4)).view(6, 4) % 3,  # noqa: E731
+                    make((6, 4), dt, seed=2, low=0.5, high=1.5)]
+for _r in ("sum", "prod", "mean", "amax", "amin"):
+    for _s in (True, False):
+        register("scatter_reduce.two", lambda x, i, s, r=_r, inc=_s: torch.scatter_reduce(x, 0, i, s, r, include_self=inc),
+                 sr_in, dtypes=FLOATS, name=f"scatter_reduce {_r} include_self={_s}")
+        register("scatter_reduce.two", lambda x, i, s, r=_r, inc=_s: torch.scatter_reduce(x, 1, i.t(), s.t(), r,
+                                                                                        include_self=inc),
+                 lambda dt: [make((4, 3), dt), *sr_in(dt)[1:]], dtypes=NUMERIC + (torch.bool,) if _r != "mean" else NUMERIC,
+                 grad=False, name=f"scatter_reduce {_r} include_self={_s} dim 1 dtypes")
+register("scatter_reduce.two_out scatter_reduce_.two",
+         lambda x, i, s: (torch.scatter_reduce(x, 0, i, s, "sum", out=torch.empty_like(x)),
+                          x.clone().scatter_reduce_(0, i, s, "amax", include_self=False)), sr_in, dtypes=FLOATS,
+         grad=False, name="scatter_reduce out and in-place")
+
 take_in = lambda dt: [make((3, 4), dt), idx(0, 11, -1, 5, 5).view(5, 1)]  # noqa: E731
 register("take take.out", lambda x, i: torch.take(x, i), take_in, dtypes=ALL64)
 register("put_", lambda x, i, s: x.put(i.flatten(), s), lambda dt: [make((3, 4), dt), idx(0, 11, -2, 6),

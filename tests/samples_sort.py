@@ -1,9 +1,10 @@
 """Samples for the sort family: sort (stable or not, descending, out=), topk, kthvalue,
 median/nanmedian, mode; argsort and msort decompose into sort.stable.
 
-CPU's unstable sort, topk, kthvalue and median pick an unspecified index among tied
-values, so their samples use distinct values (`distinct`); stable sort and mode are
-deterministic on ties and get tied inputs. mode samples keep lines shorter than 16, where
+CPU's unstable sort, kthvalue and median pick an unspecified index among tied values, so
+their samples use distinct values (`distinct`); stable sort and mode are deterministic on
+ties and get tied inputs, and so does topk, which follows libstdc++'s nth_element / sort /
+partial_sort as CPU runs them. mode samples keep lines shorter than 16, where
 CPU's std::sort is an insertion sort (its index for tied values is then well defined)."""
 import torch
 
@@ -66,6 +67,12 @@ register("topk", lambda x: torch.topk(x, 2, dim=0, largest=False), distinct((5, 
 register("topk", lambda x: torch.topk(x, 2, dim=1), nan_line, dtypes=FLOATS, name="topk nan")
 register("topk", lambda x: [t.sort(-1).values for t in torch.topk(x, 4, sorted=False)], distinct((3, 10)),
          dtypes=FLOATS, name="topk unsorted")
+register("topk", lambda x: torch.topk(x, 3), lambda dt: [make((4, 40), dt, low=0, high=4)], dtypes=NUMERIC,
+         grad=False, name="topk ties")
+register("topk", lambda x: torch.topk(x, 5, largest=False, sorted=False), lambda dt: [make((3, 50), dt, low=0, high=3)],
+         dtypes=NUMERIC, grad=False, name="topk ties unsorted")
+register("topk", lambda x: torch.topk(x, 2), lambda dt: [make((2, 300), dt, low=0, high=6)], dtypes=NUMERIC,
+         grad=False, name="topk ties partial sort")
 register("topk.values", lambda x: torch.topk(x, 2, out=(mk(x), mk(x, torch.int64))), distinct((3, 7)), dtypes=NUMERIC,
          grad=False)
 

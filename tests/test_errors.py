@@ -80,6 +80,37 @@ BAD_CALLS = {
     "put_ index out of range": lambda d: torch.ones(3, device=d).put_(torch.tensor([-4], device=d),
                                                                       torch.ones(1, device=d)),
     "index_fill index out of range": lambda d: torch.ones(3, device=d).index_fill(0, torch.tensor([3], device=d), 1),
+    "segment_reduce lengths not summing to the axis": lambda d: torch.segment_reduce(
+        torch.ones(4, device=d), "sum", lengths=torch.tensor([1, 2], device=d)),
+    "segment_reduce negative length": lambda d: torch.segment_reduce(
+        torch.ones(4, device=d), "sum", lengths=torch.tensor([5, -1], device=d)),
+    "segment_reduce unknown reduction": lambda d: torch.segment_reduce(
+        torch.ones(4, device=d), "median", lengths=torch.tensor([4], device=d)),
+    "segment_reduce integer data": lambda d: torch.segment_reduce(
+        torch.ones(4, dtype=torch.long, device=d), "sum", lengths=torch.tensor([4], device=d)),
+    "scatter_reduce index out of range": lambda d: torch.ones(3, device=d).scatter_reduce(
+        0, torch.tensor([3], device=d), torch.ones(1, device=d), "amax"),
+    "scatter_reduce mean of bools": lambda d: torch.ones(3, dtype=torch.bool, device=d).scatter_reduce(
+        0, torch.tensor([1], device=d), torch.ones(1, dtype=torch.bool, device=d), "mean"),
+    "histogram of integers": lambda d: torch.histogram(torch.arange(4, device=d), 2),
+    "histogram zero bins": lambda d: torch.histogram(torch.ones(4, device=d), 0),
+    "histogram non-finite data": lambda d: torch.histogram(torch.tensor([1.0, float("inf")], device=d), 2),
+    "histogram reversed range": lambda d: torch.histogram(torch.ones(4, device=d), 2, range=(1.0, 0.0)),
+    "histogram 2-d bins": lambda d: torch.histogram(torch.ones(4, device=d), torch.ones(1, 2, device=d)),
+    "histogramdd 1-d input": lambda d: torch.histogramdd(torch.ones(4, device=d), [2]),
+    "histogramdd weight shape": lambda d: torch.histogramdd(torch.ones(4, 2, device=d), [2, 2],
+                                                            weight=torch.ones(3, device=d)),
+    "binary_cross_entropy input outside [0, 1]": lambda d: torch.nn.functional.binary_cross_entropy(
+        torch.tensor([1.5], device=d), torch.tensor([1.0], device=d)),
+    "multi_margin_loss target out of range": lambda d: torch.nn.functional.multi_margin_loss(
+        torch.ones(2, 3, device=d), torch.tensor([0, 3], device=d)),
+    "multi_margin_loss in float16": lambda d: torch.nn.functional.multi_margin_loss(
+        torch.ones(2, 3, dtype=torch.float16, device=d), torch.tensor([0, 1], device=d)),
+    "glu of an odd dimension": lambda d: torch.nn.functional.glu(torch.ones(3, 5, device=d)),
+    "glu of a scalar": lambda d: torch.nn.functional.glu(torch.tensor(1.0, device=d)),
+    "hardshrink of integers": lambda d: torch.nn.functional.hardshrink(torch.ones(3, dtype=torch.long, device=d)),
+    "index_copy index out of range": lambda d: torch.zeros(3, device=d).index_copy(0, torch.tensor([3], device=d),
+                                                                                    torch.ones(1, device=d)),
     "max_unpool2d bad index": lambda d: torch.nn.functional.max_unpool2d(
         torch.ones(1, 1, 2, 2, device=d), torch.full((1, 1, 2, 2), 99, device=d), 2),
 }

@@ -170,11 +170,16 @@ def _move_exact(t, device, storages):
     return storages[key].as_strided(t.shape, t.stride(), t.storage_offset())
 
 
+# Positional arguments (after the input) that PyTorch requires on the CPU whatever the device
+# (OpInfo builds them on the CPU for CUDA too): they stay there.
+CPU_ARGS = {"tensor_split": (0,)}
+
+
 class Call:
     """One sample's (input, args, kwargs) on a device, with its grad leaves. Contiguous runs
     keep the CPU sample's strides and aliasing; non-contiguous runs use noncontiguous_like."""
 
-    def __init__(self, sample, device, noncontig, dtype=None):
+    def __init__(self, sample, device, noncontig, dtype=None, cpu_args=()):
         storages = {}
         self.on_device = False     # whether anything names the device (else it runs on CPU anyway)
 
@@ -188,7 +193,7 @@ class Call:
                     return y
             return _move(t, device, noncontig, dtype)
         self.input = _tree(sample.input, mv)
-        self.args = _tree(sample.args, mv)
+        self.args = tuple(a if k in cpu_args else _tree(a, mv) for k, a in enumerate(sample.args))
         self.kwargs = _tree(sample.kwargs, mv)
         if self.kwargs.get("device") is not None and device != "cpu":
             self.kwargs["device"] = device
@@ -444,7 +449,7 @@ class OpRunner:
             except Exception:
                 pass
         try:
-            tpu = Call(sample, "tpu", nc)
+            tpu = Call(sample, "tpu", nc, cpu_args=CPU_ARGS.get(self.op.name, ()))
             if not tpu.on_device:
                 fwd.add("skip", "sample names no tensor or device (runs on the default device)")
                 return
@@ -550,7 +555,7 @@ class OpRunner:
             res["total"] += 1
             tpu_err = None
             try:
-                self._tpu_run(Call(ei.sample_input, "tpu", False), fn)
+                self._tpu_run(Call(ei.sample_input, "tpu", False, cpu_args=CPU_ARGS.get(self.op.name, ())), fn)
             except _OpTimeout:
                 raise
             except Exception as e:

@@ -101,6 +101,17 @@ double tpurt_load_f64(const void* p, int dtype);
 int64_t tpurt_load_i64(const void* p, int dtype);
 void tpurt_store_f64(void* p, int dtype, double v);
 void tpurt_store_i64(void* p, int dtype, int64_t v);
+/* x rounded to a float dtype's precision: a double op followed by this is that dtype's own
+ * arithmetic (double has more than twice the bits of f32), as CPU kernels computing in
+ * scalar_t do it. */
+static inline double tpurt_round_to(int dtype, double x) {
+  uint64_t tmp = 0;
+  tpurt_store_f64(&tmp, dtype, x);
+  return tpurt_load_f64(&tmp, dtype);
+}
+/* Point i of linspace(a, b, steps) in a float dtype, as CPU's linspace kernel computes it
+ * (kernels/misc.c); histogram bin edges are these. */
+double tpurt_linspace_point(int dtype, double a, double b, int64_t steps, int64_t i);
 /* Pointer to element at multi-index idx[0..ndim). */
 static inline char* tpurt_elem_ptr(const tpurt_tensor* t, const int64_t* idx) {
   int64_t off = 0;

@@ -26,6 +26,22 @@ static int64_t count_nonzero(const tpurt_tensor* t) {
   return n;
 }
 
+/* Writes the coordinates of self's first `limit` nonzero elements (row-major) as rows of the
+ * int64 matrix out; returns the number of rows written. */
+static int64_t write_coords(const tpurt_tensor* self, const tpurt_tensor* out, int64_t limit) {
+  int64_t i[TPURT_MAX_DIMS] = {0}, row = 0;
+  if (limit <= 0 || tpurt_numel(self) == 0) return 0;
+  int fl = tpurt_is_float(self->dtype);
+  do {
+    const char* p = tpurt_elem_ptr(self, i);
+    if (fl ? tpurt_load_f64(p, self->dtype) == 0 : tpurt_load_i64(p, self->dtype) == 0) continue;
+    for (int d = 0; d < self->ndim; d++)
+      ((int64_t*)out->data)[row * out->strides[0] + d * out->strides[1]] = i[d];
+    row++;
+  } while (row < limit && tpurt_next_index(i, self->sizes, self->ndim));
+  return row;
+}
+
 tpurt_status tpurt_kernel_nonzero(const tpurt_op_call* c) {
   /* nonzero(self) -> int64 [n, self.dim()]: coordinates of the nonzero elements, row-major */
   const tpurt_tensor* self = &c->args[0].t;
@@ -35,17 +51,17 @@ tpurt_status tpurt_kernel_nonzero(const tpurt_op_call* c) {
     tpurt_declare_output(c, 0, TPURT_I64, 2, sizes);
     return TPURT_OK;
   }
-  const tpurt_tensor* out = &c->outs[0];
-  if (n == 0) return TPURT_OK;
-  int fl = tpurt_is_float(self->dtype);
-  int64_t i[TPURT_MAX_DIMS] = {0}, row = 0;
-  do {
-    const char* p = tpurt_elem_ptr(self, i);
-    if (fl ? tpurt_load_f64(p, self->dtype) == 0 : tpurt_load_i64(p, self->dtype) == 0) continue;
-    for (int d = 0; d < self->ndim; d++)
-      ((int64_t*)out->data)[row * out->strides[0] + d * out->strides[1]] = i[d];
-    row++;
-  } while (tpurt_next_index(i, self->sizes, self->ndim));
+  write_coords(self, &c->outs[0], n);
+  return TPURT_OK;
+}
+
+tpurt_status tpurt_kernel_nonzero_static(const tpurt_op_call* c) {
+  /* nonzero_static(self, *, size, fill_value) -> int64 [size, self.dim()]: nonzero's first
+   * `size` rows, then rows of fill_value. Sized by the meta function, not by the data. */
+  const tpurt_tensor *self = &c->args[0].t, *out = &c->outs[0];
+  int64_t rows = write_coords(self, out, out->sizes[0]), fill = c->args[2].i;
+  for (int64_t r = rows; r < out->sizes[0]; r++)
+    for (int64_t d = 0; d < out->sizes[1]; d++) ((int64_t*)out->data)[r * out->strides[0] + d * out->strides[1]] = fill;
   return TPURT_OK;
 }
 

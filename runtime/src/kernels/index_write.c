@@ -63,6 +63,32 @@ tpurt_status tpurt_kernel_index_fill(const tpurt_op_call* c) {
   return TPURT_OK;
 }
 
+/* ---------------------------------------------------------------- index_copy */
+tpurt_status tpurt_kernel_index_copy(const tpurt_op_call* c) {
+  /* index_copy(self, dim, index, source): out = self; out[..., index[k], ...] =
+   * source[..., k, ...], a repeated index keeping the last copy as CPU's loop does */
+  const tpurt_tensor *out = &c->outs[0], *ix = &c->args[2].t, *src = &c->args[3].t;
+  int64_t dim = wrap_dim(c->args[1].i, out->ndim), n = tpurt_numel(ix);
+  int64_t size = out->ndim ? out->sizes[dim] : 1;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t v = index_at(ix, k);
+    if (v < 0 || v >= size)
+      return tpurt_fail(TPURT_ERR_INDEX, "index_copy_(): index %lld is out of bounds for dimension %lld with size %lld",
+                        (long long)v, (long long)dim, (long long)size);
+  }
+  tpurt_status s = tpurt_copy_tensor(out, &c->args[0].t);
+  if (s || tpurt_numel(src) == 0) return s;
+  size_t es = esize(out);
+  int64_t i[TPURT_MAX_DIMS] = {0};
+  do {
+    int64_t dst[TPURT_MAX_DIMS];
+    memcpy(dst, i, sizeof dst);
+    if (out->ndim) dst[dim] = index_at(ix, src->ndim ? i[dim] : 0);
+    memcpy(at(out, offset_of(out, dst)), at(src, offset_of(src, i)), es);
+  } while (tpurt_next_index(i, src->sizes, src->ndim));
+  return TPURT_OK;
+}
+
 /* ---------------------------------------------------------------- index_reduce */
 typedef enum { IR_PROD, IR_MEAN, IR_AMAX, IR_AMIN } ir_op;
 
@@ -156,6 +182,105 @@ tpurt_status tpurt_kernel_index_reduce(const tpurt_op_call* c) {
     else tpurt_store_i64(e, out->dtype, acc[p].i);
   } while (tpurt_next_index(i, out->sizes, out->ndim));
   free(acc), free(cnt), free(touched);
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- scatter_reduce */
+typedef enum { SRD_SUM, SRD_PROD, SRD_MEAN, SRD_AMAX, SRD_AMIN } srd_op;
+static const char* const SRD_NAMES[] = {"sum", "prod", "mean", "amax", "amin"};
+
+/* *d (op)= *s in d's dtype, rounding like CPU's scalar_t loop after each element; ints wrap. */
+static void srd_combine(char* d, const char* s, int dt, srd_op r) {
+  if (tpurt_is_float(dt)) {
+    double a = tpurt_load_f64(d, dt), b = tpurt_load_f64(s, dt);
+    double v = r == SRD_PROD ? a * b : r == SRD_AMAX ? (isnan(b) || a < b ? b : a)
+             : r == SRD_AMIN ? (isnan(b) || b < a ? b : a) : a + b;
+    tpurt_store_f64(d, dt, v);
+  } else {
+    int64_t a = tpurt_load_i64(d, dt), b = tpurt_load_i64(s, dt);
+    int64_t v = r == SRD_PROD ? (int64_t)((uint64_t)a * (uint64_t)b) : r == SRD_AMAX ? (a < b ? b : a)
+              : r == SRD_AMIN ? (b < a ? b : a) : (int64_t)((uint64_t)a + (uint64_t)b);
+    tpurt_store_i64(d, dt, dt == TPURT_BOOL ? v != 0 : v);
+  }
+}
+/* The value a slot starts from without include_self. */
+static void srd_identity(char* d, int dt, srd_op r) {
+  if (tpurt_is_float(dt)) {
+    tpurt_store_f64(d, dt, r == SRD_PROD ? 1.0 : r == SRD_AMAX ? -INFINITY : r == SRD_AMIN ? INFINITY : 0.0);
+    return;
+  }
+  static const int64_t lo[] = {[TPURT_BOOL] = 0, [TPURT_U8] = 0, [TPURT_I8] = INT8_MIN, [TPURT_I16] = INT16_MIN,
+                               [TPURT_I32] = INT32_MIN, [TPURT_I64] = INT64_MIN};
+  static const int64_t hi[] = {[TPURT_BOOL] = 1, [TPURT_U8] = UINT8_MAX, [TPURT_I8] = INT8_MAX, [TPURT_I16] = INT16_MAX,
+                               [TPURT_I32] = INT32_MAX, [TPURT_I64] = INT64_MAX};
+  tpurt_store_i64(d, dt, r == SRD_PROD ? 1 : r == SRD_AMAX ? lo[dt] : r == SRD_AMIN ? hi[dt] : 0);
+}
+
+tpurt_status tpurt_kernel_scatter_reduce(const tpurt_op_call* c) {
+  /* scatter_reduce.two(self, dim, index, src, reduce, *, include_self): out = self; then
+   * out[i with i[dim] = index[i]] (reduce)= src[i], each slot taking its elements in order
+   * along dim as CPU's loop does; without include_self the scattered slots start from the
+   * identity. mean divides the sum by the count (self included), floor for integers. */
+  const tpurt_tensor* out = &c->outs[0];
+  tpurt_tensor o = *out, ix = c->args[2].t, src = c->args[3].t;
+  if (o.ndim == 0) o.ndim = 1, o.sizes[0] = 1, o.strides[0] = 0;
+  if (ix.ndim == 0) ix.ndim = 1, ix.sizes[0] = 1, ix.strides[0] = 0;
+  if (src.ndim == 0) src.ndim = 1, src.sizes[0] = 1, src.strides[0] = 0;
+  int r = 0;
+  while (r < 5 && strcmp(c->args[4].s, SRD_NAMES[r])) r++;
+  if (r == 5)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "reduce argument must be either sum, prod, mean, amax or amin, got %s",
+                      c->args[4].s);
+  if (r == SRD_MEAN && out->dtype == TPURT_BOOL)
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'");
+  int include_self = c->args[5].i != 0, dt = out->dtype;
+  int64_t dim = wrap_dim(c->args[1].i, out->ndim), size = o.sizes[dim];
+  int64_t n = tpurt_numel(&ix), total = tpurt_numel(out), i[TPURT_MAX_DIMS] = {0};
+  for (int64_t k = 0; k < n; k++) {
+    int64_t v = tpurt_load_i64(at(&ix, flat_offset(&ix, k)), ix.dtype);
+    if (v < 0 || v >= size)
+      return tpurt_fail(TPURT_ERR_RUNTIME, "index %lld is out of bounds for dimension %lld with size %lld", (long long)v,
+                        (long long)dim, (long long)size);
+  }
+  tpurt_status s = tpurt_copy_tensor(out, &c->args[0].t);
+  if (s || n == 0) return s;
+  int64_t* count = NULL;
+  if (r == SRD_MEAN && !(count = calloc((size_t)total, sizeof *count)))
+    return tpurt_fail(TPURT_ERR_OOM, "scatter_reduce: host out of memory for scratch");
+  /* dense row-major position of an out element, for the counts */
+  tpurt_tensor dense = o;
+  int64_t st = 1;
+  for (int d = o.ndim - 1; d >= 0; d--) dense.strides[d] = st, st *= o.sizes[d];
+  for (int pass = include_self; pass < 2; pass++) {
+    memset(i, 0, sizeof i);
+    do {
+      int64_t dst[TPURT_MAX_DIMS];
+      memcpy(dst, i, sizeof dst);
+      dst[dim] = tpurt_load_i64(at(&ix, offset_of(&ix, i)), ix.dtype);
+      char* d = at(&o, offset_of(&o, dst));
+      if (pass == 0) {
+        srd_identity(d, dt, (srd_op)r);
+      } else {
+        srd_combine(d, at(&src, offset_of(&src, i)), dt, (srd_op)r);
+        if (count) count[offset_of(&dense, dst)]++;
+      }
+    } while (tpurt_next_index(i, ix.sizes, ix.ndim));
+  }
+  if (count) {
+    memset(i, 0, sizeof i);
+    do {
+      int64_t k = count[offset_of(&dense, i)] + include_self;
+      char* d = at(&o, offset_of(&o, i));
+      if (k <= 1) continue;
+      if (tpurt_is_float(dt)) {
+        tpurt_store_f64(d, dt, tpurt_load_f64(d, dt) / tpurt_round_to(dt, (double)k));
+      } else {
+        int64_t v = tpurt_load_i64(d, dt);
+        tpurt_store_i64(d, dt, v / k - ((v % k != 0) && (v < 0)));
+      }
+    } while (tpurt_next_index(i, o.sizes, o.ndim));
+    free(count);
+  }
   return TPURT_OK;
 }
 

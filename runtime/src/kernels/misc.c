@@ -70,35 +70,30 @@ tpurt_status tpurt_kernel_eye(const tpurt_op_call* c) {
   return tpurt_copy_tensor(&diag, &v);
 }
 
-/* x rounded to a 16-bit float dtype, for reproducing c10::Half/BFloat16 arithmetic, which
- * rounds after every operation. */
-static double round_to(int dtype, double x) {
-  uint64_t tmp = 0;
-  tpurt_store_f64(&tmp, dtype, x);
-  return tpurt_load_f64(&tmp, dtype);
-}
-
 /* linspace.out / logspace.out as CPU's kernel computes them: the first half of the points
  * counts up from `a` and the second half down from `b`, so both ends are exact. f32 works in
  * float; 16-bit floats round their endpoints, and linspace rounds after every operation like
  * c10::Half while logspace steps in float; integer outputs take truncated endpoints and a
  * double step; a single point is the start itself (logspace: base^start in double). */
-static double spaced_point(const tpurt_tensor* out, double a, double b, int64_t steps, int64_t i, int log_base) {
-  int dt = out->dtype;
+static double spaced_point(int dt, double a, double b, int64_t steps, int64_t i, int log_base) {
   int64_t k = i < steps / 2 ? i : steps - i - 1; /* steps from the nearer end */
   if (dt == TPURT_F32 || ((dt == TPURT_F16 || dt == TPURT_BF16) && log_base)) {
-    float fa = (float)(dt == TPURT_F32 ? a : round_to(dt, a)), fb = (float)(dt == TPURT_F32 ? b : round_to(dt, b));
+    float fa = (float)(dt == TPURT_F32 ? a : tpurt_round_to(dt, a)), fb = (float)(dt == TPURT_F32 ? b : tpurt_round_to(dt, b));
     float step = (fb - fa) / (float)(steps - 1);
     return i < steps / 2 ? fa + step * (float)k : fb - step * (float)k;
   }
   if (dt == TPURT_F16 || dt == TPURT_BF16) {
-    double ha = round_to(dt, a), hb = round_to(dt, b);
-    double step = round_to(dt, round_to(dt, hb - ha) / round_to(dt, (double)(steps - 1)));
-    double d = round_to(dt, step * round_to(dt, (double)k));
-    return round_to(dt, i < steps / 2 ? ha + d : hb - d);
+    double ha = tpurt_round_to(dt, a), hb = tpurt_round_to(dt, b);
+    double step = tpurt_round_to(dt, tpurt_round_to(dt, hb - ha) / tpurt_round_to(dt, (double)(steps - 1)));
+    double d = tpurt_round_to(dt, step * tpurt_round_to(dt, (double)k));
+    return tpurt_round_to(dt, i < steps / 2 ? ha + d : hb - d);
   }
   double step = (b - a) / (double)(steps - 1);
   return i < steps / 2 ? a + step * (double)k : b - step * (double)k;
+}
+
+double tpurt_linspace_point(int dtype, double a, double b, int64_t steps, int64_t i) {
+  return steps == 1 ? a : spaced_point(dtype, a, b, steps, i, 0);
 }
 
 static tpurt_status spaced(const tpurt_op_call* c, int log_base) {
@@ -110,7 +105,7 @@ static tpurt_status spaced(const tpurt_op_call* c, int log_base) {
   int integer = !tpurt_is_float(out->dtype);
   if (integer) a = trunc(a), b = trunc(b);
   for (int64_t i = 0; i < steps; i++) {
-    double x = steps == 1 ? a : spaced_point(out, a, b, steps, i, log_base), v = x;
+    double x = steps == 1 ? a : spaced_point(out->dtype, a, b, steps, i, log_base), v = x;
     if (log_base) v = steps == 1 || out->dtype == TPURT_F64 || integer ? pow(base, x) : powf((float)base, (float)x);
     if (integer) tpurt_store_i64(at(out, i * st), out->dtype, (int64_t)v);
     else tpurt_store_f64(at(out, i * st), out->dtype, v);

@@ -186,6 +186,168 @@ static tpurt_status mode_line(tpurt_line* l, const void* ctx) {
   return TPURT_OK;
 }
 
+/* ---------------------------------------------------------------- topk */
+/* CPU's topk runs libstdc++'s std::nth_element + std::sort (or std::partial_sort when
+ * k * 64 <= n) on (value, index) pairs, which are not stable: tied values come out in the
+ * order those algorithms leave them. The port below follows libstdc++'s code step by step on
+ * the index array, so ties and sorted=False orders match CPU's. */
+typedef struct {
+  const double* f;
+  const int64_t* i;
+  int largest;
+} stl_cmp;
+
+/* comp(a, b): a goes before b (NaN first for largest, last for smallest) */
+static int stl_less(const stl_cmp* c, int64_t a, int64_t b) {
+  if (c->i) return c->largest ? c->i[a] > c->i[b] : c->i[a] < c->i[b];
+  double x = c->f[a], y = c->f[b];
+  if (c->largest) return (isnan(x) && !isnan(y)) || x > y;
+  return (!isnan(x) && isnan(y)) || x < y;
+}
+static void stl_swap(int64_t* a, int64_t* b) {
+  int64_t t = *a;
+  *a = *b, *b = t;
+}
+static int stl_lg(int64_t n) {
+  int r = 0;
+  while (n > 1) n >>= 1, r++;
+  return r;
+}
+static void stl_adjust_heap(const stl_cmp* c, int64_t* f, int64_t hole, int64_t len, int64_t value) {
+  int64_t top = hole, child = hole;
+  while (child < (len - 1) / 2) {
+    child = 2 * (child + 1);
+    if (stl_less(c, f[child], f[child - 1])) child--;
+    f[hole] = f[child], hole = child;
+  }
+  if ((len & 1) == 0 && child == (len - 2) / 2) {
+    child = 2 * (child + 1);
+    f[hole] = f[child - 1], hole = child - 1;
+  }
+  for (int64_t parent = (hole - 1) / 2; hole > top && stl_less(c, f[parent], value); parent = (hole - 1) / 2)
+    f[hole] = f[parent], hole = parent;
+  f[hole] = value;
+}
+static void stl_make_heap(const stl_cmp* c, int64_t* f, int64_t len) {
+  if (len < 2) return;
+  for (int64_t parent = (len - 2) / 2;; parent--) {
+    stl_adjust_heap(c, f, parent, len, f[parent]);
+    if (parent == 0) return;
+  }
+}
+static void stl_pop_heap(const stl_cmp* c, int64_t* f, int64_t len, int64_t* result) {
+  int64_t value = *result;
+  *result = f[0];
+  stl_adjust_heap(c, f, 0, len, value);
+}
+static void stl_heap_select(const stl_cmp* c, int64_t* f, int64_t middle, int64_t last) {
+  stl_make_heap(c, f, middle);
+  for (int64_t i = middle; i < last; i++)
+    if (stl_less(c, f[i], f[0])) stl_pop_heap(c, f, middle, &f[i]);
+}
+static void stl_partial_sort(const stl_cmp* c, int64_t* f, int64_t middle, int64_t last) {
+  stl_heap_select(c, f, middle, last);
+  for (int64_t n = middle; n > 1; n--) stl_pop_heap(c, f, n - 1, &f[n - 1]);
+}
+static void stl_linear_insert(const stl_cmp* c, int64_t* last) {
+  int64_t val = *last, *next = last - 1;
+  while (stl_less(c, val, *next)) *last = *next, last = next, next--;
+  *last = val;
+}
+static void stl_insertion_sort(const stl_cmp* c, int64_t* f, int64_t* l) {
+  if (f == l) return;
+  for (int64_t* i = f + 1; i != l; i++) {
+    if (stl_less(c, *i, *f)) {
+      int64_t val = *i;
+      memmove(f + 1, f, (size_t)(i - f) * sizeof *f);
+      *f = val;
+    } else {
+      stl_linear_insert(c, i);
+    }
+  }
+}
+static int64_t* stl_partition_pivot(const stl_cmp* c, int64_t* f, int64_t* l) {
+  int64_t *a = f + 1, *b = f + (l - f) / 2, *z = l - 1; /* median of three to *f */
+  if (stl_less(c, *a, *b)) {
+    if (stl_less(c, *b, *z)) stl_swap(f, b);
+    else if (stl_less(c, *a, *z)) stl_swap(f, z);
+    else stl_swap(f, a);
+  } else if (stl_less(c, *a, *z)) stl_swap(f, a);
+  else if (stl_less(c, *b, *z)) stl_swap(f, z);
+  else stl_swap(f, b);
+  int64_t *lo = f + 1, *hi = l;
+  for (;;) {
+    while (stl_less(c, *lo, *f)) lo++;
+    hi--;
+    while (stl_less(c, *f, *hi)) hi--;
+    if (!(lo < hi)) return lo;
+    stl_swap(lo, hi);
+    lo++;
+  }
+}
+static void stl_nth_element(const stl_cmp* c, int64_t* f, int64_t* nth, int64_t* l) {
+  if (f == l || nth == l) return;
+  int depth = stl_lg(l - f) * 2;
+  while (l - f > 3) {
+    if (depth == 0) {
+      stl_heap_select(c, f, nth + 1 - f, l - f);
+      stl_swap(f, nth);
+      return;
+    }
+    depth--;
+    int64_t* cut = stl_partition_pivot(c, f, l);
+    if (cut <= nth) f = cut;
+    else l = cut;
+  }
+  stl_insertion_sort(c, f, l);
+}
+static void stl_introsort_loop(const stl_cmp* c, int64_t* f, int64_t* l, int depth) {
+  while (l - f > 16) {
+    if (depth == 0) {
+      stl_partial_sort(c, f, l - f, l - f);
+      return;
+    }
+    depth--;
+    int64_t* cut = stl_partition_pivot(c, f, l);
+    stl_introsort_loop(c, cut, l, depth);
+    l = cut;
+  }
+}
+static void stl_sort(const stl_cmp* c, int64_t* f, int64_t* l) {
+  if (f == l) return;
+  stl_introsort_loop(c, f, l, stl_lg(l - f) * 2);
+  if (l - f > 16) {
+    stl_insertion_sort(c, f, f + 16);
+    for (int64_t* i = f + 16; i != l; i++) stl_linear_insert(c, i);
+  } else {
+    stl_insertion_sort(c, f, l);
+  }
+}
+
+typedef struct {
+  int64_t k;
+  int largest, sorted;
+} topk_ctx;
+
+static tpurt_status topk_line(tpurt_line* l, const void* ctx) {
+  const topk_ctx* t = ctx;
+  if (t->k == 0) return TPURT_OK;
+  stl_cmp c = {l->as_int ? NULL : l->keys, l->as_int ? l->keys : NULL, t->largest};
+  int64_t* q = l->idx;
+  for (int64_t j = 0; j < l->n; j++) q[j] = j;
+  if (t->k * 64 <= l->n) {
+    stl_partial_sort(&c, q, t->k, l->n);
+  } else {
+    stl_nth_element(&c, q, q + t->k - 1, q + l->n);
+    if (t->sorted) stl_sort(&c, q, q + t->k - 1);
+  }
+  for (int64_t j = 0; j < t->k; j++) {
+    tpurt_line_put_key(l, 0, j, q[j]);
+    tpurt_line_put_i(l, 1, j, q[j]);
+  }
+  return TPURT_OK;
+}
+
 /* ---------------------------------------------------------------- kernels */
 static tpurt_status dim_of(const tpurt_op_call* c, int arg, int* dim) {
   return tpurt_wrap_dim(c->args[arg].i, c->args[0].t.ndim, dim);
@@ -204,16 +366,15 @@ tpurt_status tpurt_kernel_sort(const tpurt_op_call* c) {
 }
 
 tpurt_status tpurt_kernel_topk(const tpurt_op_call* c) {
-  /* topk(self, k, dim, largest, sorted): sorted order either way (sorted=False leaves the
-   * order unspecified) */
+  /* topk(self, k, dim, largest, sorted): CPU's selection, ties and unsorted order included */
   const tpurt_tensor* in = &c->args[0].t;
   int dim;
   tpurt_status s = dim_of(c, 2, &dim);
   if (s) return s;
   int64_t n = in->ndim ? in->sizes[dim] : 1, k = c->args[1].i;
   if (k < 0 || k > n) return tpurt_fail(TPURT_ERR_RUNTIME, "selected index k out of range");
-  int desc = (int)c->args[3].i;
-  return tpurt_lines_run(in, dim, int_keys(in), c->outs, 2, sorted_line, &desc);
+  topk_ctx t = {k, (int)c->args[3].i, (int)c->args[4].i};
+  return tpurt_lines_run(in, dim, int_keys(in), c->outs, 2, topk_line, &t);
 }
 
 tpurt_status tpurt_kernel_kthvalue(const tpurt_op_call* c) {

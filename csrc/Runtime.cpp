@@ -14,6 +14,7 @@ void check(tpurt_status status) {
     case TPURT_ERR_INDEX: TORCH_CHECK_INDEX(false, msg);
     case TPURT_ERR_TYPE: TORCH_CHECK_TYPE(false, msg);
     case TPURT_ERR_UNSUPPORTED: TORCH_CHECK_NOT_IMPLEMENTED(false, msg);
+    case TPURT_ERR_LINALG: TORCH_CHECK_LINALG(false, msg);
     default: TORCH_CHECK(false, msg);
   }
 }

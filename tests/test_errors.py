@@ -52,6 +52,11 @@ BAD_CALLS = {
     "bucketize 2-d boundaries": lambda d: torch.bucketize(torch.ones(3, device=d), torch.ones(2, 2, device=d)),
     "index_add source shape": lambda d: torch.ones(3, 2, device=d).index_add(0, torch.tensor([0, 1], device=d),
                                                                              torch.ones(2, device=d)),
+    # CPU raises torch.linalg.LinAlgError where LAPACK reports failure
+    "eigh of a NaN matrix": lambda d: torch.linalg.eigh(torch.full((3, 3), float("nan"), device=d)),
+    "svd of a NaN matrix": lambda d: torch.linalg.svd(torch.full((2, 3, 3), float("nan"), device=d)),
+    "cholesky of a non-PD matrix": lambda d: torch.linalg.cholesky(-torch.eye(3, device=d)),
+    "solve with a singular matrix": lambda d: torch.linalg.solve(torch.zeros(3, 3, device=d), torch.ones(3, device=d)),
     "aminmax out= dtype": lambda d: torch.aminmax(torch.ones(4, 4, device=d), dim=0, out=(
         torch.empty(4, device=d), torch.empty(4, dtype=torch.float64, device=d))),
     # as CPU, out= may not share memory with an input of these ops (elementwise ops may)

@@ -30,7 +30,8 @@ extern "C" {
   X(TPURT_ERR_INDEX, 3, "IndexError")        \
   X(TPURT_ERR_TYPE, 4, "TypeError")          \
   X(TPURT_ERR_OOM, 5, "OutOfMemoryError")    \
-  X(TPURT_ERR_UNSUPPORTED, 6, "NotImplementedError")
+  X(TPURT_ERR_UNSUPPORTED, 6, "NotImplementedError") \
+  X(TPURT_ERR_LINALG, 7, "torch.linalg.LinAlgError")
 
 typedef enum {
 #define TPURT_X(code, value, exc) code = value,

@@ -303,9 +303,9 @@ static tpurt_status solve(const tpurt_op_call* c, const tpurt_tensor* B, int lef
     }
     put_info(o_info, b, nb, info);
     if (info && check) {
-      st = ident ? tpurt_fail(TPURT_ERR_RUNTIME, "%s: The diagonal element %lld is zero, the inversion could not be "
+      st = ident ? tpurt_fail(TPURT_ERR_LINALG, "%s: The diagonal element %lld is zero, the inversion could not be "
                               "completed because the input matrix is singular.", api, (long long)info)
-                 : tpurt_fail(TPURT_ERR_RUNTIME, "%s: The solver failed because the input matrix is singular.", api);
+                 : tpurt_fail(TPURT_ERR_LINALG, "%s: The solver failed because the input matrix is singular.", api);
       break;
     }
     if (ident) {
@@ -373,7 +373,7 @@ static tpurt_status cholesky_run(const char* name, const tpurt_tensor* A, int up
     mv_store(&l, b, nb, L, upper);
     if (o_info) put_info(o_info, b, nb, info);
     if (info && check_errors) {
-      st = tpurt_fail(TPURT_ERR_RUNTIME, "%s: The factorization could not be completed because the input is not "
+      st = tpurt_fail(TPURT_ERR_LINALG, "%s: The factorization could not be completed because the input is not "
                       "positive-definite (the leading minor of order %lld is not positive-definite).", name,
                       (long long)info);
       break;

@@ -146,8 +146,8 @@ static int all_finite(const double* a, int64_t n) {
 
 /* CPU's message for a failed batch element: "(Batch element i): " only for batched inputs */
 static tpurt_status batch_fail(const char* api, int nb, int64_t at, const char* what) {
-  if (nb == 0) return tpurt_fail(TPURT_ERR_RUNTIME, "%s: %s", api, what);
-  return tpurt_fail(TPURT_ERR_RUNTIME, "%s: (Batch element %lld): %s", api, (long long)at, what);
+  if (nb == 0) return tpurt_fail(TPURT_ERR_LINALG, "%s: %s", api, what);
+  return tpurt_fail(TPURT_ERR_LINALG, "%s: (Batch element %lld): %s", api, (long long)at, what);
 }
 
 typedef struct svd_job {
@@ -324,7 +324,7 @@ tpurt_status tpurt_kernel_lstsq(const tpurt_op_call* c) {
     mv_load(&a, b, nb, s.a, 0);
     mv_load(&bv, b, nb, s.b, 0);
     if (!all_finite(s.a, m * n)) {
-      st = tpurt_fail(TPURT_ERR_RUNTIME, "torch.linalg.lstsq: The algorithm failed to converge because the input "
+      st = tpurt_fail(TPURT_ERR_LINALG, "torch.linalg.lstsq: The algorithm failed to converge because the input "
                       "matrix contained non-finite values.");
       break;
     }

@@ -651,9 +651,10 @@ static void vec_set(const tpurt_tensor* t, int64_t k, double v) {
 
 /* Shared by the batch-norm forward overloads: positions of the optional arguments (-1
  * when the overload has none) and whether it trains. */
+enum { BN_ALWAYS = -1, BN_NEVER = -2 };
 typedef struct bn_args {
   int running_mean, running_var, momentum, eps;
-  int training; /* arg index of the flag, or -2 (never) */
+  int training; /* arg index of the flag, BN_ALWAYS or BN_NEVER */
 } bn_args;
 
 static tpurt_status batch_norm(const tpurt_op_call* c, bn_args a) {
@@ -661,7 +662,7 @@ static tpurt_status batch_norm(const tpurt_op_call* c, bn_args a) {
   const tpurt_tensor* in = &c->args[0].t;
   const tpurt_value* rm = a.running_mean >= 0 ? &c->args[a.running_mean] : &none;
   const tpurt_value* rv = a.running_var >= 0 ? &c->args[a.running_var] : &none;
-  int train = a.training >= 0 && c->args[a.training].i;
+  int train = a.training == BN_ALWAYS || (a.training >= 0 && c->args[a.training].i);
   double mom = tpurt_value_f(&c->args[a.momentum]), eps = tpurt_value_f(&c->args[a.eps]);
   int64_t N = in->sizes[0], C = in->sizes[1], M = N * prod_dims(in, 2, in->ndim);
   double* x = scratch(M);
@@ -703,11 +704,17 @@ tpurt_status tpurt_kernel_batch_norm_no_stats(const tpurt_op_call* c) {
 }
 /* _native_batch_norm_legit_no_training(input, weight?, bias?, running_mean, running_var, momentum, eps) */
 tpurt_status tpurt_kernel_batch_norm_no_training(const tpurt_op_call* c) {
-  return batch_norm(c, (bn_args){3, 4, 5, 6, -2});
+  return batch_norm(c, (bn_args){3, 4, 5, 6, BN_NEVER});
+}
+/* _batch_norm_with_update(input, weight?, bias?, running_mean, running_var, momentum, eps)
+ * -> (out, save_mean, save_invstd, reserve); reserve is empty on CPU */
+tpurt_status tpurt_kernel_batch_norm_with_update(const tpurt_op_call* c) {
+  return batch_norm(c, (bn_args){3, 4, 5, 6, BN_ALWAYS});
 }
 
 /* native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?, save_mean?,
- * save_invstd?, train, eps, output_mask) -> (grad_input, grad_weight, grad_bias) */
+ * save_invstd?, train, eps, output_mask) -> (grad_input, grad_weight, grad_bias), and
+ * batch_norm_backward (same arguments with `update` for train, then the unused reserve) */
 tpurt_status tpurt_kernel_batch_norm_backward(const tpurt_op_call* c) {
   const tpurt_tensor *dy_t = &c->args[0].t, *in = &c->args[1].t;
   int train = (int)c->args[7].i;

@@ -176,6 +176,55 @@ static void avg_fwd(const pgeom* g, const tpurt_tensor* in, const tpurt_tensor* 
   })
 }
 
+/* ---------------------------------------------------------------- fractional max */
+/* x rounded to dtype dt, as CPU's scalar_t arithmetic rounds every step. */
+static double in_dtype(double x, int dt) {
+  char b[8];
+  tpurt_store_f64(b, dt, x);
+  return tpurt_load_f64(b, dt);
+}
+
+/* CPU's generate_intervals in the samples' dtype: window o of O over I starts at
+ * int((o + u) * alpha) - int(u * alpha), alpha = (I - k) / (O - 1); the last at I - k. */
+static void fractional_windows(win* w, double u, int dt, int64_t O, int64_t I, int64_t k) {
+  double alpha = O > 1 ? in_dtype(in_dtype((double)(I - k), dt) / in_dtype((double)(O - 1), dt), dt) : 0;
+  int64_t base = (int64_t)(int)in_dtype(u * alpha, dt);
+  for (int64_t o = 0; o < O; o++) {
+    int64_t lo = o == O - 1 ? I - k : (int)in_dtype(in_dtype((double)o + u, dt) * alpha, dt) - base;
+    w[o] = (win){lo, lo + k, k};
+  }
+}
+
+/* fractional_max_poolNd(self, kernel_size, output_size, random_samples) -> (out, indices).
+ * Each plane (n, c) has its own windows, from samples[n, c, :] (depth, height, width order
+ * for 3-d; width first for 2-d), so the engine runs once per plane on one-plane views. */
+static tpurt_status fractional_max_pool(const tpurt_op_call* c, int nsp) {
+  const tpurt_tensor *in = &c->args[0].t, *rs = &c->args[3].t;
+  pgeom g;
+  tpurt_status s = geom_init(&g, nsp, W_ADAPT, in, &c->outs[0], c, -1, -1, -1, -1);
+  if (s) return s;
+  int64_t P = g.P, C = in->sizes[in->ndim - nsp - 1];
+  g.P = 1;
+  size_t rses = tpurt_dtype_size((tpurt_dtype)rs->dtype);
+  for (int64_t p = 0; p < P; p++) {
+    const char* u = (const char*)rs->data + ((p / C) * rs->strides[0] + (p % C) * rs->strides[1]) * (int64_t)rses;
+    for (int i = 3 - nsp; i < 3; i++) {
+      int j = i - (3 - nsp), k = nsp == 2 ? 1 - j : j; /* sample index of spatial dim j */
+      double ui = tpurt_load_f64(u + k * rs->strides[2] * (int64_t)rses, rs->dtype);
+      fractional_windows(g.w[i], ui, rs->dtype, g.os[i], g.is[i], li(&c->args[1], j, 1));
+    }
+    tpurt_tensor v[3] = {*in, c->outs[0], c->outs[1]};
+    for (int t = 0; t < 3; t++) {
+      v[t].data = (char*)v[t].data + plane_off(&v[t], v[t].ndim - nsp, p) * (int64_t)tpurt_dtype_size((tpurt_dtype)v[t].dtype);
+      for (int d = 0; d < v[t].ndim - nsp; d++) v[t].sizes[d] = 1;
+    }
+    if (tpurt_is_float(in->dtype)) max_fwd_f(&g, &v[0], &v[1], &v[2]);
+    else max_fwd_i(&g, &v[0], &v[1], &v[2]);
+  }
+  free(g.w[0]);
+  return TPURT_OK;
+}
+
 /* ---------------------------------------------------------------- backward */
 /* grad_input <- dense double accumulator shaped like it. */
 static tpurt_status store_acc(const tpurt_tensor* gi, double* acc) {
@@ -199,9 +248,11 @@ static double* acc_alloc(const tpurt_tensor* gi) {
 /* grad_input[plane, indices] += grad_output (max and adaptive max pooling). */
 static tpurt_status max_bwd(const pgeom* g, const tpurt_tensor* go, const tpurt_tensor* idx, const tpurt_tensor* gi,
                             const char* what) {
+  int64_t plane = g->is[0] * g->is[1] * g->is[2];
+  if (tpurt_numel(gi) != g->P * plane)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "%s: grad_input %s does not match the input", what, tpurt_shape_str(gi));
   double* acc = acc_alloc(gi);
   if (!acc) return tpurt_fail(TPURT_ERR_OOM, "%s: host out of memory for scratch", what);
-  int64_t plane = g->is[0] * g->is[1] * g->is[2];
   size_t ges = tpurt_dtype_size((tpurt_dtype)go->dtype), ies = tpurt_dtype_size((tpurt_dtype)idx->dtype);
   FOR_OUTPUTS(g, {
     (void)a;
@@ -320,3 +371,11 @@ static tpurt_status adaptive_avg_backward(const tpurt_op_call* c, int nsp) {
   }
 POOL_KERNELS(2)
 POOL_KERNELS(3)
+
+#define FRACTIONAL_KERNELS(N)                                                                             \
+  tpurt_status tpurt_kernel_fractional_max_pool##N##d(const tpurt_op_call* c) { return fractional_max_pool(c, N); } \
+  tpurt_status tpurt_kernel_fractional_max_pool##N##d_backward(const tpurt_op_call* c) {                  \
+    return max_pool_backward(c, N, 4, "fractional_max_pool" #N "d_backward");                             \
+  }
+FRACTIONAL_KERNELS(2)
+FRACTIONAL_KERNELS(3)

@@ -498,6 +498,12 @@ tpurt_status tpurt_kernel_im2col(const tpurt_op_call* c) {
   return TPURT_OK;
 }
 
+/* *d += *s, rounded to d's dtype as CPU's scalar_t accumulation does. */
+static void add_elem(char* d, int ddt, const char* s, int sdt) {
+  if (tpurt_is_float(ddt)) tpurt_store_f64(d, ddt, tpurt_load_f64(d, ddt) + tpurt_load_f64(s, sdt));
+  else tpurt_store_i64(d, ddt, tpurt_load_i64(d, ddt) + tpurt_load_i64(s, sdt));
+}
+
 tpurt_status tpurt_kernel_col2im(const tpurt_op_call* c) {
   /* col2im(self, output_size, kernel_size, dilation, padding, stride): sums overlapping
    * columns into the image in CPU's order, rounding to the image dtype after every add as
@@ -508,18 +514,41 @@ tpurt_status tpurt_kernel_col2im(const tpurt_op_call* c) {
   fold_geom f;
   fold_geom_init(&f, img, &c->args[2]);
   size_t es = tpurt_dtype_size((tpurt_dtype)img->dtype);
-  int fl = tpurt_is_float(img->dtype);
   for (int64_t n = 0; n < f.N; n++)
     for (int64_t ch = 0; ch < f.C; ch++)
       for (int64_t y = 0; y < f.H; y++)
         for (int64_t x = 0; x < f.W; x++) memset((char*)at(img, img_off(img, &f, n, ch, y, x)), 0, es);
   FOR_FOLD(&f, {
-    if (inside) {
-      char* d = (char*)at(img, img_off(img, &f, n, ch, iy, ix));
-      const char* s = at(cols, col_off(cols, &f, n, row, col));
-      if (fl) tpurt_store_f64(d, img->dtype, tpurt_load_f64(d, img->dtype) + tpurt_load_f64(s, cols->dtype));
-      else tpurt_store_i64(d, img->dtype, tpurt_load_i64(d, img->dtype) + tpurt_load_i64(s, cols->dtype));
-    }
+    if (inside)
+      add_elem((char*)at(img, img_off(img, &f, n, ch, iy, ix)), img->dtype, at(cols, col_off(cols, &f, n, row, col)),
+               cols->dtype);
   })
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- aten::unfold_backward */
+tpurt_status tpurt_kernel_unfold_backward(const tpurt_op_call* c) {
+  /* unfold_backward(grad_in, input_sizes, dim, size, step): grad_in has input's dims with
+   * `dim` counting windows, plus a last dim of `size`; window w, offset j lands on index
+   * w * step + j of `dim`. grad_in walks in row-major order, so each output element
+   * receives its windows in increasing order, rounding after each add as CPU does. */
+  const tpurt_tensor *g = &c->args[0].t, *out = &c->outs[0];
+  int64_t step = tpurt_value_i(&c->args[4]);
+  int dim = (int)tpurt_value_i(&c->args[2]);
+  if (dim < 0) dim += out->ndim > 0 ? out->ndim : 1;
+  size_t es = tpurt_dtype_size((tpurt_dtype)out->dtype);
+  int64_t idx[TPURT_MAX_DIMS] = {0};
+  if (tpurt_numel(out) > 0) {
+    do memset(tpurt_elem_ptr(out, idx), 0, es);
+    while (tpurt_next_index(idx, out->sizes, out->ndim));
+  }
+  if (tpurt_numel(g) == 0) return TPURT_OK;
+  memset(idx, 0, sizeof idx);
+  do {
+    int64_t o = 0, j = idx[g->ndim - 1];
+    for (int d = 0; d < out->ndim; d++) o += (d == dim ? idx[d] * step + j : idx[d]) * out->strides[d];
+    if (out->ndim == 0) o = 0;
+    add_elem((char*)out->data + o * (int64_t)es, out->dtype, tpurt_elem_ptr(g, idx), g->dtype);
+  } while (tpurt_next_index(idx, g->sizes, g->ndim));
   return TPURT_OK;
 }

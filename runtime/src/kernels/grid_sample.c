@@ -42,8 +42,7 @@ static double reflect(double x, int64_t twice_lo, int64_t twice_hi, double* g) {
   x -= lo;
   if (x < 0) sign = -1, x = -x;
   double extra = fmod(x, span);
-  int flips = (int)floor(x / span);
-  if (flips % 2 == 0) return *g = sign, extra + lo;
+  if (fmod(floor(x / span), 2) == 0) return *g = sign, extra + lo; /* an even number of flips */
   return *g = -sign, span - extra + lo;
 }
 

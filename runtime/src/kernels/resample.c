@@ -9,9 +9,7 @@
  * raw elements (exact for every dtype); the rest sum in double. Backward passes scatter
  * grad_output through the same taps into a dense double buffer stored once. Spatial dims
  * are padded to 3 with leading size-1 dims; every leading dim is a "plane". */
-#include <stdlib.h>
-
-#include "../internal.h"
+#include "spatial.h"
 
 typedef struct {
   int64_t i[4];
@@ -20,9 +18,7 @@ typedef struct {
 } tap;
 
 typedef struct {
-  int nsp;
-  int64_t P;
-  int64_t is[3], os[3];
+  spatial sp;
   tap* t[3];
   int raw; /* every tap is a single weight-one copy */
 } rgeom;
@@ -110,41 +106,13 @@ typedef struct {
   int64_t pad[3];  /* left/top/front pads for the padding modes */
 } rparams;
 
-static int64_t sp_size(const tpurt_tensor* t, int nsp, int i) {
-  int j = i - (3 - nsp);
-  return j < 0 ? 1 : t->sizes[t->ndim - nsp + j];
-}
-static int64_t sp_stride(const tpurt_tensor* t, int nsp, int i) {
-  int j = i - (3 - nsp);
-  return j < 0 ? 0 : t->strides[t->ndim - nsp + j];
-}
-static int64_t plane_off(const tpurt_tensor* t, int lead, int64_t p) {
-  int64_t off = 0;
-  for (int d = lead - 1; d >= 0; d--) {
-    off += (p % t->sizes[d]) * t->strides[d];
-    p /= t->sizes[d];
-  }
-  return off;
-}
-
 /* in / out: tensors with the input's / output's spatial sizes. */
 static tpurt_status geom_init(rgeom* g, int nsp, const rparams* rp, const tpurt_tensor* in, const tpurt_tensor* out) {
-  g->nsp = nsp;
-  g->P = 1;
-  for (int d = 0; d < in->ndim - nsp; d++) g->P *= in->sizes[d];
-  int64_t tot = 0;
-  for (int i = 0; i < 3; i++) {
-    g->is[i] = sp_size(in, nsp, i);
-    g->os[i] = sp_size(out, nsp, i);
-    tot += g->os[i];
-  }
-  g->t[0] = malloc(sizeof(tap) * (size_t)(tot ? tot : 1));
-  if (!g->t[0]) return tpurt_fail(TPURT_ERR_OOM, "upsample/pad: host out of memory for scratch");
-  g->t[1] = g->t[0] + g->os[0];
-  g->t[2] = g->t[1] + g->os[1];
+  if (!spatial_init(&g->sp, nsp, in, out, sizeof(tap), (void**)g->t))
+    return tpurt_fail(TPURT_ERR_OOM, "upsample/pad: host out of memory for scratch");
   g->raw = rp->m != R_LINEAR && rp->m != R_CUBIC;
   for (int i = 0; i < 3; i++) {
-    int64_t I = g->is[i], O = g->os[i];
+    int64_t I = g->sp.is[i], O = g->sp.os[i];
     int fake = i < 3 - nsp;
     for (int64_t o = 0; o < O; o++) {
       tap* t = &g->t[i][o];
@@ -159,22 +127,19 @@ static tpurt_status geom_init(rgeom* g, int nsp, const rparams* rp, const tpurt_
 }
 
 #define FOR_OUTPUTS(g, ...)                                                                    \
-  for (int64_t p = 0; p < (g)->P; p++)                                                         \
-    for (int64_t od = 0; od < (g)->os[0]; od++)                                                \
-      for (int64_t oh = 0; oh < (g)->os[1]; oh++)                                              \
-        for (int64_t ow = 0; ow < (g)->os[2]; ow++) {                                          \
-          const tap *ta = &(g)->t[0][od], *tb = &(g)->t[1][oh], *tc = &(g)->t[2][ow];          \
-          __VA_ARGS__                                                                          \
-        }
+  SPATIAL_FOR_OUTPUTS(&(g)->sp, {                                                              \
+    const tap *ta = &(g)->t[0][od], *tb = &(g)->t[1][oh], *tc = &(g)->t[2][ow];                \
+    __VA_ARGS__                                                                                \
+  })
 
 /* ---------------------------------------------------------------- forward / backward */
 #define RAW_COPY(T)                                                                              \
   static void copy_##T(const rgeom* g, const tpurt_tensor* in, const tpurt_tensor* out) {       \
     int64_t si[3], so[3];                                                                        \
-    for (int i = 0; i < 3; i++) si[i] = sp_stride(in, g->nsp, i), so[i] = sp_stride(out, g->nsp, i); \
+    for (int i = 0; i < 3; i++) si[i] = sp_stride(in, g->sp.nsp, i), so[i] = sp_stride(out, g->sp.nsp, i); \
     FOR_OUTPUTS(g, {                                                                             \
-      const T* src = (const T*)in->data + plane_off(in, in->ndim - g->nsp, p);                  \
-      T* dst = (T*)out->data + plane_off(out, out->ndim - g->nsp, p);                           \
+      const T* src = (const T*)in->data + plane_off(in, in->ndim - g->sp.nsp, p);                  \
+      T* dst = (T*)out->data + plane_off(out, out->ndim - g->sp.nsp, p);                           \
       dst[od * so[0] + oh * so[1] + ow * so[2]] = src[ta->i[0] * si[0] + tb->i[0] * si[1] + tc->i[0] * si[2]]; \
     })                                                                                           \
   }
@@ -185,10 +150,10 @@ RAW_COPY(uint64_t)
 
 static void interp_fwd(const rgeom* g, const tpurt_tensor* in, const tpurt_tensor* out) {
   int64_t si[3], so[3];
-  for (int i = 0; i < 3; i++) si[i] = sp_stride(in, g->nsp, i), so[i] = sp_stride(out, g->nsp, i);
+  for (int i = 0; i < 3; i++) si[i] = sp_stride(in, g->sp.nsp, i), so[i] = sp_stride(out, g->sp.nsp, i);
   size_t ies = tpurt_dtype_size((tpurt_dtype)in->dtype), oes = tpurt_dtype_size((tpurt_dtype)out->dtype);
   FOR_OUTPUTS(g, {
-    const char* src = (const char*)in->data + plane_off(in, in->ndim - g->nsp, p) * (int64_t)ies;
+    const char* src = (const char*)in->data + plane_off(in, in->ndim - g->sp.nsp, p) * (int64_t)ies;
     double v = 0;
     for (int a = 0; a < ta->n; a++)
       for (int b = 0; b < tb->n; b++) {
@@ -197,7 +162,7 @@ static void interp_fwd(const rgeom* g, const tpurt_tensor* in, const tpurt_tenso
           v += wab * tc->w[c] *
                tpurt_load_f64(src + (ta->i[a] * si[0] + tb->i[b] * si[1] + tc->i[c] * si[2]) * (int64_t)ies, in->dtype);
       }
-    char* dst = (char*)out->data + (plane_off(out, out->ndim - g->nsp, p) + od * so[0] + oh * so[1] + ow * so[2]) * (int64_t)oes;
+    char* dst = (char*)out->data + (plane_off(out, out->ndim - g->sp.nsp, p) + od * so[0] + oh * so[1] + ow * so[2]) * (int64_t)oes;
     tpurt_store_f64(dst, out->dtype, v);
   })
 }
@@ -221,17 +186,17 @@ static tpurt_status backward(const rgeom* g, const tpurt_tensor* go, const tpurt
   int64_t n = tpurt_numel(gi);
   double* acc = calloc((size_t)(n ? n : 1), sizeof(double));
   if (!acc) return tpurt_fail(TPURT_ERR_OOM, "upsample/pad backward: host out of memory for scratch");
-  int64_t so[3], plane = g->is[0] * g->is[1] * g->is[2];
-  for (int i = 0; i < 3; i++) so[i] = sp_stride(go, g->nsp, i);
+  int64_t so[3], plane = g->sp.is[0] * g->sp.is[1] * g->sp.is[2];
+  for (int i = 0; i < 3; i++) so[i] = sp_stride(go, g->sp.nsp, i);
   size_t ges = tpurt_dtype_size((tpurt_dtype)go->dtype);
   FOR_OUTPUTS(g, {
-    double v = tpurt_load_f64((const char*)go->data + (plane_off(go, go->ndim - g->nsp, p) + od * so[0] + oh * so[1] +
+    double v = tpurt_load_f64((const char*)go->data + (plane_off(go, go->ndim - g->sp.nsp, p) + od * so[0] + oh * so[1] +
                                                        ow * so[2]) * (int64_t)ges, go->dtype);
     double* ap = acc + p * plane;
     for (int a = 0; a < ta->n; a++)
       for (int b = 0; b < tb->n; b++)
         for (int c = 0; c < tc->n; c++)
-          ap[(ta->i[a] * g->is[1] + tb->i[b]) * g->is[2] + tc->i[c]] += ta->w[a] * tb->w[b] * tc->w[c] * v;
+          ap[(ta->i[a] * g->sp.is[1] + tb->i[b]) * g->sp.is[2] + tc->i[c]] += ta->w[a] * tb->w[b] * tc->w[c] * v;
   })
   tpurt_tensor src = *gi;
   src.data = acc;

@@ -25,7 +25,7 @@ for nsp, (mode, padding), align in itertools.product((2, 3), itertools.product(M
              lambda x, g, m=mode, p=padding, a=align: F.grid_sample(x, g, m, p, a),
              inputs(x_shape, grid_shape), dtypes=FLOATS, name=f"{op} {mode} {padding} align={align}")
 
-register("grid_sampler_2d grid_sampler_2d_backward", lambda x, g: F.grid_sample(x, g, "bilinear", "reflection"),
+register("grid_sampler_2d grid_sampler_2d_backward", lambda x, g: F.grid_sample(x, g, "bilinear", "reflection", False),
          inputs((1, 2, 1, 3), (1, 4, 2, 2)), dtypes=FLOATS, name="grid_sampler_2d size-1 dim")
 register("grid_sampler_2d_backward",
          lambda go, x, g: A.grid_sampler_2d_backward(go, x, g, 0, 0, False, [False, True])[1],

@@ -4,7 +4,7 @@ bias, and the backward's output_mask."""
 import torch
 import torch.nn.functional as F
 
-from samples import FLOATS, make, register
+from samples import FLOATS, INTS, make, register
 
 A = torch.ops.aten
 CONV = "convolution_overrideable convolution_backward_overrideable"
@@ -77,3 +77,13 @@ register("col2im", lambda x: F.fold(x, (6, 7), **UNFOLD), [(2, 18, 20)], dtypes=
 register("col2im", lambda x: F.fold(x, (4, 4), 2), [(8, 9)], dtypes=FLOATS, name="col2im unbatched")
 register("col2im.out", lambda x: torch.ops.aten.col2im.out(x, (4, 4), (2, 2), (1, 1), (0, 0), (1, 1), out=torch.empty(0, dtype=x.dtype, device=x.device)),
          [(1, 8, 9)], dtypes=FLOATS, grad=False)
+
+# unfold_backward (Tensor.unfold's backward): overlapping windows (step < size) sum in CPU's
+# order, gaps (step > size) stay zero, negative dim, 0-dim input
+register("unfold_backward", lambda x: x.unfold(1, 4, 2), [(3, 9, 2)], dtypes=FLOATS, name="unfold_backward overlap")
+register("unfold_backward", lambda x: x.unfold(-1, 2, 3), [(2, 8)], dtypes=FLOATS, name="unfold_backward gaps")
+register("unfold_backward", lambda x: x.unfold(0, 1, 1), [()], dtypes=FLOATS, name="unfold_backward 0-dim")
+register("unfold_backward", lambda g: A.unfold_backward(g, [7, 2], 0, 3, 2), [(3, 2, 3)], dtypes=INTS,
+         grad=False, name="unfold_backward ints")
+register("unfold_backward.out", lambda g: A.unfold_backward.out(g, [7, 2], 0, 3, 2, out=torch.empty(0, dtype=g.dtype, device=g.device)),
+         [(3, 2, 3)], dtypes=FLOATS, grad=False)

@@ -141,3 +141,29 @@ register("_native_batch_norm_legit_no_training",
          # [0]: CPU returns empty save_mean/save_invstd where the meta function gives [C]
          lambda x, w, b, rm, rv: A._native_batch_norm_legit_no_training(x, w, b, rm, rv, 0.1, 1e-5)[0],
          bn_inputs((4, 3, 2)), dtypes=(torch.float32,), grad=False)
+
+# ---------------------------------------------------------------- multilabel margin loss
+MLM_TARGET = torch.tensor([[3, 0, -1, 5, 1, 2], [-1, 1, 2, 3, 4, 5], [5, 4, 3, 2, 1, 0], [2, 2, -1, 0, 0, 0]])
+for red in ("mean", "sum", "none"):
+    register("multilabel_margin_loss_forward multilabel_margin_loss_backward",
+             lambda x, t, red=red: F.multilabel_margin_loss(x, t, reduction=red),
+             lambda dt: [make((4, 6), dt), MLM_TARGET], dtypes=(torch.float32, torch.float64),
+             name=f"multilabel_margin_loss {red}")
+register("multilabel_margin_loss_forward multilabel_margin_loss_backward",
+         lambda x, t: F.multilabel_margin_loss(x, t, reduction="none"),
+         lambda dt: [make((6,), dt), MLM_TARGET[0]], dtypes=(torch.float32,), name="multilabel_margin_loss 1-d")
+register("multilabel_margin_loss_forward.output multilabel_margin_loss_backward.grad_input",
+         lambda x, t: A.multilabel_margin_loss_backward.grad_input(
+             torch.ones((), dtype=x.dtype, device=x.device), x, t, 1,
+             A.multilabel_margin_loss_forward.output(x, t, 1, output=mk(x), is_target=mk(x))[1], grad_input=mk(x)),
+         lambda dt: [make((4, 6), dt), MLM_TARGET], grad=False)
+
+# _batch_norm_with_update (always training; reserve is empty) and batch_norm_backward, its
+# backward; saved statistics keep a bf16/f16 input's dtype as on CPU
+register("_batch_norm_with_update batch_norm_backward",
+         lambda x, w, b, rm, rv: A._batch_norm_with_update(x, w, b, rm.detach(), rv.detach(), 0.1, 1e-5)[:3],
+         lambda dt: bn_inputs((4, 3, 5))(dt)[:3] + [make((3,), dt, seed=3), make((3,), dt, 0.5, 2, seed=4)],
+         dtypes=FLOATS)
+register("_batch_norm_with_update",
+         lambda x, w, b, rm, rv: A._batch_norm_with_update(x, w, b, rm, rv, 0.2, 1e-3)[:3] + (rm, rv),
+         bn_inputs((3, 2, 2, 2)), dtypes=(torch.float32,), grad=False, name="_batch_norm_with_update running stats")

@@ -104,3 +104,34 @@ OUTS = [
 ]
 for name, fn, *shapes in OUTS:
     register(name, fn, shapes, dtypes=F64 if "avg_pool3d" in name else FLOATS, grad=False)
+
+# ---------------------------------------------------------------- fractional max pooling
+# The random samples are an argument (generated on CPU here), so outputs are deterministic;
+# bf16/f16 samples exercise CPU's rounding of the window starts in the samples' dtype.
+FRAC = [
+    # N, kernel, output size, input shape
+    (2, (2, 3), (4, 3), (2, 3, 9, 8)),
+    (2, 3, (3, 3), (3, 7, 7)),
+    (3, (2, 1, 3), (3, 4, 2), (2, 2, 6, 7, 6)),
+    (3, 2, (2, 3, 2), (2, 5, 6, 4)),
+]
+for n, k, out, shape in FRAC:
+    op = f"fractional_max_pool{n}d"
+    planes = (shape[0], shape[1]) if len(shape) == n + 2 else (1, shape[0])
+    fn = getattr(F, f"fractional_max_pool{n}d")
+    register(f"{op} {op}_backward",
+             lambda x, u, fn=fn, k=k, out=out: fn(x, k, output_size=out, return_indices=True, _random_samples=u.detach()),
+             lambda dt, shape=shape, planes=planes, n=n: [make(shape, dt), make(planes + (n,), dt, 0, 1, seed=5)],
+             dtypes=FLOATS, name=f"{op} {shape}")
+register("fractional_max_pool2d.output fractional_max_pool2d_backward.grad_input",
+         lambda x, u: A.fractional_max_pool2d_backward.grad_input(
+             torch.ones(2, 3, 3, 4, dtype=x.dtype, device=x.device), x, [2, 2], [3, 4],
+             A.fractional_max_pool2d.output(x, [2, 2], [3, 4], u, output=mk(x), indices=mk(x, torch.int64))[1],
+             grad_input=mk(x)),
+         lambda dt: [make((2, 3, 7, 9), dt), make((2, 3, 2), dt, 0, 1, seed=5)], dtypes=FLOATS, grad=False)
+register("fractional_max_pool3d.output fractional_max_pool3d_backward.grad_input",
+         lambda x, u: A.fractional_max_pool3d_backward.grad_input(
+             torch.ones(1, 2, 2, 3, 2, dtype=x.dtype, device=x.device), x, [2, 2, 2], [2, 3, 2],
+             A.fractional_max_pool3d.output(x, [2, 2, 2], [2, 3, 2], u, output=mk(x), indices=mk(x, torch.int64))[1],
+             grad_input=mk(x)),
+         lambda dt: [make((1, 2, 5, 6, 4), dt), make((1, 2, 3), dt, 0, 1, seed=5)], dtypes=FLOATS, grad=False)

@@ -88,3 +88,20 @@ for n in (1, 2, 3):
         register(f"{op}.out", lambda x, fwd=fwd, p=p: fwd(x, p, out=mk(x)), [x_shape], dtypes=FLOATS, grad=False)
         register(f"{op}_backward.grad_input", lambda g, x, bwd=bwd, p=p: bwd(g, x, p, grad_input=mk(x)),
                  [padded, x_shape], dtypes=FLOATS, grad=False)
+
+# ---------------------------------------------------------------- antialiased bilinear
+# Downscaling widens the taps with the factor (7 taps at 3x); upscaling is plain bilinear.
+AA = "_upsample_bilinear2d_aa _upsample_bilinear2d_aa_backward"
+register(AA, lambda x: F.interpolate(x, size=(4, 3), mode="bilinear", antialias=True), [(2, 3, 12, 9)],
+         dtypes=(torch.float32,), name="aa downscale 3x")
+register(AA, lambda x: F.interpolate(x, scale_factor=(0.4, 1.7), mode="bilinear", antialias=True), [(1, 2, 10, 5)],
+         dtypes=(torch.float32,), name="aa mixed scales")
+register(AA, lambda x: F.interpolate(x, size=(3, 5), mode="bilinear", antialias=True, align_corners=True),
+         [(2, 2, 7, 11)], dtypes=(torch.float32,), name="aa align_corners")
+register(AA, lambda x: F.interpolate(x, size=(3, 4), mode="bilinear", antialias=True), [(1, 5, 8, 8)],
+         dtypes=(torch.float64,), name="aa float64")
+register("_upsample_bilinear2d_aa.out",
+         lambda x: A._upsample_bilinear2d_aa.out(x, [3, 2], False, None, None, out=mk(x)), [(2, 3, 9, 7)], grad=False)
+register("_upsample_bilinear2d_aa_backward.grad_input",
+         lambda g: A._upsample_bilinear2d_aa_backward.grad_input(g, [3, 2], [2, 3, 9, 7], False, None, None,
+                                                                 grad_input=mk(g)), [(2, 3, 3, 2)], grad=False)

@@ -110,22 +110,37 @@ static void valid_range(int64_t off, int64_t s, int64_t n, int64_t len, int64_t*
       memset(dst + hi, 0, sizeof(T) * (size_t)(g->ss[2] - hi));                                   \
     })                                                                                            \
   }
+IM2COL(uint8_t)
 IM2COL(uint16_t)
 IM2COL(uint32_t)
 IM2COL(uint64_t)
 
-/* dense B plane block [Cbg, bs..] += col2im(col[CbK x Ls]). */
-#define COL2IM(T)                                                                       \
-  static void col2im_##T(const T* col, T* b, const geom* g) {                          \
-    FOR_COLS(g, {                                                                       \
-      if (!inside) continue;                                                            \
-      T* dst = b + ci * g->Lb + (id * g->bs[1] + ih) * g->bs[2];                        \
-      const T* src = col + l0;                                                          \
-      for (int64_t ow = lo; ow < hi; ow++) dst[ow * g->st[2] + off] += src[ow];         \
-    })                                                                                  \
+/* col[CbK x Ls] <- B as raw elements of es bytes (any dtype). */
+static void im2col_raw(void* col, const void* b, size_t es, int64_t sc, const int64_t* sb, const geom* g) {
+  switch (es) {
+    case 1: im2col_uint8_t(col, b, sc, sb, g); break;
+    case 2: im2col_uint16_t(col, b, sc, sb, g); break;
+    case 4: im2col_uint32_t(col, b, sc, sb, g); break;
+    default: im2col_uint64_t(col, b, sc, sb, g); break;
   }
-COL2IM(float)
-COL2IM(double)
+}
+
+/* dense B plane block [Cbg, bs..] += col2im(col[CbK x Ls]), each sum passed through ROUND
+ * (the bf16/f16 variants round after every add, as CPU's col2im accumulates in the dtype). */
+#define COL2IM(NAME, T, ROUND)                                                                  \
+  static void col2im_##NAME(const T* col, T* b, const geom* g) {                               \
+    FOR_COLS(g, {                                                                               \
+      if (!inside) continue;                                                                    \
+      T* dst = b + ci * g->Lb + (id * g->bs[1] + ih) * g->bs[2];                                \
+      const T* src = col + l0;                                                                  \
+      for (int64_t ow = lo; ow < hi; ow++) dst[ow * g->st[2] + off] = ROUND(dst[ow * g->st[2] + off] + src[ow]); \
+    })                                                                                          \
+  }
+static inline float round_f16(float x) { return (float)(_Float16)x; }
+COL2IM(float, float, )
+COL2IM(double, double, )
+COL2IM(bf16, float, tpurt_round_bf16)
+COL2IM(f16, float, round_f16)
 
 /* ---------------------------------------------------------------- operands */
 /* A tensor whose dims [d0, ndim) walk as one dim with stride fs: the tensor itself, or a
@@ -201,12 +216,7 @@ static void run_free(conv_run* r) {
 static void im2col(const conv_run* r, const tpurt_tensor* B, int64_t n, int64_t grp) {
   const geom* g = &r->g;
   int64_t sb[3] = {sp_stride(B, 0), sp_stride(B, 1), sp_stride(B, 2)}, sc = B->strides[1];
-  const void* base = at(B, n * B->strides[0] + grp * g->Cbg * sc);
-  switch (tpurt_dtype_size((tpurt_dtype)B->dtype)) {
-    case 2: im2col_uint16_t(r->col, base, sc, sb, g); break;
-    case 4: im2col_uint32_t(r->col, base, sc, sb, g); break;
-    default: im2col_uint64_t(r->col, base, sc, sb, g); break;
-  }
+  im2col_raw(r->col, at(B, n * B->strides[0] + grp * g->Cbg * sc), tpurt_dtype_size((tpurt_dtype)B->dtype), sc, sb, g);
 }
 
 /* acc [N, Cs, Ls] (dense, zeroed) = W * im2col(B) */
@@ -432,34 +442,40 @@ tpurt_status tpurt_kernel_convolution_backward(const tpurt_op_call* c) {
 }
 
 /* ---------------------------------------------------------------- aten::im2col / col2im */
-/* The unfold/fold pair on (N, C, H, W) or unbatched (C, H, W) images; columns are
- * (C * kh * kw, oh * ow), row (c * kh + i) * kw + j. PyTorch's meta functions check the
- * arguments and size the outputs. */
+/* The unfold/fold pair on (N, C, H, W) or unbatched (C, H, W) images is the column matrix
+ * of a one-group 2-d convolution with Cbg = C (rows (c * kh + i) * kw + j, columns
+ * oh * ow), so it runs on the convolution's own walkers. PyTorch's meta functions check
+ * the arguments and size the outputs. */
 typedef struct {
-  int64_t N, C, H, W, k[2], dl[2], pd[2], st[2], oh, ow;
-  int batched;
-} fold_geom;
+  geom g;
+  int64_t sn, sc, sb[3]; /* image strides: batch (0 unbatched), channel, spatial */
+} fold;
 
-static void fold_geom_init(fold_geom* f, const tpurt_tensor* img, const tpurt_value* args) {
-  f->batched = img->ndim == 4;
-  f->N = f->batched ? img->sizes[0] : 1;
-  f->C = img->sizes[f->batched];
-  f->H = img->sizes[f->batched + 1];
-  f->W = img->sizes[f->batched + 2];
-  for (int d = 0; d < 2; d++)
-    f->k[d] = args[0].ints[d], f->dl[d] = args[1].ints[d], f->pd[d] = args[2].ints[d], f->st[d] = args[3].ints[d];
-  f->oh = (f->H + 2 * f->pd[0] - f->dl[0] * (f->k[0] - 1) - 1) / f->st[0] + 1;
-  f->ow = (f->W + 2 * f->pd[1] - f->dl[1] * (f->k[1] - 1) - 1) / f->st[1] + 1;
-}
-
-/* Element offsets of image pixel (n, c, y, x) and column entry (n, row, col). */
-static int64_t img_off(const tpurt_tensor* t, const fold_geom* f, int64_t n, int64_t c, int64_t y, int64_t x) {
-  int b = f->batched;
-  return (b ? n * t->strides[0] : 0) + c * t->strides[b] + y * t->strides[b + 1] + x * t->strides[b + 2];
-}
-static int64_t col_off(const tpurt_tensor* t, const fold_geom* f, int64_t n, int64_t row, int64_t col) {
-  int b = f->batched;
-  return (b ? n * t->strides[0] : 0) + row * t->strides[b] + col * t->strides[b + 1];
+/* args: kernel_size, dilation, padding, stride */
+static void fold_init(fold* f, const tpurt_tensor* img, const tpurt_value* args) {
+  int b = img->ndim == 4;
+  geom* g = &f->g;
+  memset(f, 0, sizeof *f);
+  g->N = b ? img->sizes[0] : 1;
+  g->G = 1;
+  g->Cb = g->Cbg = img->sizes[b];
+  g->Lb = g->Ls = g->Kk = 1;
+  f->sn = b ? img->strides[0] : 0;
+  f->sc = img->strides[b];
+  for (int i = 0; i < 3; i++) {
+    int d = i - 1; /* two spatial dims behind a leading size-1 one */
+    g->bs[i] = d < 0 ? 1 : img->sizes[b + 1 + d];
+    g->k[i] = d < 0 ? 1 : args[0].ints[d];
+    g->dl[i] = d < 0 ? 1 : args[1].ints[d];
+    g->pd[i] = d < 0 ? 0 : args[2].ints[d];
+    g->st[i] = d < 0 ? 1 : args[3].ints[d];
+    g->ss[i] = (g->bs[i] + 2 * g->pd[i] - g->dl[i] * (g->k[i] - 1) - 1) / g->st[i] + 1;
+    f->sb[i] = d < 0 ? 0 : img->strides[b + 1 + d];
+    g->Lb *= g->bs[i];
+    g->Ls *= g->ss[i];
+    g->Kk *= g->k[i];
+  }
+  g->CbK = g->Cbg * g->Kk;
 }
 
 /* CPU's kernels take floats and bool only. */
@@ -468,58 +484,87 @@ static tpurt_status fold_dtype_check(const char* op, int dtype) {
   return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s_out_cpu\" not implemented for '%s'", op, tpurt_dtype_name((tpurt_dtype)dtype));
 }
 
-#define FOR_FOLD(f, body)                                                                    \
-  for (int64_t n = 0; n < (f)->N; n++)                                                      \
-    for (int64_t ch = 0, row = 0; ch < (f)->C; ch++)                                        \
-      for (int64_t i = 0; i < (f)->k[0]; i++)                                               \
-        for (int64_t j = 0; j < (f)->k[1]; j++, row++)                                      \
-          for (int64_t y = 0; y < (f)->oh; y++)                                             \
-            for (int64_t x = 0; x < (f)->ow; x++) {                                         \
-              int64_t iy = y * (f)->st[0] - (f)->pd[0] + i * (f)->dl[0];                    \
-              int64_t ix = x * (f)->st[1] - (f)->pd[1] + j * (f)->dl[1];                    \
-              int inside = iy >= 0 && iy < (f)->H && ix >= 0 && ix < (f)->W;                \
-              int64_t col = y * (f)->ow + x;                                                \
-              body                                                                          \
-            }
+static void* scratch_bytes(size_t n) { return malloc(n ? n : 1); }
 
 tpurt_status tpurt_kernel_im2col(const tpurt_op_call* c) {
   /* im2col(self, kernel_size, dilation, padding, stride): raw elements, zeros outside */
   const tpurt_tensor *img = &c->args[0].t, *out = &c->outs[0];
   tpurt_status s = fold_dtype_check("im2col", img->dtype);
   if (s) return s;
-  fold_geom f;
-  fold_geom_init(&f, img, &c->args[1]);
-  size_t es = tpurt_dtype_size((tpurt_dtype)img->dtype);
-  FOR_FOLD(&f, {
-    char* dst = (char*)at(out, col_off(out, &f, n, row, col));
-    if (inside) memcpy(dst, at(img, img_off(img, &f, n, ch, iy, ix)), es);
-    else memset(dst, 0, es);
-  })
-  return TPURT_OK;
+  fold f;
+  fold_init(&f, img, &c->args[1]);
+  const geom* g = &f.g;
+  size_t es = tpurt_dtype_size((tpurt_dtype)img->dtype), block = (size_t)(g->CbK * g->Ls);
+  char* cols = scratch_bytes((size_t)g->N * block * es);
+  if (!cols) return tpurt_fail(TPURT_ERR_OOM, "im2col: host out of memory for scratch");
+  for (int64_t n = 0; n < g->N; n++) im2col_raw(cols + (size_t)n * block * es, at(img, n * f.sn), es, f.sc, f.sb, g);
+  tpurt_tensor src = dense_like(out, cols, out->dtype);
+  s = tpurt_copy_tensor(out, &src);
+  free(cols);
+  return s;
 }
 
 tpurt_status tpurt_kernel_col2im(const tpurt_op_call* c) {
   /* col2im(self, output_size, kernel_size, dilation, padding, stride): sums overlapping
-   * columns into the image in CPU's order, rounding to the image dtype after every add as
-   * CPU's kernel does */
+   * columns in CPU's order, in float (double for float64); bool sums are counts, which store
+   * as "any" like CPU's bool += */
   const tpurt_tensor *cols = &c->args[0].t, *img = &c->outs[0];
   tpurt_status s = fold_dtype_check("col2im", cols->dtype);
   if (s) return s;
-  fold_geom f;
-  fold_geom_init(&f, img, &c->args[2]);
-  size_t es = tpurt_dtype_size((tpurt_dtype)img->dtype);
-  int fl = tpurt_is_float(img->dtype);
-  for (int64_t n = 0; n < f.N; n++)
-    for (int64_t ch = 0; ch < f.C; ch++)
-      for (int64_t y = 0; y < f.H; y++)
-        for (int64_t x = 0; x < f.W; x++) memset((char*)at(img, img_off(img, &f, n, ch, y, x)), 0, es);
-  FOR_FOLD(&f, {
-    if (inside) {
-      char* d = (char*)at(img, img_off(img, &f, n, ch, iy, ix));
-      const char* s = at(cols, col_off(cols, &f, n, row, col));
-      if (fl) tpurt_store_f64(d, img->dtype, tpurt_load_f64(d, img->dtype) + tpurt_load_f64(s, cols->dtype));
-      else tpurt_store_i64(d, img->dtype, tpurt_load_i64(d, img->dtype) + tpurt_load_i64(s, cols->dtype));
+  fold f;
+  fold_init(&f, img, &c->args[2]);
+  const geom* g = &f.g;
+  int acc_dt = img->dtype == TPURT_F64 ? TPURT_F64 : TPURT_F32;
+  size_t aes = tpurt_dtype_size((tpurt_dtype)acc_dt), cblock = (size_t)(g->CbK * g->Ls), iblock = (size_t)(g->Cb * g->Lb);
+  char* col = scratch_bytes((size_t)g->N * cblock * aes);
+  char* acc = calloc((size_t)g->N * iblock + 1, aes);
+  tpurt_tensor dcol = dense_like(cols, col, acc_dt), dimg = dense_like(img, acc, acc_dt);
+  s = col && acc ? tpurt_copy_tensor(&dcol, cols) : tpurt_fail(TPURT_ERR_OOM, "col2im: host out of memory for scratch");
+  for (int64_t n = 0; !s && n < g->N; n++) {
+    const void* cn = col + (size_t)n * cblock * aes;
+    void* bn = acc + (size_t)n * iblock * aes;
+    switch (img->dtype) {
+      case TPURT_F64: col2im_double(cn, bn, g); break;
+      case TPURT_BF16: col2im_bf16(cn, bn, g); break;
+      case TPURT_F16: col2im_f16(cn, bn, g); break;
+      default: col2im_float(cn, bn, g); break;
     }
-  })
+  }
+  if (!s) s = tpurt_copy_tensor(img, &dimg);
+  free(col);
+  free(acc);
+  return s;
+}
+
+/* *d += *s, rounded to d's dtype as CPU's scalar_t accumulation does. */
+static void add_elem(char* d, int ddt, const char* s, int sdt) {
+  if (tpurt_is_float(ddt)) tpurt_store_f64(d, ddt, tpurt_load_f64(d, ddt) + tpurt_load_f64(s, sdt));
+  else tpurt_store_i64(d, ddt, tpurt_load_i64(d, ddt) + tpurt_load_i64(s, sdt));
+}
+
+/* ---------------------------------------------------------------- aten::unfold_backward */
+tpurt_status tpurt_kernel_unfold_backward(const tpurt_op_call* c) {
+  /* unfold_backward(grad_in, input_sizes, dim, size, step): grad_in has input's dims with
+   * `dim` counting windows, plus a last dim of `size`; window w, offset j lands on index
+   * w * step + j of `dim`. grad_in walks in row-major order, so each output element
+   * receives its windows in increasing order, rounding after each add as CPU does. */
+  const tpurt_tensor *g = &c->args[0].t, *out = &c->outs[0];
+  int64_t step = tpurt_value_i(&c->args[4]);
+  int dim = (int)tpurt_value_i(&c->args[2]);
+  if (dim < 0) dim += out->ndim > 0 ? out->ndim : 1;
+  size_t es = tpurt_dtype_size((tpurt_dtype)out->dtype);
+  int64_t idx[TPURT_MAX_DIMS] = {0};
+  if (tpurt_numel(out) > 0) {
+    do memset(tpurt_elem_ptr(out, idx), 0, es);
+    while (tpurt_next_index(idx, out->sizes, out->ndim));
+  }
+  if (tpurt_numel(g) == 0) return TPURT_OK;
+  memset(idx, 0, sizeof idx);
+  do {
+    int64_t o = 0, j = idx[g->ndim - 1];
+    for (int d = 0; d < out->ndim; d++) o += (d == dim ? idx[d] * step + j : idx[d]) * out->strides[d];
+    if (out->ndim == 0) o = 0;
+    add_elem((char*)out->data + o * (int64_t)es, out->dtype, tpurt_elem_ptr(g, idx), g->dtype);
+  } while (tpurt_next_index(idx, g->sizes, g->ndim));
   return TPURT_OK;
 }

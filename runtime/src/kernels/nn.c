@@ -651,9 +651,10 @@ static void vec_set(const tpurt_tensor* t, int64_t k, double v) {
 
 /* Shared by the batch-norm forward overloads: positions of the optional arguments (-1
  * when the overload has none) and whether it trains. */
+enum { BN_ALWAYS = -1, BN_NEVER = -2 };
 typedef struct bn_args {
   int running_mean, running_var, momentum, eps;
-  int training; /* arg index of the flag, or -2 (never) */
+  int training; /* arg index of the flag, BN_ALWAYS or BN_NEVER */
 } bn_args;
 
 static tpurt_status batch_norm(const tpurt_op_call* c, bn_args a) {
@@ -661,7 +662,7 @@ static tpurt_status batch_norm(const tpurt_op_call* c, bn_args a) {
   const tpurt_tensor* in = &c->args[0].t;
   const tpurt_value* rm = a.running_mean >= 0 ? &c->args[a.running_mean] : &none;
   const tpurt_value* rv = a.running_var >= 0 ? &c->args[a.running_var] : &none;
-  int train = a.training >= 0 && c->args[a.training].i;
+  int train = a.training == BN_ALWAYS || (a.training >= 0 && c->args[a.training].i);
   double mom = tpurt_value_f(&c->args[a.momentum]), eps = tpurt_value_f(&c->args[a.eps]);
   int64_t N = in->sizes[0], C = in->sizes[1], M = N * prod_dims(in, 2, in->ndim);
   double* x = scratch(M);
@@ -703,11 +704,17 @@ tpurt_status tpurt_kernel_batch_norm_no_stats(const tpurt_op_call* c) {
 }
 /* _native_batch_norm_legit_no_training(input, weight?, bias?, running_mean, running_var, momentum, eps) */
 tpurt_status tpurt_kernel_batch_norm_no_training(const tpurt_op_call* c) {
-  return batch_norm(c, (bn_args){3, 4, 5, 6, -2});
+  return batch_norm(c, (bn_args){3, 4, 5, 6, BN_NEVER});
+}
+/* _batch_norm_with_update(input, weight?, bias?, running_mean, running_var, momentum, eps)
+ * -> (out, save_mean, save_invstd, reserve); reserve is empty on CPU */
+tpurt_status tpurt_kernel_batch_norm_with_update(const tpurt_op_call* c) {
+  return batch_norm(c, (bn_args){3, 4, 5, 6, BN_ALWAYS});
 }
 
 /* native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?, save_mean?,
- * save_invstd?, train, eps, output_mask) -> (grad_input, grad_weight, grad_bias) */
+ * save_invstd?, train, eps, output_mask) -> (grad_input, grad_weight, grad_bias), and
+ * batch_norm_backward (same arguments with `update` for train, then the unused reserve) */
 tpurt_status tpurt_kernel_batch_norm_backward(const tpurt_op_call* c) {
   const tpurt_tensor *dy_t = &c->args[0].t, *in = &c->args[1].t;
   int train = (int)c->args[7].i;
@@ -734,6 +741,124 @@ tpurt_status tpurt_kernel_batch_norm_backward(const tpurt_op_call* c) {
     for (int64_t k = 0; k < M; k++)
       x[k] = train ? w * invstd * (dy[k] - mdy - x[k] * mdyx) : w * invstd * dy[k];
     channel_io(&c->outs[0], ch, x, 1);
+  }
+  free(buf);
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- multilabel margin loss */
+/* Sample n of a (N, D) or (D) tensor, element d. */
+static char* row_elem(const tpurt_tensor* t, int64_t n, int64_t d) {
+  int64_t off = t->ndim == 2 ? n * t->strides[0] + d * t->strides[1] : t->ndim == 1 ? d * t->strides[0] : 0;
+  return (char*)t->data + off * (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype);
+}
+/* x rounded to dtype dt, as CPU's scalar_t arithmetic rounds each step. */
+static double round_to(double x, int dt) {
+  char b[8];
+  tpurt_store_f64(b, dt, x);
+  return tpurt_load_f64(b, dt);
+}
+
+typedef struct {
+  const tpurt_tensor *x, *target;
+  int64_t N, D;
+} mlm;
+
+/* Targets of a row are its entries up to the first -1; CPU checks every entry is in [-1, D)
+ * and takes float32 / float64 only. */
+static tpurt_status mlm_init(mlm* m, const tpurt_tensor* x, const tpurt_tensor* target, const char* frame) {
+  if (x->dtype != TPURT_F32 && x->dtype != TPURT_F64)
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s\" not implemented for '%s'", frame, tpurt_dtype_name((tpurt_dtype)x->dtype));
+  m->x = x;
+  m->target = target;
+  m->D = x->ndim == 0 ? 1 : x->sizes[x->ndim - 1];
+  m->N = x->ndim == 2 ? x->sizes[0] : 1;
+  for (int64_t n = 0; n < m->N; n++)
+    for (int64_t d = 0; d < m->D; d++) {
+      int64_t t = tpurt_load_i64(row_elem(target, n, d), target->dtype);
+      if (t < -1 || t >= m->D) return tpurt_fail(TPURT_ERR_RUNTIME, "argument #2 'target' is out of range");
+    }
+  return TPURT_OK;
+}
+
+/* For every (target j, non-target d) pair of row n with a positive margin z = 1 - x[j] + x[d]
+ * (rounded in the input's dtype as CPU computes it), calls visit. */
+#define FOR_MARGINS(m, n, is_target, visit)                                                     \
+  for (int64_t a = 0; a < (m)->D; a++) {                                                        \
+    int64_t j = tpurt_load_i64(row_elem((m)->target, n, a), (m)->target->dtype);                \
+    if (j < 0) break;                                                                           \
+    double xj = tpurt_load_f64(row_elem((m)->x, n, j), (m)->x->dtype);                          \
+    for (int64_t d = 0; d < (m)->D; d++) {                                                      \
+      if (is_target[d]) continue;                                                               \
+      int dt = (m)->x->dtype;                                                                   \
+      double z = round_to(round_to(1 - xj, dt) + tpurt_load_f64(row_elem((m)->x, n, d), dt), dt); \
+      if (z > 0) visit                                                                          \
+    }                                                                                           \
+  }
+
+static void mlm_is_target(const mlm* m, int64_t n, double* is_target) {
+  for (int64_t d = 0; d < m->D; d++) is_target[d] = 0;
+  for (int64_t a = 0; a < m->D; a++) {
+    int64_t j = tpurt_load_i64(row_elem(m->target, n, a), m->target->dtype);
+    if (j < 0) break;
+    is_target[j] = 1;
+  }
+}
+
+/* multilabel_margin_loss_forward(self, target, reduction) -> (output, is_target): per row the
+ * sum of margins over D, summed in double as CPU's accscalar_t; mean divides by N too. */
+tpurt_status tpurt_kernel_multilabel_margin_loss(const tpurt_op_call* c) {
+  mlm m;
+  tpurt_status s = mlm_init(&m, &c->args[0].t, &c->args[1].t, "multilabel_margin_loss_forward_out_frame");
+  if (s) return s;
+  int64_t red = tpurt_value_i(&c->args[2]);
+  const tpurt_tensor *out = &c->outs[0], *ist = &c->outs[1];
+  double* is_target = scratch(m.D);
+  if (!is_target) return OOM("multilabel_margin_loss");
+  double total = 0;
+  for (int64_t n = 0; n < m.N; n++) {
+    double sum = 0;
+    mlm_is_target(&m, n, is_target);
+    for (int64_t d = 0; d < m.D; d++) tpurt_store_f64(row_elem(ist, n, d), ist->dtype, is_target[d]);
+    FOR_MARGINS(&m, n, is_target, { sum += z; })
+    sum = round_to(sum, m.x->dtype); /* CPU's row sum comes back as scalar_t */
+    if (red == 0 && out->ndim == 1) tpurt_store_f64(row_elem(out, 0, n), out->dtype, sum / (double)m.D);
+    total += sum;
+  }
+  if (red != 0 || out->ndim == 0) {
+    total /= (double)m.D;
+    if (red == 1) total /= (double)m.N;
+    tpurt_store_f64(out->data, out->dtype, total);
+  }
+  free(is_target);
+  return TPURT_OK;
+}
+
+/* multilabel_margin_loss_backward(grad_output, self, target, reduction, is_target): each
+ * positive margin moves g = 1/D (1/(N*D) for mean) from its target to its non-target, added
+ * in the input's dtype in CPU's order, then scaled by grad_output. */
+tpurt_status tpurt_kernel_multilabel_margin_loss_backward(const tpurt_op_call* c) {
+  mlm m;
+  tpurt_status s = mlm_init(&m, &c->args[1].t, &c->args[2].t, "multilabel_margin_loss_backward_out_frame");
+  if (s) return s;
+  const tpurt_tensor *go = &c->args[0].t, *gi = &c->outs[0];
+  int64_t red = tpurt_value_i(&c->args[3]);
+  int dt = gi->dtype;
+  double g = round_to(red == 1 ? 1.0 / (double)(m.N * m.D) : 1.0 / (double)m.D, dt);
+  double* buf = scratch(2 * m.D);
+  if (!buf) return OOM("multilabel_margin_loss_backward");
+  double *is_target = buf, *row = buf + m.D;
+  for (int64_t n = 0; n < m.N; n++) {
+    for (int64_t d = 0; d < m.D; d++) {
+      is_target[d] = tpurt_load_f64(row_elem(&c->args[4].t, n, d), c->args[4].t.dtype);
+      row[d] = 0;
+    }
+    FOR_MARGINS(&m, n, is_target, {
+      row[j] = round_to(row[j] - g, dt);
+      row[d] = round_to(row[d] + g, dt);
+    })
+    double scale = tpurt_load_f64(row_elem(go, 0, go->ndim == 1 ? n : 0), go->dtype); /* per row or one */
+    for (int64_t d = 0; d < m.D; d++) tpurt_store_f64(row_elem(gi, n, d), dt, round_to(row[d] * scale, dt));
   }
   free(buf);
   return TPURT_OK;

@@ -8,16 +8,13 @@
  * leading dim (batch, channels, or only channels) is a "plane". Values are compared and
  * summed in double (int64 for integer max pooling); backward passes accumulate into a
  * dense double buffer and store once. */
-#include <stdlib.h>
-
-#include "../internal.h"
+#include "spatial.h"
 
 typedef struct { int64_t lo, hi, n; } win; /* n: the window's size before clipping (avg) */
 
 typedef struct {
-  int nsp;
-  int64_t P;                  /* planes */
-  int64_t is[3], os[3], dl[3]; /* input / output spatial sizes, dilation */
+  spatial sp;
+  int64_t dl[3]; /* dilation */
   win* w[3];
 } pgeom;
 
@@ -27,24 +24,6 @@ enum { W_MAX, W_AVG, W_ADAPT };
 static int64_t li(const tpurt_value* v, int i, int64_t dflt) {
   if (v->kind != TPURT_V_INTS || v->n == 0) return dflt;
   return v->ints[v->n == 1 ? 0 : i];
-}
-
-static int64_t plane_off(const tpurt_tensor* t, int lead, int64_t p) {
-  int64_t off = 0;
-  for (int d = lead - 1; d >= 0; d--) {
-    off += (p % t->sizes[d]) * t->strides[d];
-    p /= t->sizes[d];
-  }
-  return off;
-}
-/* Spatial stride i (of 3, leading ones padded) of a tensor with nsp spatial dims. */
-static int64_t sp_stride(const tpurt_tensor* t, int nsp, int i) {
-  int j = i - (3 - nsp);
-  return j < 0 ? 0 : t->strides[t->ndim - nsp + j];
-}
-static int64_t sp_size(const tpurt_tensor* t, int nsp, int i) {
-  int j = i - (3 - nsp);
-  return j < 0 ? 1 : t->sizes[t->ndim - nsp + j];
 }
 
 /* Window table for one dim of O outputs over I inputs. */
@@ -75,19 +54,8 @@ static void windows(win* w, int mode, int64_t O, int64_t I, int64_t k, int64_t s
  * args a..a+3: kernel, stride, padding, dilation (ai < 0: absent). */
 static tpurt_status geom_init(pgeom* g, int nsp, int mode, const tpurt_tensor* in, const tpurt_tensor* out,
                               const tpurt_op_call* c, int ak, int as, int ap, int ad) {
-  g->nsp = nsp;
-  g->P = 1;
-  for (int d = 0; d < in->ndim - nsp; d++) g->P *= in->sizes[d];
-  int64_t tot = 0;
-  for (int i = 0; i < 3; i++) {
-    g->is[i] = sp_size(in, nsp, i);
-    g->os[i] = sp_size(out, nsp, i);
-    tot += g->os[i];
-  }
-  g->w[0] = malloc(sizeof(win) * (size_t)(tot ? tot : 1));
-  if (!g->w[0]) return tpurt_fail(TPURT_ERR_OOM, "pooling: host out of memory for scratch");
-  g->w[1] = g->w[0] + g->os[0];
-  g->w[2] = g->w[1] + g->os[1];
+  if (!spatial_init(&g->sp, nsp, in, out, sizeof(win), (void**)g->w))
+    return tpurt_fail(TPURT_ERR_OOM, "pooling: host out of memory for scratch");
   for (int i = 0; i < 3; i++) {
     int j = i - (3 - nsp);
     int64_t k = 1, s = 1, p = 0, d = 1;
@@ -98,20 +66,17 @@ static tpurt_status geom_init(pgeom* g, int nsp, int mode, const tpurt_tensor* i
       d = ad >= 0 ? li(&c->args[ad], j, 1) : 1;
     }
     g->dl[i] = d;
-    windows(g->w[i], j < 0 ? W_ADAPT : mode, g->os[i], g->is[i], k, s, p, d);
+    windows(g->w[i], j < 0 ? W_ADAPT : mode, g->sp.os[i], g->sp.is[i], k, s, p, d);
   }
   return TPURT_OK;
 }
 
 /* Loop over planes and output positions with the three windows a, b, w in scope. */
-#define FOR_OUTPUTS(g, ...)                                               \
-  for (int64_t p = 0; p < (g)->P; p++)                                     \
-    for (int64_t od = 0, o = 0; od < (g)->os[0]; od++)                     \
-      for (int64_t oh = 0; oh < (g)->os[1]; oh++)                          \
-        for (int64_t ow = 0; ow < (g)->os[2]; ow++, o++) {                 \
-          const win *a = &(g)->w[0][od], *b = &(g)->w[1][oh], *w = &(g)->w[2][ow]; \
-          __VA_ARGS__                                                      \
-        }
+#define FOR_OUTPUTS(g, ...)                                                                  \
+  SPATIAL_FOR_OUTPUTS(&(g)->sp, {                                                            \
+    const win *a = &(g)->w[0][od], *b = &(g)->w[1][oh], *w = &(g)->w[2][ow];                 \
+    __VA_ARGS__                                                                              \
+  })
 
 static const char* elem3(const tpurt_tensor* t, const int64_t* s, int64_t base, int64_t i, int64_t j, int64_t k) {
   return (const char*)t->data + (base + i * s[0] + j * s[1] + k * s[2]) * (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype);
@@ -122,8 +87,8 @@ static void strides3(const tpurt_tensor* t, int nsp, int64_t* s) {
 /* Spatial output position o of plane p -> element offset in t. */
 static int64_t out_off(const tpurt_tensor* t, const pgeom* g, int64_t p, int64_t od, int64_t oh, int64_t ow) {
   int64_t s[3];
-  strides3(t, g->nsp, s);
-  return plane_off(t, t->ndim - g->nsp, p) + od * s[0] + oh * s[1] + ow * s[2];
+  strides3(t, g->sp.nsp, s);
+  return plane_off(t, t->ndim - g->sp.nsp, p) + od * s[0] + oh * s[1] + ow * s[2];
 }
 
 /* ---------------------------------------------------------------- forward */
@@ -133,10 +98,10 @@ static int64_t out_off(const tpurt_tensor* t, const pgeom* g, int64_t p, int64_t
   static void NAME(const pgeom* g, const tpurt_tensor* in, const tpurt_tensor* out,             \
                    const tpurt_tensor* idx) {                                                   \
     int64_t si[3];                                                                              \
-    strides3(in, g->nsp, si);                                                                   \
+    strides3(in, g->sp.nsp, si);                                                                   \
     FOR_OUTPUTS(g, {                                                                            \
-      int64_t ib = plane_off(in, in->ndim - g->nsp, p);                                         \
-      int64_t best = (a->lo * g->is[1] + b->lo) * g->is[2] + w->lo;                             \
+      int64_t ib = plane_off(in, in->ndim - g->sp.nsp, p);                                         \
+      int64_t best = (a->lo * g->sp.is[1] + b->lo) * g->sp.is[2] + w->lo;                             \
       T m = 0;                                                                                  \
       int first = 1;                                                                            \
       for (int64_t i = a->lo; i < a->hi; i += g->dl[0])                                         \
@@ -145,7 +110,7 @@ static int64_t out_off(const tpurt_tensor* t, const pgeom* g, int64_t p, int64_t
             T v = LOAD(elem3(in, si, ib, i, j, k), in->dtype);                                  \
             if (first || v > m || v != v) {                                                     \
               m = v;                                                                            \
-              best = (i * g->is[1] + j) * g->is[2] + k;                                         \
+              best = (i * g->sp.is[1] + j) * g->sp.is[2] + k;                                         \
               first = 0;                                                                        \
             }                                                                                   \
           }                                                                                     \
@@ -161,10 +126,10 @@ MAX_FWD(max_fwd_i, int64_t, tpurt_load_i64)
  * one); count_include_pad uses the pre-clip sizes. An empty window gives 0. */
 static void avg_fwd(const pgeom* g, const tpurt_tensor* in, const tpurt_tensor* out, int include_pad, int64_t div) {
   int64_t si[3];
-  strides3(in, g->nsp, si);
+  strides3(in, g->sp.nsp, si);
   size_t oes = tpurt_dtype_size((tpurt_dtype)out->dtype);
   FOR_OUTPUTS(g, {
-    int64_t ib = plane_off(in, in->ndim - g->nsp, p);
+    int64_t ib = plane_off(in, in->ndim - g->sp.nsp, p);
     double sum = 0;
     for (int64_t i = a->lo; i < a->hi; i++)
       for (int64_t j = b->lo; j < b->hi; j++)
@@ -174,6 +139,65 @@ static void avg_fwd(const pgeom* g, const tpurt_tensor* in, const tpurt_tensor* 
     char* op = (char*)out->data + out_off(out, g, p, od, oh, ow) * (int64_t)oes;
     tpurt_store_f64(op, out->dtype, cnt > 0 ? sum / (double)d : 0.0);
   })
+}
+
+/* ---------------------------------------------------------------- fractional max */
+/* x rounded to dtype dt, as CPU's scalar_t arithmetic rounds every step. */
+static double in_dtype(double x, int dt) {
+  char b[8];
+  tpurt_store_f64(b, dt, x);
+  return tpurt_load_f64(b, dt);
+}
+
+/* C's int cast, saturating where it would be undefined (a sample far outside [0, 1)). */
+static int64_t trunc_int(double x) { return x > -2147483648.0 && x < 2147483648.0 ? (int)x : x > 0 ? INT32_MAX : INT32_MIN; }
+
+/* CPU's generate_intervals in the samples' dtype: window o of O over I starts at
+ * int((o + u) * alpha) - int(u * alpha), alpha = (I - k) / (O - 1); the last at I - k.
+ * Fails (as CPU's assert does) when a sample outside [0, 1) puts a window outside. */
+static tpurt_status fractional_windows(win* w, double u, int dt, int64_t O, int64_t I, int64_t k, int nsp) {
+  double alpha = O > 1 ? in_dtype(in_dtype((double)(I - k), dt) / in_dtype((double)(O - 1), dt), dt) : 0;
+  int64_t base = trunc_int(in_dtype(u * alpha, dt));
+  for (int64_t o = 0; o < O; o++) {
+    int64_t lo = o == O - 1 ? I - k : trunc_int(in_dtype(in_dtype((double)o + u, dt) * alpha, dt)) - base;
+    if (lo < 0 || lo + k > I)
+      return tpurt_fail(TPURT_ERR_RUNTIME, "fractional_max_pool%dd: random sample %g puts a window outside the input",
+                        nsp, u);
+    w[o] = (win){lo, lo + k, k};
+  }
+  return TPURT_OK;
+}
+
+/* fractional_max_poolNd(self, kernel_size, output_size, random_samples) -> (out, indices).
+ * Each plane (n, c) has its own windows, from samples[n, c, :] (depth, height, width order
+ * for 3-d; width first for 2-d), so the engine runs once per plane on one-plane views. */
+static tpurt_status fractional_max_pool(const tpurt_op_call* c, int nsp) {
+  const tpurt_tensor *in = &c->args[0].t, *rs = &c->args[3].t;
+  pgeom g;
+  tpurt_status s = geom_init(&g, nsp, W_ADAPT, in, &c->outs[0], c, -1, -1, -1, -1);
+  if (s) return s;
+  int64_t P = g.sp.P, C = in->sizes[in->ndim - nsp - 1];
+  g.sp.P = 1;
+  size_t rses = tpurt_dtype_size((tpurt_dtype)rs->dtype);
+  for (int64_t p = 0; p < P; p++) {
+    const char* u = (const char*)rs->data + ((p / C) * rs->strides[0] + (p % C) * rs->strides[1]) * (int64_t)rses;
+    for (int i = 3 - nsp; i < 3; i++) {
+      int j = i - (3 - nsp), k = nsp == 2 ? 1 - j : j; /* sample index of spatial dim j */
+      double ui = tpurt_load_f64(u + k * rs->strides[2] * (int64_t)rses, rs->dtype);
+      s = fractional_windows(g.w[i], ui, rs->dtype, g.sp.os[i], g.sp.is[i], li(&c->args[1], j, 1), nsp);
+      if (s) break;
+    }
+    if (s) break;
+    tpurt_tensor v[3] = {*in, c->outs[0], c->outs[1]};
+    for (int t = 0; t < 3; t++) {
+      v[t].data = (char*)v[t].data + plane_off(&v[t], v[t].ndim - nsp, p) * (int64_t)tpurt_dtype_size((tpurt_dtype)v[t].dtype);
+      for (int d = 0; d < v[t].ndim - nsp; d++) v[t].sizes[d] = 1;
+    }
+    if (tpurt_is_float(in->dtype)) max_fwd_f(&g, &v[0], &v[1], &v[2]);
+    else max_fwd_i(&g, &v[0], &v[1], &v[2]);
+  }
+  free(g.w[0]);
+  return s;
 }
 
 /* ---------------------------------------------------------------- backward */
@@ -199,9 +223,11 @@ static double* acc_alloc(const tpurt_tensor* gi) {
 /* grad_input[plane, indices] += grad_output (max and adaptive max pooling). */
 static tpurt_status max_bwd(const pgeom* g, const tpurt_tensor* go, const tpurt_tensor* idx, const tpurt_tensor* gi,
                             const char* what) {
+  int64_t plane = g->sp.is[0] * g->sp.is[1] * g->sp.is[2];
+  if (tpurt_numel(gi) != g->sp.P * plane)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "%s: grad_input %s does not match the input", what, tpurt_shape_str(gi));
   double* acc = acc_alloc(gi);
   if (!acc) return tpurt_fail(TPURT_ERR_OOM, "%s: host out of memory for scratch", what);
-  int64_t plane = g->is[0] * g->is[1] * g->is[2];
   size_t ges = tpurt_dtype_size((tpurt_dtype)go->dtype), ies = tpurt_dtype_size((tpurt_dtype)idx->dtype);
   FOR_OUTPUTS(g, {
     (void)a;
@@ -222,7 +248,7 @@ static tpurt_status max_bwd(const pgeom* g, const tpurt_tensor* go, const tpurt_
 static tpurt_status avg_bwd(const pgeom* g, const tpurt_tensor* go, const tpurt_tensor* gi, int include_pad, int64_t div) {
   double* acc = acc_alloc(gi);
   if (!acc) return tpurt_fail(TPURT_ERR_OOM, "avg_pool_backward: host out of memory for scratch");
-  int64_t plane = g->is[0] * g->is[1] * g->is[2];
+  int64_t plane = g->sp.is[0] * g->sp.is[1] * g->sp.is[2];
   size_t ges = tpurt_dtype_size((tpurt_dtype)go->dtype);
   FOR_OUTPUTS(g, {
     int64_t cnt = (a->hi - a->lo) * (b->hi - b->lo) * (w->hi - w->lo);
@@ -232,7 +258,7 @@ static tpurt_status avg_bwd(const pgeom* g, const tpurt_tensor* go, const tpurt_
     double* ap = acc + p * plane;
     for (int64_t i = a->lo; i < a->hi; i++)
       for (int64_t j = b->lo; j < b->hi; j++)
-        for (int64_t k = w->lo; k < w->hi; k++) ap[(i * g->is[1] + j) * g->is[2] + k] += v;
+        for (int64_t k = w->lo; k < w->hi; k++) ap[(i * g->sp.is[1] + j) * g->sp.is[2] + k] += v;
   })
   return store_acc(gi, acc);
 }
@@ -320,3 +346,11 @@ static tpurt_status adaptive_avg_backward(const tpurt_op_call* c, int nsp) {
   }
 POOL_KERNELS(2)
 POOL_KERNELS(3)
+
+#define FRACTIONAL_KERNELS(N)                                                                             \
+  tpurt_status tpurt_kernel_fractional_max_pool##N##d(const tpurt_op_call* c) { return fractional_max_pool(c, N); } \
+  tpurt_status tpurt_kernel_fractional_max_pool##N##d_backward(const tpurt_op_call* c) {                  \
+    return max_pool_backward(c, N, 4, "fractional_max_pool" #N "d_backward");                             \
+  }
+FRACTIONAL_KERNELS(2)
+FRACTIONAL_KERNELS(3)

@@ -1,33 +1,32 @@
 /* Resampling family: upsampling (nearest, nearest-exact, linear, bilinear, bicubic,
- * trilinear) and reflection / replication padding, each with its backward.
+ * trilinear, antialiased bilinear) and reflection / replication padding, each with its
+ * backward.
  *
  * All of them are separable gathers: output index o of spatial dim d reads taps
- * (input index, weight) from a per-dim table, and an output element is the sum over the
+ * (input index, weight; as many as the mode needs) from a per-dim table, and an output element is the sum over the
  * product of its dims' taps. The tables reproduce CPU's index and weight arithmetic
  * (UpSample.h: float scales for float tensors, double for float64) so that the gathers
  * land on the same source elements. Single-tap, weight-one tables (nearest, padding) copy
  * raw elements (exact for every dtype); the rest sum in double. Backward passes scatter
  * grad_output through the same taps into a dense double buffer stored once. Spatial dims
  * are padded to 3 with leading size-1 dims; every leading dim is a "plane". */
-#include <stdlib.h>
-
-#include "../internal.h"
+#include "spatial.h"
 
 typedef struct {
-  int64_t i[4];
-  double w[4];
   int n;
+  int64_t* i; /* n input indices and weights, in the geometry's store */
+  double* w;
 } tap;
 
 typedef struct {
-  int nsp;
-  int64_t P;
-  int64_t is[3], os[3];
+  spatial sp;
   tap* t[3];
-  int raw; /* every tap is a single weight-one copy */
+  void* store; /* every tap's indices and weights */
+  int raw;     /* every tap is a single weight-one copy */
 } rgeom;
 
-typedef enum { R_NEAREST, R_EXACT, R_LINEAR, R_CUBIC, R_REFLECT, R_REPLICATE } rmode;
+/* R_AA: antialiased bilinear, whose taps widen with the downscaling factor */
+typedef enum { R_NEAREST, R_EXACT, R_LINEAR, R_CUBIC, R_AA, R_REFLECT, R_REPLICATE } rmode;
 
 /* ---------------------------------------------------------------- tap tables */
 /* TAPS(T, SFX): CPU's index arithmetic in T (float, or double for float64 tensors). */
@@ -54,28 +53,52 @@ typedef enum { R_NEAREST, R_EXACT, R_LINEAR, R_CUBIC, R_REFLECT, R_REPLICATE } r
   }                                                                                             \
   static T cc1_##SFX(T x, T A) { return ((A + 2) * x - (A + 3)) * x * x + 1; }                  \
   static T cc2_##SFX(T x, T A) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; }            \
-  static tap interp_##SFX(rmode m, int64_t o, int64_t I, int64_t O, int align, double scale) {  \
-    tap t = {{0}, {0}, 0};                                                                     \
+  static void interp_##SFX(tap* t, rmode m, int64_t o, int64_t I, int64_t O, int align, double scale) { \
     T s = area_scale_##SFX(I, O, align, scale), l;                                             \
     int64_t i = guard_##SFX(source_index_##SFX(s, o, align, m == R_CUBIC), I, &l);             \
     if (m == R_LINEAR) {                                                                       \
-      t.n = 2;                                                                                 \
-      t.i[0] = i;                                                                              \
-      t.i[1] = i + (i < I - 1 ? 1 : 0);                                                        \
-      t.w[0] = (T)1 - l;                                                                       \
-      t.w[1] = l;                                                                              \
-      return t;                                                                                \
+      t->n = 2;                                                                                \
+      t->i[0] = i;                                                                             \
+      t->i[1] = i + (i < I - 1 ? 1 : 0);                                                       \
+      t->w[0] = (T)1 - l;                                                                      \
+      t->w[1] = l;                                                                             \
+      return;                                                                                  \
     }                                                                                          \
     const T A = (T)-0.75;                                                                      \
     T c[4] = {cc2_##SFX(l + (T)1, A), cc1_##SFX(l, A), cc1_##SFX((T)1 - l, A),                  \
               cc2_##SFX(((T)1 - l) + (T)1, A)};                                                \
-    t.n = 4;                                                                                   \
+    t->n = 4;                                                                                  \
     for (int j = 0; j < 4; j++) {                                                              \
       int64_t k = i - 1 + j;                                                                   \
-      t.i[j] = k < 0 ? 0 : k > I - 1 ? I - 1 : k;                                              \
-      t.w[j] = c[j];                                                                           \
+      t->i[j] = k < 0 ? 0 : k > I - 1 ? I - 1 : k;                                             \
+      t->w[j] = c[j];                                                                          \
     }                                                                                          \
-    return t;                                                                                  \
+  }                                                                                            \
+  /* antialiased bilinear (CPU's _compute_weights_aa): a triangle filter stretched by the */  \
+  /* downscaling factor, normalized; at most aa_width taps */                                  \
+  static int aa_width_##SFX(int64_t I, int64_t O, int align, double scale) {                   \
+    T s = area_scale_##SFX(I, O, align, scale);                                                \
+    return (int)ceil(s >= 1 ? s : (T)1) * 2 + 1;                                               \
+  }                                                                                            \
+  static void aa_##SFX(tap* t, int64_t o, int64_t I, int64_t O, int align, double scale, int maxn) { \
+    T s = area_scale_##SFX(I, O, align, scale);                                                \
+    T support = s >= 1 ? s : (T)1, invscale = s >= 1 ? (T)(1.0 / s) : (T)1;                   \
+    T center = (T)(s * ((double)o + 0.5)), total = 0;                                          \
+    int64_t lo = (int64_t)((double)(center - support) + 0.5);                                  \
+    int64_t hi = (int64_t)((double)(center + support) + 0.5);                                  \
+    if (lo < 0) lo = 0;                                                                        \
+    int64_t n = (hi < I ? hi : I) - lo;                                                        \
+    n = n < 0 ? 0 : n > maxn ? maxn : n;                                                       \
+    t->n = (int)n;                                                                             \
+    for (int64_t j = 0; j < n; j++) {                                                          \
+      T x = (T)(((double)((T)(j + lo) - center) + 0.5) * (double)invscale);                    \
+      if (x < 0) x = -x;                                                                       \
+      T w = x < 1 ? (T)(1.0 - x) : (T)0;                                                       \
+      t->i[j] = lo + j;                                                                        \
+      t->w[j] = w; /* exact in double; normalized in T below */                               \
+      total += w;                                                                              \
+    }                                                                                          \
+    for (int64_t j = 0; total != 0 && j < n; j++) t->w[j] = (T)((T)t->w[j] / total);          \
   }
 TAPS(float, f)
 TAPS(double, d)
@@ -98,9 +121,10 @@ static int64_t pad_index(rmode m, int64_t o, int64_t I, int64_t pad) {
   return x;
 }
 
-static tap one(int64_t i) {
-  tap t = {{i}, {1.0}, 1};
-  return t;
+static void one(tap* t, int64_t i) {
+  t->n = 1;
+  t->i[0] = i;
+  t->w[0] = 1.0;
 }
 
 typedef struct {
@@ -110,71 +134,74 @@ typedef struct {
   int64_t pad[3];  /* left/top/front pads for the padding modes */
 } rparams;
 
-static int64_t sp_size(const tpurt_tensor* t, int nsp, int i) {
-  int j = i - (3 - nsp);
-  return j < 0 ? 1 : t->sizes[t->ndim - nsp + j];
-}
-static int64_t sp_stride(const tpurt_tensor* t, int nsp, int i) {
-  int j = i - (3 - nsp);
-  return j < 0 ? 0 : t->strides[t->ndim - nsp + j];
-}
-static int64_t plane_off(const tpurt_tensor* t, int lead, int64_t p) {
-  int64_t off = 0;
-  for (int d = lead - 1; d >= 0; d--) {
-    off += (p % t->sizes[d]) * t->strides[d];
-    p /= t->sizes[d];
+/* Most taps one output position of dim i (a padded leading dim when fake) reads. */
+static int max_taps(const rparams* rp, int fake, int64_t I, int64_t O, double scale) {
+  if (fake) return 1;
+  switch (rp->m) {
+    case R_LINEAR: return 2;
+    case R_CUBIC: return 4;
+    case R_AA: return rp->dbl ? aa_width_d(I, O, rp->align, scale) : aa_width_f(I, O, rp->align, scale);
+    default: return 1;
   }
-  return off;
 }
 
 /* in / out: tensors with the input's / output's spatial sizes. */
 static tpurt_status geom_init(rgeom* g, int nsp, const rparams* rp, const tpurt_tensor* in, const tpurt_tensor* out) {
-  g->nsp = nsp;
-  g->P = 1;
-  for (int d = 0; d < in->ndim - nsp; d++) g->P *= in->sizes[d];
-  int64_t tot = 0;
+  g->store = NULL;
+  if (!spatial_init(&g->sp, nsp, in, out, sizeof(tap), (void**)g->t))
+    return tpurt_fail(TPURT_ERR_OOM, "upsample/pad: host out of memory for scratch");
+  int maxn[3];
+  int64_t total = 0;
   for (int i = 0; i < 3; i++) {
-    g->is[i] = sp_size(in, nsp, i);
-    g->os[i] = sp_size(out, nsp, i);
-    tot += g->os[i];
+    maxn[i] = max_taps(rp, i < 3 - nsp, g->sp.is[i], g->sp.os[i], rp->scale[i]);
+    total += maxn[i] * g->sp.os[i];
   }
-  g->t[0] = malloc(sizeof(tap) * (size_t)(tot ? tot : 1));
-  if (!g->t[0]) return tpurt_fail(TPURT_ERR_OOM, "upsample/pad: host out of memory for scratch");
-  g->t[1] = g->t[0] + g->os[0];
-  g->t[2] = g->t[1] + g->os[1];
-  g->raw = rp->m != R_LINEAR && rp->m != R_CUBIC;
+  g->store = malloc((sizeof(int64_t) + sizeof(double)) * (size_t)(total ? total : 1));
+  if (!g->store) {
+    free(g->t[0]);
+    return tpurt_fail(TPURT_ERR_OOM, "upsample/pad: host out of memory for scratch");
+  }
+  int64_t* idx = g->store;
+  double* wts = (double*)(idx + total);
+  g->raw = rp->m != R_LINEAR && rp->m != R_CUBIC && rp->m != R_AA;
   for (int i = 0; i < 3; i++) {
-    int64_t I = g->is[i], O = g->os[i];
+    int64_t I = g->sp.is[i], O = g->sp.os[i];
     int fake = i < 3 - nsp;
-    for (int64_t o = 0; o < O; o++) {
+    for (int64_t o = 0; o < O; o++, idx += maxn[i], wts += maxn[i]) {
       tap* t = &g->t[i][o];
-      if (fake) *t = one(o);
-      else if (rp->m == R_NEAREST || rp->m == R_EXACT) *t = one(nearest(rp->m, o, I, O, rp->scale[i]));
-      else if (rp->m == R_REFLECT || rp->m == R_REPLICATE) *t = one(pad_index(rp->m, o, I, rp->pad[i]));
-      else if (rp->dbl) *t = interp_d(rp->m, o, I, O, rp->align, rp->scale[i]);
-      else *t = interp_f(rp->m, o, I, O, rp->align, rp->scale[i]);
+      t->i = idx;
+      t->w = wts;
+      if (fake) one(t, o);
+      else if (rp->m == R_NEAREST || rp->m == R_EXACT) one(t, nearest(rp->m, o, I, O, rp->scale[i]));
+      else if (rp->m == R_REFLECT || rp->m == R_REPLICATE) one(t, pad_index(rp->m, o, I, rp->pad[i]));
+      else if (rp->m == R_AA && rp->dbl) aa_d(t, o, I, O, rp->align, rp->scale[i], maxn[i]);
+      else if (rp->m == R_AA) aa_f(t, o, I, O, rp->align, rp->scale[i], maxn[i]);
+      else if (rp->dbl) interp_d(t, rp->m, o, I, O, rp->align, rp->scale[i]);
+      else interp_f(t, rp->m, o, I, O, rp->align, rp->scale[i]);
     }
   }
   return TPURT_OK;
 }
 
+static void geom_free(rgeom* g) {
+  free(g->t[0]);
+  free(g->store);
+}
+
 #define FOR_OUTPUTS(g, ...)                                                                    \
-  for (int64_t p = 0; p < (g)->P; p++)                                                         \
-    for (int64_t od = 0; od < (g)->os[0]; od++)                                                \
-      for (int64_t oh = 0; oh < (g)->os[1]; oh++)                                              \
-        for (int64_t ow = 0; ow < (g)->os[2]; ow++) {                                          \
-          const tap *ta = &(g)->t[0][od], *tb = &(g)->t[1][oh], *tc = &(g)->t[2][ow];          \
-          __VA_ARGS__                                                                          \
-        }
+  SPATIAL_FOR_OUTPUTS(&(g)->sp, {                                                              \
+    const tap *ta = &(g)->t[0][od], *tb = &(g)->t[1][oh], *tc = &(g)->t[2][ow];                \
+    __VA_ARGS__                                                                                \
+  })
 
 /* ---------------------------------------------------------------- forward / backward */
 #define RAW_COPY(T)                                                                              \
   static void copy_##T(const rgeom* g, const tpurt_tensor* in, const tpurt_tensor* out) {       \
     int64_t si[3], so[3];                                                                        \
-    for (int i = 0; i < 3; i++) si[i] = sp_stride(in, g->nsp, i), so[i] = sp_stride(out, g->nsp, i); \
+    for (int i = 0; i < 3; i++) si[i] = sp_stride(in, g->sp.nsp, i), so[i] = sp_stride(out, g->sp.nsp, i); \
     FOR_OUTPUTS(g, {                                                                             \
-      const T* src = (const T*)in->data + plane_off(in, in->ndim - g->nsp, p);                  \
-      T* dst = (T*)out->data + plane_off(out, out->ndim - g->nsp, p);                           \
+      const T* src = (const T*)in->data + plane_off(in, in->ndim - g->sp.nsp, p);                  \
+      T* dst = (T*)out->data + plane_off(out, out->ndim - g->sp.nsp, p);                           \
       dst[od * so[0] + oh * so[1] + ow * so[2]] = src[ta->i[0] * si[0] + tb->i[0] * si[1] + tc->i[0] * si[2]]; \
     })                                                                                           \
   }
@@ -185,10 +212,10 @@ RAW_COPY(uint64_t)
 
 static void interp_fwd(const rgeom* g, const tpurt_tensor* in, const tpurt_tensor* out) {
   int64_t si[3], so[3];
-  for (int i = 0; i < 3; i++) si[i] = sp_stride(in, g->nsp, i), so[i] = sp_stride(out, g->nsp, i);
+  for (int i = 0; i < 3; i++) si[i] = sp_stride(in, g->sp.nsp, i), so[i] = sp_stride(out, g->sp.nsp, i);
   size_t ies = tpurt_dtype_size((tpurt_dtype)in->dtype), oes = tpurt_dtype_size((tpurt_dtype)out->dtype);
   FOR_OUTPUTS(g, {
-    const char* src = (const char*)in->data + plane_off(in, in->ndim - g->nsp, p) * (int64_t)ies;
+    const char* src = (const char*)in->data + plane_off(in, in->ndim - g->sp.nsp, p) * (int64_t)ies;
     double v = 0;
     for (int a = 0; a < ta->n; a++)
       for (int b = 0; b < tb->n; b++) {
@@ -197,7 +224,7 @@ static void interp_fwd(const rgeom* g, const tpurt_tensor* in, const tpurt_tenso
           v += wab * tc->w[c] *
                tpurt_load_f64(src + (ta->i[a] * si[0] + tb->i[b] * si[1] + tc->i[c] * si[2]) * (int64_t)ies, in->dtype);
       }
-    char* dst = (char*)out->data + (plane_off(out, out->ndim - g->nsp, p) + od * so[0] + oh * so[1] + ow * so[2]) * (int64_t)oes;
+    char* dst = (char*)out->data + (plane_off(out, out->ndim - g->sp.nsp, p) + od * so[0] + oh * so[1] + ow * so[2]) * (int64_t)oes;
     tpurt_store_f64(dst, out->dtype, v);
   })
 }
@@ -221,17 +248,17 @@ static tpurt_status backward(const rgeom* g, const tpurt_tensor* go, const tpurt
   int64_t n = tpurt_numel(gi);
   double* acc = calloc((size_t)(n ? n : 1), sizeof(double));
   if (!acc) return tpurt_fail(TPURT_ERR_OOM, "upsample/pad backward: host out of memory for scratch");
-  int64_t so[3], plane = g->is[0] * g->is[1] * g->is[2];
-  for (int i = 0; i < 3; i++) so[i] = sp_stride(go, g->nsp, i);
+  int64_t so[3], plane = g->sp.is[0] * g->sp.is[1] * g->sp.is[2];
+  for (int i = 0; i < 3; i++) so[i] = sp_stride(go, g->sp.nsp, i);
   size_t ges = tpurt_dtype_size((tpurt_dtype)go->dtype);
   FOR_OUTPUTS(g, {
-    double v = tpurt_load_f64((const char*)go->data + (plane_off(go, go->ndim - g->nsp, p) + od * so[0] + oh * so[1] +
+    double v = tpurt_load_f64((const char*)go->data + (plane_off(go, go->ndim - g->sp.nsp, p) + od * so[0] + oh * so[1] +
                                                        ow * so[2]) * (int64_t)ges, go->dtype);
     double* ap = acc + p * plane;
     for (int a = 0; a < ta->n; a++)
       for (int b = 0; b < tb->n; b++)
         for (int c = 0; c < tc->n; c++)
-          ap[(ta->i[a] * g->is[1] + tb->i[b]) * g->is[2] + tc->i[c]] += ta->w[a] * tb->w[b] * tc->w[c] * v;
+          ap[(ta->i[a] * g->sp.is[1] + tb->i[b]) * g->sp.is[2] + tc->i[c]] += ta->w[a] * tb->w[b] * tc->w[c] * v;
   })
   tpurt_tensor src = *gi;
   src.data = acc;
@@ -251,7 +278,7 @@ static double opt_f(const tpurt_value* v) { return v->kind == TPURT_V_NONE ? 0.0
 /* upsample_*(self, output_size, [align_corners,] scales...) and
  * upsample_*_backward(grad_output, output_size, input_size, [align_corners,] scales...) */
 static tpurt_status upsample(const tpurt_op_call* c, rmode m, int nsp, int bwd) {
-  int interp = m == R_LINEAR || m == R_CUBIC;
+  int interp = m == R_LINEAR || m == R_CUBIC || m == R_AA;
   int a0 = bwd ? 3 : 2; /* align_corners, or the first scale */
   const tpurt_tensor* in = bwd ? &c->outs[0] : &c->args[0].t;
   const tpurt_tensor* out = bwd ? &c->args[0].t : &c->outs[0];
@@ -264,7 +291,7 @@ static tpurt_status upsample(const tpurt_op_call* c, rmode m, int nsp, int bwd) 
   tpurt_status s = geom_init(&g, nsp, &rp, in, out);
   if (s) return s;
   s = bwd ? backward(&g, out, in) : forward(&g, in, out);
-  free(g.t[0]);
+  geom_free(&g);
   return s;
 }
 
@@ -280,7 +307,7 @@ static tpurt_status pad(const tpurt_op_call* c, rmode m, int nsp, int bwd) {
   tpurt_status s = geom_init(&g, nsp, &rp, in, out);
   if (s) return s;
   s = bwd ? backward(&g, out, in) : forward(&g, in, out);
-  free(g.t[0]);
+  geom_free(&g);
   return s;
 }
 
@@ -297,6 +324,7 @@ UPSAMPLE_KERNEL(upsample_linear1d, R_LINEAR, 1)
 UPSAMPLE_KERNEL(upsample_bilinear2d, R_LINEAR, 2)
 UPSAMPLE_KERNEL(upsample_trilinear3d, R_LINEAR, 3)
 UPSAMPLE_KERNEL(upsample_bicubic2d, R_CUBIC, 2)
+UPSAMPLE_KERNEL(upsample_bilinear2d_aa, R_AA, 2)
 
 #define PAD_KERNEL(NAME, MODE, N)                                                                  \
   tpurt_status tpurt_kernel_##NAME(const tpurt_op_call* c) { return pad(c, MODE, N, 0); }          \

@@ -5,8 +5,8 @@
  * every line along that dim (lines split across the worker pool; each line is computed the same
  * way whatever thread runs it), scaled and stored. One 1-d plan per transformed dim: a
  * self-sorting (Stockham) mixed-radix FFT with radix 4/2/3/5 butterflies and a generic one for
- * other primes, or Bluestein's chirp-z convolution on a power-of-two FFT when the length has a
- * large prime factor. Working in double with twiddles computed directly (never by recurrence)
+ * other primes, or Bluestein's chirp-z convolution (at a 2^a 3^b 5^c length) when the length has
+ * a large prime factor. Working in double with twiddles computed directly (never by recurrence)
  * keeps complex64 results closer to the exact transform than pocketfft's float32 arithmetic.
  *
  * Multi-dim real transforms follow pocketfft's order, which matters for inputs that are not
@@ -64,7 +64,7 @@ typedef struct fft_plan {
   int nf;
   int factors[FFT_MAX_FACTORS];
   cplx* roots; /* exp(-2 pi i t / n), t in [0, n): direct plans */
-  /* Bluestein: conv of x * chirp with conj(chirp), length m (a power of two) */
+  /* Bluestein: conv of x * chirp with conj(chirp), length m (2^a 3^b 5^c) */
   int64_t m;
   cplx* chirp;  /* exp(-pi i k^2 / n), k in [0, n) */
   cplx* kernel; /* FFT_m of the conj(chirp) kernel, divided by m */
@@ -80,6 +80,19 @@ static void plan_free(fft_plan* p) {
 }
 
 static void fft_exec(const fft_plan* p, cplx* x, cplx* tmp);
+
+/* Smallest 2^a 3^b 5^c >= n: Bluestein's convolution length, padded no more than needed. */
+static int64_t smooth_size(int64_t n) {
+  int64_t best = 1;
+  while (best < n) best *= 2;
+  for (int64_t f5 = 1; f5 < best; f5 *= 5)
+    for (int64_t f35 = f5; f35 < best; f35 *= 3) {
+      int64_t v = f35;
+      while (v < n) v *= 2;
+      if (v < best) best = v;
+    }
+  return best;
+}
 
 static fft_plan* plan_new(int64_t n) {
   fft_plan* p = calloc(1, sizeof *p);
@@ -104,9 +117,7 @@ static fft_plan* plan_new(int64_t n) {
     return p;
   }
   p->nf = 0;
-  p->m = 1;
-  while (p->m < 2 * n - 1) p->m *= 2;
-  int64_t m = p->m;
+  int64_t m = p->m = smooth_size(2 * n - 1);
   p->sub = plan_new(m);
   p->chirp = malloc((size_t)n * sizeof(cplx));
   p->kernel = calloc((size_t)m, sizeof(cplx));
@@ -126,64 +137,75 @@ static fft_plan* plan_new(int64_t n) {
 }
 
 /* One Stockham pass of radix p: A holds L-point transforms of the R = n/L residue classes
- * (A[j*R + k] = transform k, frequency j); B gets the L*p-point transforms of the R/p classes. */
+ * (A[j*R + k] = transform k, frequency j); B gets the L*p-point transforms of the R/p classes.
+ * The body turns a[0..p) (twiddled inputs) into outputs dst[m * os]. */
+#define STOCKHAM_PASS(...)                                                                  \
+  for (int64_t j = 0; j < L; j++) {                                                         \
+    for (int q = 1; q < p; q++) tw[q] = w[q * j * Rp]; /* exp(-2 pi i q j / (L p)) */       \
+    for (int64_t k = 0; k < Rp; k++) {                                                      \
+      const cplx* src = A + j * R + k;                                                      \
+      cplx* dst = B + j * Rp + k;                                                           \
+      a[0] = src[0];                                                                        \
+      for (int q = 1; q < p; q++) a[q] = cmul(src[q * Rp], tw[q]);                          \
+      __VA_ARGS__;                                                                          \
+    }                                                                                       \
+  }
+
 static void stockham_pass(const fft_plan* pl, int p, int64_t L, const cplx* A, cplx* B) {
-  const int64_t n = pl->n, Rp = n / (L * p), R = Rp * p;
+  const int64_t n = pl->n, Rp = n / (L * p), R = Rp * p, os = L * Rp;
   const cplx* w = pl->roots;
   cplx a[FFT_MAX_DIRECT_PRIME], tw[FFT_MAX_DIRECT_PRIME];
-  for (int64_t j = 0; j < L; j++) {
-    for (int q = 1; q < p; q++) tw[q] = w[q * j * Rp]; /* exp(-2 pi i q j / (L p)) */
-    for (int64_t k = 0; k < Rp; k++) {
-      const cplx* src = A + j * R + k;
-      cplx* dst = B + j * Rp + k;
-      a[0] = src[0];
-      for (int q = 1; q < p; q++) a[q] = j ? cmul(src[q * Rp], tw[q]) : src[q * Rp];
-      const int64_t os = L * Rp; /* output m sits at dst[m * os] */
-      switch (p) {
-        case 2:
-          dst[0] = cadd(a[0], a[1]), dst[os] = csub(a[0], a[1]);
-          break;
-        case 3: {
-          const double s3 = 0.86602540378443864676;
-          cplx t = cadd(a[1], a[2]), u = {a[0].re - 0.5 * t.re, a[0].im - 0.5 * t.im};
-          cplx d = csub(a[1], a[2]), v = {s3 * d.im, -s3 * d.re}; /* -i s3 (a1 - a2) */
-          dst[0] = cadd(a[0], t), dst[os] = cadd(u, v), dst[2 * os] = csub(u, v);
-          break;
+  switch (p) {
+    case 2:
+      STOCKHAM_PASS(dst[0] = cadd(a[0], a[1]); dst[os] = csub(a[0], a[1]));
+      break;
+    case 3: {
+      const double s3 = 0.86602540378443864676;
+      STOCKHAM_PASS({
+        cplx t = cadd(a[1], a[2]), u = {a[0].re - 0.5 * t.re, a[0].im - 0.5 * t.im};
+        cplx d = csub(a[1], a[2]), v = {s3 * d.im, -s3 * d.re}; /* -i s3 (a1 - a2) */
+        dst[0] = cadd(a[0], t), dst[os] = cadd(u, v), dst[2 * os] = csub(u, v);
+      });
+      break;
+    }
+    case 4:
+      STOCKHAM_PASS({
+        cplx s02 = cadd(a[0], a[2]), d02 = csub(a[0], a[2]);
+        cplx s13 = cadd(a[1], a[3]), d13 = cmul_mi(csub(a[1], a[3]));
+        dst[0] = cadd(s02, s13), dst[os] = cadd(d02, d13);
+        dst[2 * os] = csub(s02, s13), dst[3 * os] = csub(d02, d13);
+      });
+      break;
+    case 5: {
+      const double c1 = 0.30901699437494742410, c2 = -0.80901699437494742410;
+      const double s1 = 0.95105651629515357212, s2 = 0.58778525229247312917;
+      STOCKHAM_PASS({
+        cplx t1 = cadd(a[1], a[4]), t2 = cadd(a[2], a[3]);
+        cplx d1 = csub(a[1], a[4]), d2 = csub(a[2], a[3]);
+        cplx u1 = {a[0].re + c1 * t1.re + c2 * t2.re, a[0].im + c1 * t1.im + c2 * t2.im};
+        cplx u2 = {a[0].re + c2 * t1.re + c1 * t2.re, a[0].im + c2 * t1.im + c1 * t2.im};
+        /* -i (s1 d1 + s2 d2) and -i (s2 d1 - s1 d2) */
+        cplx v1 = {s1 * d1.im + s2 * d2.im, -(s1 * d1.re + s2 * d2.re)};
+        cplx v2 = {s2 * d1.im - s1 * d2.im, -(s2 * d1.re - s1 * d2.re)};
+        dst[0] = cadd(a[0], cadd(t1, t2));
+        dst[os] = cadd(u1, v1), dst[4 * os] = csub(u1, v1);
+        dst[2 * os] = cadd(u2, v2), dst[3 * os] = csub(u2, v2);
+      });
+      break;
+    }
+    default: {
+      const int64_t step = n / p; /* exp(-2 pi i t / p) = w[(t mod p) * step] */
+      STOCKHAM_PASS({
+        for (int mm = 0; mm < p; mm++) {
+          cplx acc = a[0];
+          for (int q = 1; q < p; q++) acc = cadd(acc, cmul(a[q], w[(int64_t)((q * mm) % p) * step]));
+          dst[mm * os] = acc;
         }
-        case 4: {
-          cplx s02 = cadd(a[0], a[2]), d02 = csub(a[0], a[2]);
-          cplx s13 = cadd(a[1], a[3]), d13 = cmul_mi(csub(a[1], a[3]));
-          dst[0] = cadd(s02, s13), dst[os] = cadd(d02, d13);
-          dst[2 * os] = csub(s02, s13), dst[3 * os] = csub(d02, d13);
-          break;
-        }
-        case 5: {
-          const double c1 = 0.30901699437494742410, c2 = -0.80901699437494742410;
-          const double s1 = 0.95105651629515357212, s2 = 0.58778525229247312917;
-          cplx t1 = cadd(a[1], a[4]), t2 = cadd(a[2], a[3]);
-          cplx d1 = csub(a[1], a[4]), d2 = csub(a[2], a[3]);
-          cplx u1 = {a[0].re + c1 * t1.re + c2 * t2.re, a[0].im + c1 * t1.im + c2 * t2.im};
-          cplx u2 = {a[0].re + c2 * t1.re + c1 * t2.re, a[0].im + c2 * t1.im + c1 * t2.im};
-          /* -i (s1 d1 + s2 d2) and -i (s2 d1 - s1 d2) */
-          cplx v1 = {s1 * d1.im + s2 * d2.im, -(s1 * d1.re + s2 * d2.re)};
-          cplx v2 = {s2 * d1.im - s1 * d2.im, -(s2 * d1.re - s1 * d2.re)};
-          dst[0] = cadd(a[0], cadd(t1, t2));
-          dst[os] = cadd(u1, v1), dst[4 * os] = csub(u1, v1);
-          dst[2 * os] = cadd(u2, v2), dst[3 * os] = csub(u2, v2);
-          break;
-        }
-        default: {
-          const int64_t step = n / p; /* exp(-2 pi i t / p) = w[(t mod p) * step] */
-          for (int mm = 0; mm < p; mm++) {
-            cplx acc = a[0];
-            for (int q = 1; q < p; q++) acc = cadd(acc, cmul(a[q], w[(int64_t)((q * mm) % p) * step]));
-            dst[mm * os] = acc;
-          }
-        }
-      }
+      });
     }
   }
 }
+#undef STOCKHAM_PASS
 
 /* Forward transform of x[0..n) in place; tmp holds p->scratch elements. */
 static void fft_exec(const fft_plan* p, cplx* x, cplx* tmp) {

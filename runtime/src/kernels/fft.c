@@ -233,24 +233,79 @@ static void fft_exec(const fft_plan* p, cplx* x, cplx* tmp) {
   for (int64_t k = 0; k < n; k++) x[k] = cmul(cconj(y[k]), p->chirp[k]);
 }
 
-/* ---------------------------------------------------------------- lines over a dense buffer */
-typedef enum { LINE_C2C, LINE_C2R } line_kind;
-
+/* ---------------------------------------------------------------- lines */
+/* Where a pass reads its lines from or writes them to: the op's input or output tensor, or
+ * the dense complex-double work buffer that carries a multi-dim transform between passes. */
 typedef struct {
-  cplx* buf;
+  char* data;
+  int dtype; /* a tpurt_dtype, or -1 for the work buffer */
+  int64_t esize;
+  const int64_t* strides;
+} endpoint;
+
+static endpoint tensor_end(const tpurt_tensor* t) {
+  return (endpoint){t->data, t->dtype, (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype), t->strides};
+}
+
+/* x[0..cnt) <- cnt entries at element offset off, stride st (conjugated when conj) */
+static void read_line(const endpoint* e, int64_t off, int64_t st, int64_t cnt, cplx* x, int conj) {
+  const double sg = conj ? -1 : 1;
+  if (e->dtype < 0) {
+    const cplx* b = (const cplx*)e->data + off;
+    for (int64_t k = 0; k < cnt; k++) x[k] = (cplx){b[k * st].re, sg * b[k * st].im};
+  } else if (e->dtype == TPURT_C64) {
+    const tpurt_c64* c = (const tpurt_c64*)e->data + off;
+    for (int64_t k = 0; k < cnt; k++) x[k] = (cplx){c[k * st].re, sg * c[k * st].im};
+  } else if (e->dtype == TPURT_F32) {
+    const float* f = (const float*)e->data + off;
+    for (int64_t k = 0; k < cnt; k++) x[k] = (cplx){f[k * st], 0};
+  } else {
+    for (int64_t k = 0; k < cnt; k++) x[k] = (cplx){tpurt_load_f64(e->data + (off + k * st) * e->esize, e->dtype), 0};
+  }
+}
+
+/* cnt entries at offset off, stride st <- scale * x[0..cnt) (conjugated when conj; the real
+ * part for a real tensor) */
+static void write_line(const endpoint* e, int64_t off, int64_t st, int64_t cnt, const cplx* x, int conj,
+                       double scale) {
+  const double si = conj ? -scale : scale;
+  if (e->dtype < 0) {
+    cplx* b = (cplx*)e->data + off;
+    for (int64_t k = 0; k < cnt; k++) b[k * st] = (cplx){scale * x[k].re, si * x[k].im};
+  } else if (e->dtype == TPURT_C64) {
+    tpurt_c64* c = (tpurt_c64*)e->data + off;
+    for (int64_t k = 0; k < cnt; k++) c[k * st] = (tpurt_c64){(float)(scale * x[k].re), (float)(si * x[k].im)};
+  } else if (e->dtype == TPURT_F32) {
+    float* f = (float*)e->data + off;
+    for (int64_t k = 0; k < cnt; k++) f[k * st] = (float)(scale * x[k].re);
+  } else {
+    for (int64_t k = 0; k < cnt; k++) tpurt_store_f64(e->data + (off + k * st) * e->esize, e->dtype, scale * x[k].re);
+  }
+}
+
+typedef enum {
+  LINE_C2C, /* n entries in, n out */
+  LINE_C2R, /* `given` entries of a Hermitian spectrum in, n real values out (inverse only) */
+} line_kind;
+
+/* One pass: an n-point transform of every line along `dim` of `region`. */
+typedef struct {
+  endpoint src, dst;
   const fft_plan* plan;
   int ndim, dim;
-  const int64_t* region; /* sizes of the part of buf whose lines are transformed */
-  int64_t bstrides[TPURT_MAX_DIMS];
+  const int64_t* region; /* sizes of the lines' index space (its size along dim is ignored) */
   int inverse;
   line_kind kind;
-  int64_t half; /* LINE_C2R: given entries along the line */
+  int64_t given; /* entries read per line (< n: zeros follow, then for LINE_C2R the Hermitian
+                  * extension from n/2+1 on) */
+  int64_t kept;  /* entries written per line */
+  double scale;
   int failed;
-} line_job;
+} pass_job;
 
-static void lines_chunk(void* ctx, int64_t begin, int64_t end) {
-  line_job* J = ctx;
-  const int64_t n = J->plan->n, st = J->bstrides[J->dim];
+static void pass_chunk(void* ctx, int64_t begin, int64_t end) {
+  pass_job* J = ctx;
+  const int64_t n = J->plan->n, ss = J->src.strides[J->dim], ds = J->dst.strides[J->dim];
   cplx* x = malloc((size_t)(n + J->plan->scratch + 1) * sizeof(cplx));
   if (!x) {
     __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
@@ -258,214 +313,155 @@ static void lines_chunk(void* ctx, int64_t begin, int64_t end) {
   }
   cplx* tmp = x + n;
   for (int64_t l = begin; l < end; l++) {
-    int64_t off = 0, r = l;
+    int64_t so = 0, dof = 0, r = l;
     for (int d = J->ndim - 1; d >= 0; d--) {
       if (d == J->dim) continue;
-      off += (r % J->region[d]) * J->bstrides[d];
+      int64_t i = r % J->region[d];
+      so += i * J->src.strides[d], dof += i * J->dst.strides[d];
       r /= J->region[d];
     }
-    cplx* line = J->buf + off;
-    if (J->kind == LINE_C2R) {
-      /* Hermitian extension; the inverse transform is conj(FFT(conj(X))) */
-      for (int64_t k = 0; k < J->half; k++) x[k] = cconj(line[k * st]);
-      for (int64_t k = J->half; k < n; k++) x[k] = line[(n - k) * st];
-      fft_exec(J->plan, x, tmp);
-      for (int64_t k = 0; k < n; k++) line[k * st] = (cplx){x[k].re, 0};
-      continue;
-    }
-    for (int64_t k = 0; k < n; k++) x[k] = J->inverse ? cconj(line[k * st]) : line[k * st];
+    /* the inverse transform is conj(FFT(conj(X))) */
+    read_line(&J->src, so, ss, J->given, x, J->inverse);
+    const int64_t zero_to = J->kind == LINE_C2R ? n / 2 + 1 : n;
+    memset(x + J->given, 0, (size_t)(zero_to - J->given) * sizeof(cplx));
+    /* conj of the Hermitian extension X[k] = conj(X[n - k]) */
+    for (int64_t k = zero_to; k < n; k++) x[k] = cconj(x[n - k]);
     fft_exec(J->plan, x, tmp);
-    for (int64_t k = 0; k < n; k++) line[k * st] = J->inverse ? cconj(x[k]) : x[k];
+    write_line(&J->dst, dof, ds, J->kept, x, J->inverse, J->scale);
   }
   free(x);
 }
 
-/* Transform every line along `dim` of the part `region` of the dense buffer of sizes bsizes. */
-static tpurt_status transform_dim(cplx* buf, int ndim, const int64_t* bsizes, const int64_t* region,
-                                  int dim, int64_t n, int inverse, line_kind kind, int64_t half) {
+static tpurt_status run_pass(pass_job* J, int64_t n) {
   int64_t lines = 1;
-  for (int d = 0; d < ndim; d++)
-    if (d != dim) lines *= region[d];
-  if (lines == 0 || n <= 1) return TPURT_OK; /* a 1-point transform is the identity */
-  line_job J = {.buf = buf, .ndim = ndim, .dim = dim, .region = region, .inverse = inverse,
-                .kind = kind, .half = half};
-  int64_t s = 1;
-  for (int d = ndim - 1; d >= 0; d--) J.bstrides[d] = s, s *= bsizes[d];
+  for (int d = 0; d < J->ndim; d++)
+    if (d != J->dim) lines *= J->region[d];
+  if (lines == 0) return TPURT_OK;
   fft_plan* plan = plan_new(n);
   if (!plan) return tpurt_fail(TPURT_ERR_OOM, "fft: out of host memory for a %lld-point plan", (long long)n);
-  J.plan = plan;
-  tpurt_parallel_for(lines, 1 + 32768 / n, lines_chunk, &J);
+  J->plan = plan;
+  tpurt_parallel_for(lines, 1 + 32768 / n, pass_chunk, J);
   plan_free(plan);
-  if (J.failed) return tpurt_fail(TPURT_ERR_OOM, "fft: out of host memory for %lld-point lines", (long long)n);
+  if (J->failed) return tpurt_fail(TPURT_ERR_OOM, "fft: out of host memory for %lld-point lines", (long long)n);
   return TPURT_OK;
 }
 
-/* ---------------------------------------------------------------- load / store */
-/* Visit every index of `sizes`, with the element offsets a (strides sa) and b (strides sb). */
-#define FOR_EACH_INDEX(ndim, sizes, sa, sb, a, b, BODY)                          \
-  do {                                                                           \
-    int64_t idx_[TPURT_MAX_DIMS] = {0}, a = 0, b = 0, total_ = 1;                \
-    for (int d_ = 0; d_ < (ndim); d_++) total_ *= (sizes)[d_];                   \
-    for (int64_t i_ = 0; i_ < total_; i_++) {                                    \
-      BODY;                                                                      \
-      for (int d_ = (ndim) - 1; d_ >= 0; d_--) {                                 \
-        a += (sa)[d_], b += (sb)[d_];                                            \
-        if (++idx_[d_] < (sizes)[d_]) break;                                     \
-        a -= (sa)[d_] * (sizes)[d_], b -= (sb)[d_] * (sizes)[d_], idx_[d_] = 0;  \
-      }                                                                          \
-    }                                                                            \
-  } while (0)
-
-static void dense_strides(int ndim, const int64_t* sizes, int64_t* strides) {
-  int64_t s = 1;
-  for (int d = ndim - 1; d >= 0; d--) strides[d] = s, s *= sizes[d];
-}
-
-/* buf[region] <- in[region] (real or complex64 input) */
-static void load(cplx* buf, const int64_t* bsizes, const tpurt_tensor* in, const int64_t* region) {
-  int64_t bs[TPURT_MAX_DIMS];
-  dense_strides(in->ndim, bsizes, bs);
-  const char* src = in->data;
-  if (in->dtype == TPURT_C64) {
-    const tpurt_c64* s = in->data;
-    FOR_EACH_INDEX(in->ndim, region, in->strides, bs, ia, ib, buf[ib] = ((cplx){s[ia].re, s[ia].im}));
-  } else if (in->dtype == TPURT_F32) {
-    const float* s = in->data;
-    FOR_EACH_INDEX(in->ndim, region, in->strides, bs, ia, ib, buf[ib] = ((cplx){s[ia], 0}));
-  } else {
-    const int64_t es = (int64_t)tpurt_dtype_size(in->dtype);
-    FOR_EACH_INDEX(in->ndim, region, in->strides, bs, ia, ib,
-                   buf[ib] = ((cplx){tpurt_load_f64(src + ia * es, in->dtype), 0}));
-  }
-}
-
-/* out <- scale * buf[out's sizes] (complex64, or the real part for a real output) */
-static void store(const tpurt_tensor* out, const cplx* buf, const int64_t* bsizes, double scale) {
-  int64_t bs[TPURT_MAX_DIMS];
-  dense_strides(out->ndim, bsizes, bs);
-  if (out->dtype == TPURT_C64) {
-    tpurt_c64* o = out->data;
-    FOR_EACH_INDEX(out->ndim, out->sizes, out->strides, bs, ia, ib,
-                   o[ia] = ((tpurt_c64){(float)(buf[ib].re * scale), (float)(buf[ib].im * scale)}));
-  } else if (out->dtype == TPURT_F32) {
-    float* o = out->data;
-    FOR_EACH_INDEX(out->ndim, out->sizes, out->strides, bs, ia, ib, o[ia] = (float)(buf[ib].re * scale));
-  } else {
-    char* o = out->data;
-    const int64_t es = (int64_t)tpurt_dtype_size(out->dtype);
-    FOR_EACH_INDEX(out->ndim, out->sizes, out->strides, bs, ia, ib,
-                   tpurt_store_f64(o + ia * es, out->dtype, buf[ib].re * scale));
-  }
-}
-
 /* ---------------------------------------------------------------- kernels */
+/* A transform as a sequence of 1-d passes over dims[0..ndims): the first reads the input, the
+ * last writes the output (scaled), and a dense work buffer of `bsizes` carries the rest. */
 typedef struct {
-  int ndim, ndims;
+  const char* op;
+  const tpurt_tensor *in, *out;
+  int ndims;
   int dims[TPURT_MAX_DIMS];
   double scale;
-} fft_args;
+  int64_t bsizes[TPURT_MAX_DIMS], bstrides[TPURT_MAX_DIMS];
+  cplx* buf;
+} fft_run;
 
 /* dims (wrapped, distinct) and the normalization scale of a signal of `sizes` */
-static tpurt_status parse(const tpurt_op_call* c, const char* op, const int64_t* sizes, int ndim, fft_args* a) {
+static tpurt_status parse(const tpurt_op_call* c, const char* op, const int64_t* sizes, fft_run* R) {
   const tpurt_value* dv = &c->args[1];
-  a->ndim = ndim, a->ndims = dv->n;
+  const int ndim = c->args[0].t.ndim;
+  R->op = op, R->in = &c->args[0].t, R->out = &c->outs[0], R->ndims = dv->n, R->buf = NULL;
+  if (dv->n == 0 && strcmp(op, "_fft_c2c"))
+    return tpurt_fail(TPURT_ERR_RUNTIME, "%s: at least one dim to transform is required", op);
   if (dv->n > ndim) return tpurt_fail(TPURT_ERR_RUNTIME, "%s: %d dims for a %d-dim tensor", op, dv->n, ndim);
   double signal = 1;
   for (int i = 0; i < dv->n; i++) {
-    tpurt_status s = tpurt_wrap_dim(dv->ints[i], ndim, &a->dims[i]);
+    tpurt_status s = tpurt_wrap_dim(dv->ints[i], ndim, &R->dims[i]);
     if (s) return s;
     for (int k = 0; k < i; k++)
-      if (a->dims[k] == a->dims[i]) return tpurt_fail(TPURT_ERR_RUNTIME, "%s: dim %d repeated", op, a->dims[i]);
-    signal *= (double)sizes[a->dims[i]];
+      if (R->dims[k] == R->dims[i]) return tpurt_fail(TPURT_ERR_RUNTIME, "%s: dim %d repeated", op, R->dims[i]);
+    signal *= (double)sizes[R->dims[i]];
   }
   switch (c->args[2].i) {
-    case 0: a->scale = 1; break;
-    case 1: a->scale = 1 / sqrt(signal); break;
-    case 2: a->scale = 1 / signal; break;
+    case 0: R->scale = 1; break;
+    case 1: R->scale = 1 / sqrt(signal); break;
+    case 2: R->scale = 1 / signal; break;
     default: return tpurt_fail(TPURT_ERR_RUNTIME, "%s: unsupported normalization %lld", op, (long long)c->args[2].i);
   }
   return TPURT_OK;
 }
 
-static cplx* buffer_new(int ndim, const int64_t* sizes) {
-  int64_t n = 1;
-  for (int d = 0; d < ndim; d++) n *= sizes[d];
-  return calloc((size_t)(n ? n : 1), sizeof(cplx));
+/* Pass i of the run over `region`: n-point lines, `given` read, `kept` written. */
+static tpurt_status pass(fft_run* R, int i, const int64_t* region, int64_t n, int inverse, line_kind kind,
+                         int64_t given, int64_t kept) {
+  const int ndim = R->in->ndim, last = i == R->ndims - 1;
+  if (n == 0) return tpurt_fail(TPURT_ERR_RUNTIME, "Invalid number of data points (0) specified");
+  if (!last && !R->buf) {
+    int64_t total = 1;
+    for (int d = ndim - 1; d >= 0; d--) R->bstrides[d] = total, total *= R->bsizes[d];
+    R->buf = malloc((size_t)(total ? total : 1) * sizeof(cplx));
+    if (!R->buf) return tpurt_fail(TPURT_ERR_OOM, "%s: out of host memory for a %s work buffer", R->op,
+                                   tpurt_shape_str(R->out));
+  }
+  const endpoint work = {(char*)R->buf, -1, sizeof(cplx), R->bstrides};
+  pass_job J = {.src = i == 0 ? tensor_end(R->in) : work, .dst = last ? tensor_end(R->out) : work,
+                .ndim = ndim, .dim = R->dims[i], .region = region, .inverse = inverse, .kind = kind,
+                .given = given < n ? given : n, .kept = kept, .scale = last ? R->scale : 1};
+  return run_pass(&J, n);
 }
 
-static tpurt_status oom(const char* op, const tpurt_tensor* t) {
-  return tpurt_fail(TPURT_ERR_OOM, "%s: out of host memory for a %s work buffer", op, tpurt_shape_str(t));
+static tpurt_status finish(fft_run* R, tpurt_status s) {
+  free(R->buf);
+  return s;
 }
 
 /* _fft_c2c(self, dim[], normalization, forward) */
 tpurt_status tpurt_kernel_fft_c2c(const tpurt_op_call* c) {
-  const tpurt_tensor *in = &c->args[0].t, *out = &c->outs[0];
-  fft_args a;
-  tpurt_status s = parse(c, "_fft_c2c", in->sizes, in->ndim, &a);
-  if (s || tpurt_numel(out) == 0) return s;
-  cplx* buf = buffer_new(in->ndim, in->sizes);
-  if (!buf) return oom("_fft_c2c", in);
-  load(buf, in->sizes, in, in->sizes);
-  for (int i = 0; i < a.ndims && !s; i++) {
-    int d = a.dims[i];
-    s = transform_dim(buf, in->ndim, in->sizes, in->sizes, d, in->sizes[d], !c->args[3].i, LINE_C2C, 0);
+  fft_run R;
+  tpurt_status s = parse(c, "_fft_c2c", c->args[0].t.sizes, &R);
+  if (s || tpurt_numel(R.out) == 0) return s;
+  if (R.ndims == 0) return tpurt_copy_tensor(R.out, R.in);
+  memcpy(R.bsizes, R.in->sizes, sizeof R.bsizes);
+  for (int i = 0; i < R.ndims && !s; i++) {
+    int64_t n = R.in->sizes[R.dims[i]];
+    s = pass(&R, i, R.in->sizes, n, !c->args[3].i, LINE_C2C, n, n);
   }
-  if (!s) store(out, buf, in->sizes, a.scale);
-  free(buf);
-  return s;
+  return finish(&R, s);
 }
 
-/* _fft_r2c(self, dim[], normalization, onesided): the last dim's real transform in full, then
- * the other dims over the part of it the output keeps */
+/* _fft_r2c(self, dim[], normalization, onesided): the last dim's transform first, then the
+ * other dims over the part of it the output keeps */
 tpurt_status tpurt_kernel_fft_r2c(const tpurt_op_call* c) {
-  const tpurt_tensor *in = &c->args[0].t, *out = &c->outs[0];
-  fft_args a;
-  tpurt_status s = parse(c, "_fft_r2c", in->sizes, in->ndim, &a);
-  if (s || tpurt_numel(out) == 0) return s;
-  cplx* buf = buffer_new(in->ndim, in->sizes);
-  if (!buf) return oom("_fft_r2c", in);
-  load(buf, in->sizes, in, in->sizes);
+  fft_run R;
+  tpurt_status s = parse(c, "_fft_r2c", c->args[0].t.sizes, &R);
+  if (s || tpurt_numel(R.out) == 0) return s;
+  /* passes in the order last dim, dims[0], dims[1], ... */
+  int last = R.dims[R.ndims - 1];
+  memmove(R.dims + 1, R.dims, (size_t)(R.ndims - 1) * sizeof(int));
+  R.dims[0] = last;
   int64_t region[TPURT_MAX_DIMS];
-  memcpy(region, in->sizes, sizeof region);
-  if (a.ndims) {
-    int last = a.dims[a.ndims - 1];
-    s = transform_dim(buf, in->ndim, in->sizes, region, last, in->sizes[last], 0, LINE_C2C, 0);
-    region[last] = out->sizes[last];
+  memcpy(region, R.in->sizes, sizeof region);
+  memcpy(R.bsizes, R.out->sizes, sizeof R.bsizes);
+  const int64_t n = R.in->sizes[last], kept = R.out->sizes[last];
+  s = pass(&R, 0, region, n, 0, LINE_C2C, n, kept);
+  region[last] = kept;
+  for (int i = 1; i < R.ndims && !s; i++) {
+    int64_t m = R.in->sizes[R.dims[i]];
+    s = pass(&R, i, region, m, 0, LINE_C2C, m, m);
   }
-  for (int i = 0; i + 1 < a.ndims && !s; i++) {
-    int d = a.dims[i];
-    s = transform_dim(buf, in->ndim, in->sizes, region, d, in->sizes[d], 0, LINE_C2C, 0);
-  }
-  if (!s) store(out, buf, in->sizes, a.scale);
-  free(buf);
-  return s;
+  return finish(&R, s);
 }
 
 /* _fft_c2r(self, dim[], normalization, last_dim_size): the other dims' inverse transforms over
  * the first last_dim_size/2+1 entries of the last dim, then its Hermitian inverse transform */
 tpurt_status tpurt_kernel_fft_c2r(const tpurt_op_call* c) {
-  const tpurt_tensor *in = &c->args[0].t, *out = &c->outs[0];
-  fft_args a;
-  tpurt_status s = parse(c, "_fft_c2r", out->sizes, out->ndim, &a);
-  if (s || tpurt_numel(out) == 0) return s;
-  cplx* buf = buffer_new(out->ndim, out->sizes);
-  if (!buf) return oom("_fft_c2r", out);
+  fft_run R;
+  tpurt_status s = parse(c, "_fft_c2r", c->outs[0].sizes, &R);
+  if (s || tpurt_numel(R.out) == 0) return s;
+  const int last = R.dims[R.ndims - 1];
+  const int64_t n = R.out->sizes[last], half = n / 2 + 1;
+  const int64_t given = half < R.in->sizes[last] ? half : R.in->sizes[last];
   int64_t region[TPURT_MAX_DIMS];
-  memcpy(region, out->sizes, sizeof region);
-  int last = a.ndims ? a.dims[a.ndims - 1] : -1;
-  int64_t n = last >= 0 ? out->sizes[last] : 0, half = n / 2 + 1;
-  if (last >= 0) region[last] = half < in->sizes[last] ? half : in->sizes[last];
-  load(buf, out->sizes, in, region);
-  if (last >= 0) region[last] = half < n ? half : n;
-  for (int i = 0; i + 1 < a.ndims && !s; i++) {
-    int d = a.dims[i];
-    s = transform_dim(buf, out->ndim, out->sizes, region, d, out->sizes[d], 1, LINE_C2C, 0);
+  memcpy(region, R.out->sizes, sizeof region);
+  memcpy(R.bsizes, R.out->sizes, sizeof R.bsizes);
+  region[last] = given;
+  for (int i = 0; i + 1 < R.ndims && !s; i++) {
+    int64_t m = R.out->sizes[R.dims[i]];
+    s = pass(&R, i, region, m, 1, LINE_C2C, m, m);
   }
-  if (last >= 0 && !s) {
-    region[last] = n;
-    s = transform_dim(buf, out->ndim, out->sizes, region, last, n, 1, LINE_C2R, half < n ? half : n);
-  }
-  if (!s) store(out, buf, out->sizes, a.scale);
-  free(buf);
-  return s;
+  if (!s) s = pass(&R, R.ndims - 1, region, n, 1, LINE_C2R, given, n);
+  return finish(&R, s);
 }

@@ -247,40 +247,49 @@ static endpoint tensor_end(const tpurt_tensor* t) {
   return (endpoint){t->data, t->dtype, (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype), t->strides};
 }
 
-/* x[0..cnt) <- cnt entries at element offset off, stride st (conjugated when conj) */
-static void read_line(const endpoint* e, int64_t off, int64_t st, int64_t cnt, cplx* x, int conj) {
+/* Lines along a dim that is not the innermost one are moved in groups of up to FFT_GROUP
+ * neighbours, element k of every line of a group together, so that each cache line and page
+ * touched serves the whole group (about 2x faster for 1024-point lines). */
+#define FFT_GROUP 32
+
+/* x[v*n + k] <- entry k (k < cnt, stride st) of line v at element offset off[v], v < g
+ * (conjugated when conj) */
+static void read_lines(const endpoint* e, const int64_t* off, int g, int64_t st, int64_t cnt, cplx* x, int64_t n,
+                       int conj) {
   const double sg = conj ? -1 : 1;
-  if (e->dtype < 0) {
-    const cplx* b = (const cplx*)e->data + off;
-    for (int64_t k = 0; k < cnt; k++) x[k] = (cplx){b[k * st].re, sg * b[k * st].im};
-  } else if (e->dtype == TPURT_C64) {
-    const tpurt_c64* c = (const tpurt_c64*)e->data + off;
-    for (int64_t k = 0; k < cnt; k++) x[k] = (cplx){c[k * st].re, sg * c[k * st].im};
-  } else if (e->dtype == TPURT_F32) {
-    const float* f = (const float*)e->data + off;
-    for (int64_t k = 0; k < cnt; k++) x[k] = (cplx){f[k * st], 0};
-  } else {
-    for (int64_t k = 0; k < cnt; k++) x[k] = (cplx){tpurt_load_f64(e->data + (off + k * st) * e->esize, e->dtype), 0};
-  }
+  for (int64_t k = 0; k < cnt; k++)
+    for (int v = 0; v < g; v++) {
+      const int64_t i = off[v] + k * st;
+      cplx* o = x + v * n + k;
+      if (e->dtype < 0)
+        *o = (cplx){((const cplx*)e->data)[i].re, sg * ((const cplx*)e->data)[i].im};
+      else if (e->dtype == TPURT_C64)
+        *o = (cplx){((const tpurt_c64*)e->data)[i].re, sg * ((const tpurt_c64*)e->data)[i].im};
+      else if (e->dtype == TPURT_F32)
+        *o = (cplx){((const float*)e->data)[i], 0};
+      else
+        *o = (cplx){tpurt_load_f64(e->data + i * e->esize, e->dtype), 0};
+    }
 }
 
-/* cnt entries at offset off, stride st <- scale * x[0..cnt) (conjugated when conj; the real
- * part for a real tensor) */
-static void write_line(const endpoint* e, int64_t off, int64_t st, int64_t cnt, const cplx* x, int conj,
-                       double scale) {
+/* entry k (k < cnt, stride st) of line v at offset off[v] <- scale * x[v*n + k] (conjugated
+ * when conj; the real part for a real tensor) */
+static void write_lines(const endpoint* e, const int64_t* off, int g, int64_t st, int64_t cnt, const cplx* x,
+                        int64_t n, int conj, double scale) {
   const double si = conj ? -scale : scale;
-  if (e->dtype < 0) {
-    cplx* b = (cplx*)e->data + off;
-    for (int64_t k = 0; k < cnt; k++) b[k * st] = (cplx){scale * x[k].re, si * x[k].im};
-  } else if (e->dtype == TPURT_C64) {
-    tpurt_c64* c = (tpurt_c64*)e->data + off;
-    for (int64_t k = 0; k < cnt; k++) c[k * st] = (tpurt_c64){(float)(scale * x[k].re), (float)(si * x[k].im)};
-  } else if (e->dtype == TPURT_F32) {
-    float* f = (float*)e->data + off;
-    for (int64_t k = 0; k < cnt; k++) f[k * st] = (float)(scale * x[k].re);
-  } else {
-    for (int64_t k = 0; k < cnt; k++) tpurt_store_f64(e->data + (off + k * st) * e->esize, e->dtype, scale * x[k].re);
-  }
+  for (int64_t k = 0; k < cnt; k++)
+    for (int v = 0; v < g; v++) {
+      const int64_t i = off[v] + k * st;
+      const cplx y = x[v * n + k];
+      if (e->dtype < 0)
+        ((cplx*)e->data)[i] = (cplx){scale * y.re, si * y.im};
+      else if (e->dtype == TPURT_C64)
+        ((tpurt_c64*)e->data)[i] = (tpurt_c64){(float)(scale * y.re), (float)(si * y.im)};
+      else if (e->dtype == TPURT_F32)
+        ((float*)e->data)[i] = (float)(scale * y.re);
+      else
+        tpurt_store_f64(e->data + i * e->esize, e->dtype, scale * y.re);
+    }
 }
 
 typedef enum {
@@ -306,28 +315,38 @@ typedef struct {
 static void pass_chunk(void* ctx, int64_t begin, int64_t end) {
   pass_job* J = ctx;
   const int64_t n = J->plan->n, ss = J->src.strides[J->dim], ds = J->dst.strides[J->dim];
-  cplx* x = malloc((size_t)(n + J->plan->scratch + 1) * sizeof(cplx));
+  int64_t group = ss == 1 && ds == 1 ? 1 : (1 << 16) / n;
+  group = group < 1 ? 1 : group > FFT_GROUP ? FFT_GROUP : group;
+  cplx* x = malloc((size_t)(group * n + J->plan->scratch + 1) * sizeof(cplx));
   if (!x) {
     __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
     return;
   }
-  cplx* tmp = x + n;
-  for (int64_t l = begin; l < end; l++) {
-    int64_t so = 0, dof = 0, r = l;
-    for (int d = J->ndim - 1; d >= 0; d--) {
-      if (d == J->dim) continue;
-      int64_t i = r % J->region[d];
-      so += i * J->src.strides[d], dof += i * J->dst.strides[d];
-      r /= J->region[d];
+  cplx* tmp = x + group * n;
+  const int64_t zero_to = J->kind == LINE_C2R ? n / 2 + 1 : n;
+  for (int64_t l0 = begin; l0 < end; l0 += group) {
+    const int g = (int)(end - l0 < group ? end - l0 : group);
+    int64_t so[FFT_GROUP], dof[FFT_GROUP];
+    for (int v = 0; v < g; v++) {
+      int64_t r = l0 + v;
+      so[v] = dof[v] = 0;
+      for (int d = J->ndim - 1; d >= 0; d--) {
+        if (d == J->dim) continue;
+        int64_t i = r % J->region[d];
+        so[v] += i * J->src.strides[d], dof[v] += i * J->dst.strides[d];
+        r /= J->region[d];
+      }
     }
     /* the inverse transform is conj(FFT(conj(X))) */
-    read_line(&J->src, so, ss, J->given, x, J->inverse);
-    const int64_t zero_to = J->kind == LINE_C2R ? n / 2 + 1 : n;
-    memset(x + J->given, 0, (size_t)(zero_to - J->given) * sizeof(cplx));
-    /* conj of the Hermitian extension X[k] = conj(X[n - k]) */
-    for (int64_t k = zero_to; k < n; k++) x[k] = cconj(x[n - k]);
-    fft_exec(J->plan, x, tmp);
-    write_line(&J->dst, dof, ds, J->kept, x, J->inverse, J->scale);
+    read_lines(&J->src, so, g, ss, J->given, x, n, J->inverse);
+    for (int v = 0; v < g; v++) {
+      cplx* xv = x + v * n;
+      memset(xv + J->given, 0, (size_t)(zero_to - J->given) * sizeof(cplx));
+      /* conj of the Hermitian extension X[k] = conj(X[n - k]) */
+      for (int64_t k = zero_to; k < n; k++) xv[k] = cconj(xv[n - k]);
+      fft_exec(J->plan, xv, tmp);
+    }
+    write_lines(&J->dst, dof, g, ds, J->kept, x, n, J->inverse, J->scale);
   }
   free(x);
 }

@@ -208,14 +208,22 @@ static void test_round_trip(void) {
   free(x), free(X), free(y), free(ref);
 }
 
-/* Empty tensors write nothing; no dims is a copy. */
+/* Empty tensors write nothing; c2c over no dims is a copy (here of a reversed view); real
+ * transforms need a dim. */
 static void test_edges(void) {
   float in[4] = {1, 2, 3, 4}, out[4] = {-1, -1, -1, -1};
-  const int64_t zero[2] = {0, 2}, two[1] = {2}, dim = 1;
+  const int64_t zero[2] = {0, 2}, two[1] = {2}, back[1] = {-1}, dim = 1;
   run_fft("_fft_c2c", tensor(in, TPURT_C64, 2, zero, NULL), &dim, 1, 0, 1, tensor(out, TPURT_C64, 2, zero, NULL));
   CHECK(out[0] == -1, "empty c2c wrote");
-  run_fft("_fft_c2c", tensor(in, TPURT_C64, 1, two, NULL), NULL, 0, 0, 1, tensor(out, TPURT_C64, 1, two, NULL));
-  CHECK(memcmp(in, out, sizeof in) == 0, "c2c over no dims is a copy");
+  run_fft("_fft_c2c", tensor(in + 2, TPURT_C64, 1, two, back), NULL, 0, 0, 1, tensor(out, TPURT_C64, 1, two, NULL));
+  CHECK(out[0] == 3 && out[1] == 4 && out[2] == 1 && out[3] == 2, "c2c over no dims is a copy");
+  tpurt_op_call c;
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c, c.op = tpurt_op_lookup("_fft_r2c"), c.nargs = 4, c.nouts = 1;
+  c.args[0] = (tpurt_value){.kind = TPURT_V_TENSOR, .scalar_dtype = -1, .t = tensor(in, TPURT_F32, 1, two, NULL)};
+  c.args[1] = (tpurt_value){.kind = TPURT_V_INTS, .n = 0, .scalar_dtype = -1, .ints = two};
+  c.outs[0] = tensor(out, TPURT_C64, 1, two, NULL);
+  CHECK(tpurt_op_run(&c) == TPURT_ERR_RUNTIME, "r2c over no dims must fail");
 }
 
 int main(void) {

@@ -295,6 +295,7 @@ static void write_lines(const endpoint* e, const int64_t* off, int g, int64_t st
 typedef enum {
   LINE_C2C, /* n entries in, n out */
   LINE_C2R, /* `given` entries of a Hermitian spectrum in, n real values out (inverse only) */
+  LINE_COPY, /* no transform: a transform over no dims is a copy */
 } line_kind;
 
 /* One pass: an n-point transform of every line along `dim` of `region`. */
@@ -344,7 +345,7 @@ static void pass_chunk(void* ctx, int64_t begin, int64_t end) {
       memset(xv + J->given, 0, (size_t)(zero_to - J->given) * sizeof(cplx));
       /* conj of the Hermitian extension X[k] = conj(X[n - k]) */
       for (int64_t k = zero_to; k < n; k++) xv[k] = cconj(xv[n - k]);
-      fft_exec(J->plan, xv, tmp);
+      if (J->kind != LINE_COPY) fft_exec(J->plan, xv, tmp);
     }
     write_lines(&J->dst, dof, g, ds, J->kept, x, n, J->inverse, J->scale);
   }
@@ -432,8 +433,13 @@ tpurt_status tpurt_kernel_fft_c2c(const tpurt_op_call* c) {
   fft_run R;
   tpurt_status s = parse(c, "_fft_c2c", c->args[0].t.sizes, &R);
   if (s || tpurt_numel(R.out) == 0) return s;
-  if (R.ndims == 0) return tpurt_copy_tensor(R.out, R.in);
   memcpy(R.bsizes, R.in->sizes, sizeof R.bsizes);
+  if (R.ndims == 0) {
+    if (R.in->ndim == 0) return *(tpurt_c64*)R.out->data = *(const tpurt_c64*)R.in->data, TPURT_OK;
+    R.ndims = 1, R.dims[0] = R.in->ndim - 1;
+    return finish(&R, pass(&R, 0, R.in->sizes, R.in->sizes[R.dims[0]], 0, LINE_COPY, R.in->sizes[R.dims[0]],
+                           R.in->sizes[R.dims[0]]));
+  }
   for (int i = 0; i < R.ndims && !s; i++) {
     int64_t n = R.in->sizes[R.dims[i]];
     s = pass(&R, i, R.in->sizes, n, !c->args[3].i, LINE_C2C, n, n);

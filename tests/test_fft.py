@@ -30,9 +30,15 @@ def check(fn, *inputs, **kw):
     exact = fn(*[_double(x) for x in inputs], **kw)
     assert got.device.type == "tpu" and got.dtype == want.dtype and got.shape == want.shape
     got = got.cpu()
-    torch.testing.assert_close(got, want)
     ours, cpus = (got - exact).abs().max().item(), (want - exact).abs().max().item()
-    # CPU rounds each butterfly to float32; ours rounds once. Slack of a half ulp of the largest value.
+    try:
+        torch.testing.assert_close(got, want)
+    except AssertionError:
+        # long unnormalized transforms: CPU's own float32 error can exceed the default
+        # tolerances; being at least as close to the exact answer passes (as in conformance)
+        if not ours <= cpus:
+            raise
+    # CPU rounds each butterfly to float32, ours rounds once: slack of a half ulp of the largest value
     assert ours <= cpus + 2.0 ** -24 * exact.abs().max().item(), f"error {ours} vs CPU's {cpus}"
     assert not torch_tpu.metrics.fallback_ops(), torch_tpu.metrics.fallback_ops()
     ran = torch_tpu.metrics.executed_ops()

@@ -14,8 +14,8 @@ NORMS = (None, "forward", "ortho")
 LENGTHS = (1, 2, 5, 8, 12, 17, 30, 97, 128, 210, 1009)
 
 
-def cplx(shape, seed=0):
-    return torch.complex(make(shape, torch.float32, seed=seed), make(shape, torch.float32, seed=seed + 1))
+def cplx(shape):
+    return make(shape, torch.complex64)
 
 
 def _double(x):
@@ -25,8 +25,14 @@ def _double(x):
 def check(fn, *inputs, **kw):
     """fn(*inputs, **kw) on tpu == on CPU; no farther than CPU's result from the double one."""
     torch_tpu.metrics.reset()
-    want = fn(*inputs, **kw)
-    got = fn(*[x.to("tpu") if isinstance(x, torch.Tensor) else x for x in inputs], **kw)
+    tpu_inputs = [x.to("tpu") if isinstance(x, torch.Tensor) else x for x in inputs]
+    try:
+        want = fn(*inputs, **kw)
+    except Exception as e:  # e.g. irfft of one point: n = 0
+        with pytest.raises(type(e)):
+            fn(*tpu_inputs, **kw)
+        return
+    got = fn(*tpu_inputs, **kw)
     exact = fn(*[_double(x) for x in inputs], **kw)
     assert got.device.type == "tpu" and got.dtype == want.dtype and got.shape == want.shape
     got = got.cpu()

@@ -34,10 +34,10 @@ register("fill_.Scalar", lambda x: x.fill_(3), [(3, 4)], **C, name="fill_ real s
 register("fill_.Tensor", lambda x: x.fill_(torch.tensor(-1 + 0.5j)), [(3, 4)], **C, name="fill_ complex tensor")
 register("zero_", lambda x: x.zero_(), [(5, 3)], **C, name="zero_ complex")
 register("conj_physical.out", lambda x: torch.conj_physical(x), special, **C)
-register("conj_physical.out", lambda x: x.conj_physical_(), special, **C, name="conj_physical_")
-register("conj_physical.out", lambda x: x.conj().resolve_conj(), special, **C, name="resolve_conj")
-register("conj_physical.out", lambda x: x.conj().clone(), [(3, 4)], **C, name="clone of a conj view")
-register("conj_physical.out", lambda x, y: x.conj().copy_(y), [(3, 4), (3, 4)], **C, name="copy_ into a conj view")
+register("conj_physical_", lambda x: x.conj_physical_(), special, **C)
+register("conj_physical_", lambda x: x.conj().resolve_conj(), special, **C, name="resolve_conj")
+register("conj_physical_", lambda x: x.conj().clone(), [(3, 4)], **C, name="clone of a conj view")
+register("conj_physical_", lambda x, y: x.conj().copy_(y), [(3, 4), (3, 4)], **C, name="copy_ into a conj view")
 
 # indexing and shape kernels
 register("index_select", lambda x, i: torch.index_select(x, 1, i), lambda dt: special(dt) + [idx(4, 0, 2, 2)], **C)

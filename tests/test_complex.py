@@ -180,3 +180,14 @@ def test_complex_scalar_into_real_tensor_raises_like_cpu(fn):
 def test_complex_scalar_with_zero_imaginary_part_fits_a_real_tensor():
     assert torch.equal(torch.zeros(2, dtype=torch.int32, device="tpu").fill_(2 + 0j).cpu(),
                        torch.full((2,), 2, dtype=torch.int32))
+
+
+@pytest.mark.parametrize("fn", [lambda a: torch.complex(a, a.double()), lambda a: torch.complex(a, a.int()),
+                                lambda a: torch.complex(a.double(), a.double(),
+                                                        out=torch.empty(2, dtype=torch.complex64, device=a.device))])
+def test_torch_complex_dtype_errors_match_cpu(fn):
+    with pytest.raises(RuntimeError) as cpu_err:
+        fn(torch.ones(2))
+    with pytest.raises(RuntimeError) as tpu_err:
+        fn(torch.ones(2, device="tpu"))
+    assert str(tpu_err.value) == str(cpu_err.value)

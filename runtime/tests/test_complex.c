@@ -184,10 +184,94 @@ static void test_binary(void) {
   CHECK(run("eq.Tensor", 2, e2, vec(eq, TPURT_BOOL, N, 1)) == TPURT_OK && eq[0] == 1 && eq[3] == 0, "eq");
 }
 
+static tpurt_tensor mat(void* data, int dtype, int64_t r, int64_t c, int64_t rs, int64_t cs) {
+  tpurt_tensor t = {.data = data, .dtype = dtype, .ndim = 2, .sizes = {r, c}, .strides = {rs, cs}};
+  return t;
+}
+
+/* x as [3, 4]; reductions over dim d compared with double sums / products / moments */
+static void test_reduce(void) {
+  tpurt_c64 x[N], o[N];
+  fill(x);
+  float f[N];
+  for (int d = 0; d < 2; d++) {
+    int64_t dims[1] = {d}, nout = d ? 3 : 4, nred = d ? 4 : 3;
+    tpurt_value a[4] = {tv(mat(x, TPURT_C64, 3, 4, 4, 1)), {.kind = TPURT_V_INTS, .n = 1, .ints = dims, .scalar_dtype = -1},
+                        {.kind = TPURT_V_BOOL, .scalar_dtype = -1}, {.kind = TPURT_V_NONE, .scalar_dtype = -1}};
+    tpurt_value pd[4] = {a[0], {.kind = TPURT_V_INT, .i = d, .scalar_dtype = -1}, a[2], a[3]};
+    const char* ops[] = {"sum.dim_IntList", "mean.dim", "prod.dim_int"};
+    for (int k = 0; k < 3; k++) {
+      CHECK(run(ops[k], 4, k == 2 ? pd : a, vec(o, TPURT_C64, nout, 1)) == TPURT_OK, "%s: %s", ops[k], tpurt_last_error());
+      for (int i = 0; i < nout; i++) {
+        double complex acc = k == 2 ? 1 : 0;
+        for (int j = 0; j < nred; j++) {
+          double complex v = as_dc(x[d ? i * 4 + j : j * 4 + i]);
+          acc = k == 2 ? acc * v : acc + v;
+        }
+        if (k == 1) acc /= nred;
+        CHECK(close(as_dc(o[i]), acc, 1e-6, 1e-6), "%s dim %d [%d] = %g%+gi, want %g%+gi", ops[k], d, i, o[i].re,
+              o[i].im, creal(acc), cimag(acc));
+      }
+    }
+    /* var / std (correction 1): var(re) + var(im) */
+    tpurt_value va[4] = {a[0], a[1], {.kind = TPURT_V_NONE, .scalar_dtype = -1}, a[2]};
+    for (int k = 0; k < 2; k++) {
+      CHECK(run(k ? "std.correction" : "var.correction", 4, va, vec(f, TPURT_F32, nout, 1)) == TPURT_OK, "var: %s",
+            tpurt_last_error());
+      for (int i = 0; i < nout; i++) {
+        double complex mean = 0;
+        double m2 = 0;
+        for (int j = 0; j < nred; j++) mean += as_dc(x[d ? i * 4 + j : j * 4 + i]) / nred;
+        for (int j = 0; j < nred; j++) m2 += pow(cabs(as_dc(x[d ? i * 4 + j : j * 4 + i]) - mean), 2);
+        double want = k ? sqrt(m2 / (nred - 1)) : m2 / (nred - 1);
+        CHECK(fabs(f[i] - want) <= 1e-5 * want, "%s dim %d [%d] = %g, want %g", k ? "std" : "var", d, i, f[i], want);
+      }
+    }
+    /* vector norms of |z| */
+    const double ords[3] = {2, INFINITY, 1.5};
+    for (int k = 0; k < 3; k++) {
+      tpurt_value na[5] = {a[0], fv(ords[k]), a[1], a[2], a[3]};
+      CHECK(run("linalg_vector_norm", 5, na, vec(f, TPURT_F32, nout, 1)) == TPURT_OK, "norm: %s", tpurt_last_error());
+      for (int i = 0; i < nout; i++) {
+        double acc = 0;
+        for (int j = 0; j < nred; j++) {
+          double m = cabs(as_dc(x[d ? i * 4 + j : j * 4 + i]));
+          acc = isinf(ords[k]) ? fmax(acc, m) : acc + pow(m, ords[k]);
+        }
+        double want = isinf(ords[k]) ? acc : pow(acc, 1 / ords[k]);
+        CHECK(fabs(f[i] - want) <= 1e-6 * want, "norm(%g) dim %d [%d] = %g, want %g", ords[k], d, i, f[i], want);
+      }
+    }
+    /* cumsum along d */
+    CHECK(run("cumsum", 3, pd, mat(o, TPURT_C64, 3, 4, 4, 1)) == TPURT_OK, "cumsum: %s", tpurt_last_error());
+    for (int i = 0; i < N; i++) {
+      int r = i / 4, col = i % 4;
+      double complex acc = 0;
+      for (int j = 0; j <= (d ? col : r); j++) acc += as_dc(x[d ? r * 4 + j : j * 4 + col]);
+      CHECK(close(as_dc(o[i]), acc, 1e-6, 1e-6), "cumsum dim %d [%d]", d, i);
+    }
+  }
+  /* column mode: a stride-0 kept dim (x[0:4] expanded to [3, 4]), prod over dim 1 */
+  tpurt_value ex[4] = {tv(mat(x, TPURT_C64, 3, 4, 0, 1)), {.kind = TPURT_V_INT, .i = 1, .scalar_dtype = -1},
+                       {.kind = TPURT_V_BOOL, .scalar_dtype = -1}, {.kind = TPURT_V_NONE, .scalar_dtype = -1}};
+  CHECK(run("prod.dim_int", 4, ex, vec(o, TPURT_C64, 3, 1)) == TPURT_OK, "prod: %s", tpurt_last_error());
+  double complex want = as_dc(x[0]) * as_dc(x[1]) * as_dc(x[2]) * as_dc(x[3]);
+  for (int i = 0; i < 3; i++) CHECK(close(as_dc(o[i]), want, 1e-6, 0), "prod of expanded rows [%d] = %g%+gi", i, o[i].re, o[i].im);
+  /* full sum into a 0-dim output */
+  tpurt_c64 total;
+  tpurt_tensor scalar = {.data = &total, .dtype = TPURT_C64, .ndim = 0};
+  tpurt_value sa[2] = {tv(vec(x, TPURT_C64, N, 1)), {.kind = TPURT_V_NONE, .scalar_dtype = -1}};
+  CHECK(run("sum", 2, sa, scalar) == TPURT_OK, "sum: %s", tpurt_last_error());
+  double complex acc = 0;
+  for (int i = 0; i < N; i++) acc += as_dc(x[i]);
+  CHECK(close(as_dc(total), acc, 1e-6, 1e-6), "sum = %g%+gi", total.re, total.im);
+}
+
 int main(void) {
   tpurt_init();
   test_engine();
   test_unary();
   test_binary();
+  test_reduce();
   return CHECK_DONE();
 }

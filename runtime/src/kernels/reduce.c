@@ -340,6 +340,44 @@ tpurt_status tpurt_red_run(const tpurt_tensor* in, uint32_t mask, const tpurt_te
   return TPURT_OK;
 }
 
+/* ---------------------------------------------------------------- complex64 */
+tpurt_tensor tpurt_red_pairs(const tpurt_tensor* t) {
+  tpurt_tensor v = *t;
+  v.dtype = TPURT_F32;
+  for (int d = 0; d < t->ndim; d++) v.strides[d] = 2 * t->strides[d];
+  v.sizes[t->ndim] = 2;
+  v.strides[t->ndim] = 1;
+  v.ndim = t->ndim + 1;
+  return v;
+}
+
+/* One part (0 real, 1 imaginary) of a complex64 output as float32, with a trailing dim of
+ * 1 when `keep` (the output keeps the input's rank, so the pair dim counts as kept too). */
+static tpurt_tensor cx_part(const tpurt_tensor* t, int part, int keep) {
+  tpurt_tensor v = tpurt_red_pairs(t);
+  v.data = (float*)t->data + part;
+  v.sizes[t->ndim] = 1;
+  v.ndim = t->ndim + keep;
+  return v;
+}
+
+/* Reduce a complex64 input through its float pairs (op->cx says how). */
+static tpurt_status red_run_complex(const tpurt_tensor* in, uint32_t mask, const tpurt_tensor* outs, int nouts,
+                                    const red_op* op, red_ctx* ctx) {
+  if (in->ndim >= TPURT_MAX_DIMS || op->cx == RED_CX_NONE || outs[0].dtype != TPURT_C64)
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "reduction of complex64 %s into %s not supported",
+                      tpurt_shape_str(in), tpurt_dtype_name((tpurt_dtype)outs[0].dtype));
+  tpurt_tensor v = tpurt_red_pairs(in), o[TPURT_MAX_OUTS];
+  if (op->cx == RED_CX_PARTS) {
+    for (int k = 0; k < nouts; k++) o[k] = tpurt_red_pairs(&outs[k]);
+    return tpurt_red_run(&v, mask, o, nouts, op, ctx);
+  }
+  int keep = outs[0].ndim == in->ndim;
+  o[0] = cx_part(&outs[0], 0, keep);
+  o[1] = cx_part(&outs[0], 1, keep);
+  return tpurt_red_run(&v, mask | 1u << in->ndim, o, 2, op, ctx);
+}
+
 /* ---------------------------------------------------------------- the ops */
 static void init_zero(red_state* s, int64_t n, const red_ctx* c) { memset(s, 0, sizeof *s * (size_t)n); }
 
@@ -402,8 +440,8 @@ static void sum_merge(red_state* a, const red_state* b, const red_ctx* c) {
   a->f += b->f;
   a->i = WRAP_ADD(a->i, b->i);
 }
-static const red_op op_sum = {.int_inputs = 1, .init = init_zero, .row = sum_row, .col = sum_col, .fin = sum_fin, .merge = sum_merge, .row_f32 = sum_row_f32};
-static const red_op op_mean = {.init = init_zero, .row = sum_row, .col = sum_col, .fin = mean_fin, .merge = sum_merge, .row_f32 = sum_row_f32};
+static const red_op op_sum = {.int_inputs = 1, .init = init_zero, .row = sum_row, .col = sum_col, .fin = sum_fin, .merge = sum_merge, .row_f32 = sum_row_f32, .cx = RED_CX_PARTS};
+static const red_op op_mean = {.init = init_zero, .row = sum_row, .col = sum_col, .fin = mean_fin, .merge = sum_merge, .row_f32 = sum_row_f32, .cx = RED_CX_PARTS};
 
 /* count_nonzero: an int64 count of x != 0 */
 static void cnz_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {
@@ -442,6 +480,38 @@ static void prod_col(red_state* s, const void* x, int64_t n, int64_t idx, const 
   }
 }
 static const red_op op_prod = {.int_inputs = 1, .init = init_one, .row = prod_row, .col = prod_col, .fin = sum_fin};
+
+/* complex prod over the float pairs (re at even, im at odd linear index): (f, g) is the
+ * running product in double; column mode keeps a pending real part's bits in j */
+static void cprod_mul(red_state* s, double re, double im) {
+  double a = s->f, b = s->g;
+  s->f = a * re - b * im;
+  s->g = a * im + b * re;
+}
+static void cprod_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {
+  const double* v = x;
+  for (int64_t k = 0; k + 1 < n; k += 2) cprod_mul(s, v[k], v[k + 1]);
+}
+static void cprod_col(red_state* s, const void* x, int64_t n, int64_t idx, const red_ctx* c) {
+  const double* v = x;
+  for (int64_t k = 0; k < n; k++) {
+    if (idx % 2 == 0) {
+      memcpy(&s[k].j, &v[k], sizeof(double));
+      continue;
+    }
+    double re;
+    memcpy(&re, &s[k].j, sizeof re);
+    cprod_mul(&s[k], re, v[k]);
+  }
+}
+static void cprod_init(red_state* s, int64_t n, const red_ctx* c) {
+  for (int64_t k = 0; k < n; k++) s[k] = (red_state){1, 0, 0, 0};
+}
+static void cprod_fin(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
+  o[0] = (red_val){s->f, 0, 0};
+  o[1] = (red_val){s->g, 0, 0};
+}
+static const red_op op_cprod = {.init = cprod_init, .row = cprod_row, .col = cprod_col, .fin = cprod_fin, .cx = RED_CX_VALUES};
 
 /* all (flag 0) / any (flag 1): i holds the running truth value */
 static void init_all_any(red_state* s, int64_t n, const red_ctx* c) {
@@ -610,6 +680,7 @@ static tpurt_status reduce(const tpurt_op_call* c, int dim_arg, const red_op* op
   uint32_t mask;
   tpurt_status s = tpurt_red_mask(in, dim_arg < 0 ? &NONE_DIMS : &c->args[dim_arg], &c->outs[0], &mask);
   if (s) return s;
+  if (in->dtype == TPURT_C64) return red_run_complex(in, mask, c->outs, c->nouts, op == &op_prod ? &op_cprod : op, &ctx);
   return tpurt_red_run(in, mask, c->outs, c->nouts, op, &ctx);
 }
 
@@ -658,9 +729,50 @@ tpurt_status tpurt_kernel_aminmax(const tpurt_op_call* c) {
   return s;
 }
 
+/* A dense scratch tensor of t's sizes in dtype dt (malloc'd data; the caller frees it). */
+static tpurt_status scratch_like(const tpurt_tensor* t, int dt, tpurt_tensor* s) {
+  *s = *t;
+  s->dtype = dt;
+  int64_t n = 1;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    s->strides[d] = n;
+    n *= t->sizes[d];
+  }
+  s->data = malloc((size_t)(n ? n : 1) * tpurt_dtype_size((tpurt_dtype)dt));
+  return s->data ? TPURT_OK : tpurt_fail(TPURT_ERR_OOM, "out of host memory for a %s scratch", tpurt_shape_str(t));
+}
+
+/* complex64 var/std as CPU computes them: var(real) + var(imag), each in float32 */
+static void cx_add_parts(int64_t n, void* o, const void* const* in, const void* ctx) {
+  const tpurt_c64* v = in[0];
+  float* r = o;
+  for (int64_t i = 0; i < n; i++) r[i] = v[i].re + v[i].im;
+}
+static void cx_add_parts_sqrt(int64_t n, void* o, const void* const* in, const void* ctx) {
+  const tpurt_c64* v = in[0];
+  float* r = o;
+  for (int64_t i = 0; i < n; i++) r[i] = sqrtf(v[i].re + v[i].im);
+}
+
+static tpurt_status var_complex(const tpurt_op_call* c, int flags) {
+  const tpurt_tensor* in = &c->args[0].t;
+  uint32_t mask;
+  tpurt_tensor parts;
+  tpurt_status s = tpurt_red_mask(in, &c->args[1], &c->outs[0], &mask);
+  if (s || (s = scratch_like(&c->outs[0], TPURT_C64, &parts))) return s;
+  tpurt_tensor v = tpurt_red_pairs(in), o[2] = {tpurt_red_pairs(&parts)};
+  if (flags & 2) o[1] = tpurt_red_pairs(&c->outs[1]);
+  red_ctx ctx = {.p = correction_of(&c->args[2]), .flag = flags & 2};
+  s = tpurt_red_run(&v, mask, o, flags & 2 ? 2 : 1, &op_var, &ctx);
+  if (!s) s = tpurt_ew_run2(&c->outs[0], TPURT_CT_F32, 1, &parts, TPURT_CT_C64, flags & 1 ? cx_add_parts_sqrt : cx_add_parts, NULL);
+  free(parts.data);
+  return s;
+}
+
 /* var.correction(self, dim?, *, correction?, keepdim) and std / var_mean / std_mean */
 #define VAR_KERNEL(name, flags) \
   tpurt_status tpurt_kernel_##name(const tpurt_op_call* c) { \
+    if (c->args[0].t.dtype == TPURT_C64) return var_complex(c, flags); \
     return reduce(c, 1, &op_var, (red_ctx){.p = correction_of(&c->args[2]), .flag = flags}); \
   }
 VAR_KERNEL(var, 0)
@@ -668,18 +780,33 @@ VAR_KERNEL(std, 1)
 VAR_KERNEL(var_mean, 2)
 VAR_KERNEL(std_mean, 3)
 
-/* linalg_vector_norm(self, ord, dim?, keepdim, *, dtype) */
-tpurt_status tpurt_kernel_vector_norm(const tpurt_op_call* c) {
-  return reduce(c, 2, &op_norm, (red_ctx){.p = tpurt_value_f(&c->args[1])});
+/* Norms of complex64 inputs are norms of |z| (hypot, as std::abs), taken into a scratch. */
+static void cx_abs(int64_t n, void* o, const void* const* in, const void* ctx) {
+  const tpurt_c64* v = in[0];
+  float* r = o;
+  for (int64_t i = 0; i < n; i++) r[i] = hypotf(v[i].re, v[i].im);
 }
+
+static tpurt_status norm_run(const tpurt_op_call* c, int dim_arg, double p) {
+  const tpurt_tensor* in = &c->args[0].t;
+  red_ctx ctx = {.p = p};
+  if (in->dtype != TPURT_C64) return reduce(c, dim_arg, &op_norm, ctx);
+  uint32_t mask;
+  tpurt_tensor mag;
+  tpurt_status s = tpurt_red_mask(in, dim_arg < 0 ? &NONE_DIMS : &c->args[dim_arg], &c->outs[0], &mask);
+  if (s || (s = scratch_like(in, TPURT_F32, &mag))) return s;
+  s = tpurt_ew_run2(&mag, TPURT_CT_F32, 1, in, TPURT_CT_C64, cx_abs, NULL);
+  if (!s) s = tpurt_red_run(&mag, mask, c->outs, 1, &op_norm, &ctx);
+  free(mag.data);
+  return s;
+}
+
+/* linalg_vector_norm(self, ord, dim?, keepdim, *, dtype) */
+tpurt_status tpurt_kernel_vector_norm(const tpurt_op_call* c) { return norm_run(c, 2, tpurt_value_f(&c->args[1])); }
 /* norm(self, Scalar? p, [dim, keepdim,] ...): vector_norm with p = None meaning 2 */
 static double norm_p(const tpurt_value* v) { return v->kind == TPURT_V_NONE ? 2.0 : tpurt_value_f(v); }
-tpurt_status tpurt_kernel_norm(const tpurt_op_call* c) {
-  return reduce(c, -1, &op_norm, (red_ctx){.p = norm_p(&c->args[1])});
-}
-tpurt_status tpurt_kernel_norm_dim(const tpurt_op_call* c) {
-  return reduce(c, 2, &op_norm, (red_ctx){.p = norm_p(&c->args[1])});
-}
+tpurt_status tpurt_kernel_norm(const tpurt_op_call* c) { return norm_run(c, -1, norm_p(&c->args[1])); }
+tpurt_status tpurt_kernel_norm_dim(const tpurt_op_call* c) { return norm_run(c, 2, norm_p(&c->args[1])); }
 
 /* renorm(self, p, dim, maxnorm): every slice along dim whose p-norm over the other dims
  * exceeds maxnorm is scaled by maxnorm / (norm + 1e-7). As CPU, the factors are rounded to
@@ -722,14 +849,8 @@ tpurt_status tpurt_kernel_renorm(const tpurt_op_call* c) {
   return s;
 }
 
-/* cumsum(self, dim, *, dtype): a running double/int64 sum along dim, one line at a time */
-tpurt_status tpurt_kernel_cumsum(const tpurt_op_call* c) {
-  const tpurt_tensor* in = &c->args[0].t;
-  const tpurt_tensor* out = &c->outs[0];
-  int dim;
-  tpurt_status s = tpurt_wrap_dim(c->args[1].i, in->ndim, &dim);
-  if (s) return s;
-  if (tpurt_numel(in) == 0) return TPURT_OK;
+/* A running double/int64 sum along dim, one line at a time. */
+static void cumsum_run(const tpurt_tensor* in, const tpurt_tensor* out, int dim) {
   int nd = in->ndim;
   int64_t len = nd ? in->sizes[dim] : 1, ist = nd ? in->strides[dim] : 0, ost = nd ? out->strides[dim] : 0;
   int64_t sizes[TPURT_MAX_DIMS], idx[TPURT_MAX_DIMS] = {0};
@@ -756,5 +877,24 @@ tpurt_status tpurt_kernel_cumsum(const tpurt_op_call* c) {
       }
     }
   } while (nd && tpurt_next_index(idx, sizes, nd));
+}
+
+/* cumsum(self, dim, *, dtype); complex64 sums its real and imaginary parts apart */
+tpurt_status tpurt_kernel_cumsum(const tpurt_op_call* c) {
+  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* out = &c->outs[0];
+  int dim;
+  tpurt_status s = tpurt_wrap_dim(c->args[1].i, in->ndim, &dim);
+  if (s || tpurt_numel(in) == 0) return s;
+  if (in->dtype != TPURT_C64 && out->dtype != TPURT_C64) {
+    cumsum_run(in, out, dim);
+    return TPURT_OK;
+  }
+  if (in->dtype != out->dtype || in->ndim >= TPURT_MAX_DIMS)
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "cumsum from %s to %s not supported", tpurt_dtype_name((tpurt_dtype)in->dtype),
+                      tpurt_dtype_name((tpurt_dtype)out->dtype));
+  if (in->ndim == 0) return tpurt_copy_tensor(out, in);
+  tpurt_tensor pi = tpurt_red_pairs(in), po = tpurt_red_pairs(out);
+  cumsum_run(&pi, &po, dim);
   return TPURT_OK;
 }

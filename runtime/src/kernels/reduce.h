@@ -44,7 +44,15 @@ typedef struct red_op {
   void (*merge)(red_state* a, const red_state* b, const red_ctx* c);
   /* like row, on n dense float32 elements in place (no staging copy as double); NULL: staged */
   void (*row_f32)(red_state* s, const float* x, int64_t n, int64_t idx0, const red_ctx* c);
+  /* complex64 inputs (see tpurt_red_pairs): RED_CX_NONE (not supported), RED_CX_PARTS
+   * (this op folds real and imaginary parts apart: sum, mean) or RED_CX_VALUES (the op
+   * folds each element's pair as one complex value and gives outs (real, imaginary)) */
+  int cx;
 } red_op;
+enum { RED_CX_NONE, RED_CX_PARTS, RED_CX_VALUES };
+
+/* A complex64 tensor as its float32 pairs: the same dims plus a trailing dim of 2 (stride 1). */
+tpurt_tensor tpurt_red_pairs(const tpurt_tensor* t);
 
 /* Bit d set = dim d of `in` is reduced. `dims` is NONE, INT or INTS; NONE reduces every dim;
  * an empty list does too, except when `out` has in's shape (then nothing is reduced). */

@@ -267,11 +267,52 @@ static void test_reduce(void) {
   CHECK(close(as_dc(total), acc, 1e-6, 1e-6), "sum = %g%+gi", total.re, total.im);
 }
 
+/* mm / addmm / vdot at HIGHEST precision (plain f32 products) against double sums */
+static void test_matmul(void) {
+  tpurt_c64 x[N], y[N], o[N];
+  fill(x);
+  for (int i = 0; i < N; i++) y[i] = (tpurt_c64){x[N - 1 - i].im, -x[N - 1 - i].re};
+  /* [3, 4] @ [4, 3] with y read transposed (strides 1, 4) */
+  tpurt_op_call c = {.struct_size = sizeof c, .op = tpurt_op_lookup("addmm"), .nargs = 5, .nouts = 1,
+                     .precision = TPURT_PRECISION_HIGHEST};
+  tpurt_c64 bias[3] = {{1, 2}, {-1, 0.5f}, {0, -3}};
+  c.args[0] = tv(vec(bias, TPURT_C64, 3, 1));
+  c.args[1] = tv(mat(x, TPURT_C64, 3, 4, 4, 1));
+  c.args[2] = tv(mat(y, TPURT_C64, 4, 3, 1, 4));
+  c.args[3] = cv(0.5, 1);
+  c.args[4] = cv(2, -1);
+  c.outs[0] = mat(o, TPURT_C64, 3, 3, 3, 1);
+  CHECK(tpurt_op_run(&c) == TPURT_OK, "addmm: %s", tpurt_last_error());
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      double complex acc = 0;
+      for (int k = 0; k < 4; k++) acc += as_dc(x[i * 4 + k]) * as_dc(y[j * 4 + k]);
+      double complex want = (2 - I) * acc + (0.5 + I) * as_dc(bias[j]);
+      CHECK(close(as_dc(o[i * 3 + j]), want, 1e-5, 1e-5), "addmm[%d,%d] = %g%+gi, want %g%+gi", i, j, o[i * 3 + j].re,
+            o[i * 3 + j].im, creal(want), cimag(want));
+    }
+  /* dot and vdot (conjugates its first operand) */
+  for (int v = 0; v < 2; v++) {
+    tpurt_c64 r;
+    tpurt_op_call d = {.struct_size = sizeof d, .op = tpurt_op_lookup(v ? "vdot" : "dot"), .nargs = 2, .nouts = 1,
+                       .precision = TPURT_PRECISION_HIGHEST};
+    d.args[0] = tv(vec(x, TPURT_C64, N, 1));
+    d.args[1] = tv(vec(y, TPURT_C64, N, 1));
+    d.outs[0] = (tpurt_tensor){.data = &r, .dtype = TPURT_C64, .ndim = 0};
+    CHECK(tpurt_op_run(&d) == TPURT_OK, "dot: %s", tpurt_last_error());
+    double complex acc = 0;
+    for (int k = 0; k < N; k++) acc += (v ? conj(as_dc(x[k])) : as_dc(x[k])) * as_dc(y[k]);
+    CHECK(close(as_dc(r), acc, 1e-5, 1e-6), "%s = %g%+gi, want %g%+gi", v ? "vdot" : "dot", r.re, r.im, creal(acc),
+          cimag(acc));
+  }
+}
+
 int main(void) {
   tpurt_init();
   test_engine();
   test_unary();
   test_binary();
   test_reduce();
+  test_matmul();
   return CHECK_DONE();
 }

@@ -257,6 +257,27 @@ static void test_reduce(void) {
   CHECK(run("prod.dim_int", 4, ex, vec(o, TPURT_C64, 3, 1)) == TPURT_OK, "prod: %s", tpurt_last_error());
   double complex want = as_dc(x[0]) * as_dc(x[1]) * as_dc(x[2]) * as_dc(x[3]);
   for (int i = 0; i < 3; i++) CHECK(close(as_dc(o[i]), want, 1e-6, 0), "prod of expanded rows [%d] = %g%+gi", i, o[i].re, o[i].im);
+  /* transposed input (no dense dim): sums over pairs; keepdim output */
+  tpurt_value tr[4] = {tv(mat(x, TPURT_C64, 4, 3, 1, 4)), {.kind = TPURT_V_INTS, .n = 1, .ints = (int64_t[]){1}, .scalar_dtype = -1},
+                       {.kind = TPURT_V_BOOL, .i = 1, .scalar_dtype = -1}, {.kind = TPURT_V_NONE, .scalar_dtype = -1}};
+  CHECK(run("sum.dim_IntList", 4, tr, mat(o, TPURT_C64, 4, 1, 1, 1)) == TPURT_OK, "sum: %s", tpurt_last_error());
+  for (int i = 0; i < 4; i++) {
+    double complex acc = as_dc(x[i]) + as_dc(x[4 + i]) + as_dc(x[8 + i]);
+    CHECK(close(as_dc(o[i]), acc, 1e-6, 1e-6), "sum of transposed [%d] = %g%+gi", i, o[i].re, o[i].im);
+  }
+  /* a long dense sum: split over blocks, integers so the double sum is exact */
+  enum { BIG = 300001 };
+  static tpurt_c64 big[BIG];
+  double complex exact = 0;
+  for (int i = 0; i < BIG; i++) {
+    big[i] = (tpurt_c64){(float)(i % 7 - 3), (float)(i % 5)};
+    exact += as_dc(big[i]);
+  }
+  tpurt_c64 bs;
+  tpurt_value ba[2] = {tv(vec(big, TPURT_C64, BIG, 1)), {.kind = TPURT_V_NONE, .scalar_dtype = -1}};
+  CHECK(run("sum", 2, ba, (tpurt_tensor){.data = &bs, .dtype = TPURT_C64, .ndim = 0}) == TPURT_OK &&
+            bs.re == creal(exact) && bs.im == cimag(exact),
+        "long sum = %g%+gi, want %g%+gi", bs.re, bs.im, creal(exact), cimag(exact));
   /* full sum into a 0-dim output */
   tpurt_c64 total;
   tpurt_tensor scalar = {.data = &total, .dtype = TPURT_C64, .ndim = 0};

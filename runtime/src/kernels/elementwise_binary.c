@@ -218,8 +218,8 @@ EW_KERNEL(heaviside)
 
 tpurt_status tpurt_kernel_pow(const tpurt_op_call* c) {
   const tpurt_value *base = &c->args[0], *e = &c->args[1];
-  if (base->kind == TPURT_V_TENSOR && !tpurt_is_float(base->t.dtype) && e->kind == TPURT_V_INT &&
-      e->i < 0)
+  if (base->kind == TPURT_V_TENSOR && !tpurt_is_float(base->t.dtype) && !tpurt_is_complex(base->t.dtype) &&
+      e->kind == TPURT_V_INT && e->i < 0)
     return tpurt_fail(TPURT_ERR_RUNTIME, "Integers to negative integer powers are not allowed.");
   /* complex pow(Tensor, Scalar): the exponent is a parameter, not an operand */
   if (e->kind != TPURT_V_TENSOR && base->kind == TPURT_V_TENSOR && c->outs[0].dtype == TPURT_C64) {

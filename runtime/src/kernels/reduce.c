@@ -361,23 +361,6 @@ static tpurt_tensor cx_part(const tpurt_tensor* t, int part, int keep) {
   return v;
 }
 
-/* Reduce a complex64 input through its float pairs (op->cx says how). */
-static tpurt_status red_run_complex(const tpurt_tensor* in, uint32_t mask, const tpurt_tensor* outs, int nouts,
-                                    const red_op* op, red_ctx* ctx) {
-  if (in->ndim >= TPURT_MAX_DIMS || op->cx == RED_CX_NONE || outs[0].dtype != TPURT_C64)
-    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "reduction of complex64 %s into %s not supported",
-                      tpurt_shape_str(in), tpurt_dtype_name((tpurt_dtype)outs[0].dtype));
-  tpurt_tensor v = tpurt_red_pairs(in), o[TPURT_MAX_OUTS];
-  if (op->cx == RED_CX_PARTS) {
-    for (int k = 0; k < nouts; k++) o[k] = tpurt_red_pairs(&outs[k]);
-    return tpurt_red_run(&v, mask, o, nouts, op, ctx);
-  }
-  int keep = outs[0].ndim == in->ndim;
-  o[0] = cx_part(&outs[0], 0, keep);
-  o[1] = cx_part(&outs[0], 1, keep);
-  return tpurt_red_run(&v, mask | 1u << in->ndim, o, 2, op, ctx);
-}
-
 /* ---------------------------------------------------------------- the ops */
 static void init_zero(red_state* s, int64_t n, const red_ctx* c) { memset(s, 0, sizeof *s * (size_t)n); }
 
@@ -440,8 +423,48 @@ static void sum_merge(red_state* a, const red_state* b, const red_ctx* c) {
   a->f += b->f;
   a->i = WRAP_ADD(a->i, b->i);
 }
-static const red_op op_sum = {.int_inputs = 1, .init = init_zero, .row = sum_row, .col = sum_col, .fin = sum_fin, .merge = sum_merge, .row_f32 = sum_row_f32, .cx = RED_CX_PARTS};
-static const red_op op_mean = {.init = init_zero, .row = sum_row, .col = sum_col, .fin = mean_fin, .merge = sum_merge, .row_f32 = sum_row_f32, .cx = RED_CX_PARTS};
+
+/* complex sum / mean over float pairs: f += real parts (even linear index), g += imaginary */
+static void csum_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {
+  const double* v = x;
+  double a[2] = {0, 0};
+  for (int64_t k = 0; k < n; k++) a[(idx0 + k) & 1] += v[k];
+  s->f += a[0];
+  s->g += a[1];
+}
+static void csum_col(red_state* s, const void* x, int64_t n, int64_t idx, const red_ctx* c) {
+  const double* v = x;
+  if (idx & 1) for (int64_t k = 0; k < n; k++) s[k].g += v[k];
+  else for (int64_t k = 0; k < n; k++) s[k].f += v[k];
+}
+/* 8 double lanes as sum_row_f32; lane j always holds the parity of idx0 + j */
+TPURT_VEC_ATTRS static void csum_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, const red_ctx* c) {
+  double a[8] = {0}, t[2] = {0, 0};
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8)
+    for (int j = 0; j < 8; j++) a[j] += (double)v[k + j];
+  for (; k < n; k++) t[(idx0 + k) & 1] += (double)v[k];
+  double even = (a[0] + a[2]) + (a[4] + a[6]), odd = (a[1] + a[3]) + (a[5] + a[7]);
+  s->f += (idx0 & 1 ? odd : even) + t[0];
+  s->g += (idx0 & 1 ? even : odd) + t[1];
+}
+static void csum_merge(red_state* a, const red_state* b, const red_ctx* c) {
+  a->f += b->f;
+  a->g += b->g;
+}
+static void csum_fin(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
+  o[0] = (red_val){s->f, 0, 0};
+  o[1] = (red_val){s->g, 0, 0};
+}
+static void cmean_fin(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
+  double n = (double)(count / 2);
+  o[0] = (red_val){s->f / n, 0, 0};
+  o[1] = (red_val){s->g / n, 0, 0};
+}
+static const red_op op_csum = {.init = init_zero, .row = csum_row, .col = csum_col, .fin = csum_fin, .merge = csum_merge, .row_f32 = csum_row_f32};
+static const red_op op_cmean = {.init = init_zero, .row = csum_row, .col = csum_col, .fin = cmean_fin, .merge = csum_merge, .row_f32 = csum_row_f32};
+static const red_op op_sum = {.int_inputs = 1, .init = init_zero, .row = sum_row, .col = sum_col, .fin = sum_fin, .merge = sum_merge, .row_f32 = sum_row_f32, .cx = &op_csum, .cx_parts = 1};
+static const red_op op_mean = {.init = init_zero, .row = sum_row, .col = sum_col, .fin = mean_fin, .merge = sum_merge, .row_f32 = sum_row_f32, .cx = &op_cmean, .cx_parts = 1};
 
 /* count_nonzero: an int64 count of x != 0 */
 static void cnz_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {
@@ -479,7 +502,6 @@ static void prod_col(red_state* s, const void* x, int64_t n, int64_t idx, const 
     for (int64_t k = 0; k < n; k++) s[k].f *= v[k];
   }
 }
-static const red_op op_prod = {.int_inputs = 1, .init = init_one, .row = prod_row, .col = prod_col, .fin = sum_fin};
 
 /* complex prod over the float pairs (re at even, im at odd linear index): (f, g) is the
  * running product in double; column mode keeps a pending real part's bits in j */
@@ -511,7 +533,8 @@ static void cprod_fin(const red_state* s, int64_t count, const red_ctx* c, red_v
   o[0] = (red_val){s->f, 0, 0};
   o[1] = (red_val){s->g, 0, 0};
 }
-static const red_op op_cprod = {.init = cprod_init, .row = cprod_row, .col = cprod_col, .fin = cprod_fin, .cx = RED_CX_VALUES};
+static const red_op op_cprod = {.init = cprod_init, .row = cprod_row, .col = cprod_col, .fin = cprod_fin};
+static const red_op op_prod = {.int_inputs = 1, .init = init_one, .row = prod_row, .col = prod_col, .fin = sum_fin, .cx = &op_cprod};
 
 /* all (flag 0) / any (flag 1): i holds the running truth value */
 static void init_all_any(red_state* s, int64_t n, const red_ctx* c) {
@@ -671,6 +694,47 @@ static void lse_fin(const red_state* s, int64_t count, const red_ctx* c, red_val
 }
 static const red_op op_lse = {.init = init_lse, .row = lse_row, .col = lse_col, .fin = lse_fin};
 
+/* ---------------------------------------------------------------- complex64 driver */
+/* Merge dim d of a float-pair view with its trailing pair dim when d is dense in complex
+ * elements (float stride 2): one dim of twice the size, stride 1. */
+static int merge_pair(tpurt_tensor* v, int d) {
+  int p = v->ndim - 1;
+  if (d < 0 || d >= p || v->strides[d] != 2) return 0;
+  v->sizes[d] *= 2;
+  v->strides[d] = 1;
+  for (int e = d + 1; e < p; e++) v->sizes[e] = v->sizes[e + 1], v->strides[e] = v->strides[e + 1];
+  v->ndim = p;
+  return 1;
+}
+
+/* Reduce a complex64 input through its float pairs. Parts ops (sum, mean) whose innermost
+ * kept dim is dense in input and outputs run on the merged parts (dense column folds);
+ * everything else runs op->cx over pairs (re at even, im at odd linear index), merged with
+ * the innermost dim when that one is reduced and dense (dense row folds). */
+static tpurt_status red_run_complex(const tpurt_tensor* in, uint32_t mask, const tpurt_tensor* outs, int nouts,
+                                    const red_op* op, red_ctx* ctx) {
+  if (in->ndim >= TPURT_MAX_DIMS || !op->cx || outs[0].dtype != TPURT_C64 || nouts != 1)
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "reduction of complex64 %s into %s not supported",
+                      tpurt_shape_str(in), tpurt_dtype_name((tpurt_dtype)outs[0].dtype));
+  int last = in->ndim - 1;
+  int inner_reduced = last >= 0 && (mask >> last & 1);
+  tpurt_tensor v = tpurt_red_pairs(in), o[2];
+  if (op->cx_parts && last >= 0 && !inner_reduced) {
+    o[0] = tpurt_red_pairs(&outs[0]);
+    tpurt_tensor w = v;
+    if (merge_pair(&w, last) && merge_pair(&o[0], outs[0].ndim - 1)) return tpurt_red_run(&w, mask, o, 1, op, ctx);
+  }
+  int keep = outs[0].ndim == in->ndim;
+  if (inner_reduced && merge_pair(&v, last)) {
+    o[0] = cx_part(&outs[0], 0, 0);
+    o[1] = cx_part(&outs[0], 1, 0);
+    return tpurt_red_run(&v, mask, o, 2, op->cx, ctx);
+  }
+  o[0] = cx_part(&outs[0], 0, keep);
+  o[1] = cx_part(&outs[0], 1, keep);
+  return tpurt_red_run(&v, mask | 1u << in->ndim, o, 2, op->cx, ctx);
+}
+
 /* ---------------------------------------------------------------- kernels */
 static const tpurt_value NONE_DIMS = {.kind = TPURT_V_NONE, .scalar_dtype = -1};
 
@@ -680,7 +744,7 @@ static tpurt_status reduce(const tpurt_op_call* c, int dim_arg, const red_op* op
   uint32_t mask;
   tpurt_status s = tpurt_red_mask(in, dim_arg < 0 ? &NONE_DIMS : &c->args[dim_arg], &c->outs[0], &mask);
   if (s) return s;
-  if (in->dtype == TPURT_C64) return red_run_complex(in, mask, c->outs, c->nouts, op == &op_prod ? &op_cprod : op, &ctx);
+  if (in->dtype == TPURT_C64) return red_run_complex(in, mask, c->outs, c->nouts, op, &ctx);
   return tpurt_red_run(in, mask, c->outs, c->nouts, op, &ctx);
 }
 

@@ -30,7 +30,8 @@ typedef struct red_ctx {
   int flag;   /* op parameter: nan-skipping, min (vs max) */
 } red_ctx;
 
-typedef struct red_op {
+typedef struct red_op red_op;
+struct red_op {
   int int_inputs; /* fold integer/bool inputs as int64 (exact); else as double */
   void (*init)(red_state* s, int64_t n, const red_ctx* c);
   /* fold x[0..n) into *s; x[k] has linear index idx0 + k in the reduced sub-space */
@@ -44,12 +45,12 @@ typedef struct red_op {
   void (*merge)(red_state* a, const red_state* b, const red_ctx* c);
   /* like row, on n dense float32 elements in place (no staging copy as double); NULL: staged */
   void (*row_f32)(red_state* s, const float* x, int64_t n, int64_t idx0, const red_ctx* c);
-  /* complex64 inputs (see tpurt_red_pairs): RED_CX_NONE (not supported), RED_CX_PARTS
-   * (this op folds real and imaginary parts apart: sum, mean) or RED_CX_VALUES (the op
-   * folds each element's pair as one complex value and gives outs (real, imaginary)) */
-  int cx;
-} red_op;
-enum { RED_CX_NONE, RED_CX_PARTS, RED_CX_VALUES };
+  /* complex64 inputs (tpurt_red_pairs): the op that folds each element's float pair (real
+   * part at even, imaginary at odd linear index of the reduced sub-space) into two outputs
+   * (real, imaginary parts); NULL: complex64 not supported */
+  const struct red_op* cx;
+  int cx_parts; /* complex64 inputs may also be reduced as their float parts apart (sum) */
+};
 
 /* A complex64 tensor as its float32 pairs: the same dims plus a trailing dim of 2 (stride 1). */
 tpurt_tensor tpurt_red_pairs(const tpurt_tensor* t);

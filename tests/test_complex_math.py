@@ -105,6 +105,11 @@ BINARY = {
 }
 
 
+def test_isnan_isinf():
+    check(torch.isnan, [cspecial()])
+    check(torch.isinf, [cspecial()])
+
+
 @pytest.mark.parametrize("name", list(BINARY))
 @pytest.mark.parametrize("noncontig", [False, True])
 def test_binary(name, noncontig):
@@ -163,6 +168,8 @@ REDUCE = {
     "vector_norm 3": lambda x: torch.linalg.vector_norm(x, 3, dim=0, keepdim=True),
     "norm": lambda x: torch.norm(x),
     "norm dim": lambda x: torch.norm(x, dim=2),
+    "logsumexp": lambda x: torch.logsumexp(x, 1),
+    "logsumexp keepdim": lambda x: torch.logsumexp(x, (0, 2), keepdim=True),
 }
 
 

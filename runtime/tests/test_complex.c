@@ -174,6 +174,12 @@ static void test_binary(void) {
             creal(want), cimag(want));
     }
   }
+  /* isnan / isinf look at both parts */
+  tpurt_c64 odd[3] = {{1, NAN}, {INFINITY, 0}, {1, 2}};
+  uint8_t flags[3];
+  tpurt_value ov = tv(vec(odd, TPURT_C64, 3, 1));
+  CHECK(run("isnan", 1, &ov, vec(flags, TPURT_BOOL, 3, 1)) == TPURT_OK && flags[0] && !flags[1] && !flags[2], "isnan");
+  CHECK(run("isinf", 1, &ov, vec(flags, TPURT_BOOL, 3, 1)) == TPURT_OK && !flags[0] && flags[1] && !flags[2], "isinf");
   /* eq compares both parts */
   uint8_t eq[N];
   tpurt_value e2[2] = {tv(vec(x, TPURT_C64, N, 1)), tv(vec(x, TPURT_C64, N, 1))};
@@ -241,6 +247,15 @@ static void test_reduce(void) {
         double want = isinf(ords[k]) ? acc : pow(acc, 1 / ords[k]);
         CHECK(fabs(f[i] - want) <= 1e-6 * want, "norm(%g) dim %d [%d] = %g, want %g", ords[k], d, i, f[i], want);
       }
+    }
+    /* logsumexp: log(sum(exp(z))) */
+    tpurt_value la[3] = {a[0], a[1], a[2]};
+    CHECK(run("logsumexp", 3, la, vec(o, TPURT_C64, nout, 1)) == TPURT_OK, "logsumexp: %s", tpurt_last_error());
+    for (int i = 0; i < nout; i++) {
+      double complex acc = 0;
+      for (int j = 0; j < nred; j++) acc += cexp(as_dc(x[d ? i * 4 + j : j * 4 + i]));
+      CHECK(close(as_dc(o[i]), clog(acc), 1e-6, 1e-6), "logsumexp dim %d [%d] = %g%+gi, want %g%+gi", d, i, o[i].re,
+            o[i].im, creal(clog(acc)), cimag(clog(acc)));
     }
     /* cumsum along d */
     CHECK(run("cumsum", 3, pd, mat(o, TPURT_C64, 3, 4, 4, 1)) == TPURT_OK, "cumsum: %s", tpurt_last_error());

@@ -168,8 +168,6 @@ static double ew_erfinv(double y) {
 
 /* Boolean results: name, float expression, int64 expression. */
 #define UNARY_BOOL_OPS(X)                       \
-  X(isnan, isnan(x), 0)                         \
-  X(isinf, isinf(x), 0)                         \
   X(isposinf, x == INFINITY, 0)                 \
   X(isneginf, x == -INFINITY, 0)                \
   X(signbit, signbit(x) != 0, x < 0)            \
@@ -188,6 +186,11 @@ UNARY_FLOAT_OPS(KERNEL2)
 UNARY_SAME_OPS(DEF_UNARY_SAME)
 UNARY_BOOL_OPS(DEF_UNARY_BOOL)
 UNARY_BOOL_OPS(KERNEL3)
+/* complex64: either part */
+EW_DEF_BOOL_C(isnan, 1, isnan(x), 0, isnan(crealf(x)) || isnan(cimagf(x)))
+EW_DEF_BOOL_C(isinf, 1, isinf(x), 0, isinf(crealf(x)) || isinf(cimagf(x)))
+EW_KERNEL(isnan)
+EW_KERNEL(isinf)
 
 #define UNARY_SAME_PLAIN(X) X(sign) X(floor) X(ceil) X(trunc) X(round) X(relu)
 UNARY_SAME_PLAIN(EW_KERNEL)

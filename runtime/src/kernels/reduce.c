@@ -2,6 +2,7 @@
  * logsumexp, count_nonzero) and cumsum. Every reduction is a red_op run by one driver. */
 #include <stdlib.h>
 
+#include "complex_math.h"
 #include "reduce.h"
 #include "vmath.h"
 
@@ -778,8 +779,6 @@ RED_KERNEL(max_dim, 1, op_ext_both, .flag = 0)
 RED_KERNEL(min_dim, 1, op_ext_both, .flag = 1)
 RED_KERNEL(argmax, 1, op_ext_idx, .flag = 0)
 RED_KERNEL(argmin, 1, op_ext_idx, .flag = 1)
-/* logsumexp(self, dim, keepdim) */
-RED_KERNEL(logsumexp, 1, op_lse, 0)
 
 /* aminmax(self, *, dim?, keepdim) -> (min, max): two passes of the extreme op */
 tpurt_status tpurt_kernel_aminmax(const tpurt_op_call* c) {
@@ -863,6 +862,63 @@ static tpurt_status norm_run(const tpurt_op_call* c, int dim_arg, double p) {
   if (!s) s = tpurt_red_run(&mag, mask, c->outs, 1, &op_norm, &ctx);
   free(mag.data);
   return s;
+}
+
+/* complex64 logsumexp as CPU: m = amax of the real parts over dims (0 where infinite),
+ * then log(sum(exp(z - m))) + m, through scratch tensors */
+static void lse_shift_exp(int64_t n, void* o, const void* const* in, const void* ctx) {
+  const cx_t *z = in[0], *m = in[1];
+  cx_t* r = o;
+  for (int64_t i = 0; i < n; i++) r[i] = cexpf(z[i] - m[i]);
+}
+static void lse_log_add(int64_t n, void* o, const void* const* in, const void* ctx) {
+  const cx_t *s = in[0], *m = in[1];
+  cx_t* r = o;
+  for (int64_t i = 0; i < n; i++) r[i] = clogf(s[i]) + m[i];
+}
+
+static tpurt_status logsumexp_complex(const tpurt_op_call* c, uint32_t mask) {
+  const tpurt_tensor *in = &c->args[0].t, *out = &c->outs[0];
+  tpurt_tensor keep = *in, m, e;
+  for (int d = 0; d < in->ndim; d++)
+    if (mask >> d & 1) keep.sizes[d] = 1;
+  tpurt_status s = scratch_like(&keep, TPURT_F32, &m);
+  if (s) return s;
+  if ((s = scratch_like(in, TPURT_C64, &e))) {
+    free(m.data);
+    return s;
+  }
+  tpurt_tensor re = cx_part(in, 0, 0);
+  red_ctx ext = {.flag = 0}, sum = {0};
+  s = tpurt_red_run(&re, mask, &m, 1, &op_ext_val, &ext);
+  float* mf = m.data;
+  for (int64_t i = 0, n = tpurt_numel(&m); i < n && !s; i++)
+    if (isinf(mf[i])) mf[i] = 0;
+  tpurt_tensor zm[2] = {*in, m};
+  if (!s) s = tpurt_ew_run(&e, 2, zm, TPURT_CT_C64, lse_shift_exp, NULL);
+  if (!s) s = red_run_complex(&e, mask, out, 1, &op_sum, &sum);
+  tpurt_tensor sm[2] = {*out, *out}; /* m in out's shape: the kept dims in the same order */
+  sm[1].data = m.data;
+  sm[1].dtype = TPURT_F32;
+  for (int64_t d = out->ndim - 1, st = 1; d >= 0; d--) {
+    sm[1].strides[d] = st;
+    st *= out->sizes[d];
+  }
+  if (!s) s = tpurt_ew_run(out, 2, sm, TPURT_CT_C64, lse_log_add, NULL);
+  free(m.data);
+  free(e.data);
+  return s;
+}
+
+/* logsumexp(self, dim, keepdim) */
+tpurt_status tpurt_kernel_logsumexp(const tpurt_op_call* c) {
+  const tpurt_tensor* in = &c->args[0].t;
+  uint32_t mask;
+  tpurt_status s = tpurt_red_mask(in, &c->args[1], &c->outs[0], &mask);
+  if (s) return s;
+  if (in->dtype == TPURT_C64) return logsumexp_complex(c, mask);
+  red_ctx ctx = {0};
+  return tpurt_red_run(in, mask, c->outs, c->nouts, &op_lse, &ctx);
 }
 
 /* linalg_vector_norm(self, ord, dim?, keepdim, *, dtype) */

@@ -708,10 +708,28 @@ static int merge_pair(tpurt_tensor* v, int d) {
   return 1;
 }
 
-/* Reduce a complex64 input through its float pairs. Parts ops (sum, mean) whose innermost
- * kept dim is dense in input and outputs run on the merged parts (dense column folds);
- * everything else runs op->cx over pairs (re at even, im at odd linear index), merged with
- * the innermost dim when that one is reduced and dense (dense row folds). */
+/* Reduce the float parts of a complex64 input apart into complex64 outputs (sum, var): the
+ * pair dim stays kept, merged with the innermost dim when that one is kept and dense in
+ * the input and every output (then columns are dense). */
+static tpurt_status red_run_parts(const tpurt_tensor* in, uint32_t mask, const tpurt_tensor* outs, int nouts,
+                                  const red_op* op, red_ctx* ctx) {
+  tpurt_tensor v = tpurt_red_pairs(in), o[TPURT_MAX_OUTS];
+  int last = in->ndim - 1, merged = last >= 0 && !(mask >> last & 1) && merge_pair(&v, last);
+  for (int k = 0; k < nouts; k++) {
+    o[k] = tpurt_red_pairs(&outs[k]);
+    merged = merged && merge_pair(&o[k], outs[k].ndim - 1);
+  }
+  if (!merged) {
+    v = tpurt_red_pairs(in);
+    for (int k = 0; k < nouts; k++) o[k] = tpurt_red_pairs(&outs[k]);
+  }
+  return tpurt_red_run(&v, mask, o, nouts, op, ctx);
+}
+
+/* Reduce a complex64 input through its float pairs: parts ops (sum, mean) with the
+ * innermost dim kept as red_run_parts; everything else runs op->cx over pairs (re at even,
+ * im at odd linear index), merged with the innermost dim when that one is reduced and
+ * dense (dense row folds). */
 static tpurt_status red_run_complex(const tpurt_tensor* in, uint32_t mask, const tpurt_tensor* outs, int nouts,
                                     const red_op* op, red_ctx* ctx) {
   if (in->ndim >= TPURT_MAX_DIMS || !op->cx || outs[0].dtype != TPURT_C64 || nouts != 1)
@@ -719,12 +737,8 @@ static tpurt_status red_run_complex(const tpurt_tensor* in, uint32_t mask, const
                       tpurt_shape_str(in), tpurt_dtype_name((tpurt_dtype)outs[0].dtype));
   int last = in->ndim - 1;
   int inner_reduced = last >= 0 && (mask >> last & 1);
+  if (op->cx_parts && !inner_reduced) return red_run_parts(in, mask, outs, 1, op, ctx);
   tpurt_tensor v = tpurt_red_pairs(in), o[2];
-  if (op->cx_parts && last >= 0 && !inner_reduced) {
-    o[0] = tpurt_red_pairs(&outs[0]);
-    tpurt_tensor w = v;
-    if (merge_pair(&w, last) && merge_pair(&o[0], outs[0].ndim - 1)) return tpurt_red_run(&w, mask, o, 1, op, ctx);
-  }
   int keep = outs[0].ndim == in->ndim;
   if (inner_reduced && merge_pair(&v, last)) {
     o[0] = cx_part(&outs[0], 0, 0);
@@ -823,10 +837,10 @@ static tpurt_status var_complex(const tpurt_op_call* c, int flags) {
   tpurt_tensor parts;
   tpurt_status s = tpurt_red_mask(in, &c->args[1], &c->outs[0], &mask);
   if (s || (s = scratch_like(&c->outs[0], TPURT_C64, &parts))) return s;
-  tpurt_tensor v = tpurt_red_pairs(in), o[2] = {tpurt_red_pairs(&parts)};
-  if (flags & 2) o[1] = tpurt_red_pairs(&c->outs[1]);
+  tpurt_tensor o[2] = {parts, c->outs[1]};
   red_ctx ctx = {.p = correction_of(&c->args[2]), .flag = flags & 2};
-  s = tpurt_red_run(&v, mask, o, flags & 2 ? 2 : 1, &op_var, &ctx);
+  s = in->ndim < TPURT_MAX_DIMS ? red_run_parts(in, mask, o, flags & 2 ? 2 : 1, &op_var, &ctx)
+                                : tpurt_fail(TPURT_ERR_UNSUPPORTED, "var of a %d-dim complex64 tensor", in->ndim);
   if (!s) s = tpurt_ew_run2(&c->outs[0], TPURT_CT_F32, 1, &parts, TPURT_CT_C64, flags & 1 ? cx_add_parts_sqrt : cx_add_parts, NULL);
   free(parts.data);
   return s;

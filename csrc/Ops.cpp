@@ -12,6 +12,8 @@
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -67,10 +69,15 @@ void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 
 // ------------------------------------------------------------------ factories, views, resize
+// complex128 tensors live on tpu (storage and copies) without runtime kernels: every op on
+// them takes the counted CPU fallback, as for any dtype the runtime lacks.
+bool storable(c10::ScalarType dtype) { return to_tpurt_dtype(dtype) >= 0 || dtype == c10::kComplexDouble; }
+
 void check_dtype(c10::ScalarType dtype) {
-  TORCH_CHECK_NOT_IMPLEMENTED(to_tpurt_dtype(dtype) >= 0, "tpu tensors cannot have dtype torch.",
+  TORCH_CHECK_NOT_IMPLEMENTED(storable(dtype), "tpu tensors cannot have dtype torch.",
                               std::get<0>(c10::getDtypeNames(dtype)),
-                              " (supported: bool, uint8, int8/16/32/64, float16, bfloat16, float32, float64)");
+                              " (supported: bool, uint8, int8/16/32/64, float16, bfloat16, float32, float64, "
+                              "complex64, complex128)");
 }
 
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
@@ -109,6 +116,10 @@ at::Tensor reshape_alias(const at::Tensor& self, c10::IntArrayRef size, c10::Int
 at::Tensor unfold(const at::Tensor& self, int64_t dim, int64_t size, int64_t step) {
   return at::native::unfold(self, dim, size, step);
 }
+
+// Float views of complex storage and back (real / imag are built on view_as_real).
+at::Tensor view_as_real(const at::Tensor& self) { return at::native::view_as_real(self); }
+at::Tensor view_as_complex(const at::Tensor& self) { return at::native::view_as_complex(self); }
 
 void ensure_storage(const at::Tensor& self) {
   auto* impl = self.unsafeGetTensorImpl();
@@ -181,25 +192,81 @@ void device_copy(const at::Tensor& dst, const at::Tensor& src) {
   check(tpurt_op_launch(current_stream(dst.device().index()), &call));
 }
 
+// Whether the runtime's copy kernel converts between these dtypes (complex needs its flag).
+bool device_copyable(c10::ScalarType a, c10::ScalarType b) {
+  if (to_tpurt_dtype(a) < 0 || to_tpurt_dtype(b) < 0) return false;
+  return !(c10::isComplexType(a) || c10::isComplexType(b)) || (tpurt_op_flags(copy_op_id()) & TPURT_OPF_COMPLEX);
+}
+
+// The same memory as t without its conj/neg bits: the bytes as stored.
+at::Tensor physical(at::Tensor t) {
+  if (t.is_conj()) t = t._conj();
+  if (t.is_neg()) t = t._neg_view();
+  return t;
+}
+
+// Elements t spans in its storage from its first one (strides are non-negative).
+int64_t span_of(const at::Tensor& t) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < t.dim(); d++) n += (t.size(d) - 1) * t.stride(d);
+  return n;
+}
+
+// Host image of a tpu view's bytes with the view's strides, copied without any device kernel
+// (dtypes the copy kernel lacks; called from the CPU fallback, so it must not dispatch).
+at::Tensor to_host_raw(const at::Tensor& t) {
+  at::Tensor span = at::empty({span_of(t)}, t.options().device(c10::kCPU));
+  check(tpurt_memcpy_d2h(current_stream(t.device().index()), span.data_ptr(), t.data_ptr(), span.nbytes()));
+  return span.as_strided(t.sizes(), t.strides(), 0);
+}
+
+// Bytes of src into dst, converting the dtype; neither has conj/neg bits.
+void copy_physical(const at::Tensor& src, const at::Tensor& dst) {
+  const bool src_tpu = src.device().type() == kTpu, dst_tpu = dst.device().type() == kTpu;
+  if (src_tpu && dst_tpu && device_copyable(src.scalar_type(), dst.scalar_type())) {
+    device_copy(dst, src);
+  } else if (dst_tpu) {  // host -> device (or device -> device through the host)
+    at::Tensor host = (src_tpu ? to_host_raw(src) : src).to(dst.scalar_type()).expand(dst.sizes()).contiguous();
+    auto stream = current_stream(dst.device().index());
+    if (dst.is_contiguous()) {
+      check(tpurt_memcpy_h2d(stream, dst.data_ptr(), host.data_ptr(), host.nbytes()));
+    } else if (device_copyable(dst.scalar_type(), dst.scalar_type())) {
+      at::Tensor staged = at::empty(dst.sizes(), dst.options());
+      check(tpurt_memcpy_h2d(stream, staged.data_ptr(), host.data_ptr(), host.nbytes()));
+      device_copy(dst, staged);
+    } else {  // read-modify-write of the span dst covers
+      at::Tensor image = to_host_raw(dst);
+      image.copy_(host);
+      at::Tensor span = image.as_strided({span_of(dst)}, {1}, 0);
+      check(tpurt_memcpy_h2d(stream, dst.data_ptr(), span.data_ptr(), span.nbytes()));
+    }
+  } else {  // device -> host
+    at::Tensor packed = src;
+    if (!src.is_contiguous() && device_copyable(src.scalar_type(), src.scalar_type())) {
+      packed = at::empty(src.sizes(), src.options());
+      device_copy(packed, src);
+    }
+    if (packed.is_contiguous() && dst.is_contiguous() && dst.scalar_type() == packed.scalar_type() &&
+        dst.sizes() == packed.sizes())
+      check(tpurt_memcpy_d2h(current_stream(packed.device().index()), dst.data_ptr(), packed.data_ptr(),
+                             packed.nbytes()));
+    else
+      const_cast<at::Tensor&>(dst).copy_(to_host_raw(packed));
+  }
+}
+
+// copy_ reaches here for any tpu side before it looks at conj/neg bits: the logical value of
+// self goes into dst, so the stored bytes are copied and then conjugated/negated in place
+// where the two bits differ (what CPU's copy_ does).
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   if (dst.numel() == 0) return dst;
-  TORCH_CHECK(to_tpurt_dtype(dst.scalar_type()) >= 0 && to_tpurt_dtype(self.scalar_type()) >= 0,
-              "tpu does not support dtype ", dst.scalar_type() == self.scalar_type() ? dst.scalar_type() : self.scalar_type(),
-              " (supported: bool, uint8, int8/16/32/64, float16, bfloat16, float32, float64)");
-  if (self.device().type() == kTpu && dst.device().type() == kTpu) {
-    device_copy(dst, self);
-  } else if (dst.device().type() == kTpu) {  // host -> device
-    at::Tensor host = self.to(dst.scalar_type()).expand(dst.sizes()).contiguous();
-    at::Tensor target = dst.is_contiguous() ? dst : at::empty(dst.sizes(), dst.options());
-    check(tpurt_memcpy_h2d(current_stream(dst.device().index()), target.data_ptr(), host.data_ptr(), host.nbytes()));
-    if (!target.is_same(dst)) device_copy(dst, target);
-  } else {  // device -> host
-    at::Tensor src = self.is_contiguous() ? self : self.contiguous();
-    bool direct = dst.is_contiguous() && dst.scalar_type() == src.scalar_type() && dst.sizes() == src.sizes();
-    at::Tensor host = direct ? dst : at::empty(src.sizes(), src.options().device(c10::kCPU));
-    check(tpurt_memcpy_d2h(current_stream(src.device().index()), host.data_ptr(), src.data_ptr(), src.nbytes()));
-    if (!direct) const_cast<at::Tensor&>(dst).copy_(host);
-  }
+  TORCH_CHECK(storable(dst.scalar_type()) && storable(self.scalar_type()), "tpu does not support dtype ",
+              storable(dst.scalar_type()) ? self.scalar_type() : dst.scalar_type(),
+              " (supported: bool, uint8, int8/16/32/64, float16, bfloat16, float32, float64, complex64, complex128)");
+  at::Tensor out = physical(dst);
+  copy_physical(physical(self), out);
+  if (self.is_conj() != dst.is_conj() && out.is_complex()) out.conj_physical_();
+  if (self.is_neg() != dst.is_neg()) out.neg_();
   return dst;
 }
 
@@ -212,10 +279,14 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
   at::Tensor host = at::empty({}, self.options().device(c10::kCPU));
   check(tpurt_memcpy_d2h(current_stream(self.device().index()), host.data_ptr(), self.data_ptr(),
                          self.element_size()));
-  return host.item();
+  at::Scalar s = host.item();
+  if (self.is_conj()) s = s.conj();
+  return self.is_neg() ? -s : s;
 }
 
 // ------------------------------------------------------------------ the generic native kernel
+constexpr const char* kNoComplex = "complex64 not supported by this kernel";
+
 struct NativeKernel final : c10::OperatorKernel {
   explicit NativeKernel(int op) : op_(op), flags_(tpurt_op_flags(op)) {}
 
@@ -227,8 +298,12 @@ struct NativeKernel final : c10::OperatorKernel {
     // Device, and what cannot run natively.
     std::optional<c10::Device> device;
     const char* decline = nullptr;
+    const bool complex_ok = flags_ & TPURT_OPF_COMPLEX;
+    bool math_bits = false;  // an input with the conj/neg bit (ops PyTorch's fallbacks let through)
     auto visit = [&](const at::Tensor& t) {
       if (!t.defined()) return;
+      if (t.is_complex() && !complex_ok) decline = kNoComplex;
+      math_bits |= t.is_conj() || t.is_neg();
       if (t.device().type() == kTpu) {
         TORCH_CHECK(!device || *device == t.device(),
                     "Expected all tensors to be on the same device, but found at least two devices, ", *device,
@@ -236,7 +311,7 @@ struct NativeKernel final : c10::OperatorKernel {
         device = t.device();
         if (to_tpurt_dtype(t.scalar_type()) < 0) decline = "dtype not supported by the tpu runtime";
         if (t.dim() > TPURT_MAX_DIMS) decline = "more dimensions than the runtime supports";
-      } else if (t.dim() != 0 || to_tpurt_dtype(t.scalar_type()) < 0) {
+      } else if (t.dim() != 0 || (to_tpurt_dtype(t.scalar_type()) < 0 && !(complex_ok && t.is_complex()))) {
         decline = "non-tpu tensor argument";
       }
     };
@@ -250,6 +325,12 @@ struct NativeKernel final : c10::OperatorKernel {
       if (a.isTensor() && a.toTensor().defined() && a.toTensor().device().type() != kTpu && device)
         TORCH_CHECK(a.toTensor().dim() == 0, "Expected all tensors to be on the same device, but found at least two devices, ",
                     *device, " and ", a.toTensor().device(), "!");
+    for (size_t i = 0; i < nargs; i++) {  // a written tensor with a math bit needs its bit applied on store
+      const auto* ai = schema.arguments()[i].alias_info();
+      if (ai && ai->isWrite() && args[i].isTensor() && args[i].toTensor().defined() &&
+          (args[i].toTensor().is_conj() || args[i].toTensor().is_neg()))
+        decline = "output tensor has the conj/neg bit";
+    }
     const bool data_sized = flags_ & TPURT_OPF_DATA_SIZED;
     if (!decline && !has_meta(op) && (!data_sized || aliases_output(schema))) decline = "no meta function to compute output shapes";
     if (decline || !device) {
@@ -257,6 +338,10 @@ struct NativeKernel final : c10::OperatorKernel {
       return;
     }
     c10::DeviceGuard guard(*device);
+    if (math_bits) {  // kernels see stored bytes: materialize the conjugated/negated inputs
+      resolve_math_bits(*stack, nargs);
+      args = torch::jit::last(*stack, nargs);
+    }
 
     // Outputs: PyTorch's meta function decides shapes/dtypes/strides and validates; its
     // answer is cached per argument signature (meta functions are often Python, ~100 us).
@@ -302,6 +387,10 @@ struct NativeKernel final : c10::OperatorKernel {
         at::assert_no_internal_overlap(args[i].toTensor());
         if (schema.arguments()[i].is_out()) check_out_overlap(args, i);
       }
+    }
+    if (meta && !complex_ok && meta->complex_output) {
+      cpu_fallback(op, stack, kNoComplex);
+      return;
     }
     std::vector<c10::IValue> results;
     if (meta) allocate_outputs(*meta, args, *device, results);
@@ -411,6 +500,7 @@ struct NativeKernel final : c10::OperatorKernel {
     c10::IValue other;
   };
   struct MetaResult {
+    bool complex_output = false;
     std::vector<MetaRet> rets;
     std::vector<std::pair<size_t, std::vector<int64_t>>> resized;  // out= args the meta resized
   };
@@ -463,6 +553,7 @@ struct NativeKernel final : c10::OperatorKernel {
           ret.other = stack[r];
         }
       }
+      for (const auto& t : ret.tensors) result->complex_output |= t.defined && c10::isComplexType(t.dtype);
       result->rets.push_back(std::move(ret));
     }
     return result;
@@ -554,6 +645,25 @@ struct NativeKernel final : c10::OperatorKernel {
   std::mutex cache_mu_;
   std::unordered_map<std::vector<int64_t>, std::shared_ptr<const MetaResult>, KeyHash> cache_;
 
+  static void resolve_math_bits(torch::jit::Stack& stack, size_t nargs) {
+    auto resolve = [](const at::Tensor& t) { return t.defined() ? t.resolve_conj().resolve_neg() : t; };
+    for (size_t i = stack.size() - nargs; i < stack.size(); i++) {
+      auto& a = stack[i];
+      if (a.isTensor()) {
+        a = resolve(a.toTensor());
+      } else if (a.isTensorList()) {
+        c10::List<at::Tensor> l;
+        for (const auto& t : a.toTensorList()) l.push_back(resolve(t));
+        a = l;
+      } else if (a.isOptionalTensorList()) {
+        c10::List<std::optional<at::Tensor>> l;
+        for (std::optional<at::Tensor> t : a.toOptionalTensorList())
+          l.push_back(t.has_value() ? std::optional<at::Tensor>(resolve(*t)) : std::nullopt);
+        a = l;
+      }
+    }
+  }
+
   static bool is_number_list(const c10::IValue& a) {
     for (const auto& e : a.toListRef())
       if (!e.isInt() && !e.isDouble() && !e.isBool()) return false;
@@ -637,7 +747,10 @@ struct NativeKernel final : c10::OperatorKernel {
         v.kind = TPURT_V_INT;
         v.i = s.toLong();
       } else {
-        TORCH_CHECK_NOT_IMPLEMENTED(false, "complex scalars are not supported on tpu");
+        auto c = s.toComplexDouble();
+        v.kind = TPURT_V_COMPLEX;
+        v.c[0] = c.real();
+        v.c[1] = c.imag();
       }
     };
     if (a.isNone()) {
@@ -745,6 +858,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("view", view);
   m.impl("_reshape_alias", reshape_alias);
   m.impl("unfold", unfold);
+  m.impl("view_as_real", view_as_real);
+  m.impl("view_as_complex", view_as_complex);
   m.impl("resize_", resize_);
   m.impl("set_.source_Storage_storage_offset", set_storage);
   m.impl("set_.source_Storage", set_source_storage);
@@ -759,6 +874,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     if (name.rfind("tpurt::", 0) == 0) continue;
     m.impl(name.c_str(), torch::CppFunction::makeFromBoxedFunctor(std::make_unique<NativeKernel>(tpurt_op_lookup(name.c_str()))));
   }
+}
+
+// copy_ hands a tpu copy to _copy_from before looking at conj/neg bits, and the Conjugate /
+// Negative fallbacks would resolve those bits with a clone, which copies through _copy_from
+// again (endless recursion): copy_from applies the bits itself.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&fallback_kernel>()); }

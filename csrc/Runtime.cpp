@@ -24,7 +24,7 @@ const std::pair<c10::ScalarType, int> kDtypes[] = {
     {c10::kBool, TPURT_BOOL}, {c10::kByte, TPURT_U8},      {c10::kChar, TPURT_I8},
     {c10::kShort, TPURT_I16}, {c10::kInt, TPURT_I32},      {c10::kLong, TPURT_I64},
     {c10::kHalf, TPURT_F16},  {c10::kBFloat16, TPURT_BF16}, {c10::kFloat, TPURT_F32},
-    {c10::kDouble, TPURT_F64},
+    {c10::kDouble, TPURT_F64}, {c10::kComplexFloat, TPURT_C64},
 };
 }  // namespace
 

@@ -11,6 +11,7 @@ FLOATS = (torch.float32, torch.bfloat16, torch.float16)
 INTS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 NUMERIC = FLOATS + INTS
 ALL = NUMERIC + (torch.bool,)
+COMPLEX = (torch.complex64,)
 
 
 @dataclasses.dataclass
@@ -34,6 +35,9 @@ def make(shape, dtype, low=None, high=None, seed=0):
     g = torch.Generator().manual_seed(seed + 7919 * len(shape) + sum(shape))
     if dtype == torch.bool:
         return torch.randint(0, 2, shape, generator=g).bool()
+    if dtype.is_complex:
+        re, im = make(shape, dtype.to_real(), low, high, seed), make(shape, dtype.to_real(), low, high, seed + 1)
+        return torch.complex(re, im)
     if dtype.is_floating_point:
         lo = -3.0 if low is None else low
         hi = 3.0 if high is None else high

@@ -103,10 +103,11 @@ static void store(tpurt_ctype ct, char* dst, int64_t st, int dt, const void* src
       for (int64_t i = 0; i < n; i++) ((tpurt_c64*)dst)[i * st] = s[i];
       return;
     }
+    /* the real parts (for bool: whether either part is nonzero, as copy_) */
     float re[256];
     for (int64_t b = 0; b < n; b += 256) {
       int64_t m = n - b < 256 ? n - b : 256;
-      for (int64_t i = 0; i < m; i++) re[i] = s[b + i].re;
+      for (int64_t i = 0; i < m; i++) re[i] = dt == TPURT_BOOL ? s[b + i].re != 0 || s[b + i].im != 0 : s[b + i].re;
       store(TPURT_CT_F32, dst + b * st * (int64_t)tpurt_dtype_size((tpurt_dtype)dt), st, dt, re, m);
     }
   } else if (ct == TPURT_CT_F32) {
@@ -278,6 +279,14 @@ static void copy_f64(int64_t n, void* o, const void* const* in, const void* ctx)
   memcpy(o, in[0], (size_t)n * 8);
 }
 
+/* complex to bool is "re != 0 or im != 0", not the real part's truth */
+static void nonzero_c64(int64_t n, void* o, const void* const* in, const void* ctx) {
+  (void)ctx;
+  const float *re = in[0], *im = in[1];
+  float* r = o;
+  for (int64_t i = 0; i < n; i++) r[i] = re[i] != 0 || im[i] != 0;
+}
+
 tpurt_status tpurt_copy_tensor(const tpurt_tensor* dst, const tpurt_tensor* src) {
   int64_t n = tpurt_numel(dst);
   size_t es = tpurt_dtype_size((tpurt_dtype)dst->dtype);
@@ -287,10 +296,24 @@ tpurt_status tpurt_copy_tensor(const tpurt_tensor* dst, const tpurt_tensor* src)
     if (n && dst->data != src->data) memmove(dst->data, src->data, (size_t)n * es);
     return TPURT_OK;
   }
-  /* Same-width bit copies go through an integer compute type so bf16/f16 stay bit exact. */
-  if (dst->dtype == src->dtype && (es == 2 || es == 1 || es == 4)) {
+  if (dst->dtype != src->dtype && (dst->dtype == TPURT_C64 || src->dtype == TPURT_C64)) {
+    if (src->dtype == TPURT_C64) {
+      tpurt_tensor parts[2] = {tpurt_c64_part(src, 0), tpurt_c64_part(src, 1)};
+      if (dst->dtype == TPURT_BOOL) return tpurt_ew_run(dst, 2, parts, TPURT_CT_F32, nonzero_c64, NULL);
+      return tpurt_copy_tensor(dst, &parts[0]);
+    }
+    tpurt_tensor re = tpurt_c64_part(dst, 0), im = tpurt_c64_part(dst, 1);
+    tpurt_status s = tpurt_copy_tensor(&re, src);
+    tpurt_value zero = {.kind = TPURT_V_INT, .scalar_dtype = -1, .i = 0};
+    int64_t st[1];
+    tpurt_tensor z = tpurt_scalar_tensor(&zero, st);
+    return s ? s : tpurt_copy_tensor(&im, &z);
+  }
+  /* Same-width bit copies go through an integer compute type so bf16/f16 (and the float
+   * pairs of complex64) stay bit exact. */
+  if (dst->dtype == src->dtype && (es == 2 || es == 1 || es == 4 || dst->dtype == TPURT_C64)) {
     tpurt_tensor d = *dst, s = *src;
-    int as = es == 1 ? TPURT_U8 : es == 2 ? TPURT_I16 : TPURT_I32;
+    int as = es == 1 ? TPURT_U8 : es == 2 ? TPURT_I16 : es == 4 ? TPURT_I32 : TPURT_I64;
     if (dst->dtype != TPURT_BOOL) d.dtype = s.dtype = as;
     return tpurt_ew_run(&d, 1, &s, TPURT_CT_I64, copy_f64, NULL);
   }
@@ -309,9 +332,9 @@ tpurt_tensor tpurt_scalar_tensor(const tpurt_value* v, void* storage) {
     t.dtype = TPURT_F64;
     memcpy(storage, &v->f, 8);
   } else if (v->kind == TPURT_V_COMPLEX) {
+    tpurt_c64 c = {(float)v->c[0], (float)v->c[1]};
     t.dtype = TPURT_C64;
-    tpurt_c64 z = {(float)v->c[0], (float)v->c[1]};
-    memcpy(storage, &z, 8);
+    memcpy(storage, &c, 8);
   } else if (v->kind == TPURT_V_TENSOR) {
     return v->t;
   } else {
@@ -349,6 +372,31 @@ int64_t tpurt_load_i64(const void* p, int dt) {
 }
 void tpurt_store_f64(void* p, int dt, double v) { store(TPURT_CT_F64, p, 0, dt, &v, 1); }
 void tpurt_store_i64(void* p, int dt, int64_t v) { store(TPURT_CT_I64, p, 0, dt, &v, 1); }
+
+tpurt_c64 tpurt_load_c64(const void* p, int dt) {
+  tpurt_c64 v = {0, 0};
+  if (dt == TPURT_C64) memcpy(&v, p, sizeof v);
+  else if (tpurt_is_float(dt)) v.re = (float)tpurt_load_f64(p, dt);
+  else v.re = (float)tpurt_load_i64(p, dt);
+  return v;
+}
+
+void tpurt_convert_elem(void* dst, int dt, const void* src, int src_dt) {
+  if (dt == src_dt) {
+    memcpy(dst, src, tpurt_dtype_size((tpurt_dtype)dt));
+  } else if (dt == TPURT_C64) {
+    tpurt_c64 v = tpurt_load_c64(src, src_dt);
+    memcpy(dst, &v, sizeof v);
+  } else if (src_dt == TPURT_C64) {
+    tpurt_c64 v = tpurt_load_c64(src, src_dt);
+    if (dt == TPURT_BOOL) *(uint8_t*)dst = v.re != 0 || v.im != 0;
+    else tpurt_store_f64(dst, dt, v.re);
+  } else if (tpurt_is_float(dt)) {
+    tpurt_store_f64(dst, dt, tpurt_load_f64(src, src_dt));
+  } else {
+    tpurt_store_i64(dst, dt, tpurt_load_i64(src, src_dt));
+  }
+}
 
 /* ---------------------------------------------------------------- type promotion */
 int tpurt_promote_types(int a, int b) {

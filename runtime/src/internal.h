@@ -120,7 +120,25 @@ static inline int tpurt_next_index(int64_t* idx, const int64_t* sizes, int ndim)
   return 0;
 }
 
-/* Strided copy with dtype conversion between two tensors of the same shape. */
+/* The real (part 0) or imaginary (part 1) float32 parts of a complex64 tensor, as a
+ * float32 view of the same memory (strides doubled). */
+static inline tpurt_tensor tpurt_c64_part(const tpurt_tensor* t, int part) {
+  tpurt_tensor v = *t;
+  v.dtype = TPURT_F32;
+  v.data = (float*)t->data + part;
+  for (int d = 0; d < t->ndim; d++) v.strides[d] *= 2;
+  return v;
+}
+
+/* One element as complex64 (a real dtype gets imaginary part 0). */
+tpurt_c64 tpurt_load_c64(const void* p, int dtype);
+/* One element of dtype src_dt stored as dtype dt, converted as copy_ converts: complex to
+ * real keeps the real part (bool: either part nonzero). */
+void tpurt_convert_elem(void* dst, int dt, const void* src, int src_dt);
+
+/* Strided copy with dtype conversion between two tensors of the same shape (src may
+ * broadcast). Complex to real keeps the real part, real to complex sets the imaginary
+ * part to 0, as PyTorch's copy_. */
 tpurt_status tpurt_copy_tensor(const tpurt_tensor* dst, const tpurt_tensor* src);
 
 /* ---------------------------------------------------------------- Philox 4x32-10 */

@@ -1,4 +1,4 @@
-/* copy, fill, add: the kernels every other path relies on. add is also the worked example
+/* copy, fill, conj_physical, add: the kernels every other path relies on. add is also the worked example
  * of a binary elementwise kernel: promote, pick the compute type, run one chunk function. */
 #include "../internal.h"
 
@@ -24,6 +24,24 @@ tpurt_status tpurt_kernel_fill(const tpurt_op_call* c) {
   int64_t st[1]; /* 8-byte aligned scalar storage */
   tpurt_tensor s = tpurt_scalar_tensor(v, st);
   return tpurt_copy_tensor(out, &s);
+}
+
+static void neg_f32(int64_t n, void* o, const void* const* in, const void* ctx) {
+  (void)ctx;
+  const float* x = in[0];
+  float* r = o;
+  for (int64_t i = 0; i < n; i++) r[i] = -x[i];
+}
+
+tpurt_status tpurt_kernel_conj_physical(const tpurt_op_call* c) {
+  /* conj_physical.out(self, *, out): complex64 as (re, -im) on the float parts; real
+   * tensors are their own conjugate */
+  const tpurt_tensor *self = &c->args[0].t, *out = &c->outs[0];
+  if (self->dtype != TPURT_C64 || out->dtype != TPURT_C64) return tpurt_copy_tensor(out, self);
+  tpurt_tensor ore = tpurt_c64_part(out, 0), oim = tpurt_c64_part(out, 1);
+  tpurt_tensor sre = tpurt_c64_part(self, 0), sim = tpurt_c64_part(self, 1);
+  tpurt_status s = tpurt_copy_tensor(&ore, &sre);
+  return s ? s : tpurt_ew_run(&oim, 1, &sim, TPURT_CT_F32, neg_f32, NULL);
 }
 
 typedef struct { double alpha_f; int64_t alpha_i; } add_ctx;

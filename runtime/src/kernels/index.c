@@ -156,9 +156,12 @@ typedef enum { RED_NONE, RED_ADD, RED_MUL } reduce_op;
 
 static void combine(char* dst, const char* src, int src_dt, int dt, reduce_op r) {
   if (r == RED_NONE) {
-    if (src_dt == dt) memcpy(dst, src, tpurt_dtype_size((tpurt_dtype)dt));
-    else if (tpurt_is_float(dt)) tpurt_store_f64(dst, dt, tpurt_load_f64(src, src_dt));
-    else tpurt_store_i64(dst, dt, tpurt_load_i64(src, src_dt));
+    tpurt_convert_elem(dst, dt, src, src_dt);
+  } else if (dt == TPURT_C64) { /* in float, as c10::complex<float> */
+    tpurt_c64 a = tpurt_load_c64(dst, dt), b = tpurt_load_c64(src, src_dt);
+    tpurt_c64 v = r == RED_ADD ? (tpurt_c64){a.re + b.re, a.im + b.im}
+                               : (tpurt_c64){a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+    memcpy(dst, &v, sizeof v);
   } else if (r == RED_ADD) {
     accumulate(dst, src, src_dt, dt, 1.0);
   } else if (tpurt_is_float(dt)) {

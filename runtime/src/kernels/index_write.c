@@ -43,9 +43,7 @@ tpurt_status tpurt_kernel_index_fill(const tpurt_op_call* c) {
   if (s || tpurt_numel(out) == 0) return s;
   char storage[8], val[8];
   tpurt_tensor v = c->args[3].kind == TPURT_V_TENSOR ? c->args[3].t : tpurt_scalar_tensor(&c->args[3], storage);
-  if (tpurt_is_float(out->dtype)) tpurt_store_f64(val, out->dtype, tpurt_load_f64(v.data, v.dtype));
-  else tpurt_store_i64(val, out->dtype, tpurt_is_float(v.dtype) ? (int64_t)tpurt_load_f64(v.data, v.dtype)
-                                                                 : tpurt_load_i64(v.data, v.dtype));
+  tpurt_convert_elem(val, out->dtype, v.data, v.dtype);
   /* a slice of out at index value along dim, walked over its other dims */
   tpurt_tensor slice = *out;
   if (out->ndim) slice.sizes[dim] = 1;
@@ -199,7 +197,11 @@ tpurt_status tpurt_kernel_put(const tpurt_op_call* c) {
     int64_t v = tpurt_load_i64(at(ix, flat_offset(ix, k)), ix->dtype);
     char* d = at(out, flat_offset(out, v < 0 ? v + numel : v));
     const char* e = at(src, flat_offset(src, k));
-    if (tpurt_is_float(out->dtype))
+    if (out->dtype == TPURT_C64) {
+      tpurt_c64 a = tpurt_load_c64(d, out->dtype), b = tpurt_load_c64(e, src->dtype);
+      tpurt_c64 v = acc ? (tpurt_c64){a.re + b.re, a.im + b.im} : b;
+      memcpy(d, &v, sizeof v);
+    } else if (tpurt_is_float(out->dtype))
       tpurt_store_f64(d, out->dtype, (acc ? tpurt_load_f64(d, out->dtype) : 0.0) + tpurt_load_f64(e, src->dtype));
     else
       tpurt_store_i64(d, out->dtype, (int64_t)((acc ? (uint64_t)tpurt_load_i64(d, out->dtype) : 0u) +
@@ -229,16 +231,13 @@ tpurt_status tpurt_kernel_masked_scatter(const tpurt_op_call* c) {
   if (ones > nsrc) return tpurt_fail(TPURT_ERR_RUNTIME, "Number of elements of source < number of ones in mask");
   tpurt_status s = tpurt_copy_tensor(out, &c->args[0].t);
   if (s || ones == 0) return s;
-  size_t es = esize(out);
   int64_t k = 0;
   memset(i, 0, sizeof i);
   do {
     if (!*(const uint8_t*)at(&m, offset_of(&m, i))) continue;
     const char* e = at(src, flat_offset(src, k++));
     char* d = at(out, offset_of(out, i));
-    if (src->dtype == out->dtype) memcpy(d, e, es);
-    else if (tpurt_is_float(out->dtype)) tpurt_store_f64(d, out->dtype, tpurt_load_f64(e, src->dtype));
-    else tpurt_store_i64(d, out->dtype, tpurt_load_i64(e, src->dtype));
+    tpurt_convert_elem(d, out->dtype, e, src->dtype);
   } while (tpurt_next_index(i, out->sizes, out->ndim));
   return TPURT_OK;
 }

@@ -1,7 +1,8 @@
-/* Odds and ends: diag_embed, trace, linalg_cross, cdist (forward and backward), and the
- * random ops that are not plain fills: multinomial, randperm, normal with tensor
- * parameters. Random ops draw from Philox counter rng_offset + i for output element i
+/* Odds and ends: diag_embed, trace, linalg_cross, cdist (forward and backward), complex,
+ * polar, and the random ops that are not plain fills: multinomial, randperm, normal with
+ * tensor parameters. Random ops draw from Philox counter rng_offset + i for output element i
  * (row-major), like random.c. */
+#include <complex.h>
 #include <stdlib.h>
 
 #include "reduce.h"
@@ -101,10 +102,65 @@ static double spaced_point(const tpurt_tensor* out, double a, double b, int64_t 
   return i < steps / 2 ? a + step * (double)k : b - step * (double)k;
 }
 
+static tpurt_c64 value_c64(const tpurt_value* v) {
+  if (v->kind == TPURT_V_COMPLEX) return (tpurt_c64){(float)v->c[0], (float)v->c[1]};
+  return (tpurt_c64){(float)tpurt_value_f(v), 0};
+}
+
+/* std::pow(double base, std::complex<double> y) as libstdc++ computes it. */
+static double complex pow_real_base(double base, double complex y) {
+  if (base > 0) {
+    double r = pow(base, creal(y)), theta = cimag(y) * log(base);
+    return CMPLX(r * cos(theta), r * sin(theta));
+  }
+  return cpow(CMPLX(base, 0), y);
+}
+
+/* complex64 linspace / logspace in c10::complex<float> arithmetic, as CPU: linspace divides
+ * (end - start) by steps - 1 part by part; logspace divides by complex(steps - 1), which c10
+ * does as a multiplication by the reciprocal, and raises the double base to each point in
+ * double (a single point: base^start with start in double). */
+static void spaced_c64(const tpurt_op_call* c, int64_t steps, int log_base) {
+  const tpurt_tensor* out = &c->outs[0];
+  int64_t st = out->ndim ? out->strides[0] : 0;
+  double base = log_base ? tpurt_value_f(&c->args[3]) : 0;
+  tpurt_c64 a = value_c64(&c->args[0]), b = value_c64(&c->args[1]), step = {0, 0};
+  if (steps > 1) {
+    float n1 = (float)(steps - 1), dre = b.re - a.re, dim = b.im - a.im;
+    if (log_base) {
+      float rat = 0.0f / n1, scl = 1.0f / (n1 + 0.0f * rat);
+      step = (tpurt_c64){(dre + dim * rat) * scl, (dim - dre * rat) * scl};
+    } else {
+      step = (tpurt_c64){dre / n1, dim / n1};
+    }
+  }
+  for (int64_t i = 0; i < steps; i++) {
+    int up = i < steps / 2;
+    float k = (float)(up ? i : steps - i - 1);
+    tpurt_c64 v, sk = log_base ? (tpurt_c64){step.re * k - step.im * 0.0f, step.re * 0.0f + step.im * k}
+                               : (tpurt_c64){step.re * k, step.im * k};
+    v = up ? (tpurt_c64){a.re + sk.re, a.im + sk.im} : (tpurt_c64){b.re - sk.re, b.im - sk.im};
+    if (steps == 1) v = a;
+    if (log_base) {
+      const tpurt_value* s0 = &c->args[0];
+      double complex y = steps == 1 ? CMPLX(s0->kind == TPURT_V_COMPLEX ? s0->c[0] : tpurt_value_f(s0),
+                                            s0->kind == TPURT_V_COMPLEX ? s0->c[1] : 0)
+                                    : CMPLX((double)v.re, (double)v.im);
+      double complex r = pow_real_base(base, y);
+      v = (tpurt_c64){(float)creal(r), (float)cimag(r)};
+    }
+    memcpy(at(out, i * st), &v, sizeof v);
+  }
+}
+
 static tpurt_status spaced(const tpurt_op_call* c, int log_base) {
   const tpurt_tensor* out = &c->outs[0];
   int64_t steps = c->args[2].i, st = out->ndim ? out->strides[0] : 0;
   if (steps < 0) return tpurt_fail(TPURT_ERR_RUNTIME, "number of steps must be non-negative");
+  if (out->dtype == TPURT_C64) {
+    spaced_c64(c, steps, log_base);
+    return TPURT_OK;
+  }
   double a = tpurt_value_f(&c->args[0]), b = tpurt_value_f(&c->args[1]);
   double base = log_base ? tpurt_value_f(&c->args[3]) : 0;
   int integer = !tpurt_is_float(out->dtype);
@@ -523,4 +579,33 @@ tpurt_status tpurt_kernel_embedding_bag_psw_backward(const tpurt_op_call* c) {
     tpurt_store_f64(at(out, i * out->strides[0]), out->dtype, acc);
   }
   return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- complex / polar */
+tpurt_status tpurt_kernel_complex(const tpurt_op_call* c) {
+  /* complex.out(real, imag, *, out): the two float parts of out, each broadcast from its input */
+  const tpurt_tensor* out = &c->outs[0];
+  tpurt_tensor re = tpurt_c64_part(out, 0), im = tpurt_c64_part(out, 1);
+  tpurt_status s = tpurt_copy_tensor(&re, &c->args[0].t);
+  return s ? s : tpurt_copy_tensor(&im, &c->args[1].t);
+}
+
+static void polar_re(int64_t n, void* o, const void* const* in, const void* ctx) {
+  const float *r = in[0], *t = in[1];
+  float* y = o;
+  for (int64_t i = 0; i < n; i++) y[i] = r[i] * cosf(t[i]);
+}
+static void polar_im(int64_t n, void* o, const void* const* in, const void* ctx) {
+  const float *r = in[0], *t = in[1];
+  float* y = o;
+  for (int64_t i = 0; i < n; i++) y[i] = r[i] * sinf(t[i]);
+}
+
+tpurt_status tpurt_kernel_polar(const tpurt_op_call* c) {
+  /* polar.out(abs, angle, *, out): (abs * cos(angle), abs * sin(angle)) in float, as CPU */
+  const tpurt_tensor* out = &c->outs[0];
+  tpurt_tensor in[2] = {c->args[0].t, c->args[1].t};
+  tpurt_tensor re = tpurt_c64_part(out, 0), im = tpurt_c64_part(out, 1);
+  tpurt_status s = tpurt_ew_run(&re, 2, in, TPURT_CT_F32, polar_re, NULL);
+  return s ? s : tpurt_ew_run(&im, 2, in, TPURT_CT_F32, polar_im, NULL);
 }

@@ -162,3 +162,32 @@ def test_python_complex_scalars():
     t2 = x.to("tpu").index_fill(1, torch.tensor([0, 2], device="tpu"), -1j)
     assert torch.equal(t2.cpu(), x.index_fill(1, torch.tensor([0, 2]), -1j))
     assert not torch_tpu.metrics.fallback_ops()
+
+
+@pytest.mark.parametrize("fn", [lambda d: torch.zeros(2, device=d).fill_(1 + 1j),
+                                lambda d: torch.zeros(2, 2, device=d).scatter_(0, torch.tensor([[0, 1]], device=d), 1j),
+                                lambda d: torch.zeros(2, device=d).index_fill_(0, torch.tensor([0], device=d), 1j)])
+def test_complex_scalar_into_real_tensor_raises_like_cpu(fn):
+    with pytest.raises(RuntimeError) as cpu_err:
+        fn("cpu")
+    with pytest.raises(RuntimeError) as tpu_err:
+        fn("tpu")
+        torch.tpu.synchronize()
+    # the kernel finds it, so strict mode reports it at the next synchronization, naming the kernel
+    assert str(cpu_err.value).split(" type ")[0] in str(tpu_err.value)
+
+
+def test_complex_scalar_with_zero_imaginary_part_fits_a_real_tensor():
+    assert torch.equal(torch.zeros(2, dtype=torch.int32, device="tpu").fill_(2 + 0j).cpu(),
+                       torch.full((2,), 2, dtype=torch.int32))
+
+
+@pytest.mark.parametrize("fn", [lambda a: torch.complex(a, a.double()), lambda a: torch.complex(a, a.int()),
+                                lambda a: torch.complex(a.double(), a.double(),
+                                                        out=torch.empty(2, dtype=torch.complex64, device=a.device))])
+def test_torch_complex_dtype_errors_match_cpu(fn):
+    with pytest.raises(RuntimeError) as cpu_err:
+        fn(torch.ones(2))
+    with pytest.raises(RuntimeError) as tpu_err:
+        fn(torch.ones(2, device="tpu"))
+    assert str(tpu_err.value) == str(cpu_err.value)

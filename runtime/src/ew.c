@@ -373,6 +373,12 @@ int64_t tpurt_load_i64(const void* p, int dt) {
 void tpurt_store_f64(void* p, int dt, double v) { store(TPURT_CT_F64, p, 0, dt, &v, 1); }
 void tpurt_store_i64(void* p, int dt, int64_t v) { store(TPURT_CT_I64, p, 0, dt, &v, 1); }
 
+tpurt_status tpurt_check_scalar_fits(const tpurt_value* v, int dt) {
+  if (v->kind != TPURT_V_COMPLEX || dt == TPURT_C64 || v->c[1] == 0) return TPURT_OK;
+  return tpurt_fail(TPURT_ERR_RUNTIME, "value cannot be converted to type %s without overflow",
+                    tpurt_dtype_name((tpurt_dtype)dt));
+}
+
 tpurt_c64 tpurt_load_c64(const void* p, int dt) {
   tpurt_c64 v = {0, 0};
   if (dt == TPURT_C64) memcpy(&v, p, sizeof v);

@@ -130,6 +130,9 @@ static inline tpurt_tensor tpurt_c64_part(const tpurt_tensor* t, int part) {
   return v;
 }
 
+/* As c10's checked_convert: a complex scalar with a nonzero imaginary part does not fit a
+ * real dtype (TPURT_ERR_RUNTIME, CPU's message); anything else fits. */
+tpurt_status tpurt_check_scalar_fits(const tpurt_value* v, int dtype);
 /* One element as complex64 (a real dtype gets imaginary part 0). */
 tpurt_c64 tpurt_load_c64(const void* p, int dtype);
 /* One element of dtype src_dt stored as dtype dt, converted as copy_ converts: complex to

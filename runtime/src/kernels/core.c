@@ -21,6 +21,8 @@ tpurt_status tpurt_kernel_fill(const tpurt_op_call* c) {
     return tpurt_fail(TPURT_ERR_RUNTIME,
                       "fill_ only supports 0-dimension value tensor but got tensor with %d dimensions.",
                       v->t.ndim);
+  tpurt_status fits = tpurt_check_scalar_fits(v, out->dtype);
+  if (fits) return fits;
   int64_t st[1]; /* 8-byte aligned scalar storage */
   tpurt_tensor s = tpurt_scalar_tensor(v, st);
   return tpurt_copy_tensor(out, &s);

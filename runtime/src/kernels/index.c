@@ -177,6 +177,7 @@ static tpurt_status scatter_into(const tpurt_op_call* c, reduce_op red) {
   tpurt_tensor o = at_least_1d(&c->outs[0]), ix = at_least_1d(&c->args[2].t);
   int64_t dim = wrap_dim(c->args[1].i, c->outs[0].ndim);
   tpurt_status s = check_indices(&ix, 0, o.sizes[dim], (int)dim, NULL, TPURT_ERR_RUNTIME);
+  if (!s) s = tpurt_check_scalar_fits(srcv, o.dtype);
   if (!s) s = tpurt_copy_tensor(&c->outs[0], &c->args[0].t);
   if (s || tpurt_numel(&ix) == 0) return s;
   char scalar[8];

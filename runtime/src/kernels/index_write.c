@@ -33,6 +33,8 @@ tpurt_status tpurt_kernel_index_fill(const tpurt_op_call* c) {
   const tpurt_tensor* ix = &c->args[2].t;
   int64_t dim = wrap_dim(c->args[1].i, out->ndim), n = tpurt_numel(ix);
   int64_t size = out->ndim ? out->sizes[dim] : 1;
+  if (c->args[3].kind == TPURT_V_COMPLEX && out->dtype != TPURT_C64)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "index_fill_(): Converting complex Scalar to non-complex type is not supported");
   for (int64_t k = 0; k < n; k++) {
     int64_t v = index_at(ix, k);
     if (v < -size || v >= size)

@@ -50,13 +50,18 @@ static inline cx_t cx_expm1(cx_t z) {
   return cx(expm1f(x) * cosf(y) - 2.0f * a * a, expf(x) * sinf(y));
 }
 
-/* std::log10 / c10's log2: log(z) divided by a real constant (log2 through c10's division) */
+/* log10, log2: log(z) with both parts divided by a real constant (ATen's vectorized
+ * kernels; c10's complex division would turn log(0)'s zero imaginary part into NaN) */
 static inline cx_t cx_log10(cx_t z) {
   cx_t l = clogf(z);
   float k = logf(10.0f);
   return cx(crealf(l) / k, cimagf(l) / k);
 }
-static inline cx_t cx_log2(cx_t z) { return cx_div(clogf(z), cx((float)M_LN2, 0.0f)); }
+static inline cx_t cx_log2(cx_t z) {
+  cx_t l = clogf(z);
+  float k = logf(2.0f);
+  return cx(crealf(l) / k, cimagf(l) / k);
+}
 /* ATen's exp2_impl: e^(ln2 z) */
 static inline cx_t cx_exp2(cx_t z) { return cexpf(cx_scale(z, (float)M_LN2)); }
 

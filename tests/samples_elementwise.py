@@ -77,6 +77,8 @@ for name, dts in [("neg", NUMERIC), ("abs", NUMERIC), ("sign", ALL), ("floor", N
                   ("relu", NUMERIC)]:
     unary(name, dts + F64)
 unary("sgn", ALL + F64, grad=False)  # its backward needs _efficientzerotensor
+unary("angle", FLOATS + F64, inplace=False, float_out=True)  # pi for negatives, 0 otherwise, nan kept
+register("angle", torch.angle, rand(), dtypes=INTS + (torch.bool,), grad=False, name="angle integer input")
 register("round.decimals", lambda x: torch.round(x, decimals=1), rand(), dtypes=FLOATS)
 register("round.decimals", lambda x: torch.round(x * 100, decimals=-1), rand(), dtypes=(torch.float32,),
          name="round negative decimals")

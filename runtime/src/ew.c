@@ -12,6 +12,7 @@
 
 tpurt_ctype tpurt_ctype_of(int dt) {
   if (dt == TPURT_F64) return TPURT_CT_F64;
+  if (dt == TPURT_C64) return TPURT_CT_C64;
   if (tpurt_is_float(dt)) return TPURT_CT_F32;
   return TPURT_CT_I64;
 }
@@ -41,6 +42,21 @@ static void load(tpurt_ctype ct, void* dst, const char* src, int64_t st, int dt,
     case TPURT_BF16: LOAD_LOOP(uint16_t, CT, tpurt_bf16_to_f32(x)); break;  \
     case TPURT_F32: LOAD_LOOP(float, CT, x); break;                         \
     case TPURT_F64: LOAD_LOOP(double, CT, x); break;                        \
+    case TPURT_C64: LOAD_LOOP(tpurt_c64, CT, x.re); break;                  \
+  }
+  if (ct == TPURT_CT_C64) {
+    tpurt_c64* d = (tpurt_c64*)dst;
+    if (dt == TPURT_C64) {
+      const tpurt_c64* s = (const tpurt_c64*)src;
+      for (int64_t i = 0; i < n; i++) d[i] = s[i * st];
+      return;
+    }
+    /* real parts as f32 into the front of dst, then spread back to front (d[i] lies at or
+     * after float i, so nothing is overwritten before it is read) */
+    load(TPURT_CT_F32, dst, src, st, dt, n);
+    const float* f = (const float*)dst;
+    for (int64_t i = n - 1; i >= 0; i--) d[i] = (tpurt_c64){f[i], 0.0f};
+    return;
   }
   if (ct == TPURT_CT_F32) { LOAD_ALL(float) }
   else if (ct == TPURT_CT_F64) { LOAD_ALL(double) }
@@ -50,6 +66,7 @@ static void load(tpurt_ctype ct, void* dst, const char* src, int64_t st, int dt,
       case TPURT_BF16: LOAD_LOOP(uint16_t, int64_t, f_to_i64(tpurt_bf16_to_f32(x))); break;
       case TPURT_F32: LOAD_LOOP(float, int64_t, f_to_i64(x)); break;
       case TPURT_F64: LOAD_LOOP(double, int64_t, f_to_i64(x)); break;
+      case TPURT_C64: LOAD_LOOP(tpurt_c64, int64_t, f_to_i64(x.re)); break;
       default: LOAD_ALL(int64_t)
     }
   }
@@ -75,9 +92,25 @@ static void store(tpurt_ctype ct, char* dst, int64_t st, int dt, const void* src
   case TPURT_F16: STORE_LOOP(uint16_t, CT, tpurt_f32_to_f16((float)x)); break;   \
   case TPURT_BF16: STORE_LOOP(uint16_t, CT, tpurt_f32_to_bf16((float)x)); break; \
   case TPURT_F32: STORE_LOOP(float, CT, x); break;                         \
-  case TPURT_F64: STORE_LOOP(double, CT, x); break;
+  case TPURT_F64: STORE_LOOP(double, CT, x); break;                       \
+  case TPURT_C64:                                                          \
+    for (int64_t i = 0; i < n; i++) ((tpurt_c64*)dst)[i * st] = (tpurt_c64){(float)((const CT*)src)[i], 0.0f}; \
+    break;
 #define ID(x) (x)
-  if (ct == TPURT_CT_F32) {
+  if (ct == TPURT_CT_C64) {
+    const tpurt_c64* s = (const tpurt_c64*)src;
+    if (dt == TPURT_C64) {
+      for (int64_t i = 0; i < n; i++) ((tpurt_c64*)dst)[i * st] = s[i];
+      return;
+    }
+    /* the real parts (for bool: whether either part is nonzero, as copy_) */
+    float re[256];
+    for (int64_t b = 0; b < n; b += 256) {
+      int64_t m = n - b < 256 ? n - b : 256;
+      for (int64_t i = 0; i < m; i++) re[i] = dt == TPURT_BOOL ? s[b + i].re != 0 || s[b + i].im != 0 : s[b + i].re;
+      store(TPURT_CT_F32, dst + b * st * (int64_t)tpurt_dtype_size((tpurt_dtype)dt), st, dt, re, m);
+    }
+  } else if (ct == TPURT_CT_F32) {
     switch (dt) { STORE_INTS(float, f_to_i64) STORE_FLOATS(float) }
   } else if (ct == TPURT_CT_F64) {
     switch (dt) { STORE_INTS(double, f_to_i64) STORE_FLOATS(double) }
@@ -89,7 +122,7 @@ static void store(tpurt_ctype ct, char* dst, int64_t st, int dt, const void* src
 
 static int native_of(tpurt_ctype ct, int dt) {
   return (ct == TPURT_CT_F32 && dt == TPURT_F32) || (ct == TPURT_CT_F64 && dt == TPURT_F64) ||
-         (ct == TPURT_CT_I64 && dt == TPURT_I64);
+         (ct == TPURT_CT_I64 && dt == TPURT_I64) || (ct == TPURT_CT_C64 && dt == TPURT_C64);
 }
 
 /* A collapsed elementwise problem: rows (all dims but the last) x the inner dim, the inner
@@ -313,6 +346,7 @@ tpurt_tensor tpurt_scalar_tensor(const tpurt_value* v, void* storage) {
 
 double tpurt_value_f(const tpurt_value* v) {
   if (v->kind == TPURT_V_FLOAT) return v->f;
+  if (v->kind == TPURT_V_COMPLEX) return v->c[0];
   if (v->kind == TPURT_V_INT || v->kind == TPURT_V_BOOL) return (double)v->i;
   if (v->kind == TPURT_V_TENSOR) return tpurt_load_f64(v->t.data, v->t.dtype);
   return 0;
@@ -320,6 +354,7 @@ double tpurt_value_f(const tpurt_value* v) {
 
 int64_t tpurt_value_i(const tpurt_value* v) {
   if (v->kind == TPURT_V_FLOAT) return f_to_i64(v->f);
+  if (v->kind == TPURT_V_COMPLEX) return f_to_i64(v->c[0]);
   if (v->kind == TPURT_V_INT || v->kind == TPURT_V_BOOL) return v->i;
   if (v->kind == TPURT_V_TENSOR) return tpurt_load_i64(v->t.data, v->t.dtype);
   return 0;
@@ -375,6 +410,9 @@ int tpurt_promote_types(int a, int b) {
   if (b < 0 || a == b) return a;
   if (a == TPURT_BOOL) return b;
   if (b == TPURT_BOOL) return a;
+  /* complex64 is the one complex dtype (with float64 c10 gives complex128, which the
+   * runtime does not hold: such outputs never reach a kernel) */
+  if (tpurt_is_complex(a) || tpurt_is_complex(b)) return TPURT_C64;
   int fa = tpurt_is_float(a), fb = tpurt_is_float(b);
   if (fa && !fb) return a;
   if (fb && !fa) return b;
@@ -404,6 +442,7 @@ void tpurt_promo_add_value(tpurt_promo* p, const tpurt_value* v) {
   }
   int dt;
   if (v->kind == TPURT_V_FLOAT) dt = TPURT_F32; /* Python floats take the default dtype */
+  else if (v->kind == TPURT_V_COMPLEX) dt = TPURT_C64;
   else if (v->kind == TPURT_V_INT) dt = TPURT_I64;
   else if (v->kind == TPURT_V_BOOL) dt = TPURT_BOOL;
   else return;
@@ -415,10 +454,14 @@ void tpurt_promo_add_value(tpurt_promo* p, const tpurt_value* v) {
   p->wrapped_result = tpurt_promote_types(p->wrapped_result, dt);
 }
 
+/* bool < integers < floats < complex */
+static int category(int dt) {
+  return dt < 0 ? -1 : dt == TPURT_BOOL ? 0 : tpurt_is_complex(dt) ? 3 : tpurt_is_float(dt) ? 2 : 1;
+}
+
+/* A lower-priority operand only matters when its category is higher. */
 static int combine(int higher, int lower) {
-  if (higher >= 0 && tpurt_is_float(higher)) return higher;
-  if (higher == TPURT_BOOL || (lower >= 0 && tpurt_is_float(lower)))
-    return tpurt_promote_types(higher, lower);
+  if (category(lower) > category(higher)) return tpurt_promote_types(higher, lower);
   return higher >= 0 ? higher : lower;
 }
 

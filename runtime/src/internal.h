@@ -59,6 +59,7 @@ int tpurt_is_contiguous(const tpurt_tensor* t);
 static inline int tpurt_is_float(int dt) {
   return dt == TPURT_F16 || dt == TPURT_BF16 || dt == TPURT_F32 || dt == TPURT_F64;
 }
+static inline int tpurt_is_complex(int dt) { return dt == TPURT_C64; }
 /* Type promotion as torch.result_type: the category of tensors with dim > 0 wins over
  * 0-dim tensors, which win over Python scalars (wrapped numbers). */
 typedef struct tpurt_promo {
@@ -73,8 +74,11 @@ int tpurt_promote_types(int a, int b);
 /* ---------------------------------------------------------------- elementwise engine */
 /* Compute types: every operand is converted to one of these in chunks, the op's chunk
  * function runs on dense arrays, and the result is converted to the output's dtype. */
-typedef enum { TPURT_CT_F32 = 0, TPURT_CT_F64 = 1, TPURT_CT_I64 = 2 } tpurt_ctype;
-/* Compute type for an input dtype: f16/bf16/f32 -> f32, f64 -> f64, ints/bool -> i64. */
+typedef enum { TPURT_CT_F32 = 0, TPURT_CT_F64 = 1, TPURT_CT_I64 = 2, TPURT_CT_C64 = 3 } tpurt_ctype;
+#define TPURT_CT_COUNT 4
+/* Compute type for an input dtype: f16/bf16/f32 -> f32, f64 -> f64, ints/bool -> i64,
+ * complex64 -> c64 (tpurt_c64). Real values load into c64 with a zero imaginary part;
+ * c64 values stored to (or loaded as) a real dtype keep their real part, as copy_ does. */
 tpurt_ctype tpurt_ctype_of(int dtype);
 
 #define TPURT_EW_MAX_IN 4
@@ -92,7 +96,7 @@ tpurt_status tpurt_ew_run2(const tpurt_tensor* out, tpurt_ctype out_ct, int nin,
                            const void* ctx);
 /* A 0-dim tensor view of a scalar value, backed by `storage` (8 bytes, 8-byte aligned). */
 tpurt_tensor tpurt_scalar_tensor(const tpurt_value* v, void* storage);
-/* Scalar value as double / int64. */
+/* Scalar value as double / int64 (a complex scalar gives its real part). */
 double tpurt_value_f(const tpurt_value* v);
 int64_t tpurt_value_i(const tpurt_value* v);
 

@@ -14,6 +14,7 @@ static tpurt_tensor operand(const tpurt_value* v, int common, int64_t* storage) 
   memset(&t, 0, sizeof t);
   t.data = storage;
   t.dtype = tpurt_is_float(common) ? TPURT_F64 : common;
+  if (v->kind == TPURT_V_COMPLEX) return tpurt_scalar_tensor(v, storage);
   if (v->kind == TPURT_V_FLOAT) tpurt_store_f64(storage, t.dtype, v->f);
   else tpurt_store_i64(storage, t.dtype, v->i);
   return t;
@@ -26,7 +27,7 @@ tpurt_status ew_run_op(const tpurt_tensor* out, const ew_op* op, const tpurt_val
   for (int k = 0; k < op->nin; k++)
     if (op->promo & (1u << k)) tpurt_promo_add_value(&p, v[k]);
   int common = tpurt_promo_result(&p);
-  if (op->rule == EW_FLOAT && !tpurt_is_float(common))
+  if (op->rule == EW_FLOAT && !tpurt_is_float(common) && !tpurt_is_complex(common))
     common = tpurt_is_float(out->dtype) ? out->dtype : TPURT_F32;
   tpurt_ctype ct = tpurt_ctype_of(common);
   tpurt_ew_fn fn = op->fn[ct];
@@ -72,6 +73,11 @@ void ew_params(const tpurt_op_call* c, const ew_op* op, ew_par* par) {
         par->f[k] = tpurt_value_f(v);
         par->i[k] = tpurt_value_i(v);
         break;
+      case TPURT_V_COMPLEX:
+        par->f[k] = v->c[0];
+        par->fi[k] = v->c[1];
+        par->i[k] = tpurt_value_i(v);
+        break;
       case TPURT_V_NONE: /* an absent float? reads as NaN: expressions test it with !(p >= 0) */
         par->f[k] = NAN;
         break;
@@ -115,31 +121,34 @@ static double ew_erfinv(double y) {
   return x;
 }
 
-/* Integer inputs promote to float: name, expression of x. */
+/* Integer inputs promote to float, complex64 too: name, expression of x, complex one. */
+#define UNARY_FLOAT_CX_OPS(X)                                                    \
+  X(exp, exp(x), cexpf(x))                                                       \
+  X(exp2, exp2(x), cx_exp2(x))                                                   \
+  X(expm1, expm1(x), cx_expm1(x))                                                \
+  X(log, log(x), clogf(x))                                                       \
+  X(log2, log2(x), cx_log2(x))                                                   \
+  X(log10, log10(x), cx_log10(x))                                                \
+  X(log1p, log1p(x), cx_log1p(x))                                                \
+  X(sqrt, sqrt(x), csqrtf(x))                                                    \
+  X(rsqrt, 1 / sqrt(x), cx_rsqrt(x))                                             \
+  X(sin, sin(x), csinf(x))                                                       \
+  X(cos, cos(x), ccosf(x))                                                       \
+  X(tan, tan(x), ctanf(x))                                                       \
+  X(asin, asin(x), casinf(x))                                                    \
+  X(acos, acos(x), cacosf(x))                                                    \
+  X(atan, atan(x), catanf(x))                                                    \
+  X(sinh, sinh(x), csinhf(x))                                                    \
+  X(cosh, cosh(x), ccoshf(x))                                                    \
+  X(tanh, tanh(x), ctanhf(x))                                                    \
+  X(asinh, asinh(x), casinhf(x))                                                 \
+  X(acosh, acosh(x), cacoshf(x))                                                 \
+  X(atanh, atanh(x), catanhf(x))                                                 \
+  X(sigmoid, 1 / (1 + exp(-x)), cx_sigmoid(x))                                   \
+  X(reciprocal, 1 / x, cx_recip(x))
+
+/* Integer inputs promote to float; no complex64 (like CPU): name, expression of x. */
 #define UNARY_FLOAT_OPS(X)                                                       \
-  X(exp, exp(x))                                                                 \
-  X(exp2, exp2(x))                                                               \
-  X(expm1, expm1(x))                                                             \
-  X(log, log(x))                                                                 \
-  X(log2, log2(x))                                                               \
-  X(log10, log10(x))                                                             \
-  X(log1p, log1p(x))                                                             \
-  X(sqrt, sqrt(x))                                                               \
-  X(rsqrt, 1 / sqrt(x))                                                          \
-  X(sin, sin(x))                                                                 \
-  X(cos, cos(x))                                                                 \
-  X(tan, tan(x))                                                                 \
-  X(asin, asin(x))                                                               \
-  X(acos, acos(x))                                                               \
-  X(atan, atan(x))                                                               \
-  X(sinh, sinh(x))                                                               \
-  X(cosh, cosh(x))                                                               \
-  X(tanh, tanh(x))                                                               \
-  X(asinh, asinh(x))                                                             \
-  X(acosh, acosh(x))                                                             \
-  X(atanh, atanh(x))                                                             \
-  X(sigmoid, 1 / (1 + exp(-x)))                                                  \
-  X(reciprocal, 1 / x)                                                           \
   X(erf, erf(x))                                                                 \
   X(erfc, erfc(x))                                                               \
   X(erfinv, ew_erfinv(x))                                                        \
@@ -149,10 +158,7 @@ static double ew_erfinv(double y) {
 
 /* Same dtype in and out, integers too: name, float expression, int64 expression. */
 #define UNARY_SAME_OPS(X)                                      \
-  X(neg, -x, ew_wneg(x))                                       \
-  X(abs, fabs(x), x < 0 ? ew_wneg(x) : x)                      \
   X(sign, (0 < x) - (x < 0), (0 < x) - (x < 0))                \
-  X(sgn, (0 < x) - (x < 0), (0 < x) - (x < 0))                 \
   X(floor, floor(x), x)                                        \
   X(ceil, ceil(x), x)                                          \
   X(trunc, trunc(x), x)                                        \
@@ -162,26 +168,52 @@ static double ew_erfinv(double y) {
 
 /* Boolean results: name, float expression, int64 expression. */
 #define UNARY_BOOL_OPS(X)                       \
-  X(isnan, isnan(x), 0)                         \
-  X(isinf, isinf(x), 0)                         \
   X(isposinf, x == INFINITY, 0)                 \
   X(isneginf, x == -INFINITY, 0)                \
   X(signbit, signbit(x) != 0, x < 0)            \
   X(logical_not, !x, !x)
 
+#define DEF_UNARY_FLOAT_CX(NAME, E, CE) EW_DEF_FC(NAME, EW_FLOAT, 1, E, CE)
 #define DEF_UNARY_FLOAT(NAME, E) EW_DEF_F(NAME, EW_FLOAT, 1, E)
 #define DEF_UNARY_SAME(NAME, E, IE) EW_DEF_FI(NAME, EW_SAME, 1, E, IE)
 #define DEF_UNARY_BOOL(NAME, E, IE) EW_DEF_BOOL(NAME, 1, E, IE)
 #define KERNEL2(NAME, E) EW_KERNEL(NAME)
 #define KERNEL3(NAME, E, IE) EW_KERNEL(NAME)
+UNARY_FLOAT_CX_OPS(DEF_UNARY_FLOAT_CX)
+UNARY_FLOAT_CX_OPS(KERNEL3)
 UNARY_FLOAT_OPS(DEF_UNARY_FLOAT)
 UNARY_FLOAT_OPS(KERNEL2)
 UNARY_SAME_OPS(DEF_UNARY_SAME)
 UNARY_BOOL_OPS(DEF_UNARY_BOOL)
 UNARY_BOOL_OPS(KERNEL3)
+/* complex64: either part */
+EW_DEF_BOOL_C(isnan, 1, isnan(x), 0, isnan(crealf(x)) || isnan(cimagf(x)))
+EW_DEF_BOOL_C(isinf, 1, isinf(x), 0, isinf(crealf(x)) || isinf(cimagf(x)))
+EW_KERNEL(isnan)
+EW_KERNEL(isinf)
 
-#define UNARY_SAME_PLAIN(X) X(neg) X(abs) X(sign) X(sgn) X(floor) X(ceil) X(trunc) X(round) X(relu)
+#define UNARY_SAME_PLAIN(X) X(sign) X(floor) X(ceil) X(trunc) X(round) X(relu)
 UNARY_SAME_PLAIN(EW_KERNEL)
+
+/* Defined for complex64 too: neg, sgn (z / |z|), abs and angle (real results). */
+EW_DEF_FIC(neg, EW_SAME, 1, -x, ew_wneg(x), -x)
+EW_DEF_FIC(sgn, EW_SAME, 1, (0 < x) - (x < 0), (0 < x) - (x < 0), cx_sgn(x))
+EW_KERNEL(neg)
+EW_KERNEL(sgn)
+EW_DEF_FI(abs, EW_SAME, 1, fabs(x), x < 0 ? ew_wneg(x) : x)
+/* angle: pi for negative reals, 0 otherwise, NaN kept; integers promote to float */
+EW_DEF_F(angle, EW_FLOAT, 1, isnan(x) ? x : x < 0 ? (ew_t)M_PI : 0)
+
+/* A complex64 input with a real result: the chunk function maps c64 to f32. */
+static tpurt_status cx_to_real(const tpurt_op_call* c, const ew_op* op, tpurt_ew_fn cfn) {
+  if (c->args[0].kind == TPURT_V_TENSOR && c->args[0].t.dtype == TPURT_C64)
+    return tpurt_ew_run2(&c->outs[0], TPURT_CT_F32, 1, &c->args[0].t, TPURT_CT_C64, cfn, NULL);
+  return ew_apply(c, op);
+}
+EW_CHUNK(abs_c64, cx_t, float, 1, cabsf(x))
+EW_CHUNK(angle_c64, cx_t, float, 1, cargf(x))
+tpurt_status tpurt_kernel_abs(const tpurt_op_call* c) { return cx_to_real(c, &abs_op, abs_c64); }
+tpurt_status tpurt_kernel_angle(const tpurt_op_call* c) { return cx_to_real(c, &angle_op, angle_c64); }
 
 EW_DEF_F(frac, EW_SAME, 1, x - trunc(x))
 EW_KERNEL(frac)

@@ -4,18 +4,22 @@
  *
  * Expressions are written once for f32 and f64: <tgmath.h> makes exp(x) call expf for a
  * float x. Inside an expression: x, y, z are the operands in compute type ew_t; PF(k) and
- * PI(k) are the k-th non-operand argument (Scalar / float? / bool / str) as ew_t / int64. */
+ * PI(k) are the k-th non-operand argument (Scalar / float? / bool / str) as ew_t / int64,
+ * PC(k) as complex. complex64 has expressions of its own (kernels/complex_math.h), so the
+ * real chunk functions stay as they were. */
 #ifndef TPURT_KERNELS_ELEMENTWISE_H
 #define TPURT_KERNELS_ELEMENTWISE_H
 
 #include <tgmath.h>
 
 #include "../internal.h"
+#include "complex_math.h"
 
 #define EW_MAX_PAR 6
 
 typedef struct ew_par {
   double f[EW_MAX_PAR];
+  double fi[EW_MAX_PAR]; /* imaginary parts of complex parameters */
   int64_t i[EW_MAX_PAR];
   int* err; /* a chunk function sets *err on bad data (integer division by zero) */
 } ew_par;
@@ -29,7 +33,7 @@ enum {
 
 typedef struct ew_op {
   const char* name;
-  tpurt_ew_fn fn[3]; /* by tpurt_ctype; NULL: dtype not supported (like CPU) */
+  tpurt_ew_fn fn[TPURT_CT_COUNT]; /* by tpurt_ctype; NULL: dtype not supported (like CPU) */
   uint8_t rule;
   uint8_t nin;
   uint8_t promo;     /* bit k: operand k takes part in type promotion */
@@ -50,6 +54,7 @@ enum { EW_MODE_NONE = 0, EW_MODE_TANH = 1, EW_MODE_TRUNC = 2, EW_MODE_FLOOR = 3 
 
 #define PF(k) ((ew_t)P->f[k])
 #define PI(k) (P->i[k])
+#define PC(k) cx((float)P->f[k], (float)P->fi[k])
 
 /* Integer arithmetic wraps like PyTorch's, without signed-overflow UB. */
 static inline int64_t ew_wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
@@ -115,6 +120,27 @@ static inline int64_t ew_zero_div(const ew_par* P) {
   EW_CHUNK(NAME##_f64, double, int64_t, NIN, EXPR)    \
   EW_CHUNK(NAME##_i64, int64_t, int64_t, NIN, IEXPR)  \
   EW_DESC(NAME, EW_BOOL_OUT, NIN, NAME##_f32, NAME##_f64, NAME##_i64)
+
+/* Variants with a complex64 chunk function: CEXPR in cx_t, over the same operands. */
+#define EW_DESC_C(NAME, RULE, NIN, F32, F64, I64, C64) \
+  static const ew_op NAME##_op = {#NAME, {F32, F64, I64, C64}, RULE, NIN, (1u << (NIN)) - 1, {0, 1, 2, 3}};
+#define EW_DEF_FC(NAME, RULE, NIN, EXPR, CEXPR)       \
+  EW_CHUNK(NAME##_f32, float, float, NIN, EXPR)       \
+  EW_CHUNK(NAME##_f64, double, double, NIN, EXPR)     \
+  EW_CHUNK(NAME##_c64, cx_t, cx_t, NIN, CEXPR)        \
+  EW_DESC_C(NAME, RULE, NIN, NAME##_f32, NAME##_f64, NULL, NAME##_c64)
+#define EW_DEF_FIC(NAME, RULE, NIN, EXPR, IEXPR, CEXPR) \
+  EW_CHUNK(NAME##_f32, float, float, NIN, EXPR)         \
+  EW_CHUNK(NAME##_f64, double, double, NIN, EXPR)       \
+  EW_CHUNK(NAME##_i64, int64_t, int64_t, NIN, IEXPR)    \
+  EW_CHUNK(NAME##_c64, cx_t, cx_t, NIN, CEXPR)          \
+  EW_DESC_C(NAME, RULE, NIN, NAME##_f32, NAME##_f64, NAME##_i64, NAME##_c64)
+#define EW_DEF_BOOL_C(NAME, NIN, EXPR, IEXPR, CEXPR)  \
+  EW_CHUNK(NAME##_f32, float, int64_t, NIN, EXPR)     \
+  EW_CHUNK(NAME##_f64, double, int64_t, NIN, EXPR)    \
+  EW_CHUNK(NAME##_i64, int64_t, int64_t, NIN, IEXPR)  \
+  EW_CHUNK(NAME##_c64, cx_t, int64_t, NIN, CEXPR)     \
+  EW_DESC_C(NAME, EW_BOOL_OUT, NIN, NAME##_f32, NAME##_f64, NAME##_i64, NAME##_c64)
 
 /* The kernel of an op whose descriptor says everything. */
 #define EW_KERNEL(NAME) \

@@ -78,23 +78,18 @@ static inline int64_t ipow(int64_t a, int64_t b) {
 /* Same dtype in and out: name, float expression, int64 expression (x = self, y = other;
  * PF/PI(0) = alpha for sub and rsub). */
 #define BINARY_SAME_OPS(X)                                                         \
-  X(sub, x - PF(0) * y, ew_wsub(x, ew_wmul(PI(0), y)))                             \
-  X(rsub, y - PF(0) * x, ew_wsub(y, ew_wmul(PI(0), x)))                             \
-  X(mul, x * y, ew_wmul(x, y))                                                     \
   X(maximum, EW_MAXN(x, y), EW_MAXI(x, y))                                         \
   X(minimum, EW_MINN(x, y), EW_MINI(x, y))                                         \
   X(div_trunc, trunc(x / y), idiv_trunc(P, x, y))                                  \
   X(div_floor, FDIV_FLOOR(x, y), idiv_floor(P, x, y))                              \
   X(remainder, FREMAINDER(x, y), iremainder(P, x, y))                              \
   X(fmod, fmod(x, y), ifmod(P, x, y))                                              \
-  X(pow, pow(x, y), ipow(x, y))                                                    \
   X(fmax, fmax(x, y), EW_MAXI(x, y))                                               \
   X(fmin, fmin(x, y), EW_MINI(x, y))                                               \
   X(heaviside, x == 0 ? y : x > 0, x == 0 ? y : x > 0)
 
 /* Integer inputs promote to float. */
 #define BINARY_FLOAT_OPS(X)                                       \
-  X(div_true, x / y)                                              \
   X(atan2, atan2(x, y))                                           \
   X(copysign, copysign(x, y))                                     \
   X(hypot, hypot(x, y))                                           \
@@ -115,8 +110,6 @@ EW_DEF_I(lcm, EW_SAME, 2, ilcm(x, y))
 
 /* Boolean results, computed in the common dtype. */
 #define BINARY_BOOL_OPS(X)                                    \
-  X(eq, x == y)                                               \
-  X(ne, x != y)                                               \
   X(lt, x < y)                                                \
   X(le, x <= y)                                               \
   X(gt, x > y)                                                \
@@ -125,11 +118,28 @@ EW_DEF_I(lcm, EW_SAME, 2, ilcm(x, y))
   X(logical_or, x != 0 || y != 0)                             \
   X(logical_xor, (x != 0) != (y != 0))
 
+/* Defined for complex64 too: name, float, int64 and complex expressions. */
+#define BINARY_SAME_CX_OPS(X)                                                      \
+  X(sub, x - PF(0) * y, ew_wsub(x, ew_wmul(PI(0), y)), x - cx_mul(PC(0), y))        \
+  X(rsub, y - PF(0) * x, ew_wsub(y, ew_wmul(PI(0), x)), y - cx_mul(PC(0), x))       \
+  X(mul, x * y, ew_wmul(x, y), cx_mul(x, y))
+/* pow's exponent as a Scalar (PC(0)) takes ATen's shortcuts for small integral powers. */
+EW_DEF_FIC(pow, EW_SAME, 2, pow(x, y), ipow(x, y), cpowf(x, y))
+EW_CHUNK(pow_scalar_c64, cx_t, cx_t, 1, cx_pow_scalar(x, PC(0)))
+static const ew_op pow_scalar_op = {"pow", {NULL, NULL, NULL, pow_scalar_c64}, EW_SAME, 1, 1, {0}};
+EW_DEF_FC(div_true, EW_FLOAT, 2, x / y, cx_div(x, y))
+EW_DEF_BOOL_C(eq, 2, x == y, x == y, x == y)
+EW_DEF_BOOL_C(ne, 2, x != y, x != y, x != y)
+EW_KERNEL(eq)
+EW_KERNEL(ne)
+
+#define DEF_SAME_CX(NAME, E, IE, CE) EW_DEF_FIC(NAME, EW_SAME, 2, E, IE, CE)
 #define DEF_SAME(NAME, E, IE) EW_DEF_FI(NAME, EW_SAME, 2, E, IE)
 #define DEF_FLOAT(NAME, E) EW_DEF_F(NAME, EW_FLOAT, 2, E)
 #define DEF_INT(NAME, IE) EW_DEF_I(NAME, EW_SAME, 2, IE)
 #define DEF_BOOL(NAME, E) EW_DEF_BOOL(NAME, 2, E, E)
 #define KERNEL2(NAME, E) EW_KERNEL(NAME)
+BINARY_SAME_CX_OPS(DEF_SAME_CX)
 BINARY_SAME_OPS(DEF_SAME)
 BINARY_FLOAT_OPS(DEF_FLOAT)
 BINARY_INT_OPS(DEF_INT)
@@ -208,9 +218,17 @@ EW_KERNEL(heaviside)
 
 tpurt_status tpurt_kernel_pow(const tpurt_op_call* c) {
   const tpurt_value *base = &c->args[0], *e = &c->args[1];
-  if (base->kind == TPURT_V_TENSOR && !tpurt_is_float(base->t.dtype) && e->kind == TPURT_V_INT &&
-      e->i < 0)
+  if (base->kind == TPURT_V_TENSOR && !tpurt_is_float(base->t.dtype) && !tpurt_is_complex(base->t.dtype) &&
+      e->kind == TPURT_V_INT && e->i < 0)
     return tpurt_fail(TPURT_ERR_RUNTIME, "Integers to negative integer powers are not allowed.");
+  /* complex pow(Tensor, Scalar): the exponent is a parameter, not an operand */
+  if (e->kind != TPURT_V_TENSOR && base->kind == TPURT_V_TENSOR && c->outs[0].dtype == TPURT_C64) {
+    ew_par par;
+    memset(&par, 0, sizeof par);
+    par.f[0] = tpurt_value_f(e);
+    par.fi[0] = e->kind == TPURT_V_COMPLEX ? e->c[1] : 0;
+    return ew_run_op(&c->outs[0], &pow_scalar_op, (const tpurt_value*[]){base}, &par);
+  }
   return ew_apply(c, &pow_op);
 }
 
@@ -219,15 +237,17 @@ tpurt_status tpurt_kernel_pow(const tpurt_op_call* c) {
 EW_CHUNK(where_f32, float, float, 3, x != 0 ? y : z)
 EW_CHUNK(where_f64, double, double, 3, x != 0 ? y : z)
 EW_CHUNK(where_i64, int64_t, int64_t, 3, x != 0 ? y : z)
-static const ew_op where_op = {"where", {where_f32, where_f64, where_i64}, EW_SAME, 3, 6, {0, 1, 2}};
+EW_CHUNK(where_c64, cx_t, cx_t, 3, x != 0 ? y : z)
+static const ew_op where_op = {"where", {where_f32, where_f64, where_i64, where_c64}, EW_SAME, 3, 6, {0, 1, 2}};
 EW_KERNEL(where)
 
 /* masked_fill(self, mask, value): only self decides the dtype; value is cast to it */
 EW_CHUNK(masked_fill_f32, float, float, 3, y != 0 ? z : x)
 EW_CHUNK(masked_fill_f64, double, double, 3, y != 0 ? z : x)
 EW_CHUNK(masked_fill_i64, int64_t, int64_t, 3, y != 0 ? z : x)
+EW_CHUNK(masked_fill_c64, cx_t, cx_t, 3, y != 0 ? z : x)
 static const ew_op masked_fill_op = {
-    "masked_fill", {masked_fill_f32, masked_fill_f64, masked_fill_i64}, EW_SAME, 3, 1, {0, 1, 2}};
+    "masked_fill", {masked_fill_f32, masked_fill_f64, masked_fill_i64, masked_fill_c64}, EW_SAME, 3, 1, {0, 1, 2}};
 EW_KERNEL(masked_fill)
 
 /* clamp(self, min, max) = minimum(maximum(self, min), max): NaN anywhere propagates */
@@ -255,10 +275,11 @@ tpurt_status tpurt_kernel_clamp_max(const tpurt_op_call* c) {
 }
 
 /* addcmul / addcdiv(self, tensor1, tensor2, *, value): PF/PI(0) = value */
-EW_DEF_FI(addcmul, EW_SAME, 3, x + PF(0) * y * z, ew_wadd(x, ew_wmul(ew_wmul(PI(0), y), z)))
+EW_DEF_FIC(addcmul, EW_SAME, 3, x + PF(0) * y * z, ew_wadd(x, ew_wmul(ew_wmul(PI(0), y), z)),
+           x + cx_mul(cx_mul(PC(0), y), z))
 EW_KERNEL(addcmul)
-EW_DEF_F(addcdiv, EW_SAME, 3, x + PF(0) * y / z)
+EW_DEF_FC(addcdiv, EW_SAME, 3, x + PF(0) * y / z, x + cx_div(cx_mul(PC(0), y), z))
 EW_KERNEL(addcdiv)
 /* lerp(self, end, weight): the weight is a third operand (Scalar or Tensor) */
-EW_DEF_F(lerp, EW_SAME, 3, FLERP(x, y, z))
+EW_DEF_FC(lerp, EW_SAME, 3, FLERP(x, y, z), cx_lerp(x, y, z))
 EW_KERNEL(lerp)

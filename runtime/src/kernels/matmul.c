@@ -319,10 +319,90 @@ static void run_batches(void* arg, int64_t b0, int64_t b1) {
   free(ws);
 }
 
+/* ---------------------------------------------------------------- complex64 */
+/* A complex64 product is four real ones on the float parts (a complex matrix's real and
+ * imaginary parts are float matrices with doubled strides), each through the f32 core and
+ * so with the call's MXU precision: P0 = Ar Br, P1 = Ai Bi, P2 = Ar Bi, P3 = Ai Br, then
+ * C = (P0 - P1) + (P2 + P3) i, or (P0 + P1) + (P2 - P3) i when A is conjugated (vdot). */
+static mat cx_part(const mat* m, int part) {
+  mat r = {m->data + 4 * part, TPURT_F32, 2 * m->rs, 2 * m->cs};
+  return r;
+}
+
+typedef struct { float ar, ai, br, bi; } cx_epi_ctx; /* alpha, beta */
+
+static void cx_epi_1(int64_t n, void* o, const void* const* in, const void* ctx) {
+  const cx_epi_ctx* e = ctx;
+  const tpurt_c64* acc = in[0];
+  tpurt_c64* r = o;
+  for (int64_t i = 0; i < n; i++)
+    r[i] = (tpurt_c64){e->ar * acc[i].re - e->ai * acc[i].im, e->ar * acc[i].im + e->ai * acc[i].re};
+}
+static void cx_epi_2(int64_t n, void* o, const void* const* in, const void* ctx) {
+  const cx_epi_ctx* e = ctx;
+  const tpurt_c64 *acc = in[0], *s = in[1];
+  tpurt_c64* r = o;
+  for (int64_t i = 0; i < n; i++)
+    r[i] = (tpurt_c64){e->ar * acc[i].re - e->ai * acc[i].im + (e->br * s[i].re - e->bi * s[i].im),
+                       e->ar * acc[i].im + e->ai * acc[i].re + (e->br * s[i].im + e->bi * s[i].re)};
+}
+
+static void cx_scalar(const tpurt_value* v, float* re, float* im) {
+  *re = (float)tpurt_value_f(v);
+  *im = v->kind == TPURT_V_COMPLEX ? (float)v->c[1] : 0.0f;
+}
+
+static tpurt_status run_matmul_complex(const tpurt_op_call* c, const problem* pr, const tpurt_value* self,
+                                       const tpurt_value* beta, const tpurt_value* alpha, int conj_a) {
+  const tpurt_tensor* out = &c->outs[0];
+  int64_t nacc = tpurt_numel(out), mn = pr->M * pr->N;
+  int direct = out->dtype == TPURT_C64 && tpurt_is_contiguous(out);
+  float* parts = calloc((size_t)(4 * nacc + 1), sizeof(float));
+  tpurt_c64* acc = direct ? out->data : malloc(sizeof(tpurt_c64) * (size_t)(nacc ? nacc : 1));
+  void* ws = gemm_scratch();
+  tpurt_status s = TPURT_OK;
+  if (!parts || !acc || !ws) {
+    s = tpurt_fail(TPURT_ERR_OOM, "matmul: host out of memory for scratch");
+    goto done;
+  }
+  pass_mode pm = pass_of(TPURT_F32, c->precision);
+  for (int64_t b = 0; b < pr->nb; b++) {
+    mat A = pr->A, B = pr->B;
+    A.data += b * pr->a_bs * 8;
+    B.data += b * pr->b_bs * 8;
+    for (int q = 0; q < 4; q++) {
+      mat a = cx_part(&A, q == 1 || q == 3), bm = cx_part(&B, q == 1 || q == 2);
+      gemm_f32(pr->M, pr->N, pr->K, &a, &bm, pm, pm, parts + q * nacc + b * pr->c_bs * mn, pr->N, ws);
+    }
+  }
+  float sg = conj_a ? 1.0f : -1.0f;
+  for (int64_t i = 0; i < nacc; i++)
+    acc[i] = (tpurt_c64){parts[i] + sg * parts[nacc + i], parts[2 * nacc + i] - sg * parts[3 * nacc + i]};
+  cx_epi_ctx e = {1, 0, 0, 0};
+  if (alpha) cx_scalar(alpha, &e.ar, &e.ai);
+  if (beta) cx_scalar(beta, &e.br, &e.bi);
+  int nin = self && self->kind == TPURT_V_TENSOR && (e.br != 0 || e.bi != 0) ? 2 : 1;
+  if (direct && nin == 1 && e.ar == 1 && e.ai == 0) goto done;
+  tpurt_tensor in[2] = {*out};
+  in[0].data = acc;
+  in[0].dtype = TPURT_C64;
+  for (int64_t d = out->ndim - 1, st = 1; d >= 0; d--) {
+    in[0].strides[d] = st;
+    st *= out->sizes[d];
+  }
+  if (nin == 2) in[1] = self->t;
+  s = tpurt_ew_run(out, nin, in, TPURT_CT_C64, nin == 2 ? cx_epi_2 : cx_epi_1, &e);
+done:
+  free(parts);
+  free(ws);
+  if (!direct) free(acc);
+  return s;
+}
+
 /* Run the problem into a dense accumulator shaped like out, then out = alpha*acc +
  * beta*self (self broadcast; beta == 0 ignores self entirely, NaNs included, as CPU). */
-static tpurt_status run_matmul(const tpurt_op_call* c, const problem* pr, const tpurt_value* self,
-                               const tpurt_value* beta, const tpurt_value* alpha) {
+static tpurt_status run_matmul_conj(const tpurt_op_call* c, const problem* pr, const tpurt_value* self,
+                                    const tpurt_value* beta, const tpurt_value* alpha, int conj_a) {
   const tpurt_tensor* out = &c->outs[0];
   int dt = pr->A.dtype;
   if (pr->A.dtype != pr->B.dtype)  /* CPU refuses mixed operands rather than promoting */
@@ -331,6 +411,7 @@ static tpurt_status run_matmul(const tpurt_op_call* c, const problem* pr, const 
   if (self && self->kind == TPURT_V_TENSOR && self->t.dtype != dt)
     return tpurt_fail(TPURT_ERR_RUNTIME, "self and mat2 must have the same dtype, but got %s and %s",
                       tpurt_dtype_name((tpurt_dtype)self->t.dtype), tpurt_dtype_name((tpurt_dtype)dt));
+  if (dt == TPURT_C64) return run_matmul_complex(c, pr, self, beta, alpha, conj_a);
   if (dt == TPURT_BOOL)
     return tpurt_fail(TPURT_ERR_RUNTIME, "\"addmm_impl_cpu_\" not implemented for 'Bool'");
   tpurt_ctype ct = tpurt_ctype_of(dt);
@@ -377,6 +458,11 @@ static tpurt_status run_matmul(const tpurt_op_call* c, const problem* pr, const 
   tpurt_status s = tpurt_ew_run(out, nin, in, ct, fn, &e);
   if (!direct) free(acc);
   return s;
+}
+
+static tpurt_status run_matmul(const tpurt_op_call* c, const problem* pr, const tpurt_value* self,
+                               const tpurt_value* beta, const tpurt_value* alpha) {
+  return run_matmul_conj(c, pr, self, beta, alpha, 0);
 }
 
 /* 2-D problem from self (M x K) and mat2 (K x N). */
@@ -438,12 +524,14 @@ tpurt_status tpurt_kernel_addmv(const tpurt_op_call* c) {
   return run_matmul(c, &p, &c->args[0], &c->args[3], &c->args[4]);
 }
 
-tpurt_status tpurt_kernel_dot(const tpurt_op_call* c) {
-  /* dot(self, tensor): a 1 x K times K x 1 problem */
+/* dot(self, tensor): a 1 x K times K x 1 problem; vdot conjugates self */
+static tpurt_status dot_run(const tpurt_op_call* c, int conj_a) {
   const tpurt_tensor *a = &c->args[0].t, *b = &c->args[1].t;
   problem p = {1, 1, 1, a->sizes[0], mat_of(a, -1, 0), mat_of(b, 0, -1), 0, 0, 1};
-  return run_matmul(c, &p, NULL, NULL, NULL);
+  return run_matmul_conj(c, &p, NULL, NULL, NULL, conj_a);
 }
+tpurt_status tpurt_kernel_dot(const tpurt_op_call* c) { return dot_run(c, 0); }
+tpurt_status tpurt_kernel_vdot(const tpurt_op_call* c) { return dot_run(c, 1); }
 
 /* ---------------------------------------------------------------- shared core (gemm.h) */
 void* tpurt_gemm_scratch(void) { return gemm_scratch(); }

@@ -2,6 +2,7 @@
  * logsumexp, count_nonzero) and cumsum. Every reduction is a red_op run by one driver. */
 #include <stdlib.h>
 
+#include "complex_math.h"
 #include "reduce.h"
 #include "vmath.h"
 
@@ -340,6 +341,27 @@ tpurt_status tpurt_red_run(const tpurt_tensor* in, uint32_t mask, const tpurt_te
   return TPURT_OK;
 }
 
+/* ---------------------------------------------------------------- complex64 */
+tpurt_tensor tpurt_red_pairs(const tpurt_tensor* t) {
+  tpurt_tensor v = *t;
+  v.dtype = TPURT_F32;
+  for (int d = 0; d < t->ndim; d++) v.strides[d] = 2 * t->strides[d];
+  v.sizes[t->ndim] = 2;
+  v.strides[t->ndim] = 1;
+  v.ndim = t->ndim + 1;
+  return v;
+}
+
+/* One part (0 real, 1 imaginary) of a complex64 output as float32, with a trailing dim of
+ * 1 when `keep` (the output keeps the input's rank, so the pair dim counts as kept too). */
+static tpurt_tensor cx_part(const tpurt_tensor* t, int part, int keep) {
+  tpurt_tensor v = tpurt_red_pairs(t);
+  v.data = (float*)t->data + part;
+  v.sizes[t->ndim] = 1;
+  v.ndim = t->ndim + keep;
+  return v;
+}
+
 /* ---------------------------------------------------------------- the ops */
 static void init_zero(red_state* s, int64_t n, const red_ctx* c) { memset(s, 0, sizeof *s * (size_t)n); }
 
@@ -402,8 +424,48 @@ static void sum_merge(red_state* a, const red_state* b, const red_ctx* c) {
   a->f += b->f;
   a->i = WRAP_ADD(a->i, b->i);
 }
-static const red_op op_sum = {.int_inputs = 1, .init = init_zero, .row = sum_row, .col = sum_col, .fin = sum_fin, .merge = sum_merge, .row_f32 = sum_row_f32};
-static const red_op op_mean = {.init = init_zero, .row = sum_row, .col = sum_col, .fin = mean_fin, .merge = sum_merge, .row_f32 = sum_row_f32};
+
+/* complex sum / mean over float pairs: f += real parts (even linear index), g += imaginary */
+static void csum_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {
+  const double* v = x;
+  double a[2] = {0, 0};
+  for (int64_t k = 0; k < n; k++) a[(idx0 + k) & 1] += v[k];
+  s->f += a[0];
+  s->g += a[1];
+}
+static void csum_col(red_state* s, const void* x, int64_t n, int64_t idx, const red_ctx* c) {
+  const double* v = x;
+  if (idx & 1) for (int64_t k = 0; k < n; k++) s[k].g += v[k];
+  else for (int64_t k = 0; k < n; k++) s[k].f += v[k];
+}
+/* 8 double lanes as sum_row_f32; lane j always holds the parity of idx0 + j */
+TPURT_VEC_ATTRS static void csum_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, const red_ctx* c) {
+  double a[8] = {0}, t[2] = {0, 0};
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8)
+    for (int j = 0; j < 8; j++) a[j] += (double)v[k + j];
+  for (; k < n; k++) t[(idx0 + k) & 1] += (double)v[k];
+  double even = (a[0] + a[2]) + (a[4] + a[6]), odd = (a[1] + a[3]) + (a[5] + a[7]);
+  s->f += (idx0 & 1 ? odd : even) + t[0];
+  s->g += (idx0 & 1 ? even : odd) + t[1];
+}
+static void csum_merge(red_state* a, const red_state* b, const red_ctx* c) {
+  a->f += b->f;
+  a->g += b->g;
+}
+static void csum_fin(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
+  o[0] = (red_val){s->f, 0, 0};
+  o[1] = (red_val){s->g, 0, 0};
+}
+static void cmean_fin(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
+  double n = (double)(count / 2);
+  o[0] = (red_val){s->f / n, 0, 0};
+  o[1] = (red_val){s->g / n, 0, 0};
+}
+static const red_op op_csum = {.init = init_zero, .row = csum_row, .col = csum_col, .fin = csum_fin, .merge = csum_merge, .row_f32 = csum_row_f32};
+static const red_op op_cmean = {.init = init_zero, .row = csum_row, .col = csum_col, .fin = cmean_fin, .merge = csum_merge, .row_f32 = csum_row_f32};
+static const red_op op_sum = {.int_inputs = 1, .init = init_zero, .row = sum_row, .col = sum_col, .fin = sum_fin, .merge = sum_merge, .row_f32 = sum_row_f32, .cx = &op_csum, .cx_parts = 1};
+static const red_op op_mean = {.init = init_zero, .row = sum_row, .col = sum_col, .fin = mean_fin, .merge = sum_merge, .row_f32 = sum_row_f32, .cx = &op_cmean, .cx_parts = 1};
 
 /* count_nonzero: an int64 count of x != 0 */
 static void cnz_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {
@@ -441,7 +503,39 @@ static void prod_col(red_state* s, const void* x, int64_t n, int64_t idx, const 
     for (int64_t k = 0; k < n; k++) s[k].f *= v[k];
   }
 }
-static const red_op op_prod = {.int_inputs = 1, .init = init_one, .row = prod_row, .col = prod_col, .fin = sum_fin};
+
+/* complex prod over the float pairs (re at even, im at odd linear index): (f, g) is the
+ * running product in double; column mode keeps a pending real part's bits in j */
+static void cprod_mul(red_state* s, double re, double im) {
+  double a = s->f, b = s->g;
+  s->f = a * re - b * im;
+  s->g = a * im + b * re;
+}
+static void cprod_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {
+  const double* v = x;
+  for (int64_t k = 0; k + 1 < n; k += 2) cprod_mul(s, v[k], v[k + 1]);
+}
+static void cprod_col(red_state* s, const void* x, int64_t n, int64_t idx, const red_ctx* c) {
+  const double* v = x;
+  for (int64_t k = 0; k < n; k++) {
+    if (idx % 2 == 0) {
+      memcpy(&s[k].j, &v[k], sizeof(double));
+      continue;
+    }
+    double re;
+    memcpy(&re, &s[k].j, sizeof re);
+    cprod_mul(&s[k], re, v[k]);
+  }
+}
+static void cprod_init(red_state* s, int64_t n, const red_ctx* c) {
+  for (int64_t k = 0; k < n; k++) s[k] = (red_state){1, 0, 0, 0};
+}
+static void cprod_fin(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
+  o[0] = (red_val){s->f, 0, 0};
+  o[1] = (red_val){s->g, 0, 0};
+}
+static const red_op op_cprod = {.init = cprod_init, .row = cprod_row, .col = cprod_col, .fin = cprod_fin};
+static const red_op op_prod = {.int_inputs = 1, .init = init_one, .row = prod_row, .col = prod_col, .fin = sum_fin, .cx = &op_cprod};
 
 /* all (flag 0) / any (flag 1): i holds the running truth value */
 static void init_all_any(red_state* s, int64_t n, const red_ctx* c) {
@@ -601,6 +695,61 @@ static void lse_fin(const red_state* s, int64_t count, const red_ctx* c, red_val
 }
 static const red_op op_lse = {.init = init_lse, .row = lse_row, .col = lse_col, .fin = lse_fin};
 
+/* ---------------------------------------------------------------- complex64 driver */
+/* Merge dim d of a float-pair view with its trailing pair dim when d is dense in complex
+ * elements (float stride 2): one dim of twice the size, stride 1. */
+static int merge_pair(tpurt_tensor* v, int d) {
+  int p = v->ndim - 1;
+  if (d < 0 || d >= p || v->strides[d] != 2) return 0;
+  v->sizes[d] *= 2;
+  v->strides[d] = 1;
+  for (int e = d + 1; e < p; e++) v->sizes[e] = v->sizes[e + 1], v->strides[e] = v->strides[e + 1];
+  v->ndim = p;
+  return 1;
+}
+
+/* Reduce the float parts of a complex64 input apart into complex64 outputs (sum, var): the
+ * pair dim stays kept, merged with the innermost dim when that one is kept and dense in
+ * the input and every output (then columns are dense). */
+static tpurt_status red_run_parts(const tpurt_tensor* in, uint32_t mask, const tpurt_tensor* outs, int nouts,
+                                  const red_op* op, red_ctx* ctx) {
+  tpurt_tensor v = tpurt_red_pairs(in), o[TPURT_MAX_OUTS];
+  int last = in->ndim - 1, merged = last >= 0 && !(mask >> last & 1) && merge_pair(&v, last);
+  for (int k = 0; k < nouts; k++) {
+    o[k] = tpurt_red_pairs(&outs[k]);
+    merged = merged && merge_pair(&o[k], outs[k].ndim - 1);
+  }
+  if (!merged) {
+    v = tpurt_red_pairs(in);
+    for (int k = 0; k < nouts; k++) o[k] = tpurt_red_pairs(&outs[k]);
+  }
+  return tpurt_red_run(&v, mask, o, nouts, op, ctx);
+}
+
+/* Reduce a complex64 input through its float pairs: parts ops (sum, mean) with the
+ * innermost dim kept as red_run_parts; everything else runs op->cx over pairs (re at even,
+ * im at odd linear index), merged with the innermost dim when that one is reduced and
+ * dense (dense row folds). */
+static tpurt_status red_run_complex(const tpurt_tensor* in, uint32_t mask, const tpurt_tensor* outs, int nouts,
+                                    const red_op* op, red_ctx* ctx) {
+  if (in->ndim >= TPURT_MAX_DIMS || !op->cx || outs[0].dtype != TPURT_C64 || nouts != 1)
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "reduction of complex64 %s into %s not supported",
+                      tpurt_shape_str(in), tpurt_dtype_name((tpurt_dtype)outs[0].dtype));
+  int last = in->ndim - 1;
+  int inner_reduced = last >= 0 && (mask >> last & 1);
+  if (op->cx_parts && !inner_reduced) return red_run_parts(in, mask, outs, 1, op, ctx);
+  tpurt_tensor v = tpurt_red_pairs(in), o[2];
+  int keep = outs[0].ndim == in->ndim;
+  if (inner_reduced && merge_pair(&v, last)) {
+    o[0] = cx_part(&outs[0], 0, 0);
+    o[1] = cx_part(&outs[0], 1, 0);
+    return tpurt_red_run(&v, mask, o, 2, op->cx, ctx);
+  }
+  o[0] = cx_part(&outs[0], 0, keep);
+  o[1] = cx_part(&outs[0], 1, keep);
+  return tpurt_red_run(&v, mask | 1u << in->ndim, o, 2, op->cx, ctx);
+}
+
 /* ---------------------------------------------------------------- kernels */
 static const tpurt_value NONE_DIMS = {.kind = TPURT_V_NONE, .scalar_dtype = -1};
 
@@ -610,6 +759,7 @@ static tpurt_status reduce(const tpurt_op_call* c, int dim_arg, const red_op* op
   uint32_t mask;
   tpurt_status s = tpurt_red_mask(in, dim_arg < 0 ? &NONE_DIMS : &c->args[dim_arg], &c->outs[0], &mask);
   if (s) return s;
+  if (in->dtype == TPURT_C64) return red_run_complex(in, mask, c->outs, c->nouts, op, &ctx);
   return tpurt_red_run(in, mask, c->outs, c->nouts, op, &ctx);
 }
 
@@ -643,8 +793,6 @@ RED_KERNEL(max_dim, 1, op_ext_both, .flag = 0)
 RED_KERNEL(min_dim, 1, op_ext_both, .flag = 1)
 RED_KERNEL(argmax, 1, op_ext_idx, .flag = 0)
 RED_KERNEL(argmin, 1, op_ext_idx, .flag = 1)
-/* logsumexp(self, dim, keepdim) */
-RED_KERNEL(logsumexp, 1, op_lse, 0)
 
 /* aminmax(self, *, dim?, keepdim) -> (min, max): two passes of the extreme op */
 tpurt_status tpurt_kernel_aminmax(const tpurt_op_call* c) {
@@ -658,9 +806,50 @@ tpurt_status tpurt_kernel_aminmax(const tpurt_op_call* c) {
   return s;
 }
 
+/* A dense scratch tensor of t's sizes in dtype dt (malloc'd data; the caller frees it). */
+static tpurt_status scratch_like(const tpurt_tensor* t, int dt, tpurt_tensor* s) {
+  *s = *t;
+  s->dtype = dt;
+  int64_t n = 1;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    s->strides[d] = n;
+    n *= t->sizes[d];
+  }
+  s->data = malloc((size_t)(n ? n : 1) * tpurt_dtype_size((tpurt_dtype)dt));
+  return s->data ? TPURT_OK : tpurt_fail(TPURT_ERR_OOM, "out of host memory for a %s scratch", tpurt_shape_str(t));
+}
+
+/* complex64 var/std as CPU computes them: var(real) + var(imag), each in float32 */
+static void cx_add_parts(int64_t n, void* o, const void* const* in, const void* ctx) {
+  const tpurt_c64* v = in[0];
+  float* r = o;
+  for (int64_t i = 0; i < n; i++) r[i] = v[i].re + v[i].im;
+}
+static void cx_add_parts_sqrt(int64_t n, void* o, const void* const* in, const void* ctx) {
+  const tpurt_c64* v = in[0];
+  float* r = o;
+  for (int64_t i = 0; i < n; i++) r[i] = sqrtf(v[i].re + v[i].im);
+}
+
+static tpurt_status var_complex(const tpurt_op_call* c, int flags) {
+  const tpurt_tensor* in = &c->args[0].t;
+  uint32_t mask;
+  tpurt_tensor parts;
+  tpurt_status s = tpurt_red_mask(in, &c->args[1], &c->outs[0], &mask);
+  if (s || (s = scratch_like(&c->outs[0], TPURT_C64, &parts))) return s;
+  tpurt_tensor o[2] = {parts, c->outs[1]};
+  red_ctx ctx = {.p = correction_of(&c->args[2]), .flag = flags & 2};
+  s = in->ndim < TPURT_MAX_DIMS ? red_run_parts(in, mask, o, flags & 2 ? 2 : 1, &op_var, &ctx)
+                                : tpurt_fail(TPURT_ERR_UNSUPPORTED, "var of a %d-dim complex64 tensor", in->ndim);
+  if (!s) s = tpurt_ew_run2(&c->outs[0], TPURT_CT_F32, 1, &parts, TPURT_CT_C64, flags & 1 ? cx_add_parts_sqrt : cx_add_parts, NULL);
+  free(parts.data);
+  return s;
+}
+
 /* var.correction(self, dim?, *, correction?, keepdim) and std / var_mean / std_mean */
 #define VAR_KERNEL(name, flags) \
   tpurt_status tpurt_kernel_##name(const tpurt_op_call* c) { \
+    if (c->args[0].t.dtype == TPURT_C64) return var_complex(c, flags); \
     return reduce(c, 1, &op_var, (red_ctx){.p = correction_of(&c->args[2]), .flag = flags}); \
   }
 VAR_KERNEL(var, 0)
@@ -668,18 +857,90 @@ VAR_KERNEL(std, 1)
 VAR_KERNEL(var_mean, 2)
 VAR_KERNEL(std_mean, 3)
 
-/* linalg_vector_norm(self, ord, dim?, keepdim, *, dtype) */
-tpurt_status tpurt_kernel_vector_norm(const tpurt_op_call* c) {
-  return reduce(c, 2, &op_norm, (red_ctx){.p = tpurt_value_f(&c->args[1])});
+/* Norms of complex64 inputs are norms of |z| (hypot, as std::abs), taken into a scratch. */
+static void cx_abs(int64_t n, void* o, const void* const* in, const void* ctx) {
+  const tpurt_c64* v = in[0];
+  float* r = o;
+  for (int64_t i = 0; i < n; i++) r[i] = hypotf(v[i].re, v[i].im);
 }
+
+static tpurt_status norm_run(const tpurt_op_call* c, int dim_arg, double p) {
+  const tpurt_tensor* in = &c->args[0].t;
+  red_ctx ctx = {.p = p};
+  if (in->dtype != TPURT_C64) return reduce(c, dim_arg, &op_norm, ctx);
+  uint32_t mask;
+  tpurt_tensor mag;
+  tpurt_status s = tpurt_red_mask(in, dim_arg < 0 ? &NONE_DIMS : &c->args[dim_arg], &c->outs[0], &mask);
+  if (s || (s = scratch_like(in, TPURT_F32, &mag))) return s;
+  s = tpurt_ew_run2(&mag, TPURT_CT_F32, 1, in, TPURT_CT_C64, cx_abs, NULL);
+  if (!s) s = tpurt_red_run(&mag, mask, c->outs, 1, &op_norm, &ctx);
+  free(mag.data);
+  return s;
+}
+
+/* complex64 logsumexp as CPU: m = amax of the real parts over dims (0 where infinite),
+ * then log(sum(exp(z - m))) + m, through scratch tensors */
+static void lse_shift_exp(int64_t n, void* o, const void* const* in, const void* ctx) {
+  const cx_t *z = in[0], *m = in[1];
+  cx_t* r = o;
+  for (int64_t i = 0; i < n; i++) r[i] = cexpf(z[i] - m[i]);
+}
+static void lse_log_add(int64_t n, void* o, const void* const* in, const void* ctx) {
+  const cx_t *s = in[0], *m = in[1];
+  cx_t* r = o;
+  for (int64_t i = 0; i < n; i++) r[i] = clogf(s[i]) + m[i];
+}
+
+static tpurt_status logsumexp_complex(const tpurt_op_call* c, uint32_t mask) {
+  const tpurt_tensor *in = &c->args[0].t, *out = &c->outs[0];
+  tpurt_tensor keep = *in, m, e;
+  for (int d = 0; d < in->ndim; d++)
+    if (mask >> d & 1) keep.sizes[d] = 1;
+  tpurt_status s = scratch_like(&keep, TPURT_F32, &m);
+  if (s) return s;
+  if ((s = scratch_like(in, TPURT_C64, &e))) {
+    free(m.data);
+    return s;
+  }
+  tpurt_tensor re = cx_part(in, 0, 0);
+  red_ctx ext = {.flag = 0}, sum = {0};
+  s = tpurt_red_run(&re, mask, &m, 1, &op_ext_val, &ext);
+  float* mf = m.data;
+  for (int64_t i = 0, n = tpurt_numel(&m); i < n && !s; i++)
+    if (isinf(mf[i])) mf[i] = 0;
+  tpurt_tensor zm[2] = {*in, m};
+  if (!s) s = tpurt_ew_run(&e, 2, zm, TPURT_CT_C64, lse_shift_exp, NULL);
+  if (!s) s = red_run_complex(&e, mask, out, 1, &op_sum, &sum);
+  tpurt_tensor sm[2] = {*out, *out}; /* m in out's shape: the kept dims in the same order */
+  sm[1].data = m.data;
+  sm[1].dtype = TPURT_F32;
+  for (int64_t d = out->ndim - 1, st = 1; d >= 0; d--) {
+    sm[1].strides[d] = st;
+    st *= out->sizes[d];
+  }
+  if (!s) s = tpurt_ew_run(out, 2, sm, TPURT_CT_C64, lse_log_add, NULL);
+  free(m.data);
+  free(e.data);
+  return s;
+}
+
+/* logsumexp(self, dim, keepdim) */
+tpurt_status tpurt_kernel_logsumexp(const tpurt_op_call* c) {
+  const tpurt_tensor* in = &c->args[0].t;
+  uint32_t mask;
+  tpurt_status s = tpurt_red_mask(in, &c->args[1], &c->outs[0], &mask);
+  if (s) return s;
+  if (in->dtype == TPURT_C64) return logsumexp_complex(c, mask);
+  red_ctx ctx = {0};
+  return tpurt_red_run(in, mask, c->outs, c->nouts, &op_lse, &ctx);
+}
+
+/* linalg_vector_norm(self, ord, dim?, keepdim, *, dtype) */
+tpurt_status tpurt_kernel_vector_norm(const tpurt_op_call* c) { return norm_run(c, 2, tpurt_value_f(&c->args[1])); }
 /* norm(self, Scalar? p, [dim, keepdim,] ...): vector_norm with p = None meaning 2 */
 static double norm_p(const tpurt_value* v) { return v->kind == TPURT_V_NONE ? 2.0 : tpurt_value_f(v); }
-tpurt_status tpurt_kernel_norm(const tpurt_op_call* c) {
-  return reduce(c, -1, &op_norm, (red_ctx){.p = norm_p(&c->args[1])});
-}
-tpurt_status tpurt_kernel_norm_dim(const tpurt_op_call* c) {
-  return reduce(c, 2, &op_norm, (red_ctx){.p = norm_p(&c->args[1])});
-}
+tpurt_status tpurt_kernel_norm(const tpurt_op_call* c) { return norm_run(c, -1, norm_p(&c->args[1])); }
+tpurt_status tpurt_kernel_norm_dim(const tpurt_op_call* c) { return norm_run(c, 2, norm_p(&c->args[1])); }
 
 /* renorm(self, p, dim, maxnorm): every slice along dim whose p-norm over the other dims
  * exceeds maxnorm is scaled by maxnorm / (norm + 1e-7). As CPU, the factors are rounded to
@@ -722,14 +983,8 @@ tpurt_status tpurt_kernel_renorm(const tpurt_op_call* c) {
   return s;
 }
 
-/* cumsum(self, dim, *, dtype): a running double/int64 sum along dim, one line at a time */
-tpurt_status tpurt_kernel_cumsum(const tpurt_op_call* c) {
-  const tpurt_tensor* in = &c->args[0].t;
-  const tpurt_tensor* out = &c->outs[0];
-  int dim;
-  tpurt_status s = tpurt_wrap_dim(c->args[1].i, in->ndim, &dim);
-  if (s) return s;
-  if (tpurt_numel(in) == 0) return TPURT_OK;
+/* A running double/int64 sum along dim, one line at a time. */
+static void cumsum_run(const tpurt_tensor* in, const tpurt_tensor* out, int dim) {
   int nd = in->ndim;
   int64_t len = nd ? in->sizes[dim] : 1, ist = nd ? in->strides[dim] : 0, ost = nd ? out->strides[dim] : 0;
   int64_t sizes[TPURT_MAX_DIMS], idx[TPURT_MAX_DIMS] = {0};
@@ -756,5 +1011,24 @@ tpurt_status tpurt_kernel_cumsum(const tpurt_op_call* c) {
       }
     }
   } while (nd && tpurt_next_index(idx, sizes, nd));
+}
+
+/* cumsum(self, dim, *, dtype); complex64 sums its real and imaginary parts apart */
+tpurt_status tpurt_kernel_cumsum(const tpurt_op_call* c) {
+  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* out = &c->outs[0];
+  int dim;
+  tpurt_status s = tpurt_wrap_dim(c->args[1].i, in->ndim, &dim);
+  if (s || tpurt_numel(in) == 0) return s;
+  if (in->dtype != TPURT_C64 && out->dtype != TPURT_C64) {
+    cumsum_run(in, out, dim);
+    return TPURT_OK;
+  }
+  if (in->dtype != out->dtype || in->ndim >= TPURT_MAX_DIMS)
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "cumsum from %s to %s not supported", tpurt_dtype_name((tpurt_dtype)in->dtype),
+                      tpurt_dtype_name((tpurt_dtype)out->dtype));
+  if (in->ndim == 0) return tpurt_copy_tensor(out, in);
+  tpurt_tensor pi = tpurt_red_pairs(in), po = tpurt_red_pairs(out);
+  cumsum_run(&pi, &po, dim);
   return TPURT_OK;
 }

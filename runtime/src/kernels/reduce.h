@@ -30,7 +30,8 @@ typedef struct red_ctx {
   int flag;   /* op parameter: nan-skipping, min (vs max) */
 } red_ctx;
 
-typedef struct red_op {
+typedef struct red_op red_op;
+struct red_op {
   int int_inputs; /* fold integer/bool inputs as int64 (exact); else as double */
   void (*init)(red_state* s, int64_t n, const red_ctx* c);
   /* fold x[0..n) into *s; x[k] has linear index idx0 + k in the reduced sub-space */
@@ -44,7 +45,15 @@ typedef struct red_op {
   void (*merge)(red_state* a, const red_state* b, const red_ctx* c);
   /* like row, on n dense float32 elements in place (no staging copy as double); NULL: staged */
   void (*row_f32)(red_state* s, const float* x, int64_t n, int64_t idx0, const red_ctx* c);
-} red_op;
+  /* complex64 inputs (tpurt_red_pairs): the op that folds each element's float pair (real
+   * part at even, imaginary at odd linear index of the reduced sub-space) into two outputs
+   * (real, imaginary parts); NULL: complex64 not supported */
+  const struct red_op* cx;
+  int cx_parts; /* complex64 inputs may also be reduced as their float parts apart (sum) */
+};
+
+/* A complex64 tensor as its float32 pairs: the same dims plus a trailing dim of 2 (stride 1). */
+tpurt_tensor tpurt_red_pairs(const tpurt_tensor* t);
 
 /* Bit d set = dim d of `in` is reduced. `dims` is NONE, INT or INTS; NONE reduces every dim;
  * an empty list does too, except when `out` has in's shape (then nothing is reduced). */

@@ -1,4 +1,4 @@
-"""Samples for kernels/activation_more.c: shrinks, threshold, angle, prelu and glu, forward
+"""Samples for kernels/activation_more.c: shrinks, threshold, prelu and glu, forward
 and backward, with values on the thresholds."""
 import torch
 import torch.nn.functional as F
@@ -35,10 +35,6 @@ register("threshold", lambda x: torch.threshold(x, 2, -7), [(4, 5)], dtypes=INTS
 register("threshold_ threshold.out",
          lambda x: (torch.threshold_(x.clone(), 0.0, 1.0), torch.threshold(x, 0.5, 3.0, out=torch.empty_like(x))),
          lambda dt: [edgy((4, 5), dt)], dtypes=FLOATS, grad=False, name="threshold_ and out")
-register("angle", lambda x: torch.angle(x), lambda dt: [torch.tensor([-2.0, 0.0, 3.0, float("nan"), -0.0], dtype=dt)],
-         dtypes=FLOATS)
-register("angle angle.out", lambda x: (torch.angle(x), torch.angle(x, out=torch.empty(0, device=x.device))),
-         [(5,)], dtypes=(torch.int64, torch.uint8), grad=False, name="angle integers")
 register("_prelu_kernel _prelu_kernel_backward", lambda x, w: F.prelu(x, w), [(2, 3, 4), (3,)], dtypes=FLOATS,
          name="prelu per channel")
 register("_prelu_kernel _prelu_kernel_backward", lambda x, w: F.prelu(x, w), [(5, 2), (1,)], dtypes=FLOATS,

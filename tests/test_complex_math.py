@@ -106,9 +106,11 @@ BINARY = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="add is core.c's kernel, not flagged TPURT_OPF_COMPLEX yet")
-def test_add():
-    check(lambda a, b: torch.add(a, b, alpha=2 - 1j), [crand(4, 6, seed=1), crand(6, seed=2)])
+@pytest.mark.parametrize("noncontig", [False, True])
+def test_add(noncontig):
+    check(lambda a, b: torch.add(a, b, alpha=2 - 1j), [crand(4, 6, seed=1), crand(6, seed=2)], noncontig)
+    check(lambda a, b: a + b, [crand(4, 6, seed=3), crand(4, 1, seed=4)], noncontig)
+    check(lambda a, b: a + b, [crand(5, seed=5), torch.randn(5)], noncontig)
 
 
 def test_isnan_isinf():

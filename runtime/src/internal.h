@@ -94,6 +94,9 @@ tpurt_status tpurt_ew_run(const tpurt_tensor* out, int nin, const tpurt_tensor* 
 tpurt_status tpurt_ew_run2(const tpurt_tensor* out, tpurt_ctype out_ct, int nin,
                            const tpurt_tensor* in, tpurt_ctype in_ct, tpurt_ew_fn fn,
                            const void* ctx);
+/* add.Tensor/add.Scalar (+ in-place, out=) when the common dtype is complex64
+ * (kernels/elementwise_binary.c; core.c's add handles the real dtypes). */
+tpurt_status tpurt_add_complex(const tpurt_op_call* c);
 /* A 0-dim tensor view of a scalar value, backed by `storage` (8 bytes, 8-byte aligned). */
 tpurt_tensor tpurt_scalar_tensor(const tpurt_value* v, void* storage);
 /* Scalar value as double / int64 (a complex scalar gives its real part). */

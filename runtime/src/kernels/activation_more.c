@@ -1,6 +1,6 @@
 /* More activations on the elementwise engine (kernels/elementwise.h), in their own file so
  * the elementwise family's files stay with their owners: hardshrink / softshrink (+ backward),
- * threshold, angle of real numbers, prelu (+ backward) and glu (+ backward), whose halves
+ * threshold, prelu (+ backward) and glu (+ backward), whose halves
  * along `dim` are two views of one tensor. Formulas as PyTorch's CPU kernels. */
 #include "elementwise.h"
 
@@ -14,9 +14,6 @@ EW_DEF_F(shrink_backward, EW_SAME, 2, y >= -PF(0) && y <= PF(0) ? 0 : x)
 tpurt_status tpurt_kernel_shrink_backward(const tpurt_op_call* c) { return ew_apply(c, &shrink_backward_op); }
 EW_DEF_FI(threshold, EW_SAME, 1, x <= PF(0) ? PF(1) : x, x <= PI(0) ? PI(1) : x)
 EW_KERNEL(threshold)
-/* angle of a real number: pi for negatives, NaN stays */
-EW_DEF_F(angle, EW_FLOAT, 1, isnan(x) ? x : x < 0 ? (ew_t)M_PI : 0)
-EW_KERNEL(angle)
 
 /* _prelu_kernel(self, weight), weight already broadcastable to self */
 EW_DEF_F(prelu, EW_SAME, 2, x > 0 ? x : y * x)

@@ -70,6 +70,7 @@ tpurt_status tpurt_kernel_add(const tpurt_op_call* c) {
   tpurt_promo_add_value(&p, &c->args[0]);
   tpurt_promo_add_value(&p, &c->args[1]);
   int common = tpurt_promo_result(&p);
+  if (common == TPURT_C64) return tpurt_add_complex(c);
   tpurt_ctype ct = tpurt_ctype_of(common);
   if (common == TPURT_BOOL) ct = TPURT_CT_I64;
   int64_t s0[1], s1[1];

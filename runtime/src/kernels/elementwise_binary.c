@@ -120,6 +120,7 @@ EW_DEF_I(lcm, EW_SAME, 2, ilcm(x, y))
 
 /* Defined for complex64 too: name, float, int64 and complex expressions. */
 #define BINARY_SAME_CX_OPS(X)                                                      \
+  X(add_any, x + PF(0) * y, ew_wadd(x, ew_wmul(PI(0), y)), x + cx_mul(PC(0), y))    \
   X(sub, x - PF(0) * y, ew_wsub(x, ew_wmul(PI(0), y)), x - cx_mul(PC(0), y))        \
   X(rsub, y - PF(0) * x, ew_wsub(y, ew_wmul(PI(0), x)), y - cx_mul(PC(0), x))       \
   X(mul, x * y, ew_wmul(x, y), cx_mul(x, y))
@@ -150,6 +151,9 @@ BINARY_BOOL_OPS(KERNEL2)
 #define BINARY_PLAIN(X) X(sub) X(mul) X(maximum) X(minimum) X(remainder) X(fmod) \
   X(atan2) X(copysign) X(hypot) X(xlogy) X(fmax) X(fmin) X(logaddexp) X(logaddexp2)
 BINARY_PLAIN(EW_KERNEL)
+
+/* add for complex64 operands: core.c keeps the real dtypes' add on its own fast loops */
+tpurt_status tpurt_add_complex(const tpurt_op_call* c) { return ew_apply(c, &add_any_op); }
 
 tpurt_status tpurt_kernel_div(const tpurt_op_call* c) {
   /* div(self, other[, *, str? rounding_mode]): the mode is the first parameter (None and

@@ -49,14 +49,38 @@ static tpurt_status store_dense(const tpurt_tensor* out, float* p) {
   return tpurt_copy_tensor(out, &d);
 }
 
-static double dot(const float* a, const float* b, int64_t n) {
-  double s = 0;
-  for (int64_t i = 0; i < n; i++) s += (double)a[i] * b[i];
+/* The row loops get an AVX2 clone picked at load time (4 doubles a vector). Contraction
+ * stays off (-std=c11), so products of a double by a float round as in scalar code. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define ATTN_VEC __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define ATTN_VEC
+#endif
+
+typedef float v4f __attribute__((vector_size(16)));
+typedef double v4d __attribute__((vector_size(32)));
+
+/* a . b in double, in 8 interleaved partial sums folded in a fixed order (a serial sum
+ * cannot vectorize). Products of floats are exact in double, so only the order of the
+ * additions differs from a serial loop, and it is the same for any thread count. */
+static inline double dot(const float* a, const float* b, int64_t n) {
+  v4d s0 = {0, 0, 0, 0}, s1 = s0;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    v4f a0, a1, b0, b1;
+    memcpy(&a0, a + i, sizeof a0), memcpy(&a1, a + i + 4, sizeof a1);
+    memcpy(&b0, b + i, sizeof b0), memcpy(&b1, b + i + 4, sizeof b1);
+    s0 += __builtin_convertvector(a0, v4d) * __builtin_convertvector(b0, v4d);
+    s1 += __builtin_convertvector(a1, v4d) * __builtin_convertvector(b1, v4d);
+  }
+  s0 += s1;
+  double s = (s0[0] + s0[1]) + (s0[2] + s0[3]);
+  for (; i < n; i++) s += (double)a[i] * b[i];
   return s;
 }
 
 /* Scores of row i of (b, h): s[j] = scale * q_i . k_j + bias, -inf where masked. */
-static void scores(const attn_job* J, int64_t b, int64_t h, int64_t i, double* s) {
+static inline void scores(const attn_job* J, int64_t b, int64_t h, int64_t i, double* s) {
   int64_t hk = h / (J->Hq / J->Hk);
   const float* qi = J->q + ((b * J->Hq + h) * J->L + i) * J->E;
   const float* kb = J->k + (b * J->Hk + hk) * J->S * J->E;
@@ -84,7 +108,7 @@ static void scores(const attn_job* J, int64_t b, int64_t h, int64_t i, double* s
 }
 
 /* Rows [begin, end) of all (b, h, i): out_i = softmax(s) v, lse_i = log sum exp s. */
-static void fwd_rows(void* ctx, int64_t begin, int64_t end) {
+ATTN_VEC static void fwd_rows(void* ctx, int64_t begin, int64_t end) {
   attn_job* J = ctx;
   double* s = malloc(cells(J->S) * sizeof(double));
   double* acc = malloc(cells(J->Ev) * sizeof(double));
@@ -151,7 +175,7 @@ tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
 
 /* Backward for the query heads of one (b, kv head) group: dq for those heads, dk/dv for
  * the kv head (summed over the group, so one task owns each). */
-static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
+ATTN_VEC static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
   attn_job* J = ctx;
   double* s = malloc(cells(J->S) * sizeof(double));
   double* dk = malloc(cells(J->S * J->E) * sizeof(double));

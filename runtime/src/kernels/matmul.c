@@ -73,6 +73,9 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
                                       T* restrict c, int64_t ldc, int mr, int nr) {            \
     v##SFX acc[ROWS][2];                                                                        \
     memset(acc, 0, sizeof acc);                                                                \
+    for (int i = 0; i < ROWS; i++) /* the C tile is needed after the loop: fetch it now */     \
+      __builtin_prefetch(c + i * ldc, 1), __builtin_prefetch(c + i * ldc + 2 * W - 1, 1);      \
+    _Pragma("GCC unroll 4")                                                                    \
     for (int64_t k = 0; k < kc; k++) {                                                         \
       v##SFX b0, b1;                                                                           \
       memcpy(&b0, b + k * 2 * W, sizeof b0);                                                   \

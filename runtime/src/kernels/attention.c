@@ -13,10 +13,10 @@ typedef struct {
   int64_t B, Hq, Hk, L, S, E, Ev;
   double scale;
   int causal;
-  const float *q, *k, *v; /* dense [B, H, rows, dim] */
+  const double *q, *k, *v; /* dense [B, H, rows, dim] */
   const tpurt_tensor* bias; /* NULL, or [B?, H?, L, S] with any strides (broadcast by stride 0) */
   float *out, *lse;         /* forward: dense [B, Hq, L, Ev], [B, Hq, L] */
-  const float* dout;        /* backward input, dense like out */
+  const double* dout;       /* backward input, dense like out */
   const float* lse_in;
   float *dq, *dk, *dv;      /* backward outputs, dense like q/k/v */
   tpurt_status status;
@@ -25,13 +25,14 @@ typedef struct {
 /* Elements to allocate for n (at least one, so malloc never sees 0). */
 static size_t cells(int64_t n) { return (size_t)(n > 0 ? n : 1); }
 
-/* A dense f32 copy of t (NULL on OOM). */
-static float* dense_f32(const tpurt_tensor* t) {
+/* A dense copy of t as f32 or (the operands, converted once rather than in every dot
+ * product) f64; NULL on OOM. */
+static void* dense_as(const tpurt_tensor* t, int dtype) {
   int64_t n = tpurt_numel(t);
-  float* p = malloc(cells(n) * sizeof(float));
+  void* p = malloc(cells(n) * tpurt_dtype_size((tpurt_dtype)dtype));
   if (!p) return NULL;
   tpurt_tensor d = *t;
-  d.data = p, d.dtype = TPURT_F32;
+  d.data = p, d.dtype = dtype;
   int64_t st = 1;
   for (int i = t->ndim - 1; i >= 0; i--) d.strides[i] = st, st *= t->sizes[i];
   if (tpurt_copy_tensor(&d, t)) {
@@ -57,21 +58,21 @@ static tpurt_status store_dense(const tpurt_tensor* out, float* p) {
 #define ATTN_VEC
 #endif
 
-typedef float v4f __attribute__((vector_size(16)));
 typedef double v4d __attribute__((vector_size(32)));
 
-/* a . b in double, in 8 interleaved partial sums folded in a fixed order (a serial sum
- * cannot vectorize). Products of floats are exact in double, so only the order of the
- * additions differs from a serial loop, and it is the same for any thread count. */
-static inline double dot(const float* a, const float* b, int64_t n) {
+/* a . b of float values held as doubles, in 8 interleaved partial sums folded in a fixed
+ * order (a serial sum cannot vectorize). Products of floats are exact in double, so only
+ * the order of the additions differs from a serial loop, and it is the same for any
+ * thread count. */
+static inline double dot(const double* a, const double* b, int64_t n) {
   v4d s0 = {0, 0, 0, 0}, s1 = s0;
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    v4f a0, a1, b0, b1;
+    v4d a0, a1, b0, b1;
     memcpy(&a0, a + i, sizeof a0), memcpy(&a1, a + i + 4, sizeof a1);
     memcpy(&b0, b + i, sizeof b0), memcpy(&b1, b + i + 4, sizeof b1);
-    s0 += __builtin_convertvector(a0, v4d) * __builtin_convertvector(b0, v4d);
-    s1 += __builtin_convertvector(a1, v4d) * __builtin_convertvector(b1, v4d);
+    s0 += a0 * b0;
+    s1 += a1 * b1;
   }
   s0 += s1;
   double s = (s0[0] + s0[1]) + (s0[2] + s0[3]);
@@ -82,8 +83,8 @@ static inline double dot(const float* a, const float* b, int64_t n) {
 /* Scores of row i of (b, h): s[j] = scale * q_i . k_j + bias, -inf where masked. */
 static inline void scores(const attn_job* J, int64_t b, int64_t h, int64_t i, double* s) {
   int64_t hk = h / (J->Hq / J->Hk);
-  const float* qi = J->q + ((b * J->Hq + h) * J->L + i) * J->E;
-  const float* kb = J->k + (b * J->Hk + hk) * J->S * J->E;
+  const double* qi = J->q + ((b * J->Hq + h) * J->L + i) * J->E;
+  const double* kb = J->k + (b * J->Hk + hk) * J->S * J->E;
   const tpurt_tensor* bt = J->bias;
   const char* brow = NULL;
   int64_t bstride = 0;
@@ -124,7 +125,7 @@ ATTN_VEC static void fwd_rows(void* ctx, int64_t begin, int64_t end) {
     double m = -INFINITY, sum = 0;
     for (int64_t j = 0; j < J->S; j++) m = s[j] > m ? s[j] : m;
     for (int64_t e = 0; e < J->Ev; e++) acc[e] = 0;
-    const float* vb = J->v + (b * J->Hk + hk) * J->S * J->Ev;
+    const double* vb = J->v + (b * J->Hk + hk) * J->S * J->Ev;
     for (int64_t j = 0; j < J->S; j++) {
       double p = exp(s[j] - m); /* all -inf: NaN, as the math path's softmax */
       sum += p;
@@ -156,7 +157,7 @@ tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
   J.scale = c->args[7].kind == TPURT_V_FLOAT ? c->args[7].f : 1.0 / sqrt((double)J.E);
   J.bias = c->args[3].kind == TPURT_V_TENSOR ? &c->args[3].t : NULL;
   int64_t rows = J.B * J.Hq * J.L;
-  float *fq = dense_f32(q), *fk = dense_f32(k), *fv = dense_f32(v);
+  double *fq = dense_as(q, TPURT_F64), *fk = dense_as(k, TPURT_F64), *fv = dense_as(v, TPURT_F64);
   float* out = malloc(cells(rows * J.Ev) * sizeof(float));
   float* lse = malloc(cells(rows) * sizeof(float));
   tpurt_status s = TPURT_OK;
@@ -190,14 +191,14 @@ ATTN_VEC static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
   int64_t g = J->Hq / J->Hk;
   for (int64_t t = begin; t < end; t++) {
     int64_t b = t / J->Hk, hk = t % J->Hk;
-    const float* kb = J->k + (b * J->Hk + hk) * J->S * J->E;
-    const float* vb = J->v + (b * J->Hk + hk) * J->S * J->Ev;
+    const double* kb = J->k + (b * J->Hk + hk) * J->S * J->E;
+    const double* vb = J->v + (b * J->Hk + hk) * J->S * J->Ev;
     for (int64_t x = 0; x < J->S * J->E; x++) dk[x] = 0;
     for (int64_t x = 0; x < J->S * J->Ev; x++) dv[x] = 0;
     for (int64_t h = hk * g; h < (hk + 1) * g; h++)
       for (int64_t i = 0; i < J->L; i++) {
         int64_t r = (b * J->Hq + h) * J->L + i;
-        const float *doi = J->dout + r * J->Ev, *qi = J->q + r * J->E;
+        const double *doi = J->dout + r * J->Ev, *qi = J->q + r * J->E;
         scores(J, b, h, i, s);
         /* D = dout_i . out_i, from the probabilities rather than the stored (rounded) out:
          * ds = p (dp - D) cancels, and bf16 rounding of out would dominate it. */
@@ -241,8 +242,9 @@ tpurt_status tpurt_kernel_sdpa_fused_backward(const tpurt_op_call* c) {
                 .E = q->sizes[3], .Ev = v->sizes[3], .causal = c->args[13].i != 0};
   J.scale = c->args[16].kind == TPURT_V_FLOAT ? c->args[16].f : 1.0 / sqrt((double)J.E);
   J.bias = c->args[4].kind == TPURT_V_TENSOR ? &c->args[4].t : NULL;
-  float *fq = dense_f32(q), *fk = dense_f32(k), *fv = dense_f32(v), *fgo = dense_f32(go),
-        *flse = dense_f32(&c->args[7].t);
+  double *fq = dense_as(q, TPURT_F64), *fk = dense_as(k, TPURT_F64), *fv = dense_as(v, TPURT_F64),
+         *fgo = dense_as(go, TPURT_F64);
+  float* flse = dense_as(&c->args[7].t, TPURT_F32);
   int64_t nq = tpurt_numel(q), nk = tpurt_numel(k), nv = tpurt_numel(v);
   float* dq = malloc(cells(nq) * sizeof(float));
   float* dk = malloc(cells(nk) * sizeof(float));

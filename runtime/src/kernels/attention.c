@@ -1,6 +1,6 @@
 /* Fused scaled dot product attention (PyTorch's "overrideable" SDPA backend): forward and
  * backward, one softmax row at a time, never materialising the [L, S] attention matrix.
- * q/k/v are read as dense f32 copies; dot products and softmax sums accumulate in double.
+ * q/k/v are read as dense f64 copies; dot products and softmax sums accumulate in double.
  * Supports an additive bias broadcast to [B, Hq, L, S], causal masking (top-left aligned,
  * as PyTorch's math path), any scale, and grouped-query attention (Hq a multiple of Hkv:
  * query head h reads key/value head h / (Hq / Hkv)). Dropout is left to the math path. */
@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "../internal.h"
+#include "vmath.h"
 
 typedef struct {
   int64_t B, Hq, Hk, L, S, E, Ev;
@@ -50,14 +51,8 @@ static tpurt_status store_dense(const tpurt_tensor* out, float* p) {
   return tpurt_copy_tensor(out, &d);
 }
 
-/* The row loops get an AVX2 clone picked at load time (4 doubles a vector). Contraction
- * stays off (-std=c11), so products of a double by a float round as in scalar code. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define ATTN_VEC __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define ATTN_VEC
-#endif
-
+/* The row loops (TPURT_VEC_ATTRS) get an AVX2 clone picked at load time, 4 doubles a
+ * vector, and exp is vmath's vectorizable vm_exp (<= 1.05 ulp in double). */
 typedef double v4d __attribute__((vector_size(32)));
 
 /* a . b of float values held as doubles, in 8 interleaved partial sums folded in a fixed
@@ -108,8 +103,12 @@ static inline void scores(const attn_job* J, int64_t b, int64_t h, int64_t i, do
   }
 }
 
+/* Keys that row i can see: past them a causal row's scores are -inf, whose weights are
+ * exactly 0 and add nothing. */
+static inline int64_t live(const attn_job* J, int64_t i) { return J->causal && i + 1 < J->S ? i + 1 : J->S; }
+
 /* Rows [begin, end) of all (b, h, i): out_i = softmax(s) v, lse_i = log sum exp s. */
-ATTN_VEC static void fwd_rows(void* ctx, int64_t begin, int64_t end) {
+TPURT_VEC_ATTRS static void fwd_rows(void* ctx, int64_t begin, int64_t end) {
   attn_job* J = ctx;
   double* s = malloc(cells(J->S) * sizeof(double));
   double* acc = malloc(cells(J->Ev) * sizeof(double));
@@ -122,12 +121,14 @@ ATTN_VEC static void fwd_rows(void* ctx, int64_t begin, int64_t end) {
     int64_t i = r % J->L, bh = r / J->L, h = bh % J->Hq, b = bh / J->Hq;
     int64_t hk = h / (J->Hq / J->Hk);
     scores(J, b, h, i, s);
+    int64_t nj = live(J, i);
     double m = -INFINITY, sum = 0;
-    for (int64_t j = 0; j < J->S; j++) m = s[j] > m ? s[j] : m;
+    for (int64_t j = 0; j < nj; j++) m = s[j] > m ? s[j] : m;
+    for (int64_t j = 0; j < nj; j++) s[j] = vm_exp(s[j] - m); /* all -inf: NaN, as the math path's softmax */
     for (int64_t e = 0; e < J->Ev; e++) acc[e] = 0;
     const double* vb = J->v + (b * J->Hk + hk) * J->S * J->Ev;
-    for (int64_t j = 0; j < J->S; j++) {
-      double p = exp(s[j] - m); /* all -inf: NaN, as the math path's softmax */
+    for (int64_t j = 0; j < nj; j++) {
+      double p = s[j];
       sum += p;
       if (p != 0)
         for (int64_t e = 0; e < J->Ev; e++) acc[e] += p * vb[j * J->Ev + e];
@@ -176,7 +177,7 @@ tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
 
 /* Backward for the query heads of one (b, kv head) group: dq for those heads, dk/dv for
  * the kv head (summed over the group, so one task owns each). */
-ATTN_VEC static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
+TPURT_VEC_ATTRS static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
   attn_job* J = ctx;
   double* s = malloc(cells(J->S) * sizeof(double));
   double* dk = malloc(cells(J->S * J->E) * sizeof(double));
@@ -203,14 +204,16 @@ ATTN_VEC static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
         /* D = dout_i . out_i, from the probabilities rather than the stored (rounded) out:
          * ds = p (dp - D) cancels, and bf16 rounding of out would dominate it. */
         double lse = J->lse_in[r], D = 0;
-        for (int64_t j = 0; j < J->S; j++) {
-          double p = exp(s[j] - lse);
+        int64_t nj = live(J, i);
+        for (int64_t j = 0; j < nj; j++) s[j] = vm_exp(s[j] - lse);
+        for (int64_t j = 0; j < nj; j++) {
+          double p = s[j];
           s[j] = p == 0 || isnan(p) ? 0 : p;
           dp[j] = s[j] ? dot(doi, vb + j * J->Ev, J->Ev) : 0;
           D += s[j] * dp[j];
         }
         for (int64_t e = 0; e < J->E; e++) dq[e] = 0;
-        for (int64_t j = 0; j < J->S; j++) {
+        for (int64_t j = 0; j < nj; j++) {
           double p = s[j];
           if (p == 0) continue;
           double ds = p * (dp[j] - D) * J->scale;

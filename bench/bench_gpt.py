@@ -1,6 +1,11 @@
 """GPT training step: torch_tpu (strict eager, emulated chip) vs PyTorch CPU eager, same run.
 
     python bench/bench_gpt.py [--layers 4 --d 256 --seq 128 --batch 8 --steps 5]
+    TPU_NUM_THREADS=1 python bench/bench_gpt.py --threads 1 --clock process
+
+On a machine shared with other work, wall time of 2-thread runs is dominated by the load
+(PyTorch's OpenMP threads spin and lose their time slices); one thread per device timed by
+process CPU time (--clock process) gives ratios that hold from run to run.
 
 Both devices train the same model from the same weights on the same batches; steps
 alternate between devices so machine noise hits both alike. Prints median ms/step, the
@@ -19,7 +24,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "demo"))
 from gpt import GPT, GPTConfig, batches, stdlib_corpus  # noqa: E402
 
 
-def run_gpt(layers=4, d=256, heads=4, seq=128, batch=8, steps=5, warmup=2, peak_cpu=None):
+def run_gpt(layers=4, d=256, heads=4, seq=128, batch=8, steps=5, warmup=2, peak_cpu=None, clock=time.perf_counter):
     """Train the same model on tpu (current eager mode) and CPU, steps alternating; returns
     median ms/step per device, losses and peak memory. `peak_cpu(fn)` (optional) runs fn and
     returns (result, peak bytes above the start) for the CPU side. Both devices' peaks are
@@ -47,7 +52,7 @@ def run_gpt(layers=4, d=256, heads=4, seq=128, batch=8, steps=5, warmup=2, peak_
                 opt.step()
                 return loss.item()  # waits for the chip
 
-            t0 = time.perf_counter()
+            t0 = clock()
             if dev == "cpu" and peak_cpu is not None:
                 value, peak = peak_cpu(step)
                 cpu_peak = max(cpu_peak, peak)
@@ -58,7 +63,7 @@ def run_gpt(layers=4, d=256, heads=4, seq=128, batch=8, steps=5, warmup=2, peak_
                 tpu_peak = max(tpu_peak, torch.tpu.max_memory_allocated() - start)
             else:
                 value = step()
-            dt = time.perf_counter() - t0
+            dt = clock() - t0
             if i >= warmup:
                 times[dev].append(dt)
             losses[dev].append(value)
@@ -79,8 +84,14 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=0, help="PyTorch CPU intra-op threads (0: its default)")
+    ap.add_argument("--clock", choices=("wall", "process"), default="wall",
+                    help="wall time, or CPU time of the whole process (all threads)")
     args = ap.parse_args()
-    r = run_gpt(**vars(args))
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    clock = time.process_time if args.clock == "process" else time.perf_counter
+    r = run_gpt(**{k: v for k, v in vars(args).items() if k not in ("threads", "clock")}, clock=clock)
     med = r["ms_per_step"]
     peak_tpu = r["peak_tpu_bytes"] / 2**20
     print(f"GPT step: {args.layers} layers, d={args.d}, seq {args.seq}, batch {args.batch}, AdamW, "

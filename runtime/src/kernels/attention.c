@@ -1,6 +1,6 @@
 /* Fused scaled dot product attention (PyTorch's "overrideable" SDPA backend): forward and
  * backward, one softmax row at a time, never materialising the [L, S] attention matrix.
- * q/k/v are read as dense f32 copies; dot products and softmax sums accumulate in double.
+ * q/k/v are read as dense f64 copies; dot products and softmax sums accumulate in double.
  * Supports an additive bias broadcast to [B, Hq, L, S], causal masking (top-left aligned,
  * as PyTorch's math path), any scale, and grouped-query attention (Hq a multiple of Hkv:
  * query head h reads key/value head h / (Hq / Hkv)). Dropout is left to the math path. */
@@ -8,15 +8,16 @@
 #include <stdlib.h>
 
 #include "../internal.h"
+#include "vmath.h"
 
 typedef struct {
   int64_t B, Hq, Hk, L, S, E, Ev;
   double scale;
   int causal;
-  const float *q, *k, *v; /* dense [B, H, rows, dim] */
+  const double *q, *k, *v; /* dense [B, H, rows, dim] */
   const tpurt_tensor* bias; /* NULL, or [B?, H?, L, S] with any strides (broadcast by stride 0) */
   float *out, *lse;         /* forward: dense [B, Hq, L, Ev], [B, Hq, L] */
-  const float* dout;        /* backward input, dense like out */
+  const double* dout;       /* backward input, dense like out */
   const float* lse_in;
   float *dq, *dk, *dv;      /* backward outputs, dense like q/k/v */
   tpurt_status status;
@@ -25,13 +26,14 @@ typedef struct {
 /* Elements to allocate for n (at least one, so malloc never sees 0). */
 static size_t cells(int64_t n) { return (size_t)(n > 0 ? n : 1); }
 
-/* A dense f32 copy of t (NULL on OOM). */
-static float* dense_f32(const tpurt_tensor* t) {
+/* A dense copy of t as f32 or (the operands, converted once rather than in every dot
+ * product) f64; NULL on OOM. */
+static void* dense_as(const tpurt_tensor* t, int dtype) {
   int64_t n = tpurt_numel(t);
-  float* p = malloc(cells(n) * sizeof(float));
+  void* p = malloc(cells(n) * tpurt_dtype_size((tpurt_dtype)dtype));
   if (!p) return NULL;
   tpurt_tensor d = *t;
-  d.data = p, d.dtype = TPURT_F32;
+  d.data = p, d.dtype = dtype;
   int64_t st = 1;
   for (int i = t->ndim - 1; i >= 0; i--) d.strides[i] = st, st *= t->sizes[i];
   if (tpurt_copy_tensor(&d, t)) {
@@ -49,17 +51,35 @@ static tpurt_status store_dense(const tpurt_tensor* out, float* p) {
   return tpurt_copy_tensor(out, &d);
 }
 
-static double dot(const float* a, const float* b, int64_t n) {
-  double s = 0;
-  for (int64_t i = 0; i < n; i++) s += (double)a[i] * b[i];
+/* The row loops (TPURT_VEC_ATTRS) get an AVX2 clone picked at load time, 4 doubles a
+ * vector, and exp is vmath's vectorizable vm_exp (<= 1.05 ulp in double). */
+typedef double v4d __attribute__((vector_size(32)));
+
+/* a . b of float values held as doubles, in 8 interleaved partial sums folded in a fixed
+ * order (a serial sum cannot vectorize). Products of floats are exact in double, so only
+ * the order of the additions differs from a serial loop, and it is the same for any
+ * thread count. */
+static inline double dot(const double* a, const double* b, int64_t n) {
+  v4d s0 = {0, 0, 0, 0}, s1 = s0;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    v4d a0, a1, b0, b1;
+    memcpy(&a0, a + i, sizeof a0), memcpy(&a1, a + i + 4, sizeof a1);
+    memcpy(&b0, b + i, sizeof b0), memcpy(&b1, b + i + 4, sizeof b1);
+    s0 += a0 * b0;
+    s1 += a1 * b1;
+  }
+  s0 += s1;
+  double s = (s0[0] + s0[1]) + (s0[2] + s0[3]);
+  for (; i < n; i++) s += (double)a[i] * b[i];
   return s;
 }
 
 /* Scores of row i of (b, h): s[j] = scale * q_i . k_j + bias, -inf where masked. */
-static void scores(const attn_job* J, int64_t b, int64_t h, int64_t i, double* s) {
+static inline void scores(const attn_job* J, int64_t b, int64_t h, int64_t i, double* s) {
   int64_t hk = h / (J->Hq / J->Hk);
-  const float* qi = J->q + ((b * J->Hq + h) * J->L + i) * J->E;
-  const float* kb = J->k + (b * J->Hk + hk) * J->S * J->E;
+  const double* qi = J->q + ((b * J->Hq + h) * J->L + i) * J->E;
+  const double* kb = J->k + (b * J->Hk + hk) * J->S * J->E;
   const tpurt_tensor* bt = J->bias;
   const char* brow = NULL;
   int64_t bstride = 0;
@@ -83,8 +103,12 @@ static void scores(const attn_job* J, int64_t b, int64_t h, int64_t i, double* s
   }
 }
 
+/* Keys that row i can see: past them a causal row's scores are -inf, whose weights are
+ * exactly 0 and add nothing. */
+static inline int64_t live(const attn_job* J, int64_t i) { return J->causal && i + 1 < J->S ? i + 1 : J->S; }
+
 /* Rows [begin, end) of all (b, h, i): out_i = softmax(s) v, lse_i = log sum exp s. */
-static void fwd_rows(void* ctx, int64_t begin, int64_t end) {
+TPURT_VEC_ATTRS static void fwd_rows(void* ctx, int64_t begin, int64_t end) {
   attn_job* J = ctx;
   double* s = malloc(cells(J->S) * sizeof(double));
   double* acc = malloc(cells(J->Ev) * sizeof(double));
@@ -97,12 +121,14 @@ static void fwd_rows(void* ctx, int64_t begin, int64_t end) {
     int64_t i = r % J->L, bh = r / J->L, h = bh % J->Hq, b = bh / J->Hq;
     int64_t hk = h / (J->Hq / J->Hk);
     scores(J, b, h, i, s);
+    int64_t nj = live(J, i);
     double m = -INFINITY, sum = 0;
-    for (int64_t j = 0; j < J->S; j++) m = s[j] > m ? s[j] : m;
+    for (int64_t j = 0; j < nj; j++) m = s[j] > m ? s[j] : m;
+    for (int64_t j = 0; j < nj; j++) s[j] = vm_exp(s[j] - m); /* all -inf: NaN, as the math path's softmax */
     for (int64_t e = 0; e < J->Ev; e++) acc[e] = 0;
-    const float* vb = J->v + (b * J->Hk + hk) * J->S * J->Ev;
-    for (int64_t j = 0; j < J->S; j++) {
-      double p = exp(s[j] - m); /* all -inf: NaN, as the math path's softmax */
+    const double* vb = J->v + (b * J->Hk + hk) * J->S * J->Ev;
+    for (int64_t j = 0; j < nj; j++) {
+      double p = s[j];
       sum += p;
       if (p != 0)
         for (int64_t e = 0; e < J->Ev; e++) acc[e] += p * vb[j * J->Ev + e];
@@ -132,7 +158,7 @@ tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
   J.scale = c->args[7].kind == TPURT_V_FLOAT ? c->args[7].f : 1.0 / sqrt((double)J.E);
   J.bias = c->args[3].kind == TPURT_V_TENSOR ? &c->args[3].t : NULL;
   int64_t rows = J.B * J.Hq * J.L;
-  float *fq = dense_f32(q), *fk = dense_f32(k), *fv = dense_f32(v);
+  double *fq = dense_as(q, TPURT_F64), *fk = dense_as(k, TPURT_F64), *fv = dense_as(v, TPURT_F64);
   float* out = malloc(cells(rows * J.Ev) * sizeof(float));
   float* lse = malloc(cells(rows) * sizeof(float));
   tpurt_status s = TPURT_OK;
@@ -151,7 +177,7 @@ tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
 
 /* Backward for the query heads of one (b, kv head) group: dq for those heads, dk/dv for
  * the kv head (summed over the group, so one task owns each). */
-static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
+TPURT_VEC_ATTRS static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
   attn_job* J = ctx;
   double* s = malloc(cells(J->S) * sizeof(double));
   double* dk = malloc(cells(J->S * J->E) * sizeof(double));
@@ -166,26 +192,28 @@ static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
   int64_t g = J->Hq / J->Hk;
   for (int64_t t = begin; t < end; t++) {
     int64_t b = t / J->Hk, hk = t % J->Hk;
-    const float* kb = J->k + (b * J->Hk + hk) * J->S * J->E;
-    const float* vb = J->v + (b * J->Hk + hk) * J->S * J->Ev;
+    const double* kb = J->k + (b * J->Hk + hk) * J->S * J->E;
+    const double* vb = J->v + (b * J->Hk + hk) * J->S * J->Ev;
     for (int64_t x = 0; x < J->S * J->E; x++) dk[x] = 0;
     for (int64_t x = 0; x < J->S * J->Ev; x++) dv[x] = 0;
     for (int64_t h = hk * g; h < (hk + 1) * g; h++)
       for (int64_t i = 0; i < J->L; i++) {
         int64_t r = (b * J->Hq + h) * J->L + i;
-        const float *doi = J->dout + r * J->Ev, *qi = J->q + r * J->E;
+        const double *doi = J->dout + r * J->Ev, *qi = J->q + r * J->E;
         scores(J, b, h, i, s);
         /* D = dout_i . out_i, from the probabilities rather than the stored (rounded) out:
          * ds = p (dp - D) cancels, and bf16 rounding of out would dominate it. */
         double lse = J->lse_in[r], D = 0;
-        for (int64_t j = 0; j < J->S; j++) {
-          double p = exp(s[j] - lse);
+        int64_t nj = live(J, i);
+        for (int64_t j = 0; j < nj; j++) s[j] = vm_exp(s[j] - lse);
+        for (int64_t j = 0; j < nj; j++) {
+          double p = s[j];
           s[j] = p == 0 || isnan(p) ? 0 : p;
           dp[j] = s[j] ? dot(doi, vb + j * J->Ev, J->Ev) : 0;
           D += s[j] * dp[j];
         }
         for (int64_t e = 0; e < J->E; e++) dq[e] = 0;
-        for (int64_t j = 0; j < J->S; j++) {
+        for (int64_t j = 0; j < nj; j++) {
           double p = s[j];
           if (p == 0) continue;
           double ds = p * (dp[j] - D) * J->scale;
@@ -217,8 +245,9 @@ tpurt_status tpurt_kernel_sdpa_fused_backward(const tpurt_op_call* c) {
                 .E = q->sizes[3], .Ev = v->sizes[3], .causal = c->args[13].i != 0};
   J.scale = c->args[16].kind == TPURT_V_FLOAT ? c->args[16].f : 1.0 / sqrt((double)J.E);
   J.bias = c->args[4].kind == TPURT_V_TENSOR ? &c->args[4].t : NULL;
-  float *fq = dense_f32(q), *fk = dense_f32(k), *fv = dense_f32(v), *fgo = dense_f32(go),
-        *flse = dense_f32(&c->args[7].t);
+  double *fq = dense_as(q, TPURT_F64), *fk = dense_as(k, TPURT_F64), *fv = dense_as(v, TPURT_F64),
+         *fgo = dense_as(go, TPURT_F64);
+  float* flse = dense_as(&c->args[7].t, TPURT_F32);
   int64_t nq = tpurt_numel(q), nk = tpurt_numel(k), nv = tpurt_numel(v);
   float* dq = malloc(cells(nq) * sizeof(float));
   float* dk = malloc(cells(nk) * sizeof(float));

@@ -73,6 +73,9 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
                                       T* restrict c, int64_t ldc, int mr, int nr) {            \
     v##SFX acc[ROWS][2];                                                                        \
     memset(acc, 0, sizeof acc);                                                                \
+    for (int i = 0; i < ROWS; i++) /* the C tile is needed after the loop: fetch it now */     \
+      __builtin_prefetch(c + i * ldc, 1), __builtin_prefetch(c + i * ldc + 2 * W - 1, 1);      \
+    _Pragma("GCC unroll 4")                                                                    \
     for (int64_t k = 0; k < kc; k++) {                                                         \
       v##SFX b0, b1;                                                                           \
       memcpy(&b0, b + k * 2 * W, sizeof b0);                                                   \
@@ -131,6 +134,19 @@ static void put_f64(double* restrict dst, int64_t step, int64_t st, const double
   for (int64_t q = 0; q < n; q++) dst[q * step] = row[q];
 }
 
+/* n values of row i of m from column k on, as T: read in place when they already are
+ * (dense f32 / f64 rows, the common case), else converted into `row`. */
+static const float* row_of_f32(float* row, const mat* m, int64_t i, int64_t k, int64_t n) {
+  if (m->dtype == TPURT_F32 && m->cs == 1) return (const float*)elem(m, i, k);
+  load_f32(row, elem(m, i, k), m->cs, m->dtype, n);
+  return row;
+}
+static const double* row_of_f64(double* row, const mat* m, int64_t i, int64_t k, int64_t n) {
+  if (m->cs == 1) return (const double*)elem(m, i, k);
+  load_f64(row, elem(m, i, k), m->cs, m->dtype, n);
+  return row;
+}
+
 /* Pack A rows [i0, i0+mc) x K [k0, k0+kc) into MR-row panels: panel r, packed step q,
  * row r' at ap[r * MR * kcx + q * MR + r']; rows past mc are zero. Pack B K [k0, k0+kc)
  * x cols [j0, j0+nc) into NR-col panels likewise (columns past nc zero). */
@@ -142,8 +158,8 @@ static void put_f64(double* restrict dst, int64_t step, int64_t st, const double
     if (full < mc) /* the padded rows of the last panel */                                     \
       memset(ap + full * kcx, 0, sizeof(T) * (size_t)(MR_##SFX * kcx));                        \
     for (int64_t i = 0; i < mc; i++) {                                                         \
-      load_##SFX(row, elem(A, i0 + i, k0), A->cs, A->dtype, kc);                               \
-      put_##SFX(ap + (i / MR_##SFX) * MR_##SFX * kcx + i % MR_##SFX, x * MR_##SFX, MR_##SFX, row, kc, p, 0); \
+      const T* src = row_of_##SFX(row, A, i0 + i, k0, kc);                                      \
+      put_##SFX(ap + (i / MR_##SFX) * MR_##SFX * kcx + i % MR_##SFX, x * MR_##SFX, MR_##SFX, src, kc, p, 0); \
     }                                                                                          \
   }                                                                                            \
   static void pack_b_##SFX(T* bp, const mat* B, int64_t k0, int64_t kc, int64_t j0, int64_t nc,  \
@@ -153,9 +169,9 @@ static void put_f64(double* restrict dst, int64_t step, int64_t st, const double
     if (full < nc) /* the padded columns of the last panel */                                  \
       memset(bp + full * kcx, 0, sizeof(T) * (size_t)(NR_##SFX * kcx));                        \
     for (int64_t k = 0; k < kc; k++) {                                                         \
-      load_##SFX(row, elem(B, k0 + k, j0), B->cs, B->dtype, nc);                               \
+      const T* src = row_of_##SFX(row, B, k0 + k, j0, nc);                                      \
       for (int64_t j = 0; j < nc; j += NR_##SFX)                                               \
-        put_##SFX(bp + j * kcx + k * x * NR_##SFX, 1, NR_##SFX, row + j,                       \
+        put_##SFX(bp + j * kcx + k * x * NR_##SFX, 1, NR_##SFX, src + j,                       \
                   nc - j < NR_##SFX ? nc - j : NR_##SFX, p, 1);                                \
     }                                                                                          \
   }
@@ -231,9 +247,10 @@ PACKERS(double, f64)
 GEMM(float, f32)
 GEMM(double, f64)
 
-/* Scratch for gemm_*: the packed B block (sizes in the widest type). */
-static void* gemm_scratch(void) {
-  size_t n = (size_t)KC * (NC + 16);
+/* Scratch for gemm_* with up to N columns: the packed B block (sizes in the widest type).
+ * Sized to the problem so small products do not fault in megabytes of fresh pages. */
+static void* gemm_scratch(int64_t N) {
+  size_t n = (size_t)KC * ((N < NC ? (size_t)N : NC) + 16);
   void* p = NULL;
   return posix_memalign(&p, 64, n * sizeof(double)) ? NULL : p;
 }
@@ -301,7 +318,7 @@ typedef struct {
 static void run_batches(void* arg, int64_t b0, int64_t b1) {
   batch_job* J = arg;
   const problem* pr = J->pr;
-  void* ws = J->ct == TPURT_CT_I64 ? malloc(sizeof(int64_t) * (size_t)(pr->N ? pr->N : 1)) : gemm_scratch();
+  void* ws = J->ct == TPURT_CT_I64 ? malloc(sizeof(int64_t) * (size_t)(pr->N ? pr->N : 1)) : gemm_scratch(pr->N);
   if (!ws) {
     __atomic_store_n(&J->oom, 1, __ATOMIC_RELAXED);
     return;
@@ -534,7 +551,7 @@ tpurt_status tpurt_kernel_dot(const tpurt_op_call* c) { return dot_run(c, 0); }
 tpurt_status tpurt_kernel_vdot(const tpurt_op_call* c) { return dot_run(c, 1); }
 
 /* ---------------------------------------------------------------- shared core (gemm.h) */
-void* tpurt_gemm_scratch(void) { return gemm_scratch(); }
+void* tpurt_gemm_scratch(void) { return gemm_scratch(NC); }
 
 void tpurt_gemm(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B,
                 int precision, void* c, int64_t ldc, void* ws) {

@@ -376,7 +376,7 @@ static tpurt_status run_matmul_complex(const tpurt_op_call* c, const problem* pr
   int direct = out->dtype == TPURT_C64 && tpurt_is_contiguous(out);
   float* parts = calloc((size_t)(4 * nacc + 1), sizeof(float));
   tpurt_c64* acc = direct ? out->data : malloc(sizeof(tpurt_c64) * (size_t)(nacc ? nacc : 1));
-  void* ws = gemm_scratch();
+  void* ws = gemm_scratch(pr->N);
   tpurt_status s = TPURT_OK;
   if (!parts || !acc || !ws) {
     s = tpurt_fail(TPURT_ERR_OOM, "matmul: host out of memory for scratch");

@@ -103,9 +103,11 @@ def test_complex_output_from_real_inputs_falls_back_when_kernel_lacks_complex():
     a = make((4,), torch.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        got = torch.add(a.to("tpu"), 1j).cpu()  # real inputs, complex result: no complex kernel yet
-    torch.testing.assert_close(got, a + 1j)
-    assert torch_tpu.metrics.fallback_ops()
+        # a real input, a complex result: cumprod has no complex kernel yet
+        got = torch.cumprod(a.to("tpu"), 0, dtype=torch.complex64).cpu()
+    torch.testing.assert_close(got, torch.cumprod(a, 0, dtype=torch.complex64))
+    reasons = torch_tpu.metrics.fallback_ops()
+    assert reasons and all(reason == "complex64 not supported by this kernel" for _, reason in reasons.values())
 
 
 def test_conj_and_neg_views():

@@ -193,3 +193,11 @@ def test_torch_complex_dtype_errors_match_cpu(fn):
     with pytest.raises(RuntimeError) as tpu_err:
         fn(torch.ones(2, device="tpu"))
     assert str(tpu_err.value) == str(cpu_err.value)
+
+
+def test_unfold_moves_complex_elements_natively():
+    x = make((2, 3, 5, 6), torch.complex64)
+    for kw in ({"kernel_size": 2}, {"kernel_size": (2, 3), "dilation": (1, 2), "padding": 1, "stride": (2, 1)}):
+        got = torch.nn.functional.unfold(x.to("tpu"), **kw).cpu()
+        torch.testing.assert_close(got, torch.nn.functional.unfold(x, **kw), rtol=0, atol=0)
+    assert not torch_tpu.metrics.fallback_ops()

@@ -158,6 +158,25 @@ void tpurt_convert_elem(void* dst, int dt, const void* src, int src_dt);
  * part to 0, as PyTorch's copy_. */
 tpurt_status tpurt_copy_tensor(const tpurt_tensor* dst, const tpurt_tensor* src);
 
+/* A dense (row-major) view of `data` shaped like t, read as `dtype`: scratch results are
+ * written through it into outputs of any strides. */
+static inline tpurt_tensor tpurt_dense_like(const tpurt_tensor* t, void* data, int dtype) {
+  tpurt_tensor d = *t;
+  d.data = data;
+  d.dtype = dtype;
+  for (int64_t k = t->ndim - 1, st = 1; k >= 0; k--) {
+    d.strides[k] = st;
+    st *= t->sizes[k];
+  }
+  return d;
+}
+
+/* t <- the dense scratch `data` of dtype `dtype` shaped like it (cast to t's dtype). */
+static inline tpurt_status tpurt_store_dense(const tpurt_tensor* t, void* data, int dtype) {
+  tpurt_tensor d = tpurt_dense_like(t, data, dtype);
+  return tpurt_copy_tensor(t, &d);
+}
+
 /* ---------------------------------------------------------------- Philox 4x32-10 */
 void tpurt_philox(uint64_t seed, uint64_t counter, uint32_t out[4]);
 static inline float tpurt_u32_to_unit_f32(uint32_t x) { /* [0, 1) */

@@ -43,14 +43,6 @@ static void* dense_as(const tpurt_tensor* t, int dtype) {
   return p;
 }
 
-static tpurt_status store_dense(const tpurt_tensor* out, float* p) {
-  tpurt_tensor d = *out;
-  d.data = p, d.dtype = TPURT_F32;
-  int64_t st = 1;
-  for (int i = out->ndim - 1; i >= 0; i--) d.strides[i] = st, st *= out->sizes[i];
-  return tpurt_copy_tensor(out, &d);
-}
-
 /* The row loops (TPURT_VEC_ATTRS) get an AVX2 clone picked at load time, 4 doubles a
  * vector, and exp is vmath's vectorizable vm_exp (<= 1.05 ulp in double). */
 typedef double v4d __attribute__((vector_size(32)));
@@ -168,8 +160,8 @@ tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
     J.q = fq, J.k = fk, J.v = fv, J.out = out, J.lse = lse;
     tpurt_parallel_for(rows, 1 + 65536 / (J.S * (J.E + J.Ev) + 1), fwd_rows, &J);
     if (J.status) s = tpurt_fail(J.status, "tpu fused attention: host out of memory for scratch");
-    if (!s) s = store_dense(&c->outs[0], out);
-    if (!s) s = store_dense(&c->outs[1], lse);
+    if (!s) s = tpurt_store_dense(&c->outs[0], out, TPURT_F32);
+    if (!s) s = tpurt_store_dense(&c->outs[1], lse, TPURT_F32);
   }
   free(fq), free(fk), free(fv), free(out), free(lse);
   return s;
@@ -261,7 +253,7 @@ tpurt_status tpurt_kernel_sdpa_fused_backward(const tpurt_op_call* c) {
     if (J.status) s = tpurt_fail(J.status, "tpu fused attention backward: host out of memory for scratch");
     float* grads[3] = {dq, dk, dv};
     for (int o = 0; o < 3 && !s; o++)
-      if (c->outs[o].ndim >= 0 && c->outs[o].data && tpurt_numel(&c->outs[o])) s = store_dense(&c->outs[o], grads[o]);
+      if (c->outs[o].ndim >= 0 && c->outs[o].data && tpurt_numel(&c->outs[o])) s = tpurt_store_dense(&c->outs[o], grads[o], TPURT_F32);
   }
   free(fq), free(fk), free(fv), free(fgo), free(flse), free(dq), free(dk), free(dv);
   return s;

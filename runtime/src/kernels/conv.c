@@ -151,17 +151,6 @@ typedef struct {
   void* owned;
 } operand;
 
-static tpurt_tensor dense_like(const tpurt_tensor* t, void* data, int dtype) {
-  tpurt_tensor d = *t;
-  d.data = data;
-  d.dtype = dtype;
-  for (int64_t i = t->ndim - 1, st = 1; i >= 0; i--) {
-    d.strides[i] = st;
-    st *= t->sizes[i];
-  }
-  return d;
-}
-
 static int flat_stride(const tpurt_tensor* t, int d0, int64_t* fs) {
   int64_t expect = -1;
   *fs = 1;
@@ -181,7 +170,7 @@ static tpurt_status operand_init(operand* o, const tpurt_tensor* t, int d0) {
   size_t n = (size_t)tpurt_numel(t) * tpurt_dtype_size((tpurt_dtype)t->dtype);
   o->owned = malloc(n ? n : 1);
   if (!o->owned) return tpurt_fail(TPURT_ERR_OOM, "convolution: host out of memory for scratch");
-  o->t = dense_like(t, o->owned, t->dtype);
+  o->t = tpurt_dense_like(t, o->owned, t->dtype);
   o->fs = 1;
   return tpurt_copy_tensor(&o->t, t);
 }
@@ -267,7 +256,7 @@ static tpurt_status to_big_direct(const conv_run* r, const tpurt_tensor* S, cons
   tpurt_status s = W.owned && d.col ? TPURT_OK : tpurt_fail(TPURT_ERR_OOM, "convolution: host out of memory for scratch");
   W.t.sizes[0] = h->Cs;
   W.t.sizes[1] = h->Cbg;
-  W.t = dense_like(&W.t, W.owned, w->dtype);
+  W.t = tpurt_dense_like(&W.t, W.owned, w->dtype);
   for (int64_t grp = 0; !s && grp < g->G; grp++) {
     tpurt_tensor dst = W.t, src = *w;
     dst.sizes[0] = src.sizes[0] = g->Cbg;
@@ -319,7 +308,7 @@ static void bias_f64(int64_t n, void* o, const void* const* in, const void* ctx)
 
 /* out <- acc (dense, out's shape) + bias broadcast over channels (bias may be NONE). */
 static tpurt_status store_out(const conv_run* r, const tpurt_tensor* out, void* acc, const tpurt_value* bias) {
-  tpurt_tensor in[2] = {dense_like(out, acc, r->f64 ? TPURT_F64 : TPURT_F32)};
+  tpurt_tensor in[2] = {tpurt_dense_like(out, acc, r->f64 ? TPURT_F64 : TPURT_F32)};
   if (bias->kind != TPURT_V_TENSOR) return tpurt_copy_tensor(out, &in[0]);
   in[1] = *out;
   in[1].data = bias->t.data;
@@ -420,7 +409,7 @@ tpurt_status tpurt_kernel_convolution_backward(const tpurt_op_call* c) {
     else if (!s && !transposed) to_big(&r, &S, &W, acc_i);
     else if (!s) to_small(&r, go, &W, acc_i);
     if (!s) {
-      tpurt_tensor src = dense_like(gi, acc_i, r.f64 ? TPURT_F64 : TPURT_F32);
+      tpurt_tensor src = tpurt_dense_like(gi, acc_i, r.f64 ? TPURT_F64 : TPURT_F32);
       s = tpurt_copy_tensor(gi, &src);
     }
   }
@@ -499,7 +488,7 @@ tpurt_status tpurt_kernel_im2col(const tpurt_op_call* c) {
   char* cols = scratch_bytes((size_t)g->N * block * es);
   if (!cols) return tpurt_fail(TPURT_ERR_OOM, "im2col: host out of memory for scratch");
   for (int64_t n = 0; n < g->N; n++) im2col_raw(cols + (size_t)n * block * es, at(img, n * f.sn), es, f.sc, f.sb, g);
-  tpurt_tensor src = dense_like(out, cols, out->dtype);
+  tpurt_tensor src = tpurt_dense_like(out, cols, out->dtype);
   s = tpurt_copy_tensor(out, &src);
   free(cols);
   return s;
@@ -519,7 +508,7 @@ tpurt_status tpurt_kernel_col2im(const tpurt_op_call* c) {
   size_t aes = tpurt_dtype_size((tpurt_dtype)acc_dt), cblock = (size_t)(g->CbK * g->Ls), iblock = (size_t)(g->Cb * g->Lb);
   char* col = scratch_bytes((size_t)g->N * cblock * aes);
   char* acc = calloc((size_t)g->N * iblock + 1, aes);
-  tpurt_tensor dcol = dense_like(cols, col, acc_dt), dimg = dense_like(img, acc, acc_dt);
+  tpurt_tensor dcol = tpurt_dense_like(cols, col, acc_dt), dimg = tpurt_dense_like(img, acc, acc_dt);
   s = col && acc ? tpurt_copy_tensor(&dcol, cols) : tpurt_fail(TPURT_ERR_OOM, "col2im: host out of memory for scratch");
   for (int64_t n = 0; !s && n < g->N; n++) {
     const void* cn = col + (size_t)n * cblock * aes;

@@ -183,18 +183,6 @@ static tpurt_status forward(const tpurt_op_call* c, int nsp) {
   return TPURT_OK;
 }
 
-/* t <- a dense double array shaped like it. */
-static tpurt_status store_dense(const tpurt_tensor* t, double* src) {
-  tpurt_tensor d = *t;
-  d.data = src;
-  d.dtype = TPURT_F64;
-  for (int64_t k = t->ndim - 1, st = 1; k >= 0; k--) {
-    d.strides[k] = st;
-    st *= t->sizes[k];
-  }
-  return tpurt_copy_tensor(t, &d);
-}
-
 static tpurt_status backward(const tpurt_op_call* c, int nsp) {
   /* grid_sampler_Nd_backward(grad_output, input, grid, interpolation_mode, padding_mode,
    * align_corners, output_mask) -> (grad_input, grad_grid) */
@@ -237,8 +225,8 @@ static tpurt_status backward(const tpurt_op_call* c, int nsp) {
     for (int k = 0; k < nsp; k++) agg[pt * nsp + k] = t[2 - k].mult * gd[2 - k];
     pt++;
   })
-  tpurt_status s = want_gi ? store_dense(gi, agi) : TPURT_OK;
-  if (!s) s = store_dense(gg, agg);
+  tpurt_status s = want_gi ? tpurt_store_dense(gi, agi, TPURT_F64) : TPURT_OK;
+  if (!s) s = tpurt_store_dense(gg, agg, TPURT_F64);
   free(acc);
   return s;
 }

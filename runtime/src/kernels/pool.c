@@ -201,20 +201,6 @@ static tpurt_status fractional_max_pool(const tpurt_op_call* c, int nsp) {
 }
 
 /* ---------------------------------------------------------------- backward */
-/* grad_input <- dense double accumulator shaped like it. */
-static tpurt_status store_acc(const tpurt_tensor* gi, double* acc) {
-  tpurt_tensor src = *gi;
-  src.data = acc;
-  src.dtype = TPURT_F64;
-  for (int64_t d = gi->ndim - 1, st = 1; d >= 0; d--) {
-    src.strides[d] = st;
-    st *= gi->sizes[d];
-  }
-  tpurt_status s = tpurt_copy_tensor(gi, &src);
-  free(acc);
-  return s;
-}
-
 static double* acc_alloc(const tpurt_tensor* gi) {
   int64_t n = tpurt_numel(gi);
   return calloc((size_t)(n ? n : 1), sizeof(double));
@@ -241,7 +227,9 @@ static tpurt_status max_bwd(const pgeom* g, const tpurt_tensor* go, const tpurt_
     }
     acc[p * plane + k] += tpurt_load_f64((const char*)go->data + out_off(go, g, p, od, oh, ow) * (int64_t)ges, go->dtype);
   })
-  return store_acc(gi, acc);
+  tpurt_status s = tpurt_store_dense(gi, acc, TPURT_F64);
+  free(acc);
+  return s;
 }
 
 /* grad_input[window] += grad_output / divisor (average and adaptive average pooling). */
@@ -260,7 +248,9 @@ static tpurt_status avg_bwd(const pgeom* g, const tpurt_tensor* go, const tpurt_
       for (int64_t j = b->lo; j < b->hi; j++)
         for (int64_t k = w->lo; k < w->hi; k++) ap[(i * g->sp.is[1] + j) * g->sp.is[2] + k] += v;
   })
-  return store_acc(gi, acc);
+  tpurt_status s = tpurt_store_dense(gi, acc, TPURT_F64);
+  free(acc);
+  return s;
 }
 
 /* ---------------------------------------------------------------- kernels */

@@ -260,14 +260,7 @@ static tpurt_status backward(const rgeom* g, const tpurt_tensor* go, const tpurt
         for (int c = 0; c < tc->n; c++)
           ap[(ta->i[a] * g->sp.is[1] + tb->i[b]) * g->sp.is[2] + tc->i[c]] += ta->w[a] * tb->w[b] * tc->w[c] * v;
   })
-  tpurt_tensor src = *gi;
-  src.data = acc;
-  src.dtype = TPURT_F64;
-  for (int64_t d = gi->ndim - 1, st = 1; d >= 0; d--) {
-    src.strides[d] = st;
-    st *= gi->sizes[d];
-  }
-  tpurt_status s = tpurt_copy_tensor(gi, &src);
+  tpurt_status s = tpurt_store_dense(gi, acc, TPURT_F64);
   free(acc);
   return s;
 }

@@ -113,19 +113,6 @@ static tpurt_status dense_keys(const tpurt_tensor* t, int dt, tpurt_tensor* d) {
   return s;
 }
 
-/* Store a dense int64 / bool result into `out` (any strides, any dtype). */
-static tpurt_status store_dense(const tpurt_tensor* out, void* data, int dt) {
-  tpurt_tensor src = *out;
-  src.data = data;
-  src.dtype = dt;
-  int64_t st = 1;
-  for (int k = out->ndim - 1; k >= 0; k--) {
-    src.strides[k] = st;
-    st *= out->sizes[k];
-  }
-  return tpurt_copy_tensor(out, &src);
-}
-
 /* ---------------------------------------------------------------- searchsorted / bucketize */
 /* First position in seq[0..m) (visited through sorter when given) whose value is >= v
  * (left) or > v (right); the negated tests mirror CPU's handling of NaN. */
@@ -172,7 +159,7 @@ static tpurt_status search(const tpurt_tensor* out, const tpurt_tensor* seq, con
                     : bound_double((const double*)s.data + base, srt ? srt + base : NULL, m,
                                    ((const double*)v.data)[i], right);
   }
-  if (!st) st = store_dense(out, res, TPURT_I64);
+  if (!st) st = tpurt_store_dense(out, res, TPURT_I64);
   free(res);
   free(s.data);
   free(v.data);
@@ -322,7 +309,7 @@ tpurt_status tpurt_kernel_isin(const tpurt_op_call* c) {
       int found = !as_int && isnan(*(double*)key) ? 0 : bsearch(key, t.data, (size_t)nt, 8, as_int ? cmp_i64 : cmp_f64) != NULL;
       r[i] = (uint8_t)(found ^ invert);
     }
-    s = store_dense(&c->outs[0], r, TPURT_BOOL);
+    s = tpurt_store_dense(&c->outs[0], r, TPURT_BOOL);
   }
   free(r);
   free(e.data);

@@ -55,6 +55,12 @@ def run_one(model_type):
     errors = []
     for mapping, cls in model_classes(model_type):
         try:
+            # Counted on the meta device first: a config that does not shrink can need tens of GB.
+            with torch.device("meta"):
+                params = sum(p.numel() for p in cls(copy.deepcopy(cfg)).parameters())
+            if params > MAX_PARAMS:
+                return {**rec, "class": cls.__name__, "params": params, "verdict": "NOT_BUILDABLE",
+                        "reason": f"{params:,} parameters after shrinking"}
             torch.manual_seed(0)
             model = cls(copy.deepcopy(cfg)).eval()
             break
@@ -64,9 +70,7 @@ def run_one(model_type):
     if model is None:
         return {**rec, "verdict": "NOT_BUILDABLE", "reason": "; ".join(errors)[:400] or "no auto-model class"}
     rec["class"] = type(model).__name__
-    rec["params"] = sum(p.numel() for p in model.parameters())
-    if rec["params"] > MAX_PARAMS:
-        return {**rec, "verdict": "NOT_BUILDABLE", "reason": f"{rec['params']:,} parameters after shrinking"}
+    rec["params"] = params
     inputs = make_inputs(model, mapping)
     if inputs is None:
         return {**rec, "verdict": "NOT_BUILDABLE", "reason": f"no input recipe for '{model.main_input_name}'"}

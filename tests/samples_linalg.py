@@ -2,13 +2,12 @@
 Cholesky, QR, triangular solves, SVD, eigh, lstsq, LDL, matrix_exp, householder_product.
 Inputs are well conditioned (diagonally dominant, or X X^H + n I for Cholesky) so float32
 results agree with LAPACK's; singular inputs check the info outputs that the Python-side
-error checks read. Every kernel but LDL^T also runs complex64 (LA)."""
+error checks read. Every kernel runs complex64 too (LA)."""
 import torch
 
 from samples import COMPLEX, make, register
 
-LA_REAL = (torch.float32, torch.float64)
-LA = LA_REAL + COMPLEX
+LA = (torch.float32, torch.float64) + COMPLEX
 
 
 def dominant(*shape, seed=0):
@@ -210,22 +209,28 @@ register("linalg_lstsq.out", lambda a, b: torch.linalg.lstsq(a, b, driver="gelsd
          dtypes=LA, grad=False, name="lstsq rank-deficient minimum norm")
 
 
-def symmetric(n, seed=0):
+def symmetric(n, seed=0, herm=False):
+    """A + A^T, or A + A^H when herm: indefinite, so Bunch-Kaufman takes 2x2 pivots too."""
     def inputs(dt):
         a = make((n, n), dt, -2, 2, seed=seed)
-        return [a + a.mT]
+        return [a + (a.mH if herm else a.mT)]
     return inputs
 
 
-register("linalg_ldl_factor_ex", lambda a: torch.linalg.ldl_factor_ex(a), symmetric(6), dtypes=LA_REAL, grad=False,
+register("linalg_ldl_factor_ex", lambda a: torch.linalg.ldl_factor_ex(a), symmetric(6, 1), dtypes=LA, grad=False,
          name="ldl_factor indefinite")
+register("linalg_ldl_factor_ex", lambda a: torch.linalg.ldl_factor_ex(a, hermitian=True), symmetric(6, 1, herm=True),
+         dtypes=LA, grad=False, name="ldl_factor hermitian indefinite")
 register("linalg_ldl_factor_ex.out", lambda a: torch.linalg.ldl_factor_ex(
     a, out=(a.new_empty(0), torch.empty(0, dtype=torch.int32, device=a.device),
-            torch.empty(0, dtype=torch.int32, device=a.device))), spd(4, 4), dtypes=LA_REAL, grad=False)
+            torch.empty(0, dtype=torch.int32, device=a.device))), spd(4, 4), dtypes=LA, grad=False)
 register("linalg_ldl_solve", lambda a, b: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(a), b),
-         two(symmetric(6, seed=3), general(6, 2)), dtypes=LA_REAL, grad=False)
+         two(symmetric(6, seed=3), general(6, 2)), dtypes=LA, grad=False)
+register("linalg_ldl_solve",
+         lambda a, b: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(a, hermitian=True), b, hermitian=True),
+         two(symmetric(6, seed=3, herm=True), general(6, 2)), dtypes=LA, grad=False, name="ldl_solve hermitian")
 register("linalg_ldl_solve.out", lambda a, b: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(a), b, out=b.new_empty(0)),
-         two(spd(3, 3), general(3, 2)), dtypes=LA_REAL, grad=False)
+         two(spd(3, 3), general(3, 2)), dtypes=LA, grad=False)
 
 
 def scaled(*shape, scales):

@@ -170,3 +170,18 @@ def test_lstsq_outputs(driver):
         x, e = getattr(act, name), getattr(exp, name)
         assert x.shape == e.shape and x.dtype == e.dtype, name
         torch.testing.assert_close(x.cpu(), e, msg=name)
+
+
+@pytest.mark.parametrize("hermitian", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_ldl_pivots_and_solve(hermitian, seed):
+    # indefinite: Bunch-Kaufman takes 1x1 and 2x2 pivots (zsytf2 / zhetf2 choose them apart)
+    x = crand(2, 7, 7, seed=seed)
+    a = x + (x.mH if hermitian else x.mT)
+    LD, piv, info = cpu(torch.linalg.ldl_factor_ex(a.to("tpu"), hermitian=hermitian))
+    LD0, piv0, info0 = torch.linalg.ldl_factor_ex(a, hermitian=hermitian)
+    assert piv.tolist() == piv0.tolist() and info.tolist() == info0.tolist()
+    torch.testing.assert_close(LD, LD0)
+    b = crand(2, 7, 3, seed=seed + 10)
+    torch.testing.assert_close(torch.linalg.ldl_solve(*tpu(LD0, piv0, b), hermitian=hermitian).cpu(),
+                               torch.linalg.ldl_solve(LD0, piv0, b, hermitian=hermitian))

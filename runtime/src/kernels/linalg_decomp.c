@@ -1,6 +1,7 @@
 /* Spectral and symmetric-indefinite linear algebra, in complex double whatever the dtype (see
  * linalg.h): SVD by one-sided Jacobi, eigh by cyclic Jacobi, least squares through the SVD,
- * Bunch-Kaufman LDL^T (LAPACK sytf2's pivot choices and pivots, sytrs's solve), matrix_exp
+ * Bunch-Kaufman LDL^T / LDL^H (LAPACK sytf2's and hetf2's pivot choices and pivots, sytrs's and
+ * hetrs's solves), matrix_exp
  * (ATen's Taylor degrees, thresholds and scaling), householder_product (orgqr).
  *
  * The complex Jacobi rotations are the real ones applied after turning the off-diagonal entry
@@ -389,16 +390,20 @@ tpurt_status tpurt_kernel_lstsq(const tpurt_op_call* c) {
 }
 
 /* ---------------------------------------------------------------- Bunch-Kaufman LDL^T */
-/* LAPACK sytf2 (uplo = 'L') on row-major a (n x n, lower triangle read and written): 1x1 and
- * 2x2 pivots chosen by the Bunch-Kaufman rule with alpha = (1 + sqrt(17)) / 8 on cabs1
- * magnitudes (zsytf2's, |x| when real); piv gets LAPACK's 1-based ipiv (a 2x2 block stores -p
- * on both of its rows). Returns info: the 1-based index of the first exactly-zero diagonal
- * block, else 0. */
-static int64_t sytf2_lower(la_t* a, int64_t n, int* piv) {
+/* LAPACK sytf2, or hetf2 when herm (A = L D L^H: conjugates where the transpose enters, a real
+ * diagonal, and the 2x2 pivots scaled by |d21|), with uplo = 'L' on row-major a (n x n, lower
+ * triangle read and written): 1x1 and 2x2 pivots chosen by the Bunch-Kaufman rule with
+ * alpha = (1 + sqrt(17)) / 8 on cabs1 magnitudes (|x| when real); piv gets LAPACK's 1-based ipiv
+ * (a 2x2 block stores -p on both of its rows). Returns info: the 1-based index of the first
+ * exactly-zero diagonal block, else 0. */
+static int64_t sytf2_lower(la_t* a, int64_t n, int* piv, int herm) {
   const double alpha = (1 + sqrt(17.0)) / 8;
   int64_t info = 0;
 #define A_(i, j) a[(i) * n + (j)]
 #define SWAP(x, y) do { la_t t_ = (x); (x) = (y); (y) = t_; } while (0)
+#define CJ(x) (herm ? conj(x) : (x))
+#define REAL_DIAG(j) do { if (herm) A_(j, j) = creal(A_(j, j)); } while (0)
+  for (int64_t j = 0; j < n; j++) REAL_DIAG(j); /* hetf2 reads only the diagonal's real parts */
   for (int64_t k = 0; k < n;) {
     int64_t kstep = 1, kp = k, imax = k;
     double absakk = la_abs1(A_(k, k)), colmax = 0;
@@ -419,24 +424,35 @@ static int64_t sytf2_lower(la_t* a, int64_t n, int* piv) {
       int64_t kk = k + kstep - 1;
       if (kp != kk) { /* interchange rows and columns kk and kp of the trailing submatrix */
         for (int64_t i = kp + 1; i < n; i++) SWAP(A_(i, kk), A_(i, kp));
-        for (int64_t j = kk + 1; j < kp; j++) SWAP(A_(j, kk), A_(kp, j));
+        for (int64_t j = kk + 1; j < kp; j++) {
+          la_t t = CJ(A_(j, kk));
+          A_(j, kk) = CJ(A_(kp, j));
+          A_(kp, j) = t;
+        }
+        if (herm) A_(kp, kk) = conj(A_(kp, kk));
         SWAP(A_(kk, kk), A_(kp, kp));
         if (kstep == 2) SWAP(A_(k + 1, k), A_(kp, k));
       }
       if (kstep == 1) {
         la_t d11 = 1 / A_(k, k);
-        for (int64_t j = k + 1; j < n; j++)
-          for (int64_t i = j; i < n; i++) A_(i, j) -= d11 * A_(i, k) * A_(j, k);
+        for (int64_t j = k + 1; j < n; j++) {
+          for (int64_t i = j; i < n; i++) A_(i, j) -= d11 * A_(i, k) * CJ(A_(j, k));
+          REAL_DIAG(j);
+        }
         for (int64_t i = k + 1; i < n; i++) A_(i, k) *= d11;
       } else if (k < n - 2) {
-        la_t d21 = A_(k + 1, k), d11 = A_(k + 1, k + 1) / d21, d22 = A_(k, k) / d21;
+        /* sytf2 divides by d21, hetf2 by |d21| and multiplies by its phase e where sytf2 has 1 */
+        la_t d21 = A_(k + 1, k), d = herm ? cabs(d21) : d21, e = herm ? d21 / d : 1;
+        la_t d11 = A_(k + 1, k + 1) / d, d22 = A_(k, k) / d;
         la_t t = 1 / (d11 * d22 - 1);
-        d21 = t / d21;
+        t /= d;
         for (int64_t j = k + 2; j < n; j++) {
-          la_t wk = d21 * (d11 * A_(j, k) - A_(j, k + 1)), wkp1 = d21 * (d22 * A_(j, k + 1) - A_(j, k));
-          for (int64_t i = j; i < n; i++) A_(i, j) -= A_(i, k) * wk + A_(i, k + 1) * wkp1;
+          la_t wk = t * (d11 * A_(j, k) - (herm ? e * A_(j, k + 1) : A_(j, k + 1)));
+          la_t wkp1 = t * (d22 * A_(j, k + 1) - (herm ? conj(e) * A_(j, k) : A_(j, k)));
+          for (int64_t i = j; i < n; i++) A_(i, j) -= A_(i, k) * CJ(wk) + A_(i, k + 1) * CJ(wkp1);
           A_(j, k) = wk;
           A_(j, k + 1) = wkp1;
+          REAL_DIAG(j);
         }
       }
     }
@@ -447,8 +463,9 @@ static int64_t sytf2_lower(la_t* a, int64_t n, int* piv) {
   return info;
 }
 
-/* sytrs (uplo = 'L'): b (row-major n x r) <- A^-1 b for A = L D L^T as sytf2_lower left it */
-static void sytrs_lower(const la_t* a, int64_t n, const int* piv, la_t* b, int64_t r) {
+/* sytrs, or hetrs when herm (uplo = 'L'): b (row-major n x r) <- A^-1 b for A = L D L^T (L D L^H)
+ * as sytf2_lower left it */
+static void sytrs_lower(const la_t* a, int64_t n, const int* piv, la_t* b, int64_t r, int herm) {
 #define B_(i, j) b[(i) * r + (j)]
 #define SWAP_ROWS(x, y) \
   for (int64_t cc = 0; cc < r; cc++) SWAP(B_(x, cc), B_(y, cc))
@@ -458,34 +475,35 @@ static void sytrs_lower(const la_t* a, int64_t n, const int* piv, la_t* b, int64
       if (kp != k) SWAP_ROWS(k, kp);
       for (int64_t i = k + 1; i < n; i++)
         for (int64_t cc = 0; cc < r; cc++) B_(i, cc) -= A_(i, k) * B_(k, cc);
-      for (int64_t cc = 0; cc < r; cc++) B_(k, cc) /= A_(k, k);
+      la_t dk = herm ? creal(A_(k, k)) : A_(k, k);
+      for (int64_t cc = 0; cc < r; cc++) B_(k, cc) /= dk;
       k++;
     } else {
       int64_t kp = -piv[k] - 1;
       if (kp != k + 1) SWAP_ROWS(k + 1, kp);
       for (int64_t i = k + 2; i < n; i++)
         for (int64_t cc = 0; cc < r; cc++) B_(i, cc) -= A_(i, k) * B_(k, cc) + A_(i, k + 1) * B_(k + 1, cc);
-      la_t akm1k = A_(k + 1, k), akm1 = A_(k, k) / akm1k, ak = A_(k + 1, k + 1) / akm1k, denom = akm1 * ak - 1;
+      la_t akm1k = A_(k + 1, k), akm1 = A_(k, k) / CJ(akm1k), ak = A_(k + 1, k + 1) / akm1k, denom = akm1 * ak - 1;
       for (int64_t cc = 0; cc < r; cc++) {
-        la_t bkm1 = B_(k, cc) / akm1k, bk = B_(k + 1, cc) / akm1k;
+        la_t bkm1 = B_(k, cc) / CJ(akm1k), bk = B_(k + 1, cc) / akm1k;
         B_(k, cc) = (ak * bkm1 - bk) / denom;
         B_(k + 1, cc) = (akm1 * bk - bkm1) / denom;
       }
       k += 2;
     }
   }
-  for (int64_t k = n - 1; k >= 0;) { /* L^T P^T x = y */
+  for (int64_t k = n - 1; k >= 0;) { /* L^T P^T x = y (L^H) */
     if (piv[k] > 0) {
       for (int64_t i = k + 1; i < n; i++)
-        for (int64_t cc = 0; cc < r; cc++) B_(k, cc) -= A_(i, k) * B_(i, cc);
+        for (int64_t cc = 0; cc < r; cc++) B_(k, cc) -= CJ(A_(i, k)) * B_(i, cc);
       int64_t kp = piv[k] - 1;
       if (kp != k) SWAP_ROWS(k, kp);
       k--;
     } else {
       for (int64_t i = k + 1; i < n; i++)
         for (int64_t cc = 0; cc < r; cc++) {
-          B_(k, cc) -= A_(i, k) * B_(i, cc);
-          B_(k - 1, cc) -= A_(i, k - 1) * B_(i, cc);
+          B_(k, cc) -= CJ(A_(i, k)) * B_(i, cc);
+          B_(k - 1, cc) -= CJ(A_(i, k - 1)) * B_(i, cc);
         }
       int64_t kp = -piv[k] - 1;
       if (kp != k) SWAP_ROWS(k, kp);
@@ -495,16 +513,18 @@ static void sytrs_lower(const la_t* a, int64_t n, const int* piv, la_t* b, int64
 #undef SWAP_ROWS
 #undef B_
 }
+#undef REAL_DIAG
+#undef CJ
 #undef SWAP
 #undef A_
 
 tpurt_status tpurt_kernel_ldl_factor_ex(const tpurt_op_call* c) {
-  /* linalg_ldl_factor_ex(A, *, hermitian, check_errors) -> (LD, pivots, info): real inputs, so
-   * hermitian changes nothing */
+  /* linalg_ldl_factor_ex(A, *, hermitian, check_errors) -> (LD, pivots, info): hermitian selects
+   * hetrf for complex inputs; real ones use sytrf either way, as on CPU */
   const tpurt_tensor* A = &c->args[0].t;
   tpurt_status st = dtype_check("torch.linalg.ldl_factor_ex", A);
   if (st) return st;
-  int nb;
+  int nb, herm = c->args[1].i && A->dtype == TPURT_C64;
   int64_t bs[TPURT_MAX_DIMS];
   if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
   mview a, ld, pv;
@@ -516,7 +536,7 @@ tpurt_status tpurt_kernel_ldl_factor_ex(const tpurt_op_call* c) {
   if ((st = scratch_alloc(&s, n * n, 0, n))) return st;
   FOR_BATCH(b, nb, bs) {
     mv_load(&a, b, nb, s.a, LA_PLAIN);
-    int64_t info = sytf2_lower(s.a, n, s.piv);
+    int64_t info = sytf2_lower(s.a, n, s.piv, herm);
     for (int64_t i = 0; i < n; i++)
       for (int64_t j = i + 1; j < n; j++) s.a[i * n + j] = 0;
     mv_store(&ld, b, nb, s.a, LA_PLAIN);
@@ -536,7 +556,7 @@ tpurt_status tpurt_kernel_ldl_solve(const tpurt_op_call* c) {
   const tpurt_tensor *LD = &c->args[0].t, *out = &c->outs[0];
   tpurt_status st = dtype_check("torch.linalg.ldl_solve", LD);
   if (st) return st;
-  int nb;
+  int nb, herm = c->args[3].i && LD->dtype == TPURT_C64;
   int64_t bs[TPURT_MAX_DIMS];
   if (!batch_of(out, 2, &nb, bs)) return TPURT_OK;
   mview ld, pv, B, X;
@@ -560,7 +580,7 @@ tpurt_status tpurt_kernel_ldl_solve(const tpurt_op_call* c) {
     }
     if (st) break;
     mv_load(&B, b, nb, s.b, LA_PLAIN);
-    sytrs_lower(s.a, n, s.piv, s.b, r);
+    sytrs_lower(s.a, n, s.piv, s.b, r, herm);
     mv_store(&X, b, nb, s.b, LA_PLAIN);
   }
   free(s.a);

@@ -4,6 +4,7 @@
 // allocator, and the C kernel runs on the current stream. Factories, views, copies and
 // resize/set are registered here too; everything else goes to the counted CPU fallback.
 #include <ATen/EmptyTensor.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
@@ -259,6 +260,10 @@ void copy_physical(const at::Tensor& src, const at::Tensor& dst) {
 // self goes into dst, so the stored bytes are copied and then conjugated/negated in place
 // where the two bits differ (what CPU's copy_ does).
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  // As CPU's copy_ (a TensorIterator): self must broadcast to dst's shape, even when empty.
+  auto shape = at::infer_size(dst.sizes(), self.sizes());
+  TORCH_CHECK(c10::IntArrayRef(shape) == dst.sizes(), "output with shape ", dst.sizes(),
+              " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
   if (dst.numel() == 0) return dst;
   TORCH_CHECK(storable(dst.scalar_type()) && storable(self.scalar_type()), "tpu does not support dtype ",
               storable(dst.scalar_type()) ? self.scalar_type() : dst.scalar_type(),
@@ -282,6 +287,50 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
   at::Scalar s = host.item();
   if (self.is_conj()) s = s.conj();
   return self.is_neg() ? -s : s;
+}
+
+// ------------------------------------------------------------------ CPU fallback arguments
+// The CPU fallback brings its tensor arguments to the host through _to_cpu, whose default
+// copies each tensor on its own: an out= sharing memory with an input, or an expanded out=,
+// would reach the CPU kernel unshared, pass the overlap checks CPU makes, and aliased writes
+// would not see each other. Tensors sharing a storage, and tensors overlapping themselves,
+// come over as one host copy of the storage span they cover, each a view into it.
+std::vector<at::Tensor> to_cpu(at::TensorList tensors) {
+  std::vector<at::Tensor> out(tensors.size());
+  std::unordered_map<const c10::StorageImpl*, std::vector<size_t>> by_storage;
+  for (size_t i = 0; i < tensors.size(); i++) {
+    const auto& t = tensors[i];
+    if (t.defined() && t.device().type() == kTpu && t.numel() > 0)
+      by_storage[t.storage().unsafeGetStorageImpl()].push_back(i);
+    else
+      out[i] = t.defined() ? t.cpu() : t;
+  }
+  for (const auto& [storage, members] : by_storage) {
+    const auto& first = tensors[members[0]];
+    if (members.size() == 1 && at::has_internal_overlap(first) != at::MemOverlap::Yes) {
+      out[members[0]] = first.cpu();
+      continue;
+    }
+    auto byte_offset = [&](size_t i) { return tensors[i].storage_offset() * tensors[i].element_size(); };
+    int64_t lo = byte_offset(members[0]), hi = 0;
+    for (size_t i : members) {
+      lo = std::min(lo, byte_offset(i));
+      hi = std::max(hi, byte_offset(i) + span_of(tensors[i]) * tensors[i].element_size());
+    }
+    lo &= ~int64_t{15};  // a multiple of every element size, so each view starts on an element
+    at::Tensor bytes = at::empty({hi - lo}, at::TensorOptions().dtype(at::kByte));
+    check(tpurt_memcpy_d2h(current_stream(first.device().index()), bytes.data_ptr(),
+                           static_cast<const char*>(storage->data()) + lo, static_cast<size_t>(hi - lo)));
+    for (size_t i : members) {
+      const auto& t = tensors[i];
+      at::Tensor v = at::empty({0}, t.options().device(c10::kCPU));
+      v.set_(bytes.storage(), (byte_offset(i) - lo) / t.element_size(), t.sizes(), t.strides());
+      if (t.is_conj()) v = v._conj();
+      if (t.is_neg()) v = v._neg_view();
+      out[i] = v;
+    }
+  }
+  return out;
 }
 
 // ------------------------------------------------------------------ the generic native kernel
@@ -876,6 +925,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from_and_resize", copy_from_and_resize);
   m.impl("_local_scalar_dense", local_scalar_dense);
   m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
+  m.impl("_to_cpu", to_cpu);
   for (int i = 0; i < tpurt_op_name_count(); i++) {
     std::string name = tpurt_op_name(i);
     if (name.rfind("tpurt::", 0) == 0) continue;

@@ -88,6 +88,13 @@ BAD_CALLS = {
         torch.ones(3, 3, dtype=torch.complex128, device=d)),
     "copy_ of a shape that does not broadcast": lambda d: torch.empty(2, 3, device=d).copy_(torch.ones(4, device=d)),
     "copy_ into an empty tensor": lambda d: torch.empty(0, device=d).copy_(torch.ones(3, device=d)),
+    # CPU's integer convolutions: int64 everywhere, other integers in the plain kernel only
+    "conv_transpose2d of int32": lambda d: torch.nn.functional.conv_transpose2d(
+        torch.ones(1, 2, 4, 4, dtype=torch.int32, device=d), torch.ones(2, 2, 3, 3, dtype=torch.int32, device=d)),
+    "dilated conv2d of int8": lambda d: torch.nn.functional.conv2d(
+        torch.ones(1, 2, 6, 6, dtype=torch.int8, device=d), torch.ones(2, 2, 3, 3, dtype=torch.int8, device=d), dilation=2),
+    "conv3d of bool": lambda d: torch.nn.functional.conv3d(
+        torch.ones(1, 2, 4, 4, 4, dtype=torch.bool, device=d), torch.ones(2, 2, 3, 3, 3, dtype=torch.bool, device=d)),
     # ops that size their outputs from the data validate their inputs themselves
     "masked_select non-bool mask": lambda d: torch.masked_select(torch.ones(3, device=d), torch.ones(3, device=d)),
     "masked_select shape mismatch": lambda d: torch.masked_select(torch.ones(3, device=d),

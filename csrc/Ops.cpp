@@ -20,6 +20,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -293,41 +294,47 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
 // The CPU fallback brings its tensor arguments to the host through _to_cpu, whose default
 // copies each tensor on its own: an out= sharing memory with an input, or an expanded out=,
 // would reach the CPU kernel unshared, pass the overlap checks CPU makes, and aliased writes
-// would not see each other. Tensors sharing a storage, and tensors overlapping themselves,
-// come over as one host copy of the storage span they cover, each a view into it.
+// would not see each other. Tensors whose byte ranges in one storage intersect, and tensors
+// overlapping themselves, come over as one host copy of the range they cover, each a view
+// into it; the rest are copied one by one as before.
 std::vector<at::Tensor> to_cpu(at::TensorList tensors) {
+  struct Range {
+    size_t i;
+    int64_t lo, hi;  // bytes of the storage the tensor spans
+  };
   std::vector<at::Tensor> out(tensors.size());
-  std::unordered_map<const c10::StorageImpl*, std::vector<size_t>> by_storage;
+  std::unordered_map<const c10::StorageImpl*, std::vector<Range>> by_storage;
   for (size_t i = 0; i < tensors.size(); i++) {
     const auto& t = tensors[i];
-    if (t.defined() && t.device().type() == kTpu && t.numel() > 0)
-      by_storage[t.storage().unsafeGetStorageImpl()].push_back(i);
-    else
+    if (!t.defined() || t.device().type() != kTpu || t.numel() == 0) {
       out[i] = t.defined() ? t.cpu() : t;
-  }
-  for (const auto& [storage, members] : by_storage) {
-    const auto& first = tensors[members[0]];
-    if (members.size() == 1 && at::has_internal_overlap(first) != at::MemOverlap::Yes) {
-      out[members[0]] = first.cpu();
       continue;
     }
-    auto byte_offset = [&](size_t i) { return tensors[i].storage_offset() * tensors[i].element_size(); };
-    int64_t lo = byte_offset(members[0]), hi = 0;
-    for (size_t i : members) {
-      lo = std::min(lo, byte_offset(i));
-      hi = std::max(hi, byte_offset(i) + span_of(tensors[i]) * tensors[i].element_size());
-    }
-    lo &= ~int64_t{15};  // a multiple of every element size, so each view starts on an element
-    at::Tensor bytes = at::empty({hi - lo}, at::TensorOptions().dtype(at::kByte));
-    check(tpurt_memcpy_d2h(current_stream(first.device().index()), bytes.data_ptr(),
-                           static_cast<const char*>(storage->data()) + lo, static_cast<size_t>(hi - lo)));
-    for (size_t i : members) {
-      const auto& t = tensors[i];
-      at::Tensor v = at::empty({0}, t.options().device(c10::kCPU));
-      v.set_(bytes.storage(), (byte_offset(i) - lo) / t.element_size(), t.sizes(), t.strides());
-      if (t.is_conj()) v = v._conj();
-      if (t.is_neg()) v = v._neg_view();
-      out[i] = v;
+    int64_t lo = t.storage_offset() * t.element_size();
+    by_storage[t.storage().unsafeGetStorageImpl()].push_back({i, lo, lo + span_of(t) * t.element_size()});
+  }
+  for (auto& [storage, ranges] : by_storage) {
+    std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.lo < b.lo; });
+    for (size_t a = 0, b; a < ranges.size(); a = b) {
+      int64_t hi = ranges[a].hi;
+      for (b = a + 1; b < ranges.size() && ranges[b].lo < hi; b++) hi = std::max(hi, ranges[b].hi);
+      const auto& first = tensors[ranges[a].i];
+      if (b == a + 1 && at::has_internal_overlap(first) != at::MemOverlap::Yes) {
+        out[ranges[a].i] = first.cpu();
+        continue;
+      }
+      int64_t lo = ranges[a].lo & ~int64_t{15};  // a multiple of every element size
+      at::Tensor bytes = at::empty({hi - lo}, at::TensorOptions().dtype(at::kByte));
+      check(tpurt_memcpy_d2h(current_stream(first.device().index()), bytes.data_ptr(),
+                             static_cast<const char*>(storage->data()) + lo, static_cast<size_t>(hi - lo)));
+      for (size_t r = a; r < b; r++) {
+        const auto& t = tensors[ranges[r].i];
+        at::Tensor v = at::empty({0}, t.options().device(c10::kCPU));
+        v.set_(bytes.storage(), (ranges[r].lo - lo) / t.element_size(), t.sizes(), t.strides());
+        if (t.is_conj()) v = v._conj();
+        if (t.is_neg()) v = v._neg_view();
+        out[ranges[r].i] = v;
+      }
     }
   }
   return out;

@@ -163,6 +163,12 @@ register("arange.start_out", lambda x: torch.arange(7, -5, -3, dtype=x.dtype, de
 register("flip", lambda x: torch.flip(x, (0, -1)), [(3, 4, 5)], dtypes=ALL64)
 register("flip.out", lambda x: torch.ops.aten.flip.out(x, [1], out=torch.empty(0, dtype=x.dtype, device=x.device)),
          [(3, 4)], dtypes=ALL64, grad=False)
+register("narrow_copy", lambda x: torch.narrow_copy(x, 1, 1, 2), [(3, 4, 5)], dtypes=ALL64)
+# grad=False: CPU's backward of a negative start fails (slice_backward slices [start, start + length))
+register("narrow_copy", lambda x: torch.narrow_copy(x, -1, -3, 3), [(3, 4, 5)], dtypes=FLOATS, grad=False,
+         name="narrow_copy negative")
+register("narrow_copy.out", lambda x: torch.narrow_copy(x, 0, 3, 0, out=torch.empty(0, dtype=x.dtype, device=x.device)),
+         [(3, 4)], dtypes=ALL64, grad=False)
 register("roll", lambda x: torch.roll(x, (2, -1), (0, 2)), [(3, 4, 5)], dtypes=ALL64)
 register("roll", lambda x: torch.roll(x, 7), [(3, 4)], dtypes=FLOATS, name="roll flat")
 register("roll.out", lambda x: torch.ops.aten.roll.out(x, [1], [1], out=torch.empty(0, dtype=x.dtype,

@@ -1,8 +1,8 @@
 /* Indexing and shape kernels: embedding (+ dense backward), index_select, index_add, gather,
  * scatter/scatter_add, advanced indexing (index.Tensor, index_put), cat, tril/triu, arange,
- * flip, roll. Data-moving kernels copy raw elements (outputs have self's dtype); every index
- * is validated before anything is read through it, so bad indices fail like CPU does and
- * never touch memory out of bounds. */
+ * flip, narrow_copy, roll. Data-moving kernels copy raw elements (outputs have self's dtype);
+ * every index is validated before anything is read through it, so bad indices fail like CPU
+ * does and never touch memory out of bounds. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -500,6 +500,17 @@ tpurt_status tpurt_kernel_flip(const tpurt_op_call* c) {
     v.data = at(&v, (v.sizes[d] - 1) * v.strides[d]);
     v.strides[d] = -v.strides[d];
   }
+  return tpurt_copy_tensor(&c->outs[0], &v);
+}
+
+tpurt_status tpurt_kernel_narrow_copy(const tpurt_op_call* c) {
+  /* narrow_copy(self, dim, start, length): the meta function made CPU's checks; a view
+   * of self copied to out */
+  tpurt_tensor v = c->args[0].t;
+  int64_t d = wrap_dim(c->args[1].i, v.ndim), start = c->args[2].i;
+  if (start < 0) start += v.sizes[d];
+  v.data = at(&v, start * v.strides[d]);
+  v.sizes[d] = c->args[3].i;
   return tpurt_copy_tensor(&c->outs[0], &v);
 }
 

@@ -556,6 +556,14 @@ void* tpurt_gemm_scratch(void) { return gemm_scratch(NC); }
 void tpurt_gemm(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B,
                 int precision, void* c, int64_t ldc, void* ws) {
   mat a = {A->data, A->dtype, A->rs, A->cs}, b = {B->data, B->dtype, B->rs, B->cs};
+  if (!tpurt_is_float(a.dtype)) { /* ws holds one row of B for up to NC columns at a time */
+    for (int64_t j0 = 0; j0 < N; j0 += NC) {
+      mat bj = b;
+      bj.data = elem(&b, 0, j0);
+      gemm_i64(M, N - j0 < NC ? N - j0 : NC, K, &a, &bj, (int64_t*)c + j0, ldc, ws);
+    }
+    return;
+  }
   pass_mode pa = pass_of(a.dtype, precision), pb = pass_of(b.dtype, precision);
   if (a.dtype == TPURT_F64) gemm_f64(M, N, K, &a, &b, pa, pb, c, ldc, ws);
   else gemm_f32(M, N, K, &a, &b, pa, pb, c, ldc, ws);

@@ -73,3 +73,52 @@ def test_unique_matches_cpu(fn):
             assert g.device.type == "tpu"
             torch.testing.assert_close(g.cpu(), w, equal_nan=True)
         assert not torch_tpu.metrics.fallback_ops()
+
+
+WEIGHT_NORM = [((6, 3, 5), 0), ((6, 3, 5), 2), ((4, 7), 0), ((4, 7), 1), ((9,), 0)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+@pytest.mark.parametrize("case", range(len(WEIGHT_NORM)))
+def test_weight_norm_interface_matches_cpu(case, dtype):
+    shape, dim = WEIGHT_NORM[case]
+    v = make(shape, dtype)
+    g = make([n if d == dim else 1 for d, n in enumerate(shape)], dtype)
+    grad_w = make(shape, dtype)
+    outs = {}
+    for device in ("cpu", "tpu"):
+        vd, gd = (t.detach().to(device).requires_grad_() for t in (v, g))
+        w, norm = torch._weight_norm_interface(vd, gd, dim)
+        w.backward(grad_w.to(device))
+        outs[device] = (w, norm, vd.grad, gd.grad)
+    tol = dict(atol=2e-2, rtol=2e-2) if dtype in (torch.bfloat16, torch.float16) else {}
+    for c, t in zip(outs["cpu"], outs["tpu"]):
+        assert t.dtype == c.dtype and t.shape == c.shape
+        torch.testing.assert_close(t.cpu(), c, **tol)
+
+
+def test_weight_norm_module_runs_native():
+    torch.manual_seed(0)
+    conv = torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(4, 6, 3), dim=2)
+    x = torch.randn(2, 4, 9)
+    ref = conv(x)
+    ref.sum().backward()
+    dev = torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(4, 6, 3), dim=2)
+    dev.load_state_dict(conv.state_dict())
+    dev.to("tpu")
+    torch_tpu.metrics.reset()
+    with torch.tpu.precision("highest"):  # the conv itself is compared at f32, not bf16 passes
+        out = dev(x.to("tpu"))
+        out.sum().backward()
+    assert not torch_tpu.metrics.fallback_ops()
+    torch.testing.assert_close(out.cpu(), ref, atol=1e-5, rtol=1e-5)
+    for (n, p), q in zip(conv.named_parameters(), dev.parameters()):
+        torch.testing.assert_close(q.grad.cpu(), p.grad, atol=1e-5, rtol=1e-5, msg=n)
+
+
+@pytest.mark.parametrize("dim", [1, -1])
+def test_weight_norm_interface_middle_dim_raises(dim):
+    v, g = torch.ones(3, 4, 5), torch.ones(1, 4, 1)
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match="first or last dim"):
+            torch._weight_norm_interface(v.to(device), g.to(device), dim)

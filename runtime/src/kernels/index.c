@@ -402,8 +402,10 @@ tpurt_status tpurt_kernel_index(const tpurt_op_call* c) {
 tpurt_status tpurt_kernel_index_put(const tpurt_op_call* c) {
   /* index_put(self, Tensor?[] indices, values, accumulate[, unsafe]) and its in-place forms:
    * out = self; out[indices] = values (broadcast to the indexing result), or += with
-   * accumulate (duplicates add up). */
-  const tpurt_tensor *out = &c->outs[0], *vals = &c->args[2].t;
+   * accumulate (duplicates add up). values may be a CPU scalar (as CUDA allows). */
+  char storage[8];
+  tpurt_tensor scalar_vals = tpurt_scalar_tensor(&c->args[2], storage);
+  const tpurt_tensor *out = &c->outs[0], *vals = &scalar_vals;
   int acc = c->args[3].i != 0;
   index_plan p;
   tpurt_status s = plan_index(&p, out, &c->args[1]);

@@ -55,7 +55,8 @@ def cpu_reference(model, mapping):
         if inputs is not None and all(_differ(inputs, t) for t in tries):
             tries.append(inputs)
     if not tries:
-        missing = [n for n in input_names(model, mapping) if n not in RECIPES]
+        names = input_names(model, mapping)
+        missing = [n for n in names if n not in RECIPES] or names or [model.main_input_name]
         raise NoRecipe(f"no input recipe for {', '.join(map(repr, missing))}")
     for i, inputs in enumerate(tries):
         try:

@@ -29,11 +29,11 @@ SIZES = {
     "index_n_heads": 2, "index_head_dim": 32, "vocab_size_per_layer_input": 256, "hidden_size_per_layer_input": 16,
     # widths another (sub-)config's hidden size must equal
     "out_hidden_size": 64, "text_hidden_size": 64, "condition_dim": 64, "adapter_input_size": 64,
-    "audio_hidden_size": 64,
+    "audio_hidden_size": 64, "decoder_hidden_size": 64,
 }
 # attribute -> value for a size the default config leaves unset (None) and the model needs.
 REQUIRED = {"vocab_size": 256, "prediction_length": 4, "num_experts_per_tok": 2, "num_experts": 4, "top_k_experts": 2,
-            "moe_intermediate_size": 64}
+            "moe_intermediate_size": 64, "head_dim": 32}
 # Per-architecture exceptions, applied after SIZES. Swin's attention windows must tile every
 # stage: image_size = patch_size * window_size * 2**(stages - 1); its width doubles per stage.
 # LeViT's stem always downsamples 16x, and its attention biases are sized for image / patch.
@@ -41,11 +41,14 @@ REQUIRED = {"vocab_size": 256, "prediction_length": 4, "num_experts_per_tok": 2,
 # labels into decoder inputs needs it. BiT's GroupNorm groups must divide its tiny widths;
 # CodeGen splits its heads over 4 model-parallel shards; DiffLlama's differential attention
 # splits the values over an even number of KV heads. ESM's default config has no padding id
-# (its checkpoints' is 1), which its position ids need.
+# (its checkpoints' is 1), which its position ids need. EfficientNet's default is B7 (its
+# widths x2, depths x3.1 over B0's); tiny is B0. EoMT's query blocks are its last layers.
 OVERRIDES = {**{t: {"image_size": 64, "patch_size": 4, "window_size": 2, "embed_dim": 32}
                 for t in ("swin", "swinv2", "donut-swin", "maskformer-swin")},
              "levit": {"patch_size": 16}, "t5": {"decoder_start_token_id": 0}, "bit": {"num_groups": 2},
-             "codegen": {"n_head": 4}, "diffllama": {"num_key_value_heads": 2}, "esm": {"pad_token_id": 1}}
+             "codegen": {"n_head": 4}, "diffllama": {"num_key_value_heads": 2}, "esm": {"pad_token_id": 1},
+             **{t: {"width_coefficient": 1.0, "depth_coefficient": 1.0} for t in ("efficientnet", "align_vision_model")},
+             **{t: {"num_blocks": 1} for t in ("eomt", "eomt_dinov3")}}
 # Text configs without mrope_section whose models fall back to a full-size default one.
 MROPE = {"glm4v_text", "glm4v_moe_text", "glm_image_text", "glm_ocr_text"}
 GROWING = {"hidden_sizes"}  # per-stage widths double stage by stage
@@ -296,10 +299,13 @@ def _frames(c):
 
 
 def _audio(c):
-    """A waveform (batch, samples), or for AST (patches strided over frequency and time) a
-    spectrogram (batch, frames, mel bins)."""
+    """A waveform (batch, samples), in the alternate layout with its channels (batch,
+    channels, samples) as audio codecs take it; or for AST (patches strided over frequency
+    and time) a spectrogram (batch, frames, mel bins)."""
     if getattr(c.cfg, "frequency_stride", None):
         return torch.randn(c.batch, c.cfg.max_length, c.cfg.num_mel_bins, generator=c.g)
+    if c.alt:
+        return torch.randn(c.batch, getattr(c.cfg, "audio_channels", 1), c.audio, generator=c.g)
     return torch.randn(c.batch, c.audio, generator=c.g)
 
 
@@ -309,7 +315,7 @@ def _features(c):
     mel = _cfg_get(c.cfg, "num_mel_bins", "feature_size", default=16)
     if feat:  # Speech2Text: (batch, frames, features)
         shape = (c.batch, length, feat * getattr(c.cfg, "input_channels", 1))
-    elif c.frames_first:  # Parakeet and the like
+    elif c.alt:  # Parakeet and the like
         shape = (c.batch, length, mel)
     else:  # Whisper and the like: (batch, mel bins, frames)
         shape = (c.batch, mel, length)
@@ -333,15 +339,41 @@ def _past(c):  # the context plus the largest lag the model looks back
     return getattr(c.cfg, "context_length", c.seq) + max(getattr(c.cfg, "lags_sequence", None) or [0])
 
 
-# forward argument -> its tensor, from a context c (cfg, batch, seq, high, audio, g).
+def _grid(c):
+    """Qwen2-VL-style image grids (temporal, height, width) in patches: one 4 x 4 image each
+    (4 is a multiple of every spatial merge size)."""
+    return torch.tensor([[1, 4, 4]] * c.batch)
+
+
+def _patches(c):
+    """The flattened patches of _grid's images: (patches, channels x temporal x patch x patch),
+    or None for a model without a patch grid."""
+    if "grid_thw" not in c.wanted:
+        return None
+    cfg = c.cfg
+    patch = _cfg_get(cfg, "patch_size", default=8)
+    width = (_cfg_get(cfg, "in_channels", "num_channels", default=3) * _cfg_get(cfg, "temporal_patch_size", default=1)
+             * patch * patch)
+    return torch.randn(c.batch * 16, width, generator=c.g)
+
+
+# forward argument -> its tensor (or None: no recipe for this model), from a context c
+# (cfg, batch, seq, high, audio, g, wanted: the arguments being filled).
 RECIPES = {
     "input_ids": lambda c: torch.randint(4, c.high, (c.batch, c.seq), generator=c.g),
-    "pixel_values": _image,
+    "grid_thw": _grid,
+    "hidden_states": _patches,
+    "pixel_values": lambda c: _patches(c) if "grid_thw" in c.wanted else _image(c),
     "input_values": _audio,
     "input_features": _features,
     "input_features_mask": lambda c: torch.ones(c.batch, _frames(c), dtype=torch.long),
     "bbox": _boxes,
     "query_embeds": lambda c: torch.randn(c.batch, 4, _cfg_get(c.cfg, "hidden_size"), generator=c.g),
+    "states": lambda c: torch.randn(c.batch, c.seq, c.cfg.state_dim, generator=c.g),  # offline RL trajectories
+    "actions": lambda c: torch.randn(c.batch, c.seq, c.cfg.act_dim, generator=c.g),
+    "rewards": lambda c: torch.randn(c.batch, c.seq, 1, generator=c.g),
+    "returns_to_go": lambda c: torch.randn(c.batch, c.seq, 1, generator=c.g),
+    "timesteps": lambda c: torch.randint(0, c.seq, (c.batch, c.seq), generator=c.g),
     "past_values": lambda c: _series(c, _past(c)),
     "past_observed_mask": lambda c: torch.ones_like(_series(c, _past(c))),
     "past_time_features": lambda c: _series(c, _past(c), c.cfg.num_time_features),
@@ -349,10 +381,10 @@ RECIPES = {
     "future_time_features": lambda c: _series(c, c.cfg.prediction_length, c.cfg.num_time_features),
 }
 # Optional inputs a model may need alongside its main one (a CLIP-like model's text and
-# image, a layout model's boxes, a time-series model's future), given when it cannot run
+# image, a layout model's boxes, a time-series model's future, a trajectory's actions), given when it cannot run
 # on its main input alone.
 COMPANIONS = ("input_ids", "pixel_values", "bbox", "input_features", "input_features_mask", "future_values",
-              "future_time_features")
+              "future_time_features", "actions", "rewards", "returns_to_go", "timesteps")
 
 
 class _Context:
@@ -368,8 +400,9 @@ def input_names(model, mapping, variant=0):
     variant 1 on (or for a zero-shot image classifier) the optional COMPANIONS."""
     params = inspect.signature(model.forward).parameters
     name = getattr(model, "main_input_name", "input_ids")
-    wanted = [name] + [p.name for p in params.values() if p.default is p.empty and p.name != name
-                       and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    wanted = [name] if name in params else []  # a vision tower's main input may go by another name
+    wanted += [p.name for p in params.values() if p.default is p.empty and p.name != name
+               and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     if variant or mapping == "MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES":
         wanted += [n for n in COMPANIONS if n in params and n not in wanted]
     return wanted
@@ -378,19 +411,21 @@ def input_names(model, mapping, variant=0):
 def make_inputs(model, mapping, batch=2, seq=12, ids_below=200, audio=1600, labels=False, variant=0):
     """Inputs for the model's main input and the forward arguments it requires (RECIPES);
     None when one has no recipe. Variants (0 .. VARIANTS - 1) for a model the plainer ones
-    fail: 1 adds the optional inputs of COMPANIONS the forward takes; 2 also lays audio
-    features out (batch, frames, features) and runs without a KV cache (a hybrid whose tiny
+    fail: 1 adds the optional inputs of COMPANIONS the forward takes; 2 also lays audio out
+    the alternate way (_audio, _features) and runs without a KV cache (a hybrid whose tiny
     layers are all linear attention cannot build one). With `labels`, also the labels (or
     return_loss) that make the model's head compute its own loss, where the head has one."""
     cfg = model.config
     vocab = _cfg_get(cfg, "vocab_size", default=256)
     c = _Context(cfg=cfg, batch=batch, seq=seq, high=max(5, min(vocab, ids_below)), audio=audio,
-                 g=torch.Generator().manual_seed(0), frames_first=variant >= 2)
+                 g=torch.Generator().manual_seed(0), alt=variant >= 2)
     params = inspect.signature(model.forward).parameters
-    wanted = input_names(model, mapping, variant)
-    if any(n not in RECIPES for n in wanted):
+    c.wanted = wanted = input_names(model, mapping, variant)
+    if not wanted or any(n not in RECIPES for n in wanted):
         return None
     inputs = {n: RECIPES[n](c) for n in sorted(wanted, key=list(RECIPES).index)}
+    if any(v is None for v in inputs.values()):
+        return None
     if "input_ids" in inputs and "attention_mask" in params:
         inputs["attention_mask"] = torch.ones(batch, seq, dtype=torch.long)
     high, g = c.high, c.g

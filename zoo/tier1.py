@@ -60,8 +60,8 @@ def cpu_reference(model, mapping):
         raise NoRecipe(f"no input recipe for {', '.join(map(repr, missing))}")
     for i, inputs in enumerate(tries):
         try:
-            with torch.no_grad():
-                key, main = main_tensor(model(**inputs))
+            with torch.no_grad():  # on a copy: what a forward caches (CLVP's rotary table) stays off the tpu copy
+                key, main = main_tensor(copy.deepcopy(model)(**inputs))
             if main is None:
                 raise RuntimeError("no floating-point output to compare")
             return inputs, key, main

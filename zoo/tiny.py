@@ -33,7 +33,7 @@ SIZES = {
 }
 # attribute -> value for a size the default config leaves unset (None) and the model needs.
 REQUIRED = {"vocab_size": 256, "prediction_length": 4, "num_experts_per_tok": 2, "num_experts": 4, "top_k_experts": 2,
-            "moe_intermediate_size": 64, "head_dim": 32}
+            "moe_intermediate_size": 64, "head_dim": 32, "num_local_experts": 4, "n_routed_experts": 4}
 # Per-architecture exceptions, applied after SIZES. Swin's attention windows must tile every
 # stage: image_size = patch_size * window_size * 2**(stages - 1); its width doubles per stage.
 # LeViT's stem always downsamples 16x, and its attention biases are sized for image / patch.

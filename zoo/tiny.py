@@ -33,7 +33,8 @@ SIZES = {
 }
 # attribute -> value for a size the default config leaves unset (None) and the model needs.
 REQUIRED = {"vocab_size": 256, "prediction_length": 4, "num_experts_per_tok": 2, "num_experts": 4, "top_k_experts": 2,
-            "moe_intermediate_size": 64, "head_dim": 32, "num_local_experts": 4, "n_routed_experts": 4}
+            "moe_intermediate_size": 64, "head_dim": 32, "num_local_experts": 4, "n_routed_experts": 4,
+            "n_shared_experts": 1}
 # Per-architecture exceptions, applied after SIZES. Swin's attention windows must tile every
 # stage: image_size = patch_size * window_size * 2**(stages - 1); its width doubles per stage.
 # LeViT's stem always downsamples 16x, and its attention biases are sized for image / patch.
@@ -42,12 +43,14 @@ REQUIRED = {"vocab_size": 256, "prediction_length": 4, "num_experts_per_tok": 2,
 # CodeGen splits its heads over 4 model-parallel shards; DiffLlama's differential attention
 # splits the values over an even number of KV heads. ESM's default config has no padding id
 # (its checkpoints' is 1), which its position ids need. EfficientNet's default is B7 (its
-# widths x2, depths x3.1 over B0's); tiny is B0. EoMT's query blocks are its last layers.
+# widths x2, depths x3.1 over B0's); tiny is B0, whose head is 1280 wide and whose last
+# stage, 320 wide, ALIGN projects text to. EoMT's query blocks are its last layers.
 OVERRIDES = {**{t: {"image_size": 64, "patch_size": 4, "window_size": 2, "embed_dim": 32}
                 for t in ("swin", "swinv2", "donut-swin", "maskformer-swin")},
              "levit": {"patch_size": 16}, "t5": {"decoder_start_token_id": 0}, "bit": {"num_groups": 2},
              "codegen": {"n_head": 4}, "diffllama": {"num_key_value_heads": 2}, "esm": {"pad_token_id": 1},
-             **{t: {"width_coefficient": 1.0, "depth_coefficient": 1.0} for t in ("efficientnet", "align_vision_model")},
+             **{t: {"width_coefficient": 1.0, "depth_coefficient": 1.0, "hidden_dim": 1280}
+                for t in ("efficientnet", "align_vision_model")}, "align": {"projection_dim": 320},
              **{t: {"num_blocks": 1} for t in ("eomt", "eomt_dinov3")}}
 # Text configs without mrope_section whose models fall back to a full-size default one.
 MROPE = {"glm4v_text", "glm4v_moe_text", "glm_image_text", "glm_ocr_text"}
@@ -429,8 +432,9 @@ def make_inputs(model, mapping, batch=2, seq=12, ids_below=200, audio=1600, labe
     if "input_ids" in inputs and "attention_mask" in params:
         inputs["attention_mask"] = torch.ones(batch, seq, dtype=torch.long)
     high, g = c.high, c.g
-    if (mapping in SEQ2SEQ or getattr(cfg, "is_encoder_decoder", False)) and "decoder_input_ids" in params:
-        key = "labels" if labels else "decoder_input_ids"
+    if "decoder_input_ids" in params:  # given even where optional: DiffusionGemma samples a missing canvas
+        seq2seq = mapping in SEQ2SEQ or getattr(cfg, "is_encoder_decoder", False)
+        key = "labels" if labels and seq2seq else "decoder_input_ids"
         inputs[key] = torch.randint(4, high, (batch, max(6, seq // 2)), generator=g)
     elif not labels:
         pass

@@ -92,15 +92,17 @@ def run_forked(fn, args, timeout):
     return {"verdict": "CRASH", "reason": f"exit status {status}: {tail}"}
 
 
-def sweep(fn, models, log, timeout, resume, args=()):
+def sweep(fn, models, log, timeout, resume, args=(), rerun=()):
     """Runs fn(model, *args) -> record for each model in its own forked child (run_forked);
     appends records to `log` (JSONL) as they come, and with `resume` keeps the records
-    already there. Returns {model: record}."""
+    already there, but for those whose verdict is in `rerun`: those run again, and their new
+    record, appended later, is the one that counts. Returns {model: record}."""
     done = {}
     if resume and log.exists():
         for line in log.read_text().splitlines():
             r = json.loads(line)
             done[r["model_type"]] = r
+        done = {m: r for m, r in done.items() if r["verdict"] not in rerun}
     elif log.exists():
         log.unlink()
     counts = {}
@@ -144,6 +146,8 @@ def tier_arguments(timeout):
     ap.add_argument("--subset", choices=["ci"])
     ap.add_argument("--timeout", type=int, default=timeout, help="seconds per model")
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--rerun", default="", type=lambda s: {v for v in s.split(",") if v},
+                    help="with --resume: comma-separated verdicts (e.g. NOT_BUILDABLE,CRASH) whose records run again")
     ap.add_argument("--out", default="results")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     return ap
@@ -155,7 +159,9 @@ def run_tier(name, run_one, models, args, summarize, extra=()):
     out_dir = pathlib.Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    done = sweep(run_one, models, out_dir / f"{name}.jsonl", args.timeout, args.resume, extra)
+    if args.rerun and not args.resume:
+        raise SystemExit("--rerun needs --resume")
+    done = sweep(run_one, models, out_dir / f"{name}.jsonl", args.timeout, args.resume, extra, args.rerun)
     counts, buildable, passed = summarize([done[m] for m in models if m in done], out_dir / f"{name}.md")
     print(f"\n{len(models)} models in {time.time() - t0:.0f}s: {passed}/{buildable} buildable PASS; "
           f"{dict(sorted(counts.items()))}; details in {out_dir / (name + '.md')}")

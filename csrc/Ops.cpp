@@ -743,12 +743,13 @@ struct NativeKernel final : c10::OperatorKernel {
   static c10::IValue to_meta(const c10::IValue& v) {
     // A 0-dim CPU tensor next to tpu tensors acts as a scalar on the device (as CUDA's CPU
     // scalars do), so it goes to Meta too: meta functions that check devices (masked_fill's
-    // value, index_fill's, copysign's divisor) then see one device.
+    // value, index_fill's, copysign's divisor) then see one device. Wrapped numbers stay:
+    // Python meta functions receive them as Python numbers, which needs them on CPU.
     auto meta_of = [](const at::Tensor& t) -> at::Tensor {
-      if (!t.defined() || (t.device().type() != kTpu && !(t.device().is_cpu() && t.dim() == 0))) return t;
-      auto m = at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
-      if (t.unsafeGetTensorImpl()->is_wrapped_number()) m.unsafeGetTensorImpl()->set_wrapped_number(true);
-      return m;
+      bool cpu_scalar = t.defined() && t.device().is_cpu() && t.dim() == 0 &&
+                        !t.unsafeGetTensorImpl()->is_wrapped_number();
+      if (!t.defined() || (t.device().type() != kTpu && !cpu_scalar)) return t;
+      return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
     };
     if (v.isTensor()) return meta_of(v.toTensor());
     if (v.isTensorList()) {

@@ -51,7 +51,10 @@ OVERRIDES = {**{t: {"image_size": 64, "patch_size": 4, "window_size": 2, "embed_
              "codegen": {"n_head": 4}, "diffllama": {"num_key_value_heads": 2}, "esm": {"pad_token_id": 1},
              **{t: {"width_coefficient": 1.0, "depth_coefficient": 1.0, "hidden_dim": 1280}
                 for t in ("efficientnet", "align_vision_model")}, "align": {"projection_dim": 320},
-             **{t: {"num_blocks": 1} for t in ("eomt", "eomt_dinov3")}}
+             **{t: {"num_blocks": 1} for t in ("eomt", "eomt_dinov3")},
+             # noise the model draws itself comes from each device's own generator (as on CUDA),
+             # and VITS's drawn durations set its output length: sampled without noise
+             "vits": {"noise_scale": 0.0, "noise_scale_duration": 0.0}}
 # Text configs without mrope_section whose models fall back to a full-size default one.
 MROPE = {"glm4v_text", "glm4v_moe_text", "glm_image_text", "glm_ocr_text"}
 GROWING = {"hidden_sizes"}  # per-stage widths double stage by stage
@@ -447,6 +450,9 @@ def make_inputs(model, mapping, batch=2, seq=12, ids_below=200, audio=1600, labe
         inputs["labels"] = torch.randint(1, high, (batch, max(1, frames // 3)), generator=g)
     elif mapping == "MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES":
         inputs["return_loss"] = True
+    if "noise" in params and isinstance(_cfg_get(cfg, "image_size"), int):
+        # ViTMAE's random patch masking, drawn here so both devices mask the same patches
+        inputs["noise"] = torch.rand(batch, (cfg.image_size // cfg.patch_size) ** 2, generator=g)
     if variant >= 2 and "use_cache" in params:
         inputs["use_cache"] = False
     return inputs

@@ -221,21 +221,24 @@ TPURT_VEC_ATTRS static void fwd_blocks(void* ctx, int64_t begin, int64_t end) {
     return;
   }
   int64_t nblk = (J->L + RB - 1) / RB;
-  double sum[RB];
   for (int64_t u = begin; u < end; u++) {
     attn_block k = block_at(J, &w, u / nblk, u % nblk * RB, 0);
     block_scores(J, &w, &k, w.s);
+    /* The rows' max and sum chains interleave (each still in key order): a lone chain of
+     * dependent additions would wait on every one. Keys past a row's own are -inf, whose
+     * exp is exactly 0 and adds nothing. */
+    double mx[RB], sum[RB];
+    for (int r = 0; r < RB; r++) mx[r] = -INFINITY, sum[r] = 0;
+    for (int64_t j = 0; j < k.nb; j++)
+      for (int r = 0; r < RB; r++) mx[r] = w.s[r * J->S8 + j] > mx[r] ? w.s[r * J->S8 + j] : mx[r];
     for (int r = 0; r < RB; r++) {
       double* s = w.s + r * J->S8;
-      int64_t nj = r < k.nr ? live(J, k.i0 + r) : 0;
-      double mx = -INFINITY, sm = 0;
-      for (int64_t j = 0; j < nj; j++) mx = s[j] > mx ? s[j] : mx;
-      for (int64_t j = 0; j < nj; j++) s[j] = vm_exp(s[j] - mx); /* all -inf: NaN, as the math path's softmax */
-      for (int64_t j = 0; j < nj; j++) sm += s[j];
-      for (int64_t j = nj; j < k.nb; j++) s[j] = 0;
-      sum[r] = sm;
-      if (r < k.nr) J->lse[k.r0 + r] = (float)(mx + log(sm));
+      if (r >= k.nr) memset(s, 0, (size_t)k.nb * sizeof(double));
+      else for (int64_t j = 0; j < k.nb; j++) s[j] = vm_exp(s[j] - mx[r]); /* all -inf: NaN, as the math path's softmax */
     }
+    for (int64_t j = 0; j < k.nb; j++)
+      for (int r = 0; r < RB; r++) sum[r] += w.s[r * J->S8 + j];
+    for (int r = 0; r < k.nr; r++) J->lse[k.r0 + r] = (float)(mx[r] + log(sum[r]));
     tile_mix(w.s, J->S8, k.nb, w.v, J->Ev8, J->Ev8, w.acc, J->Ev8);
     for (int r = 0; r < k.nr; r++) {
       float* o = J->out + (k.r0 + r) * J->Ev;
@@ -323,19 +326,32 @@ TPURT_VEC_ATTRS static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
         double *p = w.s, *ds = w.t; /* ds first holds dp = dout_i . v_j */
         block_scores(J, &w, &k, p);
         tile_dot(k.dout, w.vt, J->S8, J->Ev, k.m, 1.0, ds, J->S8);
+        /* Keys past a row's own have score -inf: weight and gradient exactly 0. Rows
+         * past nr get zero weights. */
+        double D[RB] = {0};
         for (int r = 0; r < RB; r++) {
-          double *pr = p + r * J->S8, *dsr = ds + r * J->S8;
-          int64_t nj = r < k.nr ? live(J, k.i0 + r) : 0;
-          /* D = dout_i . out_i, from the probabilities rather than the stored (rounded)
-           * out: ds = p (dp - D) cancels, and bf16 rounding of out would dominate it. */
-          double lse = r < k.nr ? J->lse_in[k.r0 + r] : 0, D = 0;
-          for (int64_t j = 0; j < nj; j++) {
+          double* pr = p + r * J->S8;
+          if (r >= k.nr) {
+            memset(pr, 0, (size_t)k.nb * sizeof(double));
+            continue;
+          }
+          double lse = J->lse_in[k.r0 + r];
+          for (int64_t j = 0; j < k.nb; j++) {
             double e = vm_exp(pr[j] - lse);
             pr[j] = e == 0 || isnan(e) ? 0 : e;
           }
-          for (int64_t j = 0; j < nj; j++) D += pr[j] != 0 ? pr[j] * dsr[j] : 0;
-          for (int64_t j = 0; j < nj; j++) dsr[j] = pr[j] != 0 ? pr[j] * (dsr[j] - D) * J->scale : 0;
-          for (int64_t j = nj; j < k.nb; j++) pr[j] = dsr[j] = 0;
+        }
+        /* D = dout_i . out_i, from the probabilities rather than the stored (rounded) out:
+         * ds = p (dp - D) cancels, and bf16 rounding of out would dominate it. The rows'
+         * sums interleave, each in key order. */
+        for (int64_t j = 0; j < k.nb; j++)
+          for (int r = 0; r < RB; r++) {
+            double pj = p[r * J->S8 + j];
+            D[r] += pj != 0 ? pj * ds[r * J->S8 + j] : 0;
+          }
+        for (int r = 0; r < RB; r++) {
+          double *pr = p + r * J->S8, *dsr = ds + r * J->S8;
+          for (int64_t j = 0; j < k.nb; j++) dsr[j] = pr[j] != 0 ? pr[j] * (dsr[j] - D[r]) * J->scale : 0;
         }
         tile_update(p, J->S8, k.nb, k.dout, J->Ev8, dv, J->Ev8);
         tile_update(ds, J->S8, k.nb, k.q, J->E8, dk, J->E8);

@@ -31,25 +31,41 @@ typedef struct {
 static size_t cells(int64_t n) { return (size_t)(n > 0 ? n : 1); }
 static int64_t pad8(int64_t n) { return (n + 7) / 8 * 8; }
 
-/* Rows i0 .. i0 + n - 1 of head (b, h) of t [B, H, rows, d] as doubles (exact for every
- * float dtype): row i to dst + i * ld, or transposed, to column i of dst (row stride ld).
- * Converted per head / per block rather than whole tensors up front, so they stay in
- * cache; padding cells of dst are never written (the scratch starts zeroed). */
-static void load_rows(const tpurt_tensor* t, int64_t b, int64_t h, int64_t i0, int64_t n, double* dst, int64_t ld,
-                      int transposed) {
+/* Row i of head (b, h) of t [B, H, rows, d] as d doubles at o (exact for every float
+ * dtype). Operands are converted per head / per block rather than as whole tensors up
+ * front, so they stay in cache. */
+static inline void load_row(const tpurt_tensor* t, int64_t b, int64_t h, int64_t i, double* o) {
   int64_t d = t->sizes[3], cs = t->strides[3], es = (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype);
-  int64_t os = transposed ? ld : 1;
-  for (int64_t i = 0; i < n; i++) {
-    const char* row = (const char*)t->data + (b * t->strides[0] + h * t->strides[1] + (i0 + i) * t->strides[2]) * es;
-    double* o = transposed ? dst + i : dst + i * ld;
-    switch (t->dtype) {
-      case TPURT_F32: for (int64_t e = 0; e < d; e++) o[e * os] = ((const float*)row)[e * cs]; break;
-      case TPURT_F64: for (int64_t e = 0; e < d; e++) o[e * os] = ((const double*)row)[e * cs]; break;
-      case TPURT_BF16: for (int64_t e = 0; e < d; e++) o[e * os] = tpurt_bf16_to_f32(((const uint16_t*)row)[e * cs]); break;
-      case TPURT_F16: for (int64_t e = 0; e < d; e++) o[e * os] = tpurt_f16_to_f32(((const uint16_t*)row)[e * cs]); break;
-      default: for (int64_t e = 0; e < d; e++) o[e * os] = tpurt_load_f64(row + e * cs * es, t->dtype);
-    }
+  const char* row = (const char*)t->data + (b * t->strides[0] + h * t->strides[1] + i * t->strides[2]) * es;
+  if (t->dtype == TPURT_F32 && cs == 1) { /* the common case, as a loop that vectorizes */
+    for (int64_t e = 0; e < d; e++) o[e] = ((const float*)row)[e];
+    return;
   }
+  switch (t->dtype) {
+    case TPURT_F32: for (int64_t e = 0; e < d; e++) o[e] = ((const float*)row)[e * cs]; break;
+    case TPURT_F64: for (int64_t e = 0; e < d; e++) o[e] = ((const double*)row)[e * cs]; break;
+    case TPURT_BF16: for (int64_t e = 0; e < d; e++) o[e] = tpurt_bf16_to_f32(((const uint16_t*)row)[e * cs]); break;
+    case TPURT_F16: for (int64_t e = 0; e < d; e++) o[e] = tpurt_f16_to_f32(((const uint16_t*)row)[e * cs]); break;
+    default: for (int64_t e = 0; e < d; e++) o[e] = tpurt_load_f64(row + e * cs * es, t->dtype);
+  }
+}
+
+/* Rows i0 .. i0 + n - 1 of head (b, h) of t to dst, row stride ld (padding cells of dst are
+ * never written: the scratch starts zeroed). */
+static inline void load_rows(const tpurt_tensor* t, int64_t b, int64_t h, int64_t i0, int64_t n, double* dst,
+                             int64_t ld) {
+  for (int64_t i = 0; i < n; i++) load_row(t, b, h, i0 + i, dst + i * ld);
+}
+
+/* dst[e][j] = src[j][e] for n rows of d columns, in strips of 4 rows so that every store
+ * fills neighbouring cells. */
+static inline void transpose(const double* src, int64_t lds, int64_t n, int64_t d, double* dst, int64_t ldd) {
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4)
+    for (int64_t e = 0; e < d; e++)
+      for (int q = 0; q < 4; q++) dst[e * ldd + j + q] = src[(j + q) * lds + e];
+  for (; j < n; j++)
+    for (int64_t e = 0; e < d; e++) dst[e * ldd + j] = src[j * lds + e];
 }
 
 /* The tiles below are inlined into the TPURT_VEC_ATTRS loops (an AVX2 clone picked at load
@@ -152,16 +168,13 @@ static int scratch_init(const attn_job* J, attn_scratch* w) {
 static void scratch_free(attn_scratch* w) { free(w->k); }
 
 /* Loads key/value head t = b * Hk + hk in the layouts a pass reads, unless already there. */
-static void load_head(const attn_job* J, attn_scratch* w, int64_t t, int backward) {
+TPURT_VEC_ATTRS static void load_head(const attn_job* J, attn_scratch* w, int64_t t, int backward) {
   if (w->head == t) return;
   int64_t b = t / J->Hk, hk = t % J->Hk;
-  load_rows(J->k, b, hk, 0, J->S, w->kt, J->S8, 1);
-  if (backward) {
-    load_rows(J->k, b, hk, 0, J->S, w->k, J->E8, 0);
-    load_rows(J->v, b, hk, 0, J->S, w->vt, J->S8, 1);
-  } else {
-    load_rows(J->v, b, hk, 0, J->S, w->v, J->Ev8, 0);
-  }
+  load_rows(J->k, b, hk, 0, J->S, w->k, J->E8);
+  load_rows(J->v, b, hk, 0, J->S, w->v, J->Ev8);
+  transpose(w->k, J->E8, J->S, J->E, w->kt, J->S8);
+  if (backward) transpose(w->v, J->Ev8, J->S, J->Ev, w->vt, J->S8);
   w->head = t;
 }
 
@@ -174,15 +187,15 @@ typedef struct {
   const double *q[RB], *dout[RB];
 } attn_block;
 
-static attn_block block_at(const attn_job* J, attn_scratch* w, int64_t bh, int64_t i0, int backward) {
+TPURT_VEC_ATTRS static attn_block block_at(const attn_job* J, attn_scratch* w, int64_t bh, int64_t i0, int backward) {
   attn_block k = {.b = bh / J->Hq, .h = bh % J->Hq, .i0 = i0, .r0 = bh * J->L + i0};
   k.hk = k.h / (J->Hq / J->Hk);
   k.nr = (int)(J->L - i0 < RB ? J->L - i0 : RB);
   k.nb = live(J, i0 + k.nr - 1);
   k.m = pad8(k.nb);
   load_head(J, w, k.b * J->Hk + k.hk, backward);
-  load_rows(J->q, k.b, k.h, i0, k.nr, w->q, J->E8, 0);
-  if (backward) load_rows(J->dout, k.b, k.h, i0, k.nr, w->dout, J->Ev8, 0);
+  load_rows(J->q, k.b, k.h, i0, k.nr, w->q, J->E8);
+  if (backward) load_rows(J->dout, k.b, k.h, i0, k.nr, w->dout, J->Ev8);
   for (int r = 0; r < RB; r++) {
     k.q[r] = r < k.nr ? w->q + r * J->E8 : w->zero;
     k.dout[r] = r < k.nr ? w->dout + r * J->Ev8 : w->zero;
@@ -338,7 +351,7 @@ TPURT_VEC_ATTRS static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
           double lse = J->lse_in[k.r0 + r];
           for (int64_t j = 0; j < k.nb; j++) {
             double e = vm_exp(pr[j] - lse);
-            pr[j] = e == 0 || isnan(e) ? 0 : e;
+            pr[j] = e == e ? e : 0; /* NaN (a row with no key) as 0; as a select, so it vectorizes */
           }
         }
         /* D = dout_i . out_i, from the probabilities rather than the stored (rounded) out:

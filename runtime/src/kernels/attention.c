@@ -11,8 +11,9 @@
 #include "vmath.h"
 
 /* Query rows per block. As in flash attention, each key/value row loaded serves RB query
- * rows: the products run as register tiles of RB rows x 8 columns. */
-enum { RB = 4 };
+ * rows: the products run as register tiles of RB rows x 8 columns, 12 of AVX2's 16 vector
+ * registers holding sums (8 rows spill). */
+enum { RB = 6 };
 
 typedef struct {
   int64_t B, Hq, Hk, L, S, E, Ev;

@@ -60,6 +60,10 @@ static inline int fe_nan_i(int64_t v) { (void)v; return 0; }
 #define FE_SIGN(x) (((x) > 0) - ((x) < 0))
 #define FE_COEF(T, c) _Generic((T)0, int64_t: (T)(c)->i, default: (T)(c)->f)
 
+/* Selects on FP values (lerp's two forms, NaN-propagating max/min) may be if-converted:
+ * FP exceptions are not observed and the results are the same, and the loops vectorize. */
+#define FE_NOTRAP __attribute__((optimize("no-trapping-math")))
+
 /* X(op, operands, expression of x, y, z (operands of one element) and a (coefficient)).
  * Each becomes tpurt_kernel_foreach_<op>. */
 #define FE_OPS(X)                                  \
@@ -108,7 +112,7 @@ static inline int fe_nan_i(int64_t v) { (void)v; return 0; }
   X(frac, 1, x - trunc(x))
 
 #define FE_CHUNK(op, T, nin, expr)                                                        \
-  static void fe_##op##_##T(int64_t n, void* o, const void* const* in, const void* vctx) { \
+  FE_NOTRAP static void fe_##op##_##T(int64_t n, void* o, const void* const* in, const void* vctx) { \
     const T* X = in[0];                                                                    \
     const T* Y = nin > 1 ? (const T*)in[1] : X;                                            \
     const T* Z = nin > 2 ? (const T*)in[2] : X;                                            \
@@ -322,11 +326,9 @@ typedef struct adam_job {
 } adam_job;
 
 /* FE_LERP's branch on w, ADAM_GRAD's on the flags and amsgrad's maximum become compile-
- * time constants of one loop per case, and the FP selects left may be if-converted (FP
- * exceptions are not observed; results are the same), so the loop vectorizes. */
-#define ADAM_NOTRAP __attribute__((optimize("no-trapping-math")))
+ * time constants of one loop per case (FE_NOTRAP for the selects left), so it vectorizes. */
 #define ADAM_ONE_PASS(T)                                                                   \
-  ADAM_NOTRAP static inline __attribute__((always_inline)) void adam_loop_##T(             \
+  FE_NOTRAP static inline __attribute__((always_inline)) void adam_loop_##T(             \
       int64_t n, const adam_ctx* k, T* restrict p, T* restrict m, T* restrict v, T* restrict vx, \
       const T* restrict g, const int adamw, const int maximize, const int ams, const int near) { \
     const T w = (T)(1 - k->beta1), b2 = (T)k->beta2, c2 = (T)(1 - k->beta2), wd = (T)k->wd;   \
@@ -342,7 +344,7 @@ typedef struct adam_job {
       p[i] = p[i] * decay - step * mi / denom;                                             \
     }                                                                                      \
   }                                                                                        \
-  ADAM_NOTRAP static void adam_all_##T(void* arg, int64_t b, int64_t e) {                  \
+  FE_NOTRAP static void adam_all_##T(void* arg, int64_t b, int64_t e) {                  \
     const adam_job* J = arg;                                                               \
     const adam_ctx* k = J->k;                                                              \
     T *p = (T*)J->p + b, *m = (T*)J->m + b, *v = (T*)J->v + b, *vx = J->vmax ? (T*)J->vmax + b : NULL; \

@@ -262,24 +262,38 @@ static void load_param(const tpurt_value* v, double* dst, int64_t n, double fill
   else for (int64_t k = 0; k < n; k++) dst[k] = fill;
 }
 
-/* Two-pass mean and biased variance, the sums folded in 8 fixed lanes like line_dot (a
- * serial sum waits on every addition and does not vectorize). */
-static inline void mean_var(const double* x, int64_t n, double* mean, double* var) {
-  double m = n ? line_dot(x, NULL, n) / (double)n : 0;
-  double acc[LANES] = {0}, v = 0;
-  int64_t k = 0;
-  for (; k + LANES <= n; k += LANES)
-    for (int j = 0; j < LANES; j++) acc[j] += (x[k + j] - m) * (x[k + j] - m);
-  for (; k < n; k++) v += (x[k] - m) * (x[k] - m);
-  for (int j = 0; j < LANES; j++) v += acc[j];
-  *mean = m;
-  *var = n ? v / (double)n : 0;
-}
+/* Two-pass mean and biased variance of n values (double, or float read in place), the
+ * sums folded in 8 fixed lanes as in line_dot (a serial sum waits on every addition and
+ * does not vectorize). */
+#define MEAN_VAR(T)                                                                      \
+  static inline void mean_var_##T(const T* x, int64_t n, double* mean, double* var) {    \
+    double acc[LANES] = {0}, s = 0;                                                      \
+    int64_t k = 0;                                                                       \
+    for (; k + LANES <= n; k += LANES)                                                   \
+      for (int j = 0; j < LANES; j++) acc[j] += (double)x[k + j];                        \
+    for (; k < n; k++) s += (double)x[k];                                                \
+    for (int j = 0; j < LANES; j++) s += acc[j];                                         \
+    double m = n ? s / (double)n : 0, v = 0;                                             \
+    for (int j = 0; j < LANES; j++) acc[j] = 0;                                          \
+    for (k = 0; k + LANES <= n; k += LANES)                                              \
+      for (int j = 0; j < LANES; j++) acc[j] += ((double)x[k + j] - m) * ((double)x[k + j] - m); \
+    for (; k < n; k++) v += ((double)x[k] - m) * ((double)x[k] - m);                     \
+    for (int j = 0; j < LANES; j++) v += acc[j];                                         \
+    *mean = m;                                                                           \
+    *var = n ? v / (double)n : 0;                                                        \
+  }
+MEAN_VAR(double)
+MEAN_VAR(float)
+static inline void mean_var(const double* x, int64_t n, double* mean, double* var) { mean_var_double(x, n, mean, var); }
 static inline void mean_rstd(const double* x, int64_t n, double eps, double* mean, double* rstd) {
   double var;
   mean_var(x, n, mean, &var);
   *rstd = 1.0 / sqrt(var + eps);
 }
+
+/* Layer norm reads and writes dense float32 rows in place (the common case) instead of
+ * staging them as doubles: same values, no per-row load/store calls. */
+static int ln_dense(const tpurt_tensor* t) { return t->dtype == TPURT_F32 && tpurt_is_contiguous(t); }
 
 /* native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd) */
 typedef struct ln_job {
@@ -301,8 +315,20 @@ TPURT_VEC_ATTRS static void ln_rows(void* arg, int64_t lo, int64_t hi) {
     __atomic_store_n(&J->oom, 1, __ATOMIC_RELAXED);
     return;
   }
+  int dense = ln_dense(&c->args[0].t) && ln_dense(&c->outs[0]) && ln_dense(&c->outs[1]) && ln_dense(&c->outs[2]);
   for (int64_t o = lo; o < hi; o++) {
     double mean, rstd;
+    if (dense) {
+      const float* xr = (const float*)c->args[0].t.data + o * n;
+      float* yr = (float*)c->outs[0].data + o * n;
+      double var;
+      mean_var_float(xr, n, &mean, &var);
+      rstd = 1.0 / sqrt(var + J->eps);
+      for (int64_t j = 0; j < n; j++) yr[j] = (float)(((double)xr[j] - mean) * rstd * J->w[j] + J->b[j]);
+      ((float*)c->outs[1].data)[o] = (float)mean;
+      ((float*)c->outs[2].data)[o] = (float)rstd;
+      continue;
+    }
     load_block(&c->args[0].t, J->k, o, x);
     mean_rstd(x, n, J->eps, &mean, &rstd);
     for (int64_t j = 0; j < n; j++) x[j] = (x[j] - mean) * rstd * J->w[j] + J->b[j];
@@ -354,15 +380,29 @@ TPURT_VEC_ATTRS static void ln_bwd_rows(const tpurt_op_call* c, int k, int64_t m
   const tpurt_tensor *dy_t = &c->args[0].t, *in = &c->args[1].t;
   double *x = buf, *dy = buf + n, *w = buf + 2 * n, *dw = buf + 3 * n, *db = buf + 4 * n, *g = buf + 5 * n;
   int want_dx = defined(&c->outs[0]);
+  int dense = ln_dense(in) && ln_dense(dy_t) && ln_dense(&c->args[3].t) && ln_dense(&c->args[4].t) &&
+              (!want_dx || ln_dense(&c->outs[0]));
   for (int64_t o = 0; o < m; o++) {
     double mean, rstd;
-    load_block(in, k, o, x);
-    load_block(dy_t, k, o, dy);
-    load_block(&c->args[3].t, k, o, &mean);
-    load_block(&c->args[4].t, k, o, &rstd);
+    if (dense) {
+      const float *xr = (const float*)in->data + o * n, *dyr = (const float*)dy_t->data + o * n;
+      for (int64_t j = 0; j < n; j++) x[j] = xr[j], dy[j] = dyr[j];
+      mean = ((const float*)c->args[3].t.data)[o];
+      rstd = ((const float*)c->args[4].t.data)[o];
+    } else {
+      load_block(in, k, o, x);
+      load_block(dy_t, k, o, dy);
+      load_block(&c->args[3].t, k, o, &mean);
+      load_block(&c->args[4].t, k, o, &rstd);
+    }
     ln_bwd_row(n, mean, rstd, x, dy, w, dw, db, g);
     if (!want_dx) continue;
     double sg = line_dot(g, NULL, n) / (double)n, sgx = line_dot(g, x, n) / (double)n;
+    if (dense) {
+      float* dxr = (float*)c->outs[0].data + o * n;
+      for (int64_t j = 0; j < n; j++) dxr[j] = (float)(rstd * (g[j] - sg - x[j] * sgx));
+      continue;
+    }
     for (int64_t j = 0; j < n; j++) x[j] = rstd * (g[j] - sg - x[j] * sgx);
     store_block(&c->outs[0], k, o, x);
   }

@@ -311,7 +311,8 @@ def train(args, mach, rows):
             m = copy.deepcopy(model).to(dev)
             for p_ in m.parameters():
                 p_.grad = torch.randn(p_.shape, generator=g).to(dev)
-            opts[dev] = torch.optim.AdamW(m.parameters(), lr=1e-3, fused=fused)
+            # fused=False would pick the per-tensor for-loop, not the foreach default
+            opts[dev] = torch.optim.AdamW(m.parameters(), lr=1e-3, **({"fused": True} if fused else {}))
         cases[f"AdamW step, GPT's {sum(p_.numel() for p_ in model.parameters()) / 1e6:.2f}M params"
               + (" (fused=True)" if fused else " (foreach)")] = lambda t, o=opts: o[t["dev"]].step()
     for dev in on:

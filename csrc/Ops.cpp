@@ -671,10 +671,13 @@ struct NativeKernel final : c10::OperatorKernel {
         key.push_back(112 + static_cast<int64_t>(sc.type()));
         key.push_back(sc.isFloatingPoint() ? bits(sc.toDouble()) : sc.isComplex() ? 0 : sc.toLong());
       } else if (a.isList() && is_number_list(a)) {
+        // Scalar[] (foreach ops): the floats are per-step coefficients (AdamW's step sizes)
+        // that change no output and no check, so only their kind is part of the key; keyed
+        // by value, every optimizer step would rerun the per-tensor meta functions.
         key.push_back(133);
         for (const auto& e : a.toListRef()) {
           key.push_back(e.isDouble() ? 1 : 0);
-          key.push_back(e.isDouble() ? bits(e.toDouble()) : e.isBool() ? e.toBool() : e.toInt());
+          key.push_back(e.isDouble() ? 0 : e.isBool() ? e.toBool() : e.toInt());
         }
         key.push_back(134);
       } else if (a.isGenerator()) {

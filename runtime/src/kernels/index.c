@@ -91,11 +91,14 @@ tpurt_status tpurt_kernel_embedding(const tpurt_op_call* c) {
   size_t es = esize(out);
   int64_t D = w->sizes[1], ostride = out->strides[out->ndim - 1];
   int64_t i[TPURT_MAX_DIMS] = {0};
+  int dense = ostride == 1 && w->strides[1] == 1; /* whole rows at once */
   do {
     int64_t row = load_index(ind, i), ooff = 0;
     for (int d = 0; d < ind->ndim; d++) ooff += i[d] * out->strides[d];
-    for (int64_t j = 0; j < D; j++)
-      memcpy(at(out, ooff + j * ostride), at(w, row * w->strides[0] + j * w->strides[1]), es);
+    if (dense) memcpy(at(out, ooff), at(w, row * w->strides[0]), (size_t)D * es);
+    else
+      for (int64_t j = 0; j < D; j++)
+        memcpy(at(out, ooff + j * ostride), at(w, row * w->strides[0] + j * w->strides[1]), es);
   } while (tpurt_next_index(i, ind->sizes, ind->ndim));
   return TPURT_OK;
 }
@@ -126,7 +129,13 @@ tpurt_status tpurt_kernel_embedding_dense_backward(const tpurt_op_call* c) {
     double f = scale ? 1.0 / (double)count[row] : 1.0;
     int64_t goff = 0;
     for (int d = 0; d < ind->ndim; d++) goff += i[d] * g->strides[d];
-    for (int64_t j = 0; j < D; j++) acc[row * D + j] += f * tpurt_load_f64(at(g, goff + j * gs), g->dtype);
+    double* a = acc + row * D;
+    if (g->dtype == TPURT_F32) { /* the common case without a load call per element */
+      const float* gr = (const float*)at(g, goff);
+      for (int64_t j = 0; j < D; j++) a[j] += f * gr[j * gs];
+    } else {
+      for (int64_t j = 0; j < D; j++) a[j] += f * tpurt_load_f64(at(g, goff + j * gs), g->dtype);
+    }
   } while (tpurt_next_index(i, ind->sizes, ind->ndim));
   tpurt_tensor a = {.data = acc, .dtype = TPURT_F64, .ndim = 2, .sizes = {nw, D}, .strides = {D, 1}};
   s = tpurt_copy_tensor(out, &a);

@@ -481,6 +481,12 @@ class OpRunner:
         except Mismatch as e:
             fwd.add("mismatch", ("noncontiguous " if nc else "") + str(e))
             return
+        except _OpTimeout:
+            raise
+        except Exception as e:  # the tpu result cannot be read back (a chalf view, say)
+            _clear_pending_error()
+            fwd.add("error", f"reading the result: {type(e).__name__}: {' '.join(str(e).split())}"[:300])
+            return
         if grad and not shapes_only:
             self._backward(cpu, expected, tpu, actual, sample, fn, bwd, fallbacks)
 

@@ -13,13 +13,16 @@ import time
 
 
 def max_error(a, b):
-    """(max |a - b|, max |b|) in float64; a shape mismatch raises ValueError."""
+    """(max |a - b|, max finite |b|) in float64, where NaN matches only NaN and an infinity
+    only itself (else the error is inf); a shape mismatch raises ValueError."""
     a, b = a.detach().cpu().double(), b.detach().cpu().double()
     if a.shape != b.shape:
         raise ValueError(f"shape {tuple(a.shape)} vs CPU {tuple(b.shape)}")
     if not a.numel():
         return 0.0, 0.0
-    return (a - b).abs().max().item(), b.abs().max().item()
+    same = (a == b) | (a.isnan() & b.isnan())
+    err = (a - b).abs().masked_fill(same, 0).nan_to_num(nan=float("inf"))
+    return err.max().item(), b.masked_fill(~b.isfinite(), 0).abs().max().item()
 
 
 def main_tensor(out):

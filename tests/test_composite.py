@@ -78,7 +78,42 @@ def test_unique_matches_cpu(fn):
         assert not torch_tpu.metrics.fallback_ops()
 
 
-<<<<<<< HEAD
+PACKED = [torch.tensor([-0.3, 1.5, 2.0]), torch.tensor([2, -1, 3]), torch.tensor([0.5, 2.0, 1.0], dtype=torch.float64)]
+# (lists' lengths, scalars): CPU's errors, in CPU's order of checks
+BAD_PACKED = [((3, 2, 3), PACKED[0]), ((3, 3, 3), torch.tensor([0.1, 0.2])), ((3, 3, 3), torch.tensor([[0.1, 0.2, 0.3]])),
+              ((3, 3, 3), torch.arange(6.0)[::2]), ((3, 3, 3), torch.tensor(0.5))]
+
+
+@pytest.mark.parametrize("name", ["_foreach_addcdiv", "_foreach_addcdiv_", "_foreach_addcmul", "_foreach_addcmul_"])
+def test_foreach_packed_scalars_run_the_scalar_list_kernel(name):
+    # AdamW under torch.compile passes its step sizes this way: one kernel for the whole
+    # list, as with a Scalar[], not one op per tensor
+    fn = getattr(torch, name)
+    lists = [[make(s, torch.float32, 0.5, 3, seed=7 * j + i) for i, s in enumerate(((3, 4), (5,), (2, 3)))]
+             for j in range(3)]
+
+    def run(dev, lens, scalars):
+        args = [[t.clone().to(dev) for t in lst[:n]] for lst, n in zip(lists, lens)]
+        out = fn(*args, scalars)
+        return [t.cpu() for t in (args[0] if out is None else out)]
+
+    for scalars in PACKED:
+        want = run("cpu", (3, 3, 3), scalars)
+        torch_tpu.metrics.reset()
+        got = run("tpu", (3, 3, 3), scalars)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w)
+        assert set(torch_tpu.metrics.executed_ops()) == {name.strip("_").replace("_foreach", "foreach")}
+        assert not torch_tpu.metrics.fallback_ops()
+    for lens, scalars in BAD_PACKED:
+        with pytest.raises(RuntimeError) as want:
+            run("cpu", lens, scalars)
+        with pytest.raises(RuntimeError, match=re.escape(str(want.value))):
+            run("tpu", lens, scalars)
+    with pytest.raises(RuntimeError, match="Expected scalars to be on CPU, got tpu:0 instead"):
+        run("tpu", (3, 3, 3), PACKED[0].to("tpu"))
+
+
 WEIGHT_NORM = [((6, 3, 5), 0), ((6, 3, 5), 2), ((4, 7), 0), ((4, 7), 1), ((9,), 0)]
 
 
@@ -126,39 +161,3 @@ def test_weight_norm_interface_middle_dim_raises(dim):
     for device in ("cpu", "tpu"):
         with pytest.raises(RuntimeError, match="first or last dim"):
             torch._weight_norm_interface(v.to(device), g.to(device), dim)
-=======
-PACKED = [torch.tensor([-0.3, 1.5, 2.0]), torch.tensor([2, -1, 3]), torch.tensor([0.5, 2.0, 1.0], dtype=torch.float64)]
-# (lists' lengths, scalars): CPU's errors, in CPU's order of checks
-BAD_PACKED = [((3, 2, 3), PACKED[0]), ((3, 3, 3), torch.tensor([0.1, 0.2])), ((3, 3, 3), torch.tensor([[0.1, 0.2, 0.3]])),
-              ((3, 3, 3), torch.arange(6.0)[::2]), ((3, 3, 3), torch.tensor(0.5))]
-
-
-@pytest.mark.parametrize("name", ["_foreach_addcdiv", "_foreach_addcdiv_", "_foreach_addcmul", "_foreach_addcmul_"])
-def test_foreach_packed_scalars_run_the_scalar_list_kernel(name):
-    # AdamW under torch.compile passes its step sizes this way: one kernel for the whole
-    # list, as with a Scalar[], not one op per tensor
-    fn = getattr(torch, name)
-    lists = [[make(s, torch.float32, 0.5, 3, seed=7 * j + i) for i, s in enumerate(((3, 4), (5,), (2, 3)))]
-             for j in range(3)]
-
-    def run(dev, lens, scalars):
-        args = [[t.clone().to(dev) for t in lst[:n]] for lst, n in zip(lists, lens)]
-        out = fn(*args, scalars)
-        return [t.cpu() for t in (args[0] if out is None else out)]
-
-    for scalars in PACKED:
-        want = run("cpu", (3, 3, 3), scalars)
-        torch_tpu.metrics.reset()
-        got = run("tpu", (3, 3, 3), scalars)
-        for g, w in zip(got, want):
-            torch.testing.assert_close(g, w)
-        assert set(torch_tpu.metrics.executed_ops()) == {name.strip("_").replace("_foreach", "foreach")}
-        assert not torch_tpu.metrics.fallback_ops()
-    for lens, scalars in BAD_PACKED:
-        with pytest.raises(RuntimeError) as want:
-            run("cpu", lens, scalars)
-        with pytest.raises(RuntimeError, match=re.escape(str(want.value))):
-            run("tpu", lens, scalars)
-    with pytest.raises(RuntimeError, match="Expected scalars to be on CPU, got tpu:0 instead"):
-        run("tpu", (3, 3, 3), PACKED[0].to("tpu"))
->>>>>>> speed

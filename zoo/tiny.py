@@ -29,7 +29,7 @@ SIZES = {
     "index_n_heads": 2, "index_head_dim": 32, "vocab_size_per_layer_input": 256, "hidden_size_per_layer_input": 16,
     # widths another (sub-)config's hidden size must equal
     "out_hidden_size": 64, "text_hidden_size": 64, "condition_dim": 64, "adapter_input_size": 64,
-    "audio_hidden_size": 64, "decoder_hidden_size": 64,
+    "audio_hidden_size": 64, "decoder_hidden_size": 64, "adapter_in_dim": 64, "adapter_out_dim": 64,
 }
 # attribute -> value for a size the default config leaves unset (None) and the model needs.
 REQUIRED = {"vocab_size": 256, "prediction_length": 4, "num_experts_per_tok": 2, "num_experts": 4, "top_k_experts": 2,
@@ -44,14 +44,16 @@ REQUIRED = {"vocab_size": 256, "prediction_length": 4, "num_experts_per_tok": 2,
 # splits the values over an even number of KV heads. ESM's default config has no padding id
 # (its checkpoints' is 1), which its position ids need. EfficientNet's default is B7 (its
 # widths x2, depths x3.1 over B0's); tiny is B0, whose head is 1280 wide and whose last
-# stage, 320 wide, ALIGN projects text to. EoMT's query blocks are its last layers.
+# stage, 320 wide, ALIGN projects text to. EoMT's query blocks are its last layers. Mamba-2's
+# SSM heads span hidden_size x expand; GPT-Neo lists its layers' attention kinds by pattern.
 OVERRIDES = {**{t: {"image_size": 64, "patch_size": 4, "window_size": 2, "embed_dim": 32}
                 for t in ("swin", "swinv2", "donut-swin", "maskformer-swin")},
              "levit": {"patch_size": 16}, "t5": {"decoder_start_token_id": 0}, "bit": {"num_groups": 2},
              "codegen": {"n_head": 4}, "diffllama": {"num_key_value_heads": 2}, "esm": {"pad_token_id": 1},
              **{t: {"width_coefficient": 1.0, "depth_coefficient": 1.0, "hidden_dim": 1280}
                 for t in ("efficientnet", "align_vision_model")}, "align": {"projection_dim": 320},
-             **{t: {"num_blocks": 1} for t in ("eomt", "eomt_dinov3")}}
+             **{t: {"num_blocks": 1} for t in ("eomt", "eomt_dinov3")},
+             "mamba2": {"num_heads": 4, "n_groups": 2}, "gpt_neo": {"attention_types": [[["global", "local"], 1]]}}
 # Text configs without mrope_section whose models fall back to a full-size default one.
 MROPE = {"glm4v_text", "glm4v_moe_text", "glm_image_text", "glm_ocr_text"}
 GROWING = {"hidden_sizes"}  # per-stage widths double stage by stage
@@ -154,17 +156,16 @@ def _per_layer_lists(cfg, kw, fields):
 def _construct(cfg, kw, fields):
     """(type(cfg)(**kw), the kw it was built from); where the constructor refuses, repaired step by step: per-layer lists
     cut to the new layer count, then as many KV heads as heads (for a model that refuses
-    grouped KV heads). Raises the first refusal when no repair helps."""
+    grouped KV heads). Raises the last refusal when no repair helps."""
     heads = kw.get(cfg.attribute_map.get("num_attention_heads", "num_attention_heads"))
     mha = {k: heads for k in (cfg.attribute_map.get(k, k) for k in KV_HEADS) if k in kw and heads}
-    first = None
-    for fix in ({}, _per_layer_lists(cfg, kw, fields), mha):
+    for i, fix in enumerate(({}, _per_layer_lists(cfg, kw, fields), mha)):
         kw = {**kw, **fix}
         try:
             return type(cfg)(**kw), kw
-        except Exception as e:
-            first = first or e
-    raise first
+        except Exception:
+            if i == 2:
+                raise
 
 
 def shrink(cfg, sizes=SIZES, depth=0):

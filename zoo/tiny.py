@@ -46,6 +46,7 @@ REQUIRED = {"vocab_size": 256, "prediction_length": 4, "num_experts_per_tok": 2,
 # widths x2, depths x3.1 over B0's); tiny is B0, whose head is 1280 wide and whose last
 # stage, 320 wide, ALIGN projects text to. EoMT's query blocks are its last layers. Mamba-2's
 # SSM heads span hidden_size x expand; GPT-Neo lists its layers' attention kinds by pattern.
+# HGNet-V2's stages chain stem -> in -> out channels, and its head reads hidden_sizes[-1].
 OVERRIDES = {**{t: {"image_size": 64, "patch_size": 4, "window_size": 2, "embed_dim": 32}
                 for t in ("swin", "swinv2", "donut-swin", "maskformer-swin")},
              "levit": {"patch_size": 16}, "t5": {"decoder_start_token_id": 0}, "bit": {"num_groups": 2},
@@ -53,7 +54,10 @@ OVERRIDES = {**{t: {"image_size": 64, "patch_size": 4, "window_size": 2, "embed_
              **{t: {"width_coefficient": 1.0, "depth_coefficient": 1.0, "hidden_dim": 1280}
                 for t in ("efficientnet", "align_vision_model")}, "align": {"projection_dim": 320},
              **{t: {"num_blocks": 1} for t in ("eomt", "eomt_dinov3")},
-             "mamba2": {"num_heads": 4, "n_groups": 2}, "gpt_neo": {"attention_types": [[["global", "local"], 1]]}}
+             "mamba2": {"num_heads": 4, "n_groups": 2},
+             "hgnet_v2": {"stem_channels": [3, 16, 16], "stage_in_channels": [16, 16, 32, 64],
+                          "stage_mid_channels": [16, 16, 32, 64], "stage_out_channels": [16, 32, 64, 128],
+                          "stage_numb_of_layers": [2, 2, 2, 2]}, "gpt_neo": {"attention_types": [[["global", "local"], 1]]}}
 # Text configs without mrope_section whose models fall back to a full-size default one.
 MROPE = {"glm4v_text", "glm4v_moe_text", "glm_image_text", "glm_ocr_text"}
 GROWING = {"hidden_sizes"}  # per-stage widths double stage by stage
@@ -448,6 +452,6 @@ def make_inputs(model, mapping, batch=2, seq=12, ids_below=200, audio=1600, labe
         inputs["labels"] = torch.randint(1, high, (batch, max(1, frames // 3)), generator=g)
     elif mapping == "MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES":
         inputs["return_loss"] = True
-    if variant >= 2 and "use_cache" in params:
+    if variant >= 2 and ("use_cache" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())):
         inputs["use_cache"] = False
     return inputs

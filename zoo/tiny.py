@@ -30,6 +30,7 @@ SIZES = {
     # widths another (sub-)config's hidden size must equal
     "out_hidden_size": 64, "text_hidden_size": 64, "condition_dim": 64, "adapter_input_size": 64,
     "audio_hidden_size": 64, "decoder_hidden_size": 64, "adapter_in_dim": 64, "adapter_out_dim": 64,
+    "num_kv_shared_layers": 0,  # layers reusing earlier layers' KV: none of the tiny two
 }
 # attribute -> value for a size the default config leaves unset (None) and the model needs.
 REQUIRED = {"vocab_size": 256, "prediction_length": 4, "num_experts_per_tok": 2, "num_experts": 4, "top_k_experts": 2,
@@ -400,18 +401,18 @@ class _Context:
         self.__dict__.update(kw)
 
 
-VARIANTS = 3  # make_inputs' variants, most plain first
+VARIANTS = 4  # make_inputs' variants, most plain first
 
 
 def input_names(model, mapping, variant=0):
-    """The forward arguments make_inputs fills: the main input, the required ones, and from
-    variant 1 on (or for a zero-shot image classifier) the optional COMPANIONS."""
+    """The forward arguments make_inputs fills: the main input, the required ones, and in odd
+    variants (and for a zero-shot image classifier) the optional COMPANIONS."""
     params = inspect.signature(model.forward).parameters
     name = getattr(model, "main_input_name", "input_ids")
     wanted = [name] if name in params else []  # a vision tower's main input may go by another name
     wanted += [p.name for p in params.values() if p.default is p.empty and p.name != name
                and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    if variant or mapping == "MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES":
+    if variant & 1 or mapping == "MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES":
         wanted += [n for n in COMPANIONS if n in params and n not in wanted]
     return wanted
 
@@ -419,14 +420,14 @@ def input_names(model, mapping, variant=0):
 def make_inputs(model, mapping, batch=2, seq=12, ids_below=200, audio=1600, labels=False, variant=0):
     """Inputs for the model's main input and the forward arguments it requires (RECIPES);
     None when one has no recipe. Variants (0 .. VARIANTS - 1) for a model the plainer ones
-    fail: 1 adds the optional inputs of COMPANIONS the forward takes; 2 also lays audio out
+    fail: bit 0 adds the optional inputs of COMPANIONS the forward takes; bit 1 lays audio out
     the alternate way (_audio, _features) and runs without a KV cache (a hybrid whose tiny
     layers are all linear attention cannot build one). With `labels`, also the labels (or
     return_loss) that make the model's head compute its own loss, where the head has one."""
     cfg = model.config
     vocab = _cfg_get(cfg, "vocab_size", default=256)
     c = _Context(cfg=cfg, batch=batch, seq=seq, high=max(5, min(vocab, ids_below)), audio=audio,
-                 g=torch.Generator().manual_seed(0), alt=variant >= 2)
+                 g=torch.Generator().manual_seed(0), alt=bool(variant & 2))
     params = inspect.signature(model.forward).parameters
     c.wanted = wanted = input_names(model, mapping, variant)
     if not wanted or any(n not in RECIPES for n in wanted):
@@ -452,6 +453,6 @@ def make_inputs(model, mapping, batch=2, seq=12, ids_below=200, audio=1600, labe
         inputs["labels"] = torch.randint(1, high, (batch, max(1, frames // 3)), generator=g)
     elif mapping == "MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES":
         inputs["return_loss"] = True
-    if variant >= 2 and ("use_cache" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())):
+    if variant & 2 and ("use_cache" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())):
         inputs["use_cache"] = False
     return inputs

@@ -4,9 +4,11 @@ tpu/cpu ratios (lower is better for tpu), GFLOP/s against this machine's measure
 and GB/s against its measured copy/triad bandwidth; writes results/bench.json.
 
     python bench/run.py                 # everything, GPT at a small default shape
-    python bench/run.py --only gemm,ew  # sections: gemm, ew (incl. reductions), conv, overhead, gpt
+    python bench/run.py --only gemm,ew  # sections: gemm, ew (incl. reductions), conv, overhead,
+                                        # train (the GPT step's own kernels, AdamW), gpt
     python bench/run.py --gpt-issue     # GPT at the issue's shape (6 layers, d=384, seq 256, batch 8)
     python bench/run.py --quick         # fewer repeats (smoke test)
+    TPU_NUM_THREADS=1 python bench/run.py --threads 1 --clock process   # load-robust ratios
 
 Ceilings (bench/machine.c, built on the fly with cc -O3 -mavx2 -mfma): FMA peak = 12
 independent 8-wide FMA chains per thread, best of several short trials (1 thread and all
@@ -50,14 +52,17 @@ def sync(dev):
         torch.tpu.synchronize()
 
 
+CLOCK = time.perf_counter  # --clock process: CPU time of the whole process (all threads)
+
+
 def timed(fn, dev, reps):
     """Median seconds per call of fn() over `reps` calls, each synchronized."""
     ts = []
     for _ in range(reps):
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         fn()
         sync(dev)
-        ts.append(time.perf_counter() - t0)
+        ts.append(CLOCK() - t0)
     return statistics.median(ts)
 
 
@@ -252,6 +257,76 @@ def conv(args, mach, rows):
     return out
 
 
+def train(args, mach, rows):
+    """The pieces of a transformer training step that are kernels of their own, at the GPT
+    step's shapes (4 layers, d=256, 4 heads, seq 128, batch 8): fused causal attention
+    forward+backward (q/k/v split from one qkv activation, as in the model), layer norm
+    forward+backward, a bias gradient (sum over the token dims), the qkv gradient (cat of
+    three transposed grads), embedding forward/backward, and the AdamW step on the model's
+    parameters (foreach, the default, and fused=True)."""
+    sys.path.insert(0, str(HERE.parent / "demo"))
+    from gpt import GPT, GPTConfig
+    B, H, L, E = 8, 4, 128, 64
+    D = H * E
+    g = torch.Generator().manual_seed(0)
+    qkv, gy = torch.randn(B, L, 3 * D, generator=g), torch.randn(B, L, D, generator=g)
+    x, w, b = torch.randn(B, L, D, generator=g), torch.randn(D, generator=g), torch.randn(D, generator=g)
+    parts = [torch.randn(B, H, L, E, generator=g) for _ in range(3)]
+    ids, table = torch.randint(0, 256, (B, L), generator=g), torch.randn(256, D, generator=g)
+    wide = torch.randn(B, L, 3 * D, generator=g)
+    on = {dev: {k: v.to(dev) for k, v in dict(qkv=qkv, gy=gy, x=x, w=w, b=b, ids=ids, table=table, wide=wide).items()}
+          for dev in ("cpu", "tpu")}
+    for dev in on:
+        for k in ("qkv", "x", "w", "b", "table"):
+            on[dev][k].requires_grad_()
+        on[dev]["parts"] = [t.to(dev) for t in parts]
+
+    def attention(t):
+        t["qkv"].grad = None
+        q, k, v = (u.view(B, L, H, E).transpose(1, 2) for u in t["qkv"].split(D, dim=2))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y.transpose(1, 2).reshape(B, L, D).backward(t["gy"])
+
+    def layer_norm(t):
+        for k in ("x", "w", "b"):
+            t[k].grad = None
+        F.layer_norm(t["x"], (D,), t["w"], t["b"]).backward(t["gy"])
+
+    def embedding(t):
+        t["table"].grad = None
+        F.embedding(t["ids"], t["table"]).backward(t["gy"])
+
+    cases = {  # name: fn(tensors of one device)
+        "attention fwd+bwd B8 H4 L128 E64 causal": attention,
+        "layer_norm fwd+bwd [8,128,256]": layer_norm,
+        "sum over dims (0,1) [8,128,768]": lambda t: t["wide"].sum((0, 1)),
+        "cat 3 x [8,128,4,64] transposed, dim 3": lambda t: torch.cat([u.transpose(1, 2) for u in t["parts"]], 3),
+        "embedding fwd+bwd [8,128] of [256,256]": embedding,
+    }
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(seq=L, layers=4, d=D, heads=H, dropout=0.0))
+    for fused in (False, True):
+        opts = {}
+        for dev in ("cpu", "tpu"):
+            m = copy.deepcopy(model).to(dev)
+            for p_ in m.parameters():
+                p_.grad = torch.randn(p_.shape, generator=g).to(dev)
+            # fused=False would pick the per-tensor for-loop, not the foreach default
+            opts[dev] = torch.optim.AdamW(m.parameters(), lr=1e-3, **({"fused": True} if fused else {}))
+        cases[f"AdamW step, GPT's {sum(p_.numel() for p_ in model.parameters()) / 1e6:.2f}M params"
+              + (" (fused=True)" if fused else " (foreach)")] = lambda t, o=opts: o[t["dev"]].step()
+    for dev in on:
+        on[dev]["dev"] = dev
+    out = []
+    for name, fn in cases.items():
+        med, _ = compare({dev: (dev, lambda dev=dev: fn(on[dev])) for dev in ("cpu", "tpu")}, 3 if args.quick else 5,
+                         args.rounds)
+        row = {"case": name, "ms": {k: v * 1e3 for k, v in med.items()}, "ratio": med["tpu"] / med["cpu"]}
+        out.append(row)
+        rows.append(f"{name:>45}  ms cpu {row['ms']['cpu']:7.2f} tpu {row['ms']['tpu']:7.2f}  tpu/cpu {row['ratio']:5.2f}x")
+    return out
+
+
 class RssPeak:
     """peak(fn) -> (fn(), highest RSS above the RSS at the start, bytes)."""
 
@@ -288,7 +363,7 @@ def gpt(args, mach, rows):
         dict(layers=4, d=256, heads=4, seq=128, batch=8)
     steps = 3 if args.quick else args.gpt_steps
     with torch.tpu.eager_mode("strict"):
-        r = run_gpt(**shape, steps=steps, warmup=2, peak_cpu=RssPeak())
+        r = run_gpt(**shape, steps=steps, warmup=2, peak_cpu=RssPeak(), clock=CLOCK)
     med = r["ms_per_step"]
     r["ratio"] = med["tpu"] / med["cpu"]
     c = r["config"]
@@ -299,7 +374,7 @@ def gpt(args, mach, rows):
     return r
 
 
-SECTIONS = {"gemm": gemm, "ew": ew, "conv": conv, "overhead": overhead, "gpt": gpt}
+SECTIONS = {"gemm": gemm, "ew": ew, "conv": conv, "overhead": overhead, "train": train, "gpt": gpt}
 
 
 def main():
@@ -311,7 +386,15 @@ def main():
     ap.add_argument("--gpt-steps", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default="results/bench.json")
+    ap.add_argument("--threads", type=int, default=0, help="PyTorch CPU intra-op threads (0: its default)")
+    ap.add_argument("--clock", choices=("wall", "process"), default="wall",
+                    help="wall time, or CPU time of the whole process (all threads)")
     args = ap.parse_args()
+    global CLOCK
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.clock == "process":
+        CLOCK = time.process_time
     if args.quick:
         args.rounds = min(args.rounds, 3)
     only = [s for s in args.only.split(",") if s] or list(SECTIONS)

@@ -4,6 +4,7 @@
 // allocator, and the C kernel runs on the current stream. Factories, views, copies and
 // resize/set are registered here too; everything else goes to the counted CPU fallback.
 #include <ATen/EmptyTensor.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
@@ -19,6 +20,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -259,6 +261,10 @@ void copy_physical(const at::Tensor& src, const at::Tensor& dst) {
 // self goes into dst, so the stored bytes are copied and then conjugated/negated in place
 // where the two bits differ (what CPU's copy_ does).
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  // As CPU's copy_ (a TensorIterator): self must broadcast to dst's shape, even when empty.
+  auto shape = at::infer_size(dst.sizes(), self.sizes());
+  TORCH_CHECK(c10::IntArrayRef(shape) == dst.sizes(), "output with shape ", dst.sizes(),
+              " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
   if (dst.numel() == 0) return dst;
   TORCH_CHECK(storable(dst.scalar_type()) && storable(self.scalar_type()), "tpu does not support dtype ",
               storable(dst.scalar_type()) ? self.scalar_type() : dst.scalar_type(),
@@ -282,6 +288,56 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
   at::Scalar s = host.item();
   if (self.is_conj()) s = s.conj();
   return self.is_neg() ? -s : s;
+}
+
+// ------------------------------------------------------------------ CPU fallback arguments
+// The CPU fallback brings its tensor arguments to the host through _to_cpu, whose default
+// copies each tensor on its own: an out= sharing memory with an input, or an expanded out=,
+// would reach the CPU kernel unshared, pass the overlap checks CPU makes, and aliased writes
+// would not see each other. Tensors whose byte ranges in one storage intersect, and tensors
+// overlapping themselves, come over as one host copy of the range they cover, each a view
+// into it; the rest are copied one by one as before.
+std::vector<at::Tensor> to_cpu(at::TensorList tensors) {
+  struct Range {
+    size_t i;
+    int64_t lo, hi;  // bytes of the storage the tensor spans
+  };
+  std::vector<at::Tensor> out(tensors.size());
+  std::unordered_map<const c10::StorageImpl*, std::vector<Range>> by_storage;
+  for (size_t i = 0; i < tensors.size(); i++) {
+    const auto& t = tensors[i];
+    if (!t.defined() || t.device().type() != kTpu || t.numel() == 0) {
+      out[i] = t.defined() ? t.cpu() : t;
+      continue;
+    }
+    int64_t lo = t.storage_offset() * t.element_size();
+    by_storage[t.storage().unsafeGetStorageImpl()].push_back({i, lo, lo + span_of(t) * t.element_size()});
+  }
+  for (auto& [storage, ranges] : by_storage) {
+    std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.lo < b.lo; });
+    for (size_t a = 0, b; a < ranges.size(); a = b) {
+      int64_t hi = ranges[a].hi;
+      for (b = a + 1; b < ranges.size() && ranges[b].lo < hi; b++) hi = std::max(hi, ranges[b].hi);
+      const auto& first = tensors[ranges[a].i];
+      if (b == a + 1 && at::has_internal_overlap(first) != at::MemOverlap::Yes) {
+        out[ranges[a].i] = first.cpu();
+        continue;
+      }
+      int64_t lo = ranges[a].lo & ~int64_t{15};  // a multiple of every element size
+      at::Tensor bytes = at::empty({hi - lo}, at::TensorOptions().dtype(at::kByte));
+      check(tpurt_memcpy_d2h(current_stream(first.device().index()), bytes.data_ptr(),
+                             static_cast<const char*>(storage->data()) + lo, static_cast<size_t>(hi - lo)));
+      for (size_t r = a; r < b; r++) {
+        const auto& t = tensors[ranges[r].i];
+        at::Tensor v = at::empty({0}, t.options().device(c10::kCPU));
+        v.set_(bytes.storage(), (ranges[r].lo - lo) / t.element_size(), t.sizes(), t.strides());
+        if (t.is_conj()) v = v._conj();
+        if (t.is_neg()) v = v._neg_view();
+        out[ranges[r].i] = v;
+      }
+    }
+  }
+  return out;
 }
 
 // ------------------------------------------------------------------ the generic native kernel
@@ -615,10 +671,13 @@ struct NativeKernel final : c10::OperatorKernel {
         key.push_back(112 + static_cast<int64_t>(sc.type()));
         key.push_back(sc.isFloatingPoint() ? bits(sc.toDouble()) : sc.isComplex() ? 0 : sc.toLong());
       } else if (a.isList() && is_number_list(a)) {
+        // Scalar[] (foreach ops): the floats are per-step coefficients (AdamW's step sizes)
+        // that change no output and no check, so only their kind is part of the key; keyed
+        // by value, every optimizer step would rerun the per-tensor meta functions.
         key.push_back(133);
         for (const auto& e : a.toListRef()) {
           key.push_back(e.isDouble() ? 1 : 0);
-          key.push_back(e.isDouble() ? bits(e.toDouble()) : e.isBool() ? e.toBool() : e.toInt());
+          key.push_back(e.isDouble() ? 0 : e.isBool() ? e.toBool() : e.toInt());
         }
         key.push_back(134);
       } else if (a.isGenerator()) {
@@ -685,8 +744,14 @@ struct NativeKernel final : c10::OperatorKernel {
   }
 
   static c10::IValue to_meta(const c10::IValue& v) {
+    // A 0-dim CPU tensor next to tpu tensors acts as a scalar on the device (as CUDA's CPU
+    // scalars do), so it goes to Meta too: meta functions that check devices (masked_fill's
+    // value, index_fill's, copysign's divisor) then see one device. Wrapped numbers stay:
+    // Python meta functions receive them as Python numbers, which needs them on CPU.
     auto meta_of = [](const at::Tensor& t) -> at::Tensor {
-      if (!t.defined() || t.device().type() != kTpu) return t;
+      bool cpu_scalar = t.defined() && t.device().is_cpu() && t.dim() == 0 &&
+                        !t.unsafeGetTensorImpl()->is_wrapped_number();
+      if (!t.defined() || (t.device().type() != kTpu && !cpu_scalar)) return t;
       return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
     };
     if (v.isTensor()) return meta_of(v.toTensor());
@@ -876,6 +941,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from_and_resize", copy_from_and_resize);
   m.impl("_local_scalar_dense", local_scalar_dense);
   m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
+  m.impl("_to_cpu", to_cpu);
   for (int i = 0; i < tpurt_op_name_count(); i++) {
     std::string name = tpurt_op_name(i);
     if (name.rfind("tpurt::", 0) == 0) continue;

@@ -102,8 +102,8 @@ def _flat(out):
 
 def _close(actual, expected, sample, dtype, what, exact=None):
     """assert_close with PyTorch's tolerances. CPU rounds intermediate results in the
-    dtype (float32 included), so a result at least as close to the float64 computation
-    (`exact()`, computed only when needed) as CPU's also passes."""
+    dtype (float32 and complex64 included), so a result at least as close to the float64 /
+    complex128 computation (`exact()`, computed only when needed) as CPU's also passes."""
     kw = {}
     if sample.atol is not None:
         kw = dict(atol=sample.atol, rtol=sample.rtol if sample.rtol is not None else 0)
@@ -113,20 +113,28 @@ def _close(actual, expected, sample, dtype, what, exact=None):
         torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, check_stride=False,
                                    msg=lambda m: f"{what}: {m}", **kw)
     except AssertionError:
-        exact = exact() if exact is not None and actual.dtype.is_floating_point else None
+        inexact = actual.dtype.is_floating_point or actual.dtype.is_complex
+        exact = exact() if exact is not None and inexact else None
         if exact is None:
             raise
-        ours = (actual.cpu().double() - exact).abs().nan_to_num(0).max()
-        cpus = (expected.double() - exact).abs().nan_to_num(0).max()
+        ours = (_wide(actual.cpu()) - exact).abs().nan_to_num(0).max()
+        cpus = (_wide(expected) - exact).abs().nan_to_num(0).max()
         if not ours <= cpus:
             raise
 
 
+def _wide(t):
+    """t in float64, or complex128 when complex; other dtypes as they are."""
+    if t.dtype.is_complex:
+        return t.to(torch.complex128)
+    return t.double() if t.dtype.is_floating_point else t
+
+
 def _exact(sample, base, grad_mask, noncontig):
-    """float64 outputs and input gradients for the same input values, or None."""
+    """float64 (complex128) outputs and input gradients for the same input values, or None."""
     try:
-        ins = [_to(x.double() if isinstance(x, torch.Tensor) and x.dtype.is_floating_point else x, "cpu",
-                   noncontig, g) for x, g in zip(base, grad_mask)]
+        ins = [_to(_wide(x) if isinstance(x, torch.Tensor) else x, "cpu", noncontig, g)
+               for x, g in zip(base, grad_mask)]
         outs = _flat(sample.fn(*ins))
         grads = None
         diff = [o for o in outs if o.requires_grad]

@@ -61,6 +61,8 @@ cat_in = lambda dt: [make((2, 3), dt), make((4, 3), dt, seed=1)]  # noqa: E731
 register("cat", lambda a, b: torch.cat([a, b]), cat_in, **C)
 register("cat", lambda a, b: torch.stack([a, b[:2]], 1), cat_in, **C, name="stack")
 register("cat", lambda a, b: torch.cat([a, b.real]), cat_in, **C, name="cat real into complex")
+register("masked_select", lambda x: torch.masked_select(x, x.real > 0), special, **C)
+register("narrow_copy", lambda x: torch.narrow_copy(x, 1, 1, 3), special, **C)
 register("tril", lambda x: torch.tril(x, 1), special, **C)
 register("triu_", lambda x: x.triu_(-1), special, **C)
 register("flip", lambda x: torch.flip(x, (0, -1)), special, **C)

@@ -1,6 +1,6 @@
 """Samples for the convolution kernels: conv1d/2d/3d and conv_transpose1d/2d/3d through
 convolution_overrideable (+ backward): stride, padding, dilation, groups, output_padding,
-bias, and the backward's output_mask."""
+bias, and the backward's output_mask; integer convolutions exactly as CPU's."""
 import torch
 import torch.nn.functional as F
 
@@ -49,6 +49,22 @@ for name, fn, x, w, b, kw in FORWARD:
 
 register("convolution_overrideable", lambda x, w: F.conv2d(x, w, padding=1), conv_inputs((2, 3, 6, 6), (4, 3, 3, 3)),
          dtypes=(torch.float64,), name="conv2d float64")
+
+# Integers accumulate exactly in int64, wrapping like CPU's integer GEMM (the default value
+# range overflows int8/uint8 sums). CPU runs int64 in every convolution, the other integer
+# types only in its plain kernel (not transposed, not dilated).
+def int_inputs(x, w, b=None, scale=1):
+    return lambda dt: [make(s, dt, seed=i) * (scale if i < 2 else 1) for i, s in enumerate((x, w, b)) if s is not None]
+
+
+for name, fn, x, w, b, kw in FORWARD:
+    plain = fn in (F.conv1d, F.conv2d, F.conv3d) and "dilation" not in kw
+    f = (lambda x, w, fn=fn, kw=kw: fn(x, w, **kw)) if b is None else (lambda x, w, b, fn=fn, kw=kw: fn(x, w, b, **kw))
+    register("convolution_overrideable", f, int_inputs(x, w, b), dtypes=INTS if plain else (torch.int64,), grad=False,
+             name=name + " ints")
+register("convolution_overrideable", lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2),
+         int_inputs((2, 3, 4, 4), (3, 2, 3, 3), (2,), scale=1 << 31), dtypes=(torch.int64,), grad=False,
+         name="conv_transpose2d int64 wrapping")
 
 
 def bwd_mask(mask, transposed=False):

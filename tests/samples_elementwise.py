@@ -347,6 +347,11 @@ register("masked_fill.Scalar", lambda x, m: x.masked_fill(m, 2.5), x_mask, dtype
 register("masked_fill.Scalar", lambda x, m: x.masked_fill(m[0], -7), x_mask, dtypes=NUMERIC,
          name="masked_fill broadcast mask")
 register("masked_fill_.Scalar", lambda x, m: x.masked_fill_(m, -3), x_mask, dtypes=ALL, grad=False)
+# CPU 0-dim tensors next to tpu tensors are scalars on the device, as on CUDA
+register("masked_fill.Tensor", lambda x, m: x.masked_fill(m, torch.tensor(-2.5)), x_mask, dtypes=FLOATS,
+         name="masked_fill CPU scalar value")
+register("copysign.Tensor", lambda a: torch.copysign(a, torch.tensor(-1.0)), rand(), dtypes=FLOATS,
+         name="copysign CPU scalar")
 register("masked_fill.Scalar_out", lambda x, m: torch.ops.aten.masked_fill.Scalar_out(x, m, 1, out=torch.empty_like(x)),
          x_mask, dtypes=ALL, grad=False)
 register("masked_fill.Tensor", lambda x, m: x.masked_fill(m, torch.tensor(2.5, device=x.device)), x_mask, dtypes=NUMERIC)

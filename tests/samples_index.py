@@ -123,6 +123,8 @@ register("index_put_ index.Tensor", lambda x, i, j, v: _put(x, i[1:], j[1:], v[1
          name="index_put_ grad")
 register("index_put_", lambda x, i, j, v: _set_cols(x, j[1:3], v), put_in, dtypes=FLOATS, grad=False,
          name="index_put_ None then index, broadcast value")
+register("index_put_", lambda x, i, j, v: x.clone().index_put_((i[0],), torch.tensor(4, dtype=x.dtype), accumulate=True),
+         put_in, dtypes=NUMERIC, grad=False, name="index_put_ 0-dim index, CPU scalar value")
 register("index_put_", _masked_put, lambda dt: [make((4, 5), dt), make((4, 5), torch.bool), make((), dt)],
          dtypes=ALL64, grad=False, name="index_put_ bool mask")
 register("index_put", lambda x, i, j, v: torch.index_put(x, (i, j), v, accumulate=True), put_in, dtypes=NUMERIC,
@@ -163,6 +165,12 @@ register("arange.start_out", lambda x: torch.arange(7, -5, -3, dtype=x.dtype, de
 register("flip", lambda x: torch.flip(x, (0, -1)), [(3, 4, 5)], dtypes=ALL64)
 register("flip.out", lambda x: torch.ops.aten.flip.out(x, [1], out=torch.empty(0, dtype=x.dtype, device=x.device)),
          [(3, 4)], dtypes=ALL64, grad=False)
+register("narrow_copy", lambda x: torch.narrow_copy(x, 1, 1, 2), [(3, 4, 5)], dtypes=ALL64)
+# grad=False: CPU's backward of a negative start fails (slice_backward slices [start, start + length))
+register("narrow_copy", lambda x: torch.narrow_copy(x, -1, -3, 3), [(3, 4, 5)], dtypes=FLOATS, grad=False,
+         name="narrow_copy negative")
+register("narrow_copy.out", lambda x: torch.narrow_copy(x, 0, 3, 0, out=torch.empty(0, dtype=x.dtype, device=x.device)),
+         [(3, 4)], dtypes=ALL64, grad=False)
 register("roll", lambda x: torch.roll(x, (2, -1), (0, 2)), [(3, 4, 5)], dtypes=ALL64)
 register("roll", lambda x: torch.roll(x, 7), [(3, 4)], dtypes=FLOATS, name="roll flat")
 register("roll.out", lambda x: torch.ops.aten.roll.out(x, [1], [1], out=torch.empty(0, dtype=x.dtype,
@@ -174,6 +182,8 @@ fill_in = lambda dt: [make((4, 3), dt), idx(3, -4, 3)]  # noqa: E731
 register("index_fill.int_Scalar", lambda x, i: torch.index_fill(x, 0, i, 2), fill_in, dtypes=ALL64)
 register("index_fill.int_Tensor", lambda x, i: x.index_fill(1, i[:1] % 3, torch.tensor(-1.5, device=x.device)),
          fill_in, dtypes=FLOATS)
+register("index_fill.int_Tensor", lambda x, i: x.index_fill(0, i, torch.tensor(2.5)), fill_in, dtypes=FLOATS,
+         name="index_fill CPU scalar value")
 register("index_fill_.int_Scalar", lambda x, i: x.index_fill_(0, i, 1), fill_in, dtypes=ALL, grad=False)
 register("index_fill_.int_Tensor", lambda x, i: x.index_fill_(-1, i[:2] % 3, torch.tensor(3, device=x.device)),
          fill_in, dtypes=ALL, grad=False)

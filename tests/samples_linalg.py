@@ -1,12 +1,13 @@
 """Samples for the linalg family: LU (factor, solve, P/L/U), det, slogdet, solve, inv,
-Cholesky, QR. Inputs are well conditioned (diagonally dominant, or X X^T + n I for
-Cholesky) so float32 results agree with LAPACK's; singular inputs check the info
-outputs that the Python-side error checks read."""
+Cholesky, QR, triangular solves, SVD, eigh, lstsq, LDL, matrix_exp, householder_product.
+Inputs are well conditioned (diagonally dominant, or X X^H + n I for Cholesky) so float32
+results agree with LAPACK's; singular inputs check the info outputs that the Python-side
+error checks read. Every kernel runs complex64 too (LA)."""
 import torch
 
-from samples import make, register
+from samples import COMPLEX, make, register
 
-LA = (torch.float32, torch.float64)
+LA = (torch.float32, torch.float64) + COMPLEX
 
 
 def dominant(*shape, seed=0):
@@ -19,7 +20,7 @@ def dominant(*shape, seed=0):
 def spd(*shape):
     def inputs(dt):
         x = make(shape, dt, -1, 1)
-        return [x @ x.mT + shape[-1] * torch.eye(shape[-1], dtype=dt)]
+        return [x @ x.mH + shape[-1] * torch.eye(shape[-1], dtype=dt)]
     return inputs
 
 
@@ -177,8 +178,8 @@ register("_linalg_svd", lambda a: svd_invariants(a, True), general(2, 4), dtypes
 register("_linalg_svd", lambda a: torch.linalg.svdvals(a), singular, dtypes=LA, grad=False, name="svdvals rank-deficient")
 register("_linalg_svd", lambda a: torch.linalg.pinv(a), general(2, 4, 3), dtypes=LA, name="pinv")
 register("_linalg_svd", lambda a: torch.linalg.matrix_norm(a, "nuc"), general(3, 4), dtypes=LA, name="nuclear norm")
-register("_linalg_svd.U", lambda a: torch.linalg.svd(a, out=tuple(a.new_empty(0) for _ in range(3)))[1], general(4, 3),
-         dtypes=LA, grad=False)
+register("_linalg_svd.U", lambda a: torch.linalg.svd(a, out=(a.new_empty(0), a.real.new_empty(0), a.new_empty(0)))[1],
+         general(4, 3), dtypes=LA, grad=False)
 
 
 def eigh_invariants(a, uplo="L"):
@@ -190,7 +191,7 @@ register("_linalg_eigh", eigh_invariants, spd(4, 4), dtypes=LA)
 register("_linalg_eigh", lambda a: eigh_invariants(a, "U"), general(2, 3, 3), dtypes=LA, grad=False,
          name="eigh upper, batched, indefinite")
 register("_linalg_eigh", torch.linalg.eigvalsh, general(4, 4), dtypes=LA, grad=False, name="eigvalsh")
-register("_linalg_eigh.eigenvalues", lambda a: torch.linalg.eigh(a, out=(a.new_empty(0), a.new_empty(0)))[0],
+register("_linalg_eigh.eigenvalues", lambda a: torch.linalg.eigh(a, out=(a.real.new_empty(0), a.new_empty(0)))[0],
          spd(3, 3), dtypes=LA, grad=False)
 
 # ---------------------------------------------------------------- lstsq / LDL / matrix_exp / householder
@@ -208,20 +209,26 @@ register("linalg_lstsq.out", lambda a, b: torch.linalg.lstsq(a, b, driver="gelsd
          dtypes=LA, grad=False, name="lstsq rank-deficient minimum norm")
 
 
-def symmetric(n, seed=0):
+def symmetric(n, seed=0, herm=False):
+    """A + A^T, or A + A^H when herm: indefinite, so Bunch-Kaufman takes 2x2 pivots too."""
     def inputs(dt):
         a = make((n, n), dt, -2, 2, seed=seed)
-        return [a + a.mT]
+        return [a + (a.mH if herm else a.mT)]
     return inputs
 
 
-register("linalg_ldl_factor_ex", lambda a: torch.linalg.ldl_factor_ex(a), symmetric(6), dtypes=LA, grad=False,
+register("linalg_ldl_factor_ex", lambda a: torch.linalg.ldl_factor_ex(a), symmetric(6, 1), dtypes=LA, grad=False,
          name="ldl_factor indefinite")
+register("linalg_ldl_factor_ex", lambda a: torch.linalg.ldl_factor_ex(a, hermitian=True), symmetric(6, 1, herm=True),
+         dtypes=LA, grad=False, name="ldl_factor hermitian indefinite")
 register("linalg_ldl_factor_ex.out", lambda a: torch.linalg.ldl_factor_ex(
     a, out=(a.new_empty(0), torch.empty(0, dtype=torch.int32, device=a.device),
             torch.empty(0, dtype=torch.int32, device=a.device))), spd(4, 4), dtypes=LA, grad=False)
 register("linalg_ldl_solve", lambda a, b: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(a), b),
          two(symmetric(6, seed=3), general(6, 2)), dtypes=LA, grad=False)
+register("linalg_ldl_solve",
+         lambda a, b: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(a, hermitian=True), b, hermitian=True),
+         two(symmetric(6, seed=3, herm=True), general(6, 2)), dtypes=LA, grad=False, name="ldl_solve hermitian")
 register("linalg_ldl_solve.out", lambda a, b: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(a), b, out=b.new_empty(0)),
          two(spd(3, 3), general(3, 2)), dtypes=LA, grad=False)
 

@@ -1,11 +1,11 @@
 """Samples for the sort family: sort (stable or not, descending, out=), topk, kthvalue,
 median/nanmedian, mode; argsort and msort decompose into sort.stable.
 
-CPU's unstable sort, kthvalue and median pick an unspecified index among tied values, so
-their samples use distinct values (`distinct`); stable sort and mode are deterministic on
-ties and get tied inputs, and so does topk, which follows libstdc++'s nth_element / sort /
-partial_sort as CPU runs them. mode samples keep lines shorter than 16, where
-CPU's std::sort is an insertion sort (its index for tied values is then well defined)."""
+CPU's unstable sort picks an unspecified index among tied values, so its samples use
+distinct values (`distinct`); stable sort is deterministic on ties and gets tied inputs, and
+so do topk, kthvalue and mode, whose kernels follow CPU's own algorithms step by step
+(libstdc++'s nth_element / sort / partial_sort, TH's quickselect), long lines and NaN
+included."""
 import torch
 
 from samples import ALL, FLOATS, NUMERIC, make, register
@@ -36,6 +36,13 @@ def nan_line(dtype):
     x[2, 0] = float("nan")
     x[2, 5] = float("nan")
     return [x]
+
+
+def nan_ties(shape, dtype):
+    """Tied values with about a fifth NaN."""
+    x = ties(shape)(dtype)[0]
+    x[make(shape, torch.float32, 0, 1, seed=5) < 0.2] = float("nan")
+    return x
 
 
 def mk(x, dtype=None):
@@ -81,6 +88,11 @@ register("kthvalue", lambda x: torch.kthvalue(x, 3, 1), distinct((4, 7)), dtypes
 register("kthvalue", lambda x: torch.kthvalue(x, 2, 0, keepdim=True), distinct((5, 3)), dtypes=NUMERIC, name="kthvalue keepdim")
 register("kthvalue.values", lambda x: torch.kthvalue(x, 1, out=(mk(x), mk(x, torch.int64))), distinct((3, 5)),
          dtypes=NUMERIC, grad=False)
+register("kthvalue", lambda x: torch.kthvalue(x, 17, 1), ties((4, 40)), dtypes=NUMERIC, grad=False, name="kthvalue ties")
+register("kthvalue", lambda x: torch.kthvalue(x, 5, 0), ties((33, 3)), dtypes=NUMERIC, grad=False,
+         name="kthvalue ties dim 0")
+register("kthvalue", lambda x: torch.kthvalue(x, 30, 1), lambda dt: [nan_ties((3, 45), dt)], dtypes=FLOATS, grad=False,
+         name="kthvalue ties nan")
 register("median", lambda x: torch.median(x), distinct((5, 6)), dtypes=NUMERIC)
 register("median", lambda x: torch.median(x.t()), distinct((4, 5)), dtypes=FLOATS, name="median transposed")
 register("median", lambda x: torch.median(x), nan_line, dtypes=FLOATS, name="median nan")
@@ -98,3 +110,7 @@ register("mode", lambda x: torch.mode(x, 1), ties((6, 11)), dtypes=ALL)
 register("mode", lambda x: torch.mode(x, 0, keepdim=True), ties((9, 4)), dtypes=NUMERIC, name="mode dim 0 keepdim")
 register("mode.values", lambda x: torch.mode(x, out=(mk(x), mk(x, torch.int64))), ties((4, 12)), dtypes=NUMERIC,
          grad=False)
+register("mode", lambda x: torch.mode(x, 1), ties((3, 70)), dtypes=ALL, grad=False, name="mode long lines")
+register("mode", lambda x: torch.mode(x, 0), ties((50, 4)), dtypes=NUMERIC, grad=False, name="mode long lines dim 0")
+register("mode", lambda x: torch.mode(x, 1), lambda dt: [nan_ties((4, 40), dt)], dtypes=FLOATS, grad=False,
+         name="mode nan")

@@ -1,5 +1,8 @@
 """Ops composed from native kernels in torch_tpu/composite.py (results that are Python
-values): same answers and exceptions as CPU, nothing falls back."""
+values, foreach scalars packed in a CPU tensor): same answers and exceptions as CPU, nothing
+falls back."""
+import re
+
 import pytest
 import torch
 
@@ -73,3 +76,89 @@ def test_unique_matches_cpu(fn):
             assert g.device.type == "tpu"
             torch.testing.assert_close(g.cpu(), w, equal_nan=True)
         assert not torch_tpu.metrics.fallback_ops()
+
+
+<<<<<<< HEAD
+WEIGHT_NORM = [((6, 3, 5), 0), ((6, 3, 5), 2), ((4, 7), 0), ((4, 7), 1), ((9,), 0)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+@pytest.mark.parametrize("case", range(len(WEIGHT_NORM)))
+def test_weight_norm_interface_matches_cpu(case, dtype):
+    shape, dim = WEIGHT_NORM[case]
+    v = make(shape, dtype)
+    g = make([n if d == dim else 1 for d, n in enumerate(shape)], dtype)
+    grad_w = make(shape, dtype)
+    outs = {}
+    for device in ("cpu", "tpu"):
+        vd, gd = (t.detach().to(device).requires_grad_() for t in (v, g))
+        w, norm = torch._weight_norm_interface(vd, gd, dim)
+        w.backward(grad_w.to(device))
+        outs[device] = (w, norm, vd.grad, gd.grad)
+    tol = dict(atol=2e-2, rtol=2e-2) if dtype in (torch.bfloat16, torch.float16) else {}
+    for c, t in zip(outs["cpu"], outs["tpu"]):
+        assert t.dtype == c.dtype and t.shape == c.shape
+        torch.testing.assert_close(t.cpu(), c, **tol)
+
+
+def test_weight_norm_module_runs_native():
+    torch.manual_seed(0)
+    conv = torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(4, 6, 3), dim=2)
+    x = torch.randn(2, 4, 9)
+    ref = conv(x)
+    ref.sum().backward()
+    dev = torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(4, 6, 3), dim=2)
+    dev.load_state_dict(conv.state_dict())
+    dev.to("tpu")
+    torch_tpu.metrics.reset()
+    with torch.tpu.precision("highest"):  # the conv itself is compared at f32, not bf16 passes
+        out = dev(x.to("tpu"))
+        out.sum().backward()
+    assert not torch_tpu.metrics.fallback_ops()
+    torch.testing.assert_close(out.cpu(), ref, atol=1e-5, rtol=1e-5)
+    for (n, p), q in zip(conv.named_parameters(), dev.parameters()):
+        torch.testing.assert_close(q.grad.cpu(), p.grad, atol=1e-5, rtol=1e-5, msg=n)
+
+
+@pytest.mark.parametrize("dim", [1, -1])
+def test_weight_norm_interface_middle_dim_raises(dim):
+    v, g = torch.ones(3, 4, 5), torch.ones(1, 4, 1)
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match="first or last dim"):
+            torch._weight_norm_interface(v.to(device), g.to(device), dim)
+=======
+PACKED = [torch.tensor([-0.3, 1.5, 2.0]), torch.tensor([2, -1, 3]), torch.tensor([0.5, 2.0, 1.0], dtype=torch.float64)]
+# (lists' lengths, scalars): CPU's errors, in CPU's order of checks
+BAD_PACKED = [((3, 2, 3), PACKED[0]), ((3, 3, 3), torch.tensor([0.1, 0.2])), ((3, 3, 3), torch.tensor([[0.1, 0.2, 0.3]])),
+              ((3, 3, 3), torch.arange(6.0)[::2]), ((3, 3, 3), torch.tensor(0.5))]
+
+
+@pytest.mark.parametrize("name", ["_foreach_addcdiv", "_foreach_addcdiv_", "_foreach_addcmul", "_foreach_addcmul_"])
+def test_foreach_packed_scalars_run_the_scalar_list_kernel(name):
+    # AdamW under torch.compile passes its step sizes this way: one kernel for the whole
+    # list, as with a Scalar[], not one op per tensor
+    fn = getattr(torch, name)
+    lists = [[make(s, torch.float32, 0.5, 3, seed=7 * j + i) for i, s in enumerate(((3, 4), (5,), (2, 3)))]
+             for j in range(3)]
+
+    def run(dev, lens, scalars):
+        args = [[t.clone().to(dev) for t in lst[:n]] for lst, n in zip(lists, lens)]
+        out = fn(*args, scalars)
+        return [t.cpu() for t in (args[0] if out is None else out)]
+
+    for scalars in PACKED:
+        want = run("cpu", (3, 3, 3), scalars)
+        torch_tpu.metrics.reset()
+        got = run("tpu", (3, 3, 3), scalars)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w)
+        assert set(torch_tpu.metrics.executed_ops()) == {name.strip("_").replace("_foreach", "foreach")}
+        assert not torch_tpu.metrics.fallback_ops()
+    for lens, scalars in BAD_PACKED:
+        with pytest.raises(RuntimeError) as want:
+            run("cpu", lens, scalars)
+        with pytest.raises(RuntimeError, match=re.escape(str(want.value))):
+            run("tpu", lens, scalars)
+    with pytest.raises(RuntimeError, match="Expected scalars to be on CPU, got tpu:0 instead"):
+        run("tpu", (3, 3, 3), PACKED[0].to("tpu"))
+>>>>>>> speed

@@ -69,6 +69,32 @@ BAD_CALLS = {
     "kthvalue out= is the input": lambda d: (lambda x: torch.kthvalue(x, 2, out=(x, torch.empty(0, dtype=torch.long,
                                                                                                  device=d))))(
         torch.ones(3, device=d)),
+    # narrow_copy: CPU's kernel raises RuntimeError for a positive dim out of range
+    "narrow_copy dim out of range": lambda d: torch.narrow_copy(torch.ones(2, 3, device=d), 2, 0, 1),
+    "narrow_copy negative dim out of range": lambda d: torch.narrow_copy(torch.ones(2, 3, device=d), -3, 0, 1),
+    "narrow_copy of a 0-dim tensor": lambda d: torch.narrow_copy(torch.tensor(1.0, device=d), 0, 0, 1),
+    "narrow_copy start out of range": lambda d: torch.narrow_copy(torch.ones(2, 3, device=d), 1, 4, 0),
+    "narrow_copy negative length": lambda d: torch.narrow_copy(torch.ones(2, 3, device=d), 1, 0, -1),
+    "narrow_copy past the end": lambda d: torch.narrow_copy(torch.ones(2, 3, device=d), 1, -2, 3),
+    "narrow_copy out= dtype": lambda d: torch.narrow_copy(torch.ones(2, 3, device=d), 1, 0, 1,
+                                                          out=torch.empty(0, dtype=torch.long, device=d)),
+    # the CPU fallback keeps arguments that share memory sharing it, so CPU's overlap checks see them
+    "masked_select out= is the input": lambda d: (lambda x: torch.masked_select(x, x > 0, out=x))(torch.ones(4, device=d)),
+    "masked_select out= is the mask": lambda d: (lambda m: torch.masked_select(m.clone(), m, out=m))(
+        torch.ones(4, dtype=torch.bool, device=d)),
+    "masked_select out= an expanded view": lambda d: torch.masked_select(
+        torch.ones(4, device=d), torch.ones(4, dtype=torch.bool, device=d), out=torch.ones(1, device=d).expand(4)),
+    "complex128 in-place add of its own transpose": lambda d: (lambda x: x.add_(x.t()))(
+        torch.ones(3, 3, dtype=torch.complex128, device=d)),
+    "copy_ of a shape that does not broadcast": lambda d: torch.empty(2, 3, device=d).copy_(torch.ones(4, device=d)),
+    "copy_ into an empty tensor": lambda d: torch.empty(0, device=d).copy_(torch.ones(3, device=d)),
+    # CPU's integer convolutions: int64 everywhere, other integers in the plain kernel only
+    "conv_transpose2d of int32": lambda d: torch.nn.functional.conv_transpose2d(
+        torch.ones(1, 2, 4, 4, dtype=torch.int32, device=d), torch.ones(2, 2, 3, 3, dtype=torch.int32, device=d)),
+    "dilated conv2d of int8": lambda d: torch.nn.functional.conv2d(
+        torch.ones(1, 2, 6, 6, dtype=torch.int8, device=d), torch.ones(2, 2, 3, 3, dtype=torch.int8, device=d), dilation=2),
+    "conv3d of bool": lambda d: torch.nn.functional.conv3d(
+        torch.ones(1, 2, 4, 4, 4, dtype=torch.bool, device=d), torch.ones(2, 2, 3, 3, 3, dtype=torch.bool, device=d)),
     # ops that size their outputs from the data validate their inputs themselves
     "masked_select non-bool mask": lambda d: torch.masked_select(torch.ones(3, device=d), torch.ones(3, device=d)),
     "masked_select shape mismatch": lambda d: torch.masked_select(torch.ones(3, device=d),

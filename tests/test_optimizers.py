@@ -14,9 +14,6 @@ NATIVE = {name for name, _ in torch_tpu._C._native_ops()}
 # Ops of other kernel families the step may still send to the CPU while they are missing from
 # the op table (a listed op that falls back is always a failure):
 PENDING = {
-    # Adam/AdamW's _foreach_div_/_foreach_addcdiv_.ScalarList: the bridge cannot pass Scalar[]
-    # yet (foreach.def explains), so PyTorch's per-tensor decomposition runs them
-    "div.out", "addcdiv.out",
     # clip_grad_norm_'s total norm
     "linalg_vector_norm.out", "cat.out", "clamp.out", "reciprocal.out", "mul.out",
 }
@@ -95,3 +92,19 @@ def test_optimizer_matches_cpu(name):
 @pytest.mark.parametrize("name", ["sgd_momentum", "adamw"])
 def test_clip_grad_norm_matches_cpu(name):
     _train(name, clip=0.05)  # small enough that every step clips
+
+
+def test_foreach_step_sizes_reuse_the_output_metadata():
+    # AdamW passes its bias-corrected step sizes as Scalar[] lists that change every step;
+    # the bridge's output metadata must not depend on those values, else PyTorch's meta
+    # function (one addcdiv_ / div_ per parameter) reruns on every step
+    model = _mlp().to("tpu")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for p in model.parameters():
+        p.grad = torch.ones_like(p)
+    opt.step()
+    with torch.profiler.profile() as prof:
+        opt.step()
+        opt.step()
+    per_tensor = {e.key for e in prof.key_averages()} & {"aten::addcdiv_", "aten::addcdiv", "aten::div_", "aten::div"}
+    assert not per_tensor, f"per-parameter ops ran in the optimizer step: {per_tensor}"

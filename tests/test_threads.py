@@ -39,6 +39,13 @@ for name, f in {"sum": torch.sum, "mean": torch.mean, "var": torch.var, "amax": 
 out["softmax"] = torch.softmax(tx, 1).cpu()
 out["softmax0"] = torch.softmax(tx, 0).cpu()
 out["layer_norm"] = torch.nn.functional.layer_norm(tx, (3000,)).cpu()
+# fused attention: query-row blocks and key/value heads cut across tasks, GQA, a short last block
+qkv = [torch.randn(2, h, 67, 40, generator=g).to("tpu").requires_grad_() for h in (4, 2, 2)]
+att = torch.nn.functional.scaled_dot_product_attention(*qkv, is_causal=True, enable_gqa=True)
+att.backward(torch.randn(att.shape, generator=g).to("tpu"))
+out["sdpa"] = att.detach().cpu()
+for name, t in zip("qkv", qkv):
+    out["sdpa_d" + name] = t.grad.cpu()
 torch.save(out, sys.argv[1])
 """
 

@@ -141,13 +141,15 @@ def _tree(x, f):
 
 
 def _move(t, device, noncontig, dtype=None):
-    """A leaf copy of `t` on `device` (optionally non-contiguous / recast), keeping requires_grad."""
+    """A leaf copy of `t` on `device` (optionally non-contiguous / recast: a floating or complex
+    tensor is promoted with `dtype`, so float64 widens complex64 to complex128), keeping
+    requires_grad."""
     from torch.testing._internal.common_utils import noncontiguous_like
     rg = t.requires_grad
     with torch.no_grad():
         y = t.detach()
-        if dtype is not None and y.is_floating_point():
-            y = y.to(dtype)
+        if dtype is not None and (y.is_floating_point() or y.is_complex()):
+            y = y.to(torch.promote_types(y.dtype, dtype))
         y = y.to(device)
         if noncontig and y.numel() > 1:
             y = noncontiguous_like(y)
@@ -230,8 +232,8 @@ class Mismatch(Exception):
 
 
 def _close(actual, expected, ref=None, what="output"):
-    """assert_close with PyTorch's default tolerances; a floating result at least as close to the
-    float64 computation `ref` as CPU's own result also passes."""
+    """assert_close with PyTorch's default tolerances; a floating or complex result at least as
+    close to the float64 / complex128 computation `ref` as CPU's own result also passes."""
     if actual.dtype != expected.dtype:
         raise Mismatch(f"{what}: dtype {actual.dtype} != {expected.dtype}")
     if actual.shape != expected.shape:
@@ -243,9 +245,10 @@ def _close(actual, expected, ref=None, what="output"):
         return
     except AssertionError as err:
         msg = " ".join(str(err).split())
-    if ref is not None and a.is_floating_point() and ref.shape == a.shape:
-        ours = (a.double() - ref.double()).abs().nan_to_num(0).max()
-        cpus = (e.double() - ref.double()).abs().nan_to_num(0).max()
+    if ref is not None and (a.is_floating_point() or a.is_complex()) and ref.shape == a.shape:
+        wide = torch.complex128 if a.is_complex() or ref.is_complex() else torch.float64
+        ours = (a.to(wide) - ref.to(wide)).abs().nan_to_num(0).max()
+        cpus = (e.to(wide) - ref.to(wide)).abs().nan_to_num(0).max()
         if ours <= cpus and torch.equal(a.isnan(), e.isnan()):
             return
     raise Mismatch(f"{what}: {msg}"[:400])
@@ -396,9 +399,9 @@ class OpRunner:
         self.drew_random = bool(RNG_PACKETS & {_packet(s) for s in mode.seen})
         return out, sorted(fb)
 
-    def _ref64(self, sample, fn):
-        """CPU float64 outputs and grads for the same inputs, or None."""
-        if torch.float64 not in self.op.supported_dtypes("cpu"):
+    def _ref64(self, sample, fn, dtype=torch.float32):
+        """CPU float64 (complex128 for a complex dtype) outputs and grads for the same inputs, or None."""
+        if (torch.complex128 if dtype.is_complex else torch.float64) not in self.op.supported_dtypes("cpu"):
             return None
         try:
             c = Call(sample, "cpu", False, torch.float64)
@@ -472,7 +475,7 @@ class OpRunner:
             try:
                 _compare_outputs(cmp_actual, cmp_expected, None, shapes_only)
             except Mismatch:
-                ref = self._ref64(sample, fn) if dtype.is_floating_point else None
+                ref = self._ref64(sample, fn, dtype) if dtype.is_floating_point or dtype.is_complex else None
                 _compare_outputs(cmp_actual, cmp_expected, _flat(gauge(ref[0])) if ref else None, shapes_only)
             fwd.add("fallback" if fb else "pass", "fell back: " + ", ".join(fb) if fb else "")
         except Mismatch as e:

@@ -11,6 +11,7 @@ models). Verdicts: PASS, WRONG (numbers differ), ERROR (exception on tpu), CRASH
 process died or timed out), NOT_BUILDABLE (no tiny config / inputs that CPU itself runs,
 with the reason). Results: results/tier1.jsonl (resumable) and results/tier1.md."""
 import copy
+import inspect
 import json
 import pathlib
 import sys
@@ -96,6 +97,12 @@ def run_one(model_type):
     errors = []
     for mapping, cls in model_classes(model_type):
         try:
+            # Counted on the meta device first: a config that does not shrink can need tens of GB.
+            with torch.device("meta"):
+                params = sum(p.numel() for p in cls(copy.deepcopy(cfg)).parameters())
+            if params > MAX_PARAMS:
+                return {**rec, "class": cls.__name__, "params": params, "verdict": "NOT_BUILDABLE",
+                        "reason": f"{params:,} parameters after shrinking"}
             torch.manual_seed(0)
             model = cls(copy.deepcopy(cfg)).eval()
             break
@@ -105,9 +112,7 @@ def run_one(model_type):
     if model is None:
         return {**rec, "verdict": "NOT_BUILDABLE", "reason": "; ".join(errors)[:400] or "no auto-model class"}
     rec["class"] = type(model).__name__
-    rec["params"] = sum(p.numel() for p in model.parameters())
-    if rec["params"] > MAX_PARAMS:
-        return {**rec, "verdict": "NOT_BUILDABLE", "reason": f"{rec['params']:,} parameters after shrinking"}
+    rec["params"] = params
     try:
         inputs, key, cpu_main = cpu_reference(model, mapping)
     except NoRecipe as e:
@@ -130,17 +135,56 @@ def run_one(model_type):
             rec["stages"]["forward"] = problems[-1] is None
             stage = "backward"
             w = torch.randn(cpu_main.shape, generator=torch.Generator().manual_seed(1))
+            # A training forward keeps no KV cache (RWKV updates its cached state in place,
+            # which autograd rejects on CPU too)
+            train_kw = {"use_cache": False} if "use_cache" in inspect.signature(model.forward).parameters else {}
+            train_kw = {k: v for k, v in train_kw.items() if k not in inputs}
             cmodel = copy.deepcopy(model)
-            cpu_train = main_tensor(cmodel(**inputs))[1]
+            try:
+                cpu_train = main_tensor(cmodel(**inputs, **train_kw))[1]
+                if cpu_train.grad_fn is not None:
+                    (cpu_train * w).sum().backward()
+            except Exception as e:
+                return {**rec, "verdict": "NOT_BUILDABLE", "fallbacks": fallbacks(),
+                        "reason": f"CPU backward: {type(e).__name__}: {e}"[:300]}
             if cpu_train.grad_fn is None:  # no parameter reaches the output (a codebook's code indices)
                 rec["stages"]["backward"] = "skipped: output has no gradient"
             else:
-                (cpu_train * w).sum().backward()
-                (main_tensor(tmodel(**tin))[1] * w.to("tpu")).sum().backward()
+                (main_tensor(tmodel(**tin, **train_kw))[1] * w.to("tpu")).sum().backward()
+                exact = {}
+
+                def f64_reference():
+                    """float64 CPU gradients and stepped parameters, computed once when needed."""
+                    if not exact:
+                        m64 = copy.deepcopy(model).double()
+                        in64 = {k: v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                                for k, v in inputs.items()}
+                        (main_tensor(m64(**in64, **train_kw))[1] * w.double()).sum().backward()
+                        exact["grad"] = {n: p.grad for n, p in m64.named_parameters()}
+                        torch.optim.SGD(m64.parameters(), lr=0.1).step()
+                        exact["step"] = {n: p.detach() for n, p in m64.named_parameters()}
+                    return exact
+
+                def agrees(ours, cpus, kind, n, what):
+                    """close(), or (the conformance tool's rule) at least as close to the float64
+                    computation as CPU's float32 result: an ill-conditioned tiny model leaves
+                    CPU's own float32 gradients far from float64 (VITS's flows: 2.4%)."""
+                    msg = close(ours, cpus, what)
+                    if msg is None:
+                        return None
+                    try:
+                        ref = f64_reference()[kind][n]
+                    except Exception:
+                        return msg
+                    if ref is None or (ours.detach().cpu().double() - ref).abs().max() > (cpus.detach().double() - ref).abs().max():
+                        return msg
+                    rec.setdefault("float64_rule", []).append(what)
+                    return None
+
                 worst = None
                 for (n, p), (_, q) in zip(tmodel.named_parameters(), cmodel.named_parameters()):
                     if q.grad is not None and p.grad is not None:
-                        msg = close(p.grad, q.grad, f"grad {n}")
+                        msg = agrees(p.grad, q.grad, "grad", n, f"grad {n}")
                         if msg:
                             worst = worst or msg
                     elif (q.grad is None) != (p.grad is None):
@@ -150,7 +194,7 @@ def run_one(model_type):
                 for m_ in (tmodel, cmodel):
                     torch.optim.SGD(m_.parameters(), lr=0.1).step()
                 for (n, p), (_, q) in zip(tmodel.named_parameters(), cmodel.named_parameters()):
-                    msg = close(p, q, f"after step {n}")
+                    msg = agrees(p, q, "step", n, f"after step {n}")
                     if msg:
                         problems.append(msg)
                         break

@@ -58,7 +58,10 @@ OVERRIDES = {**{t: {"image_size": 64, "patch_size": 4, "window_size": 2, "embed_
              "mamba2": {"num_heads": 4, "n_groups": 2},
              "hgnet_v2": {"stem_channels": [3, 16, 16], "stage_in_channels": [16, 16, 32, 64],
                           "stage_mid_channels": [16, 16, 32, 64], "stage_out_channels": [16, 32, 64, 128],
-                          "stage_numb_of_layers": [2, 2, 2, 2]}, "gpt_neo": {"attention_types": [[["global", "local"], 1]]}}
+                          "stage_numb_of_layers": [2, 2, 2, 2]}, "gpt_neo": {"attention_types": [[["global", "local"], 1]]},
+             # noise the model draws itself comes from each device's own generator (as on CUDA),
+             # and VITS's drawn durations set its output length: sampled without noise
+             "vits": {"noise_scale": 0.0, "noise_scale_duration": 0.0}}
 # Text configs without mrope_section whose models fall back to a full-size default one.
 MROPE = {"glm4v_text", "glm4v_moe_text", "glm_image_text", "glm_ocr_text"}
 GROWING = {"hidden_sizes"}  # per-stage widths double stage by stage
@@ -453,6 +456,9 @@ def make_inputs(model, mapping, batch=2, seq=12, ids_below=200, audio=1600, labe
         inputs["labels"] = torch.randint(1, high, (batch, max(1, frames // 3)), generator=g)
     elif mapping == "MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES":
         inputs["return_loss"] = True
+    if "noise" in params and isinstance(_cfg_get(cfg, "image_size"), int):
+        # ViTMAE's random patch masking, drawn here so both devices mask the same patches
+        inputs["noise"] = torch.rand(batch, (cfg.image_size // cfg.patch_size) ** 2, generator=g)
     if variant & 2 and ("use_cache" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())):
         inputs["use_cache"] = False
     return inputs

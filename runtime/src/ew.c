@@ -309,6 +309,9 @@ tpurt_status tpurt_copy_tensor(const tpurt_tensor* dst, const tpurt_tensor* src)
     tpurt_tensor z = tpurt_scalar_tensor(&zero, st);
     return s ? s : tpurt_copy_tensor(&im, &z);
   }
+  /* float32 to float32 as float32: dense runs are then copied in place, without staging
+   * through a wider type (f32 loads and stores are bit exact) */
+  if (dst->dtype == TPURT_F32 && src->dtype == TPURT_F32) return tpurt_ew_run(dst, 1, src, TPURT_CT_F32, copy_f32, NULL);
   /* Same-width bit copies go through an integer compute type so bf16/f16 (and the float
    * pairs of complex64) stay bit exact. */
   if (dst->dtype == src->dtype && (es == 2 || es == 1 || es == 4 || dst->dtype == TPURT_C64)) {

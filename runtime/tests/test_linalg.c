@@ -1,7 +1,9 @@
 /* The linalg decompositions under ASan + UBSan (scratch sizing, strided and empty shapes):
- * SVD and eigh reconstruct their input, lstsq fills each driver's outputs, LDL with 2x2
- * pivots solves, matrix_exp of a rotation generator is the rotation. Values against LAPACK
- * are checked by the Python tests (tests/test_linalg_decomp.py). */
+ * SVD and eigh reconstruct their input (real and complex64), lstsq fills each driver's
+ * outputs, LDL with 2x2 pivots solves, matrix_exp of a rotation generator is the rotation.
+ * Values against LAPACK are checked by the Python tests (tests/test_linalg_decomp.py,
+ * tests/test_linalg_complex.py). */
+#include <complex.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +188,73 @@ static void test_householder_product(void) {
   free(a);
 }
 
+/* complex64 tensors of n values from fill(), contiguous */
+static tpurt_tensor cmat(int ndim, const int64_t* sizes, unsigned seed) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++) n *= sizes[d];
+  double* re = fill(2 * n, seed);
+  tpurt_c64* z = malloc(sizeof(tpurt_c64) * (size_t)(n + 1));
+  for (int64_t i = 0; i < n; i++) z[i] = (tpurt_c64){(float)re[2 * i], (float)re[2 * i + 1]};
+  free(re);
+  tpurt_tensor t = mat(NULL, ndim, sizes);
+  t.data = z;
+  t.dtype = TPURT_C64;
+  return t;
+}
+#define CT(seed, ...) cmat(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t), (int64_t[]){__VA_ARGS__}, seed)
+static double complex cz(const tpurt_tensor* t, int64_t i) {
+  const tpurt_c64* z = (const tpurt_c64*)t->data + i;
+  return CMPLX(z->re, z->im);
+}
+
+static void test_complex_svd_eigh(void) {
+  static const int64_t shapes[][3] = {{2, 3, 5}, {1, 5, 3}, {2, 0, 3}};
+  for (int sh = 0; sh < 3; sh++)
+    for (int full = 0; full < 2; full++) {
+      int64_t nb = shapes[sh][0], m = shapes[sh][1], n = shapes[sh][2], k = m < n ? m : n;
+      int64_t uc = full ? m : k, vr = full ? n : k;
+      tpurt_tensor a = CT(1, nb, m, n), u = CT(2, nb, m, uc), vh = CT(3, nb, vr, n);
+      float* s = calloc((size_t)(nb * k + 1), sizeof(float));
+      tpurt_tensor st = mat(NULL, 2, (int64_t[]){nb, k});
+      st.data = s, st.dtype = TPURT_F32;
+      tpurt_value args[4] = {tv(a), iv(full), iv(1), none()};
+      tpurt_tensor outs[3] = {u, st, vh};
+      CHECK(run("_linalg_svd", 4, args, 3, outs) == TPURT_OK, "complex svd: %s", tpurt_last_error());
+      double worst = 0;
+      for (int64_t b = 0; b < nb; b++)
+        for (int64_t i = 0; i < m; i++)
+          for (int64_t j = 0; j < n; j++) {
+            double complex t = 0;
+            for (int64_t l = 0; l < k; l++) t += cz(&u, b * m * uc + i * uc + l) * s[b * k + l] * cz(&vh, b * vr * n + l * n + j);
+            worst = fmax(worst, cabs(t - cz(&a, b * m * n + i * n + j)));
+          }
+      CHECK(worst < 1e-5, "complex svd %lldx%lld full=%d: residual %g", (long long)m, (long long)n, full, worst);
+      free(a.data), free(u.data), free(vh.data), free(s);
+    }
+  int64_t nb = 2, n = 4;
+  tpurt_tensor a = CT(4, nb, n, n), v = CT(5, nb, n, n);
+  float w[8];
+  tpurt_tensor wt = mat(NULL, 2, (int64_t[]){nb, n});
+  wt.data = w, wt.dtype = TPURT_F32;
+  tpurt_value args[3] = {tv(a), sv("L"), iv(1)};
+  tpurt_tensor outs[2] = {wt, v};
+  CHECK(run("_linalg_eigh", 3, args, 2, outs) == TPURT_OK, "complex eigh: %s", tpurt_last_error());
+  double worst = 0;
+  for (int64_t b = 0; b < nb; b++) /* H v_j = w_j v_j for H the Hermitian matrix of the lower triangle */
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double complex t = 0;
+        for (int64_t l = 0; l < n; l++) {
+          double complex h = l < i ? cz(&a, b * n * n + i * n + l) : l > i ? conj(cz(&a, b * n * n + l * n + i))
+                                                                           : creal(cz(&a, b * n * n + i * n + i));
+          t += h * cz(&v, b * n * n + l * n + j);
+        }
+        worst = fmax(worst, cabs(t - w[b * n + j] * cz(&v, b * n * n + i * n + j)));
+      }
+  CHECK(worst < 1e-5, "complex eigh residual %g", worst);
+  free(a.data), free(v.data);
+}
+
 int main(void) {
   CHECK(tpurt_init() == TPURT_OK, "%s", tpurt_last_error());
   test_svd();
@@ -194,5 +263,6 @@ int main(void) {
   test_ldl();
   test_matrix_exp();
   test_householder_product();
+  test_complex_svd_eigh();
   return CHECK_DONE();
 }

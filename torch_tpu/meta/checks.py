@@ -83,8 +83,38 @@ def aminmax_out(self, *, dim=None, keepdim=False, min, max):
     return min, max
 
 
+def _narrow_copy_shape(self, dim, start, length):
+    """CPU's narrow_copy checks (a positive dim out of range is a RuntimeError there, an
+    IndexError in the composite meta function), then the output shape."""
+    _check(self.dim() > 0, "narrow() cannot be applied to a 0-dim tensor.")
+    if dim < 0:
+        dim = torch._prims_common.canonicalize_dim(self.dim(), dim)
+    else:
+        _check(dim < self.dim(), "Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, but got false.  "
+               "(Could this error message be improved?  If so, please report an enhancement request to PyTorch.)")
+    size = self.shape[dim]
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    start = start + size if start < 0 else start
+    _check(length >= 0 and start <= size - length,
+           f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return self.shape[:dim] + (length,) + self.shape[dim + 1:]
+
+
+def narrow_copy(self, dim, start, length):
+    return self.new_empty(_narrow_copy_shape(self, dim, start, length))
+
+
+def narrow_copy_out(self, dim, start, length, *, out):
+    shape = _narrow_copy_shape(self, dim, start, length)
+    _check(self.dtype == out.dtype, "Expected self.dtype() == output.dtype() to be true, but got false.  "
+           "(Could this error message be improved?  If so, please report an enhancement request to PyTorch.)")
+    return out.resize_(shape)
+
+
 for _name, _fn in {"uniform_": uniform_, "multinomial": multinomial, "multinomial.out": multinomial_out,
                    "bucketize.Tensor": bucketize, "bucketize.Tensor_out": bucketize_out,
                    "index_add": index_add, "index_add_": index_add_,
-                   "cat": cat, "aminmax.out": aminmax_out}.items():
+                   "cat": cat, "aminmax.out": aminmax_out,
+                   "narrow_copy": narrow_copy, "narrow_copy.out": narrow_copy_out}.items():
     _lib.impl(_name, _fn, "Meta")

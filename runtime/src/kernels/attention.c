@@ -1,6 +1,6 @@
 /* Fused scaled dot product attention (PyTorch's "overrideable" SDPA backend): forward and
- * backward, one softmax row at a time, never materialising the [L, S] attention matrix.
- * q/k/v are read as dense f64 copies; dot products and softmax sums accumulate in double.
+ * backward, a block of query rows at a time, never materialising the [L, S] attention
+ * matrix. Operands are read as doubles; dot products and softmax sums accumulate in double.
  * Supports an additive bias broadcast to [B, Hq, L, S], causal masking (top-left aligned,
  * as PyTorch's math path), any scale, and grouped-query attention (Hq a multiple of Hkv:
  * query head h reads key/value head h / (Hq / Hkv)). Dropout is left to the math path. */
@@ -10,87 +10,133 @@
 #include "../internal.h"
 #include "vmath.h"
 
+/* Query rows per block. As in flash attention, each key/value row loaded serves RB query
+ * rows: the products run as register tiles of RB rows x 8 columns, 12 of AVX2's 16 vector
+ * registers holding sums (8 rows spill). */
+enum { RB = 6 };
+
 typedef struct {
   int64_t B, Hq, Hk, L, S, E, Ev;
+  int64_t S8, E8, Ev8; /* S, E, Ev rounded up to whole 8-column tiles */
   double scale;
   int causal;
-  const double *q, *k, *v; /* dense [B, H, rows, dim] */
+  const tpurt_tensor *q, *k, *v, *dout; /* read in place, any float dtype and strides */
   const tpurt_tensor* bias; /* NULL, or [B?, H?, L, S] with any strides (broadcast by stride 0) */
   float *out, *lse;         /* forward: dense [B, Hq, L, Ev], [B, Hq, L] */
-  const double* dout;       /* backward input, dense like out */
-  const float* lse_in;
+  const float* lse_in;      /* backward: dense [B, Hq, L] */
   float *dq, *dk, *dv;      /* backward outputs, dense like q/k/v */
   tpurt_status status;
 } attn_job;
 
 /* Elements to allocate for n (at least one, so malloc never sees 0). */
 static size_t cells(int64_t n) { return (size_t)(n > 0 ? n : 1); }
+static int64_t pad8(int64_t n) { return (n + 7) / 8 * 8; }
 
-/* A dense copy of t as f32 or (the operands, converted once rather than in every dot
- * product) f64; NULL on OOM. */
-static void* dense_as(const tpurt_tensor* t, int dtype) {
-  int64_t n = tpurt_numel(t);
-  void* p = malloc(cells(n) * tpurt_dtype_size((tpurt_dtype)dtype));
-  if (!p) return NULL;
-  tpurt_tensor d = *t;
-  d.data = p, d.dtype = dtype;
-  int64_t st = 1;
-  for (int i = t->ndim - 1; i >= 0; i--) d.strides[i] = st, st *= t->sizes[i];
-  if (tpurt_copy_tensor(&d, t)) {
-    free(p);
-    return NULL;
+/* Row i of head (b, h) of t [B, H, rows, d] as d doubles at o (exact for every float
+ * dtype). Operands are converted per head / per block rather than as whole tensors up
+ * front, so they stay in cache. */
+static inline void load_row(const tpurt_tensor* t, int64_t b, int64_t h, int64_t i, double* o) {
+  int64_t d = t->sizes[3], cs = t->strides[3], es = (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype);
+  const char* row = (const char*)t->data + (b * t->strides[0] + h * t->strides[1] + i * t->strides[2]) * es;
+  if (t->dtype == TPURT_F32 && cs == 1) { /* the common case, as a loop that vectorizes */
+    for (int64_t e = 0; e < d; e++) o[e] = ((const float*)row)[e];
+    return;
   }
-  return p;
+  switch (t->dtype) {
+    case TPURT_F32: for (int64_t e = 0; e < d; e++) o[e] = ((const float*)row)[e * cs]; break;
+    case TPURT_F64: for (int64_t e = 0; e < d; e++) o[e] = ((const double*)row)[e * cs]; break;
+    case TPURT_BF16: for (int64_t e = 0; e < d; e++) o[e] = tpurt_bf16_to_f32(((const uint16_t*)row)[e * cs]); break;
+    case TPURT_F16: for (int64_t e = 0; e < d; e++) o[e] = tpurt_f16_to_f32(((const uint16_t*)row)[e * cs]); break;
+    default: for (int64_t e = 0; e < d; e++) o[e] = tpurt_load_f64(row + e * cs * es, t->dtype);
+  }
 }
 
-/* The row loops (TPURT_VEC_ATTRS) get an AVX2 clone picked at load time, 4 doubles a
- * vector, and exp is vmath's vectorizable vm_exp (<= 1.05 ulp in double). */
+/* Rows i0 .. i0 + n - 1 of head (b, h) of t to dst, row stride ld (padding cells of dst are
+ * never written: the scratch starts zeroed). */
+static inline void load_rows(const tpurt_tensor* t, int64_t b, int64_t h, int64_t i0, int64_t n, double* dst,
+                             int64_t ld) {
+  for (int64_t i = 0; i < n; i++) load_row(t, b, h, i0 + i, dst + i * ld);
+}
+
+/* dst[e][j] = src[j][e] for n rows of d columns, in strips of 4 rows so that every store
+ * fills neighbouring cells. */
+static inline void transpose(const double* src, int64_t lds, int64_t n, int64_t d, double* dst, int64_t ldd) {
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4)
+    for (int64_t e = 0; e < d; e++)
+      for (int q = 0; q < 4; q++) dst[e * ldd + j + q] = src[(j + q) * lds + e];
+  for (; j < n; j++)
+    for (int64_t e = 0; e < d; e++) dst[e * ldd + j] = src[j * lds + e];
+}
+
+/* The tiles below are inlined into the TPURT_VEC_ATTRS loops (an AVX2 clone picked at load
+ * time, 4 doubles a vector; vmath.h lets a*b+c contract to an FMA). Each output element
+ * sums its terms in index order, in one accumulator, whatever tile it falls in, so results
+ * do not depend on how rows are split over threads. Products of two float values are exact
+ * in double, so the score sums round only in their additions. */
 typedef double v4d __attribute__((vector_size(32)));
+/* Unaligned vector load / store (macros: passing vectors by value changes the ABI). */
+#define LD4(v, p) memcpy(&(v), (p), sizeof(v4d))
+#define ST4(p, v) memcpy((p), &(v), sizeof(v4d))
 
-/* a . b of float values held as doubles, in 8 interleaved partial sums folded in a fixed
- * order (a serial sum cannot vectorize). Products of floats are exact in double, so only
- * the order of the additions differs from a serial loop, and it is the same for any
- * thread count. */
-static inline double dot(const double* a, const double* b, int64_t n) {
-  v4d s0 = {0, 0, 0, 0}, s1 = s0;
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    v4d a0, a1, b0, b1;
-    memcpy(&a0, a + i, sizeof a0), memcpy(&a1, a + i + 4, sizeof a1);
-    memcpy(&b0, b + i, sizeof b0), memcpy(&b1, b + i + 4, sizeof b1);
-    s0 += a0 * b0;
-    s1 += a1 * b1;
+/* s[r][j] = scale * (a_r . column j of bt), a_r of length n, bt n rows of stride ldb;
+ * columns j < m (a multiple of 8). */
+static inline void tile_dot(const double* const a[RB], const double* bt, int64_t ldb, int64_t n, int64_t m,
+                            double scale, double* s, int64_t lds) {
+  for (int64_t j = 0; j < m; j += 8) {
+    v4d acc[RB][2];
+    for (int r = 0; r < RB; r++) acc[r][0] = acc[r][1] = (v4d){0, 0, 0, 0};
+    for (int64_t e = 0; e < n; e++) {
+      v4d b0, b1;
+      LD4(b0, bt + e * ldb + j), LD4(b1, bt + e * ldb + j + 4);
+      for (int r = 0; r < RB; r++) {
+        double x = a[r][e];
+        acc[r][0] += x * b0;
+        acc[r][1] += x * b1;
+      }
+    }
+    for (int r = 0; r < RB; r++) {
+      acc[r][0] *= scale, acc[r][1] *= scale;
+      ST4(s + r * lds + j, acc[r][0]), ST4(s + r * lds + j + 4, acc[r][1]);
+    }
   }
-  s0 += s1;
-  double s = (s0[0] + s0[1]) + (s0[2] + s0[3]);
-  for (; i < n; i++) s += (double)a[i] * b[i];
-  return s;
 }
 
-/* Scores of row i of (b, h): s[j] = scale * q_i . k_j + bias, -inf where masked. */
-static inline void scores(const attn_job* J, int64_t b, int64_t h, int64_t i, double* s) {
-  int64_t hk = h / (J->Hq / J->Hk);
-  const double* qi = J->q + ((b * J->Hq + h) * J->L + i) * J->E;
-  const double* kb = J->k + (b * J->Hk + hk) * J->S * J->E;
-  const tpurt_tensor* bt = J->bias;
-  const char* brow = NULL;
-  int64_t bstride = 0;
-  if (bt) {
-    int nd = bt->ndim;
-    int64_t idx[4] = {b, h, i, 0}, off = 0;
-    for (int d = 0; d < nd; d++) off += (bt->sizes[d] == 1 ? 0 : idx[4 - nd + d]) * bt->strides[d];
-    brow = (const char*)bt->data + off * (int64_t)tpurt_dtype_size((tpurt_dtype)bt->dtype);
-    bstride = (bt->sizes[nd - 1] == 1 ? 0 : bt->strides[nd - 1]) * (int64_t)tpurt_dtype_size((tpurt_dtype)bt->dtype);
-  }
-  for (int64_t j = 0; j < J->S; j++) {
-    if (J->causal && j > i) {
-      s[j] = -INFINITY;
-      continue;
+/* o[r][e] = sum over j < m of p[r][j] * x[j][e], for e < n (a multiple of 8). */
+static inline void tile_mix(const double* p, int64_t ldp, int64_t m, const double* x, int64_t ldx, int64_t n,
+                            double* o, int64_t ldo) {
+  for (int64_t e = 0; e < n; e += 8) {
+    v4d acc[RB][2];
+    for (int r = 0; r < RB; r++) acc[r][0] = acc[r][1] = (v4d){0, 0, 0, 0};
+    for (int64_t j = 0; j < m; j++) {
+      v4d x0, x1;
+      LD4(x0, x + j * ldx + e), LD4(x1, x + j * ldx + e + 4);
+      for (int r = 0; r < RB; r++) {
+        double w = p[r * ldp + j];
+        acc[r][0] += w * x0;
+        acc[r][1] += w * x1;
+      }
     }
-    s[j] = J->scale * dot(qi, kb + j * J->E, J->E);
-    if (brow) {
-      if (bt->dtype == TPURT_BOOL) s[j] = *(const uint8_t*)(brow + j * bstride) ? s[j] : -INFINITY;
-      else s[j] += tpurt_load_f64(brow + j * bstride, bt->dtype);
+    for (int r = 0; r < RB; r++) ST4(o + r * ldo + e, acc[r][0]), ST4(o + r * ldo + e + 4, acc[r][1]);
+  }
+}
+
+/* c[j][e] += p[r][j] * x_r[e] for r = 0, 1, ... in turn (the order of one row at a time),
+ * for j < m and e < n (a multiple of 8). */
+static inline void tile_update(const double* p, int64_t ldp, int64_t m, const double* const x[RB], int64_t n,
+                               double* c, int64_t ldc) {
+  for (int64_t e = 0; e < n; e += 8) {
+    v4d xr[RB][2];
+    for (int r = 0; r < RB; r++) LD4(xr[r][0], x[r] + e), LD4(xr[r][1], x[r] + e + 4);
+    for (int64_t j = 0; j < m; j++) {
+      v4d c0, c1;
+      LD4(c0, c + j * ldc + e), LD4(c1, c + j * ldc + e + 4);
+      for (int r = 0; r < RB; r++) {
+        double w = p[r * ldp + j];
+        c0 += w * xr[r][0];
+        c1 += w * xr[r][1];
+      }
+      ST4(c + j * ldc + e, c0), ST4(c + j * ldc + e + 4, c1);
     }
   }
 }
@@ -99,37 +145,143 @@ static inline void scores(const attn_job* J, int64_t b, int64_t h, int64_t i, do
  * exactly 0 and add nothing. */
 static inline int64_t live(const attn_job* J, int64_t i) { return J->causal && i + 1 < J->S ? i + 1 : J->S; }
 
-/* Rows [begin, end) of all (b, h, i): out_i = softmax(s) v, lse_i = log sum exp s. */
-TPURT_VEC_ATTRS static void fwd_rows(void* ctx, int64_t begin, int64_t end) {
+/* Per-worker scratch, zeroed once (padding cells stay 0): the current key/value head
+ * (k rows, k and v transposed, v rows), the block's q and dout rows, two RB x S8 score
+ * tiles and an RB x max(E8, Ev8) result tile. */
+typedef struct {
+  double *k, *kt, *vt, *v, *q, *dout, *s, *t, *acc, *zero;
+  int64_t head; /* b * Hk + hk loaded, -1 for none */
+} attn_scratch;
+
+static int scratch_init(const attn_job* J, attn_scratch* w) {
+  int64_t d = J->E8 > J->Ev8 ? J->E8 : J->Ev8;
+  int64_t sizes[10] = {J->S * J->E8, J->E * J->S8, J->Ev * J->S8, J->S * J->Ev8, RB * J->E8, RB * J->Ev8,
+                       RB * J->S8,   RB * J->S8,   RB * d,        d};
+  int64_t total = 0;
+  for (int i = 0; i < 10; i++) total += sizes[i];
+  double* p = calloc(cells(total), sizeof(double));
+  if (!p) return 0;
+  double** parts[10] = {&w->k, &w->kt, &w->vt, &w->v, &w->q, &w->dout, &w->s, &w->t, &w->acc, &w->zero};
+  for (int i = 0; i < 10; i++) *parts[i] = p, p += sizes[i];
+  w->head = -1;
+  return 1;
+}
+static void scratch_free(attn_scratch* w) { free(w->k); }
+
+/* Loads key/value head t = b * Hk + hk in the layouts a pass reads, unless already there. */
+TPURT_VEC_ATTRS static void load_head(const attn_job* J, attn_scratch* w, int64_t t, int backward) {
+  if (w->head == t) return;
+  int64_t b = t / J->Hk, hk = t % J->Hk;
+  load_rows(J->k, b, hk, 0, J->S, w->k, J->E8);
+  load_rows(J->v, b, hk, 0, J->S, w->v, J->Ev8);
+  transpose(w->k, J->E8, J->S, J->E, w->kt, J->S8);
+  if (backward) transpose(w->v, J->Ev8, J->S, J->Ev, w->vt, J->S8);
+  w->head = t;
+}
+
+/* One block: rows i0 .. i0 + nr - 1 (nr <= RB) of (b, h). Rows past nr read a zero row and
+ * get zero weights, so a short block runs the same tiles. */
+typedef struct {
+  int64_t b, h, hk, i0, r0; /* r0: flat index of row i0 in [B, Hq, L] */
+  int nr;
+  int64_t nb, m; /* keys any row of the block sees, and that rounded up to a tile */
+  const double *q[RB], *dout[RB];
+} attn_block;
+
+TPURT_VEC_ATTRS static attn_block block_at(const attn_job* J, attn_scratch* w, int64_t bh, int64_t i0, int backward) {
+  attn_block k = {.b = bh / J->Hq, .h = bh % J->Hq, .i0 = i0, .r0 = bh * J->L + i0};
+  k.hk = k.h / (J->Hq / J->Hk);
+  k.nr = (int)(J->L - i0 < RB ? J->L - i0 : RB);
+  k.nb = live(J, i0 + k.nr - 1);
+  k.m = pad8(k.nb);
+  load_head(J, w, k.b * J->Hk + k.hk, backward);
+  load_rows(J->q, k.b, k.h, i0, k.nr, w->q, J->E8);
+  if (backward) load_rows(J->dout, k.b, k.h, i0, k.nr, w->dout, J->Ev8);
+  for (int r = 0; r < RB; r++) {
+    k.q[r] = r < k.nr ? w->q + r * J->E8 : w->zero;
+    k.dout[r] = r < k.nr ? w->dout + r * J->Ev8 : w->zero;
+  }
+  return k;
+}
+
+/* s[r][j] = scale * q_r . k_j + bias, -inf where masked, for the block's keys. */
+static inline void block_scores(const attn_job* J, const attn_scratch* w, const attn_block* k, double* s) {
+  tile_dot(k->q, w->kt, J->S8, J->E, k->m, J->scale, s, J->S8);
+  for (int r = 0; r < k->nr; r++) {
+    int64_t i = k->i0 + r, nj = live(J, i);
+    double* sr = s + r * J->S8;
+    for (int64_t j = nj; j < k->nb; j++) sr[j] = -INFINITY;
+    const tpurt_tensor* bt = J->bias;
+    if (!bt) continue;
+    int nd = bt->ndim;
+    int64_t idx[4] = {k->b, k->h, i, 0}, off = 0;
+    for (int d = 0; d < nd; d++) off += (bt->sizes[d] == 1 ? 0 : idx[4 - nd + d]) * bt->strides[d];
+    int64_t es = (int64_t)tpurt_dtype_size((tpurt_dtype)bt->dtype);
+    const char* brow = (const char*)bt->data + off * es;
+    int64_t bstride = (bt->sizes[nd - 1] == 1 ? 0 : bt->strides[nd - 1]) * es;
+    for (int64_t j = 0; j < nj; j++) {
+      if (bt->dtype == TPURT_BOOL) sr[j] = *(const uint8_t*)(brow + j * bstride) ? sr[j] : -INFINITY;
+      else sr[j] += tpurt_load_f64(brow + j * bstride, bt->dtype);
+    }
+  }
+}
+
+/* Blocks [begin, end) of all (b, h, row block): out_i = softmax(s) v, lse_i = log sum exp s. */
+TPURT_VEC_ATTRS static void fwd_blocks(void* ctx, int64_t begin, int64_t end) {
   attn_job* J = ctx;
-  double* s = malloc(cells(J->S) * sizeof(double));
-  double* acc = malloc(cells(J->Ev) * sizeof(double));
-  if (!s || !acc) {
+  attn_scratch w;
+  if (!scratch_init(J, &w)) {
     J->status = TPURT_ERR_OOM;
-    free(s), free(acc);
     return;
   }
-  for (int64_t r = begin; r < end; r++) {
-    int64_t i = r % J->L, bh = r / J->L, h = bh % J->Hq, b = bh / J->Hq;
-    int64_t hk = h / (J->Hq / J->Hk);
-    scores(J, b, h, i, s);
-    int64_t nj = live(J, i);
-    double m = -INFINITY, sum = 0;
-    for (int64_t j = 0; j < nj; j++) m = s[j] > m ? s[j] : m;
-    for (int64_t j = 0; j < nj; j++) s[j] = vm_exp(s[j] - m); /* all -inf: NaN, as the math path's softmax */
-    for (int64_t e = 0; e < J->Ev; e++) acc[e] = 0;
-    const double* vb = J->v + (b * J->Hk + hk) * J->S * J->Ev;
-    for (int64_t j = 0; j < nj; j++) {
-      double p = s[j];
-      sum += p;
-      if (p != 0)
-        for (int64_t e = 0; e < J->Ev; e++) acc[e] += p * vb[j * J->Ev + e];
+  int64_t nblk = (J->L + RB - 1) / RB;
+  for (int64_t u = begin; u < end; u++) {
+    attn_block k = block_at(J, &w, u / nblk, u % nblk * RB, 0);
+    block_scores(J, &w, &k, w.s);
+    /* The rows' max and sum chains interleave (each still in key order): a lone chain of
+     * dependent additions would wait on every one. Keys past a row's own are -inf, whose
+     * exp is exactly 0 and adds nothing. */
+    double mx[RB], sum[RB];
+    for (int r = 0; r < RB; r++) mx[r] = -INFINITY, sum[r] = 0;
+    for (int64_t j = 0; j < k.nb; j++)
+      for (int r = 0; r < RB; r++) mx[r] = w.s[r * J->S8 + j] > mx[r] ? w.s[r * J->S8 + j] : mx[r];
+    for (int r = 0; r < RB; r++) {
+      double* s = w.s + r * J->S8;
+      if (r >= k.nr) memset(s, 0, (size_t)k.nb * sizeof(double));
+      else for (int64_t j = 0; j < k.nb; j++) s[j] = vm_exp(s[j] - mx[r]); /* all -inf: NaN, as the math path's softmax */
     }
-    float* o = J->out + r * J->Ev;
-    for (int64_t e = 0; e < J->Ev; e++) o[e] = (float)(acc[e] / sum);
-    J->lse[r] = (float)(m + log(sum));
+    for (int64_t j = 0; j < k.nb; j++)
+      for (int r = 0; r < RB; r++) sum[r] += w.s[r * J->S8 + j];
+    for (int r = 0; r < k.nr; r++) J->lse[k.r0 + r] = (float)(mx[r] + log(sum[r]));
+    tile_mix(w.s, J->S8, k.nb, w.v, J->Ev8, J->Ev8, w.acc, J->Ev8);
+    for (int r = 0; r < k.nr; r++) {
+      float* o = J->out + (k.r0 + r) * J->Ev;
+      for (int64_t e = 0; e < J->Ev; e++) o[e] = (float)(w.acc[r * J->Ev8 + e] / sum[r]);
+    }
   }
-  free(s), free(acc);
+  scratch_free(&w);
+}
+
+/* The job's sizes from q [B, Hq, L, E], k [B, Hk, S, E], v [B, Hk, S, Ev]. */
+static attn_job job_of(const tpurt_tensor* q, const tpurt_tensor* k, const tpurt_tensor* v, int causal) {
+  attn_job J = {.B = q->sizes[0], .Hq = q->sizes[1], .Hk = k->sizes[1], .L = q->sizes[2], .S = k->sizes[2],
+                .E = q->sizes[3], .Ev = v->sizes[3], .causal = causal, .q = q, .k = k, .v = v};
+  J.S8 = pad8(J.S), J.E8 = pad8(J.E), J.Ev8 = pad8(J.Ev);
+  return J;
+}
+
+/* Where output t is written as dense f32: its own memory when it is dense f32 already (no
+ * copy afterwards), else scratch for tpurt_store_dense. NULL on OOM. */
+static float* out_buf(const tpurt_tensor* t, int64_t n) {
+  if (t->ndim >= 0 && t->data && t->dtype == TPURT_F32 && tpurt_is_contiguous(t) && tpurt_numel(t) == n)
+    return t->data;
+  return malloc(cells(n) * sizeof(float));
+}
+static tpurt_status out_done(const tpurt_tensor* t, float* buf, tpurt_status s) {
+  if (buf == t->data) return s;
+  if (!s && t->ndim >= 0 && t->data && tpurt_numel(t)) s = tpurt_store_dense(t, buf, TPURT_F32);
+  free(buf);
+  return s;
 }
 
 tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
@@ -142,28 +294,26 @@ tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
   if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4)
     return tpurt_fail(TPURT_ERR_RUNTIME, "tpu fused attention expects 4-D query/key/value, got %s, %s, %s",
                       tpurt_shape_str(q), tpurt_shape_str(k), tpurt_shape_str(v));
-  attn_job J = {.B = q->sizes[0], .Hq = q->sizes[1], .Hk = k->sizes[1], .L = q->sizes[2], .S = k->sizes[2],
-                .E = q->sizes[3], .Ev = v->sizes[3], .causal = c->args[5].i != 0};
+  attn_job J = job_of(q, k, v, c->args[5].i != 0);
   if (J.Hk == 0 || J.Hq % J.Hk)
     return tpurt_fail(TPURT_ERR_RUNTIME, "tpu fused attention: query heads (%lld) must be a multiple of key heads (%lld)",
                       (long long)J.Hq, (long long)J.Hk);
   J.scale = c->args[7].kind == TPURT_V_FLOAT ? c->args[7].f : 1.0 / sqrt((double)J.E);
   J.bias = c->args[3].kind == TPURT_V_TENSOR ? &c->args[3].t : NULL;
-  int64_t rows = J.B * J.Hq * J.L;
-  double *fq = dense_as(q, TPURT_F64), *fk = dense_as(k, TPURT_F64), *fv = dense_as(v, TPURT_F64);
-  float* out = malloc(cells(rows * J.Ev) * sizeof(float));
-  float* lse = malloc(cells(rows) * sizeof(float));
+  int64_t rows = J.B * J.Hq * J.L, blocks = J.B * J.Hq * ((J.L + RB - 1) / RB);
+  float* out = out_buf(&c->outs[0], rows * J.Ev);
+  float* lse = out_buf(&c->outs[1], rows);
   tpurt_status s = TPURT_OK;
-  if (!fq || !fk || !fv || !out || !lse) {
+  if (!out || !lse) {
     s = tpurt_fail(TPURT_ERR_OOM, "tpu fused attention: host out of memory for scratch");
   } else {
-    J.q = fq, J.k = fk, J.v = fv, J.out = out, J.lse = lse;
-    tpurt_parallel_for(rows, 1 + 65536 / (J.S * (J.E + J.Ev) + 1), fwd_rows, &J);
+    J.out = out, J.lse = lse;
+    /* whole heads per task where the work allows: each task loads the heads it touches */
+    tpurt_parallel_for(blocks, 1 + 65536 / (RB * J.S * (J.E + J.Ev) + 1), fwd_blocks, &J);
     if (J.status) s = tpurt_fail(J.status, "tpu fused attention: host out of memory for scratch");
-    if (!s) s = tpurt_store_dense(&c->outs[0], out, TPURT_F32);
-    if (!s) s = tpurt_store_dense(&c->outs[1], lse, TPURT_F32);
   }
-  free(fq), free(fk), free(fv), free(out), free(lse);
+  if (out) s = out_done(&c->outs[0], out, s);
+  if (lse) s = out_done(&c->outs[1], lse, s);
   return s;
 }
 
@@ -171,58 +321,67 @@ tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
  * the kv head (summed over the group, so one task owns each). */
 TPURT_VEC_ATTRS static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
   attn_job* J = ctx;
-  double* s = malloc(cells(J->S) * sizeof(double));
-  double* dk = malloc(cells(J->S * J->E) * sizeof(double));
-  double* dv = malloc(cells(J->S * J->Ev) * sizeof(double));
-  double* dq = malloc(cells(J->E) * sizeof(double));
-  double* dp = malloc(cells(J->S) * sizeof(double));
-  if (!s || !dk || !dv || !dq || !dp) {
+  attn_scratch w;
+  double* dk = malloc(cells(J->S * J->E8) * sizeof(double));
+  double* dv = malloc(cells(J->S * J->Ev8) * sizeof(double));
+  if (!dk || !dv || !scratch_init(J, &w)) {
     J->status = TPURT_ERR_OOM;
-    free(s), free(dk), free(dv), free(dq), free(dp);
+    free(dk), free(dv);
     return;
   }
   int64_t g = J->Hq / J->Hk;
   for (int64_t t = begin; t < end; t++) {
     int64_t b = t / J->Hk, hk = t % J->Hk;
-    const double* kb = J->k + (b * J->Hk + hk) * J->S * J->E;
-    const double* vb = J->v + (b * J->Hk + hk) * J->S * J->Ev;
-    for (int64_t x = 0; x < J->S * J->E; x++) dk[x] = 0;
-    for (int64_t x = 0; x < J->S * J->Ev; x++) dv[x] = 0;
+    memset(dk, 0, cells(J->S * J->E8) * sizeof(double));
+    memset(dv, 0, cells(J->S * J->Ev8) * sizeof(double));
     for (int64_t h = hk * g; h < (hk + 1) * g; h++)
-      for (int64_t i = 0; i < J->L; i++) {
-        int64_t r = (b * J->Hq + h) * J->L + i;
-        const double *doi = J->dout + r * J->Ev, *qi = J->q + r * J->E;
-        scores(J, b, h, i, s);
-        /* D = dout_i . out_i, from the probabilities rather than the stored (rounded) out:
-         * ds = p (dp - D) cancels, and bf16 rounding of out would dominate it. */
-        double lse = J->lse_in[r], D = 0;
-        int64_t nj = live(J, i);
-        for (int64_t j = 0; j < nj; j++) s[j] = vm_exp(s[j] - lse);
-        for (int64_t j = 0; j < nj; j++) {
-          double p = s[j];
-          s[j] = p == 0 || isnan(p) ? 0 : p;
-          dp[j] = s[j] ? dot(doi, vb + j * J->Ev, J->Ev) : 0;
-          D += s[j] * dp[j];
-        }
-        for (int64_t e = 0; e < J->E; e++) dq[e] = 0;
-        for (int64_t j = 0; j < nj; j++) {
-          double p = s[j];
-          if (p == 0) continue;
-          double ds = p * (dp[j] - D) * J->scale;
-          for (int64_t e = 0; e < J->Ev; e++) dv[j * J->Ev + e] += p * doi[e];
-          for (int64_t e = 0; e < J->E; e++) {
-            dq[e] += ds * kb[j * J->E + e];
-            dk[j * J->E + e] += ds * qi[e];
+      for (int64_t i0 = 0; i0 < J->L; i0 += RB) {
+        attn_block k = block_at(J, &w, b * J->Hq + h, i0, 1);
+        double *p = w.s, *ds = w.t; /* ds first holds dp = dout_i . v_j */
+        block_scores(J, &w, &k, p);
+        tile_dot(k.dout, w.vt, J->S8, J->Ev, k.m, 1.0, ds, J->S8);
+        /* Keys past a row's own have score -inf: weight and gradient exactly 0. Rows
+         * past nr get zero weights. */
+        double D[RB] = {0};
+        for (int r = 0; r < RB; r++) {
+          double* pr = p + r * J->S8;
+          if (r >= k.nr) {
+            memset(pr, 0, (size_t)k.nb * sizeof(double));
+            continue;
+          }
+          double lse = J->lse_in[k.r0 + r];
+          for (int64_t j = 0; j < k.nb; j++) {
+            double e = vm_exp(pr[j] - lse);
+            pr[j] = e == e ? e : 0; /* NaN (a row with no key) as 0; as a select, so it vectorizes */
           }
         }
-        for (int64_t e = 0; e < J->E; e++) J->dq[r * J->E + e] = (float)dq[e];
+        /* D = dout_i . out_i, from the probabilities rather than the stored (rounded) out:
+         * ds = p (dp - D) cancels, and bf16 rounding of out would dominate it. The rows'
+         * sums interleave, each in key order. */
+        for (int64_t j = 0; j < k.nb; j++)
+          for (int r = 0; r < RB; r++) {
+            double pj = p[r * J->S8 + j];
+            D[r] += pj != 0 ? pj * ds[r * J->S8 + j] : 0;
+          }
+        for (int r = 0; r < RB; r++) {
+          double *pr = p + r * J->S8, *dsr = ds + r * J->S8;
+          for (int64_t j = 0; j < k.nb; j++) dsr[j] = pr[j] != 0 ? pr[j] * (dsr[j] - D[r]) * J->scale : 0;
+        }
+        tile_update(p, J->S8, k.nb, k.dout, J->Ev8, dv, J->Ev8);
+        tile_update(ds, J->S8, k.nb, k.q, J->E8, dk, J->E8);
+        tile_mix(ds, J->S8, k.nb, w.k, J->E8, J->E8, w.acc, J->E8);
+        for (int r = 0; r < k.nr; r++)
+          for (int64_t e = 0; e < J->E; e++) J->dq[(k.r0 + r) * J->E + e] = (float)w.acc[r * J->E8 + e];
       }
-    float* dkb = J->dk + (b * J->Hk + hk) * J->S * J->E;
-    float* dvb = J->dv + (b * J->Hk + hk) * J->S * J->Ev;
-    for (int64_t x = 0; x < J->S * J->E; x++) dkb[x] = (float)dk[x];
-    for (int64_t x = 0; x < J->S * J->Ev; x++) dvb[x] = (float)dv[x];
+    float* dkb = J->dk + t * J->S * J->E;
+    float* dvb = J->dv + t * J->S * J->Ev;
+    for (int64_t j = 0; j < J->S; j++) {
+      for (int64_t e = 0; e < J->E; e++) dkb[j * J->E + e] = (float)dk[j * J->E8 + e];
+      for (int64_t e = 0; e < J->Ev; e++) dvb[j * J->Ev + e] = (float)dv[j * J->Ev8 + e];
+    }
   }
-  free(s), free(dk), free(dv), free(dq), free(dp);
+  free(dk), free(dv);
+  scratch_free(&w);
 }
 
 tpurt_status tpurt_kernel_sdpa_fused_backward(const tpurt_op_call* c) {
@@ -230,31 +389,33 @@ tpurt_status tpurt_kernel_sdpa_fused_backward(const tpurt_op_call* c) {
    * grad_input_mask[4], out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
    * is_causal, philox_seed, philox_offset, *, scale?) -> (dq, dk, dv, d_attn_bias) */
   const tpurt_tensor *go = &c->args[0].t, *q = &c->args[1].t, *k = &c->args[2].t, *v = &c->args[3].t;
+  const tpurt_tensor* lse = &c->args[7].t;
   const tpurt_value* mask = &c->args[5];
   if (mask->n > 3 && mask->ints[3] && c->args[4].kind == TPURT_V_TENSOR)
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "tpu fused attention: no gradient for attn_bias (use the math path)");
-  attn_job J = {.B = q->sizes[0], .Hq = q->sizes[1], .Hk = k->sizes[1], .L = q->sizes[2], .S = k->sizes[2],
-                .E = q->sizes[3], .Ev = v->sizes[3], .causal = c->args[13].i != 0};
+  attn_job J = job_of(q, k, v, c->args[13].i != 0);
+  J.dout = go;
   J.scale = c->args[16].kind == TPURT_V_FLOAT ? c->args[16].f : 1.0 / sqrt((double)J.E);
   J.bias = c->args[4].kind == TPURT_V_TENSOR ? &c->args[4].t : NULL;
-  double *fq = dense_as(q, TPURT_F64), *fk = dense_as(k, TPURT_F64), *fv = dense_as(v, TPURT_F64),
-         *fgo = dense_as(go, TPURT_F64);
-  float* flse = dense_as(&c->args[7].t, TPURT_F32);
-  int64_t nq = tpurt_numel(q), nk = tpurt_numel(k), nv = tpurt_numel(v);
-  float* dq = malloc(cells(nq) * sizeof(float));
-  float* dk = malloc(cells(nk) * sizeof(float));
-  float* dv = malloc(cells(nv) * sizeof(float));
+  float* flse = malloc(cells(tpurt_numel(lse)) * sizeof(float));
+  float* dq = out_buf(&c->outs[0], tpurt_numel(q));
+  float* dk = out_buf(&c->outs[1], tpurt_numel(k));
+  float* dv = out_buf(&c->outs[2], tpurt_numel(v));
   tpurt_status s = TPURT_OK;
-  if (!fq || !fk || !fv || !fgo || !flse || !dq || !dk || !dv) {
+  if (flse) {
+    tpurt_tensor d = tpurt_dense_like(lse, flse, TPURT_F32);
+    if (tpurt_copy_tensor(&d, lse)) free(flse), flse = NULL;
+  }
+  if (!flse || !dq || !dk || !dv) {
     s = tpurt_fail(TPURT_ERR_OOM, "tpu fused attention backward: host out of memory for scratch");
   } else {
-    J.q = fq, J.k = fk, J.v = fv, J.dout = fgo, J.lse_in = flse, J.dq = dq, J.dk = dk, J.dv = dv;
+    J.lse_in = flse, J.dq = dq, J.dk = dk, J.dv = dv;
     tpurt_parallel_for(J.B * J.Hk, 1, bwd_groups, &J);
     if (J.status) s = tpurt_fail(J.status, "tpu fused attention backward: host out of memory for scratch");
-    float* grads[3] = {dq, dk, dv};
-    for (int o = 0; o < 3 && !s; o++)
-      if (c->outs[o].ndim >= 0 && c->outs[o].data && tpurt_numel(&c->outs[o])) s = tpurt_store_dense(&c->outs[o], grads[o], TPURT_F32);
   }
-  free(fq), free(fk), free(fv), free(fgo), free(flse), free(dq), free(dk), free(dv);
+  float* grads[3] = {dq, dk, dv};
+  for (int o = 0; o < 3; o++)
+    if (grads[o]) s = out_done(&c->outs[o], grads[o], s);
+  free(flse);
   return s;
 }

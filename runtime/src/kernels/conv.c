@@ -12,7 +12,9 @@
  * A transposed convolution is the same thing with its input as S and its output as B.
  * im2col copies raw elements of B's dtype so that the GEMM's packing does the conversion
  * (and the bf16 rounding of DEFAULT precision) exactly as for mm; accumulation is f32
- * (f64 for float64 tensors) in dense scratch that is stored to the outputs at the end. */
+ * (f64 for float64 tensors) in dense scratch that is stored to the outputs at the end.
+ * Integer tensors accumulate exactly in int64, wrapping: CPU's integer GEMM wraps in the
+ * dtype, and sums and products modulo 2^64 store to the same narrower value. */
 #include <stdlib.h>
 
 #include "gemm.h"
@@ -139,6 +141,7 @@ static void im2col_raw(void* col, const void* b, size_t es, int64_t sc, const in
 static inline float round_f16(float x) { return (float)(_Float16)x; }
 COL2IM(float, float, )
 COL2IM(double, double, )
+COL2IM(u64, uint64_t, ) /* int64 accumulators, wrapping */
 COL2IM(bf16, float, tpurt_round_bf16)
 COL2IM(f16, float, round_f16)
 
@@ -182,15 +185,15 @@ static const char* at(const tpurt_tensor* t, int64_t elems) {
 /* ---------------------------------------------------------------- the three products */
 typedef struct {
   geom g;
-  int prec, f64;
-  size_t aes;    /* accumulator element size */
+  int prec, acc_dt; /* accumulator dtype: f32, f64, or i64 for integer tensors */
+  size_t aes;       /* its element size */
   void *ws, *col; /* GEMM scratch; column matrix (CbK x Ls, widest element) */
 } conv_run;
 
 static tpurt_status run_init(conv_run* r, int dtype, int prec) {
   r->prec = prec;
-  r->f64 = dtype == TPURT_F64;
-  r->aes = r->f64 ? sizeof(double) : sizeof(float);
+  r->acc_dt = dtype == TPURT_F64 ? TPURT_F64 : tpurt_is_float(dtype) ? TPURT_F32 : TPURT_I64;
+  r->aes = tpurt_dtype_size((tpurt_dtype)r->acc_dt);
   size_t n = (size_t)(r->g.CbK * r->g.Ls) * 8;
   r->ws = tpurt_gemm_scratch();
   r->col = malloc(n ? n : 1);
@@ -232,7 +235,8 @@ static void to_big(const conv_run* r, const operand* S, const operand* W, void* 
                           S->t.strides[1], S->fs};
       tpurt_gemm(g->CbK, g->Ls, g->Csg, &a, &b, r->prec, r->col, g->Ls, r->ws);
       char* dst = (char*)acc + (size_t)((n * g->Cb + grp * g->Cbg) * g->Lb) * r->aes;
-      if (r->f64) col2im_double(r->col, (double*)dst, g);
+      if (r->acc_dt == TPURT_F64) col2im_double(r->col, (double*)dst, g);
+      else if (r->acc_dt == TPURT_I64) col2im_u64(r->col, (uint64_t*)dst, g);
       else col2im_float(r->col, (float*)dst, g);
     }
 }
@@ -305,16 +309,22 @@ static void bias_f64(int64_t n, void* o, const void* const* in, const void* ctx)
   double* r = o;
   for (int64_t i = 0; i < n; i++) r[i] = a[i] + b[i];
 }
+static void bias_i64(int64_t n, void* o, const void* const* in, const void* ctx) {
+  const int64_t *a = in[0], *b = in[1];
+  int64_t* r = o;
+  for (int64_t i = 0; i < n; i++) r[i] = (int64_t)((uint64_t)a[i] + (uint64_t)b[i]);
+}
 
 /* out <- acc (dense, out's shape) + bias broadcast over channels (bias may be NONE). */
 static tpurt_status store_out(const conv_run* r, const tpurt_tensor* out, void* acc, const tpurt_value* bias) {
-  tpurt_tensor in[2] = {tpurt_dense_like(out, acc, r->f64 ? TPURT_F64 : TPURT_F32)};
+  tpurt_tensor in[2] = {tpurt_dense_like(out, acc, r->acc_dt)};
   if (bias->kind != TPURT_V_TENSOR) return tpurt_copy_tensor(out, &in[0]);
   in[1] = *out;
   in[1].data = bias->t.data;
   in[1].dtype = bias->t.dtype;
   for (int d = 0; d < out->ndim; d++) in[1].strides[d] = d == 1 ? bias->t.strides[0] : 0;
-  return tpurt_ew_run(out, 2, in, r->f64 ? TPURT_CT_F64 : TPURT_CT_F32, r->f64 ? bias_f64 : bias_f32, NULL);
+  tpurt_ctype ct = tpurt_ctype_of(r->acc_dt);
+  return tpurt_ew_run(out, 2, in, ct, ct == TPURT_CT_F64 ? bias_f64 : ct == TPURT_CT_I64 ? bias_i64 : bias_f32, NULL);
 }
 
 /* dW (W's shape) <- acc [G][CbK][Csg], one strided copy per group. */
@@ -325,7 +335,7 @@ static tpurt_status store_weight(const conv_run* r, const tpurt_tensor* dw, void
     dst.sizes[0] = src.sizes[0] = g->Csg;
     dst.data = (char*)at(dw, grp * g->Csg * dw->strides[0]);
     src.data = (char*)acc + (size_t)(grp * g->CbK * g->Csg) * r->aes;
-    src.dtype = r->f64 ? TPURT_F64 : TPURT_F32;
+    src.dtype = r->acc_dt;
     src.strides[0] = 1;
     for (int64_t d = dw->ndim - 1, st = g->Csg; d >= 1; d--) {
       src.strides[d] = st;
@@ -359,6 +369,20 @@ static tpurt_status bias_grad(const tpurt_tensor* go, const tpurt_tensor* gb) {
 }
 
 /* ---------------------------------------------------------------- kernels */
+/* CPU runs integer convolutions on its slow kernels: int64 in every one, the other integer
+ * types only in the plain one (not transposed, not dilated), bool in none. */
+static tpurt_status conv_dtype_check(const geom* g, int dtype, int transposed, int nsp) {
+  if (tpurt_is_float(dtype) || dtype == TPURT_I64) return TPURT_OK;
+  int dilated = g->dl[0] != 1 || g->dl[1] != 1 || g->dl[2] != 1;
+  const char* k = transposed ? (nsp == 3 ? "slow_conv_transpose3d_out_cpu" : "slow_conv_transpose2d_out_cpu")
+                  : dilated            ? "slow_conv_dilated<>"
+                  : dtype != TPURT_BOOL ? NULL
+                  : nsp == 3           ? "compute_columns3d"
+                                       : "slow_conv2d_cpu";
+  if (!k) return TPURT_OK;
+  return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s\" not implemented for '%s'", k, tpurt_dtype_name((tpurt_dtype)dtype));
+}
+
 static void* acc_alloc(const conv_run* r, int64_t n) { return calloc((size_t)(n ? n : 1), r->aes); }
 
 tpurt_status tpurt_kernel_convolution(const tpurt_op_call* c) {
@@ -368,8 +392,10 @@ tpurt_status tpurt_kernel_convolution(const tpurt_op_call* c) {
   int transposed = (int)tpurt_value_i(&c->args[6]);
   conv_run r = {0};
   geom_init(&r.g, transposed ? out : x, transposed ? x : out, w, c, 3, 8);
+  tpurt_status s = conv_dtype_check(&r.g, x->dtype, transposed, x->ndim - 2);
+  if (s) return s;
   operand W = {0}, S = {0};
-  tpurt_status s = run_init(&r, x->dtype, c->precision);
+  s = run_init(&r, x->dtype, c->precision);
   void* acc = acc_alloc(&r, tpurt_numel(out));
   if (!s && !acc) s = tpurt_fail(TPURT_ERR_OOM, "convolution: host out of memory for scratch");
   if (!s) s = operand_init(&W, w, 1);
@@ -409,7 +435,7 @@ tpurt_status tpurt_kernel_convolution_backward(const tpurt_op_call* c) {
     else if (!s && !transposed) to_big(&r, &S, &W, acc_i);
     else if (!s) to_small(&r, go, &W, acc_i);
     if (!s) {
-      tpurt_tensor src = tpurt_dense_like(gi, acc_i, r.f64 ? TPURT_F64 : TPURT_F32);
+      tpurt_tensor src = tpurt_dense_like(gi, acc_i, r.acc_dt);
       s = tpurt_copy_tensor(gi, &src);
     }
   }

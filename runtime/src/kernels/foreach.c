@@ -60,6 +60,10 @@ static inline int fe_nan_i(int64_t v) { (void)v; return 0; }
 #define FE_SIGN(x) (((x) > 0) - ((x) < 0))
 #define FE_COEF(T, c) _Generic((T)0, int64_t: (T)(c)->i, default: (T)(c)->f)
 
+/* Selects on FP values (lerp's two forms, NaN-propagating max/min) may be if-converted:
+ * FP exceptions are not observed and the results are the same, and the loops vectorize. */
+#define FE_NOTRAP __attribute__((optimize("no-trapping-math")))
+
 /* X(op, operands, expression of x, y, z (operands of one element) and a (coefficient)).
  * Each becomes tpurt_kernel_foreach_<op>. */
 #define FE_OPS(X)                                  \
@@ -108,7 +112,7 @@ static inline int fe_nan_i(int64_t v) { (void)v; return 0; }
   X(frac, 1, x - trunc(x))
 
 #define FE_CHUNK(op, T, nin, expr)                                                        \
-  static void fe_##op##_##T(int64_t n, void* o, const void* const* in, const void* vctx) { \
+  FE_NOTRAP static void fe_##op##_##T(int64_t n, void* o, const void* const* in, const void* vctx) { \
     const T* X = in[0];                                                                    \
     const T* Y = nin > 1 ? (const T*)in[1] : X;                                            \
     const T* Z = nin > 2 ? (const T*)in[2] : X;                                            \
@@ -312,10 +316,65 @@ typedef struct adam_ctx {
 ADAM_CHUNKS(float)
 ADAM_CHUNKS(double)
 
+/* The same step in one pass when every tensor is dense in its compute type (the common
+ * case): per element the three passes' expressions in the same types and order (same
+ * results), each tensor read and written once. Chunks of elements go to the pool. */
+typedef struct adam_job {
+  const adam_ctx* k;
+  void *p, *m, *v, *vmax;
+  const void* g;
+} adam_job;
+
+/* FE_LERP's branch on w, ADAM_GRAD's on the flags and amsgrad's maximum become compile-
+ * time constants of one loop per case (FE_NOTRAP for the selects left), so it vectorizes. */
+#define ADAM_ONE_PASS(T)                                                                   \
+  FE_NOTRAP static inline __attribute__((always_inline)) void adam_loop_##T(             \
+      int64_t n, const adam_ctx* k, T* restrict p, T* restrict m, T* restrict v, T* restrict vx, \
+      const T* restrict g, const int adamw, const int maximize, const int ams, const int near) { \
+    const T w = (T)(1 - k->beta1), b2 = (T)k->beta2, c2 = (T)(1 - k->beta2), wd = (T)k->wd;   \
+    const T bc = (T)k->bc2_sqrt, eps = (T)k->eps, step = (T)k->step_size;                  \
+    const T decay = adamw ? (T)1 - (T)(k->lr * k->wd) : (T)1;                              \
+    for (int64_t i = 0; i < n; i++) {                                                      \
+      T gi = (maximize ? -g[i] : g[i]) + (adamw ? (T)0 : p[i] * wd);                       \
+      T mi = near ? m[i] + w * (gi - m[i]) : gi - (gi - m[i]) * (1 - w); /* FE_LERP */     \
+      T vi = v[i] * b2 + c2 * gi * gi;                                                     \
+      m[i] = mi, v[i] = vi;                                                                \
+      if (ams) vi = vx[i] = FE_MAX(vx[i], vi);                                             \
+      T denom = sqrt(vi) / bc + eps;                                                       \
+      p[i] = p[i] * decay - step * mi / denom;                                             \
+    }                                                                                      \
+  }                                                                                        \
+  FE_NOTRAP static void adam_all_##T(void* arg, int64_t b, int64_t e) {                  \
+    const adam_job* J = arg;                                                               \
+    const adam_ctx* k = J->k;                                                              \
+    T *p = (T*)J->p + b, *m = (T*)J->m + b, *v = (T*)J->v + b, *vx = J->vmax ? (T*)J->vmax + b : NULL; \
+    const T* g = (const T*)J->g + b;                                                       \
+    int near = fabs((T)(1 - k->beta1)) < 0.5, c = k->adamw * 8 + k->maximize * 4 + (vx != NULL) * 2 + near; \
+    switch (c) {                                                                           \
+      ADAM_CASES(T)                                                                        \
+    }                                                                                      \
+  }
+#define ADAM_CASE(T, c) case c: adam_loop_##T(e - b, k, p, m, v, vx, g, c >> 3 & 1, c >> 2 & 1, c >> 1 & 1, c & 1); break;
+#define ADAM_CASES(T) ADAM_CASE(T, 0) ADAM_CASE(T, 1) ADAM_CASE(T, 2) ADAM_CASE(T, 3) ADAM_CASE(T, 4) \
+  ADAM_CASE(T, 5) ADAM_CASE(T, 6) ADAM_CASE(T, 7) ADAM_CASE(T, 8) ADAM_CASE(T, 9) ADAM_CASE(T, 10)    \
+  ADAM_CASE(T, 11) ADAM_CASE(T, 12) ADAM_CASE(T, 13) ADAM_CASE(T, 14) ADAM_CASE(T, 15)
+ADAM_ONE_PASS(float)
+ADAM_ONE_PASS(double)
+
+static int adam_dense(const tpurt_tensor* t, const tpurt_tensor* param) {
+  return t->dtype == param->dtype && tpurt_numel(t) == tpurt_numel(param) && tpurt_is_contiguous(t);
+}
+
 static tpurt_status adam_tensor(const adam_ctx* k, tpurt_ctype ct, const tpurt_tensor* param,
                                 const tpurt_tensor* grad, const tpurt_tensor* m, const tpurt_tensor* v,
                                 const tpurt_tensor* vmax) {
   int d = ct == TPURT_CT_F64;
+  if ((param->dtype == TPURT_F32 || param->dtype == TPURT_F64) && adam_dense(param, param) && adam_dense(grad, param) &&
+      adam_dense(m, param) && adam_dense(v, param) && (!vmax || adam_dense(vmax, param))) {
+    adam_job J = {k, param->data, m->data, v->data, vmax ? vmax->data : NULL, grad->data};
+    tpurt_parallel_for(tpurt_numel(param), 1 << 14, d ? adam_all_double : adam_all_float, &J);
+    return TPURT_OK;
+  }
   tpurt_tensor in[3] = {*m, *grad, *param};
   tpurt_status s = tpurt_ew_run(m, 3, in, ct, d ? adam_m_double : adam_m_float, k);
   in[0] = *v;

@@ -1,8 +1,8 @@
 /* Indexing and shape kernels: embedding (+ dense backward), index_select, index_add, gather,
  * scatter/scatter_add, advanced indexing (index.Tensor, index_put), cat, tril/triu, arange,
- * flip, roll. Data-moving kernels copy raw elements (outputs have self's dtype); every index
- * is validated before anything is read through it, so bad indices fail like CPU does and
- * never touch memory out of bounds. */
+ * flip, narrow_copy, roll. Data-moving kernels copy raw elements (outputs have self's dtype);
+ * every index is validated before anything is read through it, so bad indices fail like CPU
+ * does and never touch memory out of bounds. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -91,11 +91,14 @@ tpurt_status tpurt_kernel_embedding(const tpurt_op_call* c) {
   size_t es = esize(out);
   int64_t D = w->sizes[1], ostride = out->strides[out->ndim - 1];
   int64_t i[TPURT_MAX_DIMS] = {0};
+  int dense = ostride == 1 && w->strides[1] == 1; /* whole rows at once */
   do {
     int64_t row = load_index(ind, i), ooff = 0;
     for (int d = 0; d < ind->ndim; d++) ooff += i[d] * out->strides[d];
-    for (int64_t j = 0; j < D; j++)
-      memcpy(at(out, ooff + j * ostride), at(w, row * w->strides[0] + j * w->strides[1]), es);
+    if (dense) memcpy(at(out, ooff), at(w, row * w->strides[0]), (size_t)D * es);
+    else
+      for (int64_t j = 0; j < D; j++)
+        memcpy(at(out, ooff + j * ostride), at(w, row * w->strides[0] + j * w->strides[1]), es);
   } while (tpurt_next_index(i, ind->sizes, ind->ndim));
   return TPURT_OK;
 }
@@ -126,7 +129,13 @@ tpurt_status tpurt_kernel_embedding_dense_backward(const tpurt_op_call* c) {
     double f = scale ? 1.0 / (double)count[row] : 1.0;
     int64_t goff = 0;
     for (int d = 0; d < ind->ndim; d++) goff += i[d] * g->strides[d];
-    for (int64_t j = 0; j < D; j++) acc[row * D + j] += f * tpurt_load_f64(at(g, goff + j * gs), g->dtype);
+    double* a = acc + row * D;
+    if (g->dtype == TPURT_F32) { /* the common case without a load call per element */
+      const float* gr = (const float*)at(g, goff);
+      for (int64_t j = 0; j < D; j++) a[j] += f * gr[j * gs];
+    } else {
+      for (int64_t j = 0; j < D; j++) a[j] += f * tpurt_load_f64(at(g, goff + j * gs), g->dtype);
+    }
   } while (tpurt_next_index(i, ind->sizes, ind->ndim));
   tpurt_tensor a = {.data = acc, .dtype = TPURT_F64, .ndim = 2, .sizes = {nw, D}, .strides = {D, 1}};
   s = tpurt_copy_tensor(out, &a);
@@ -402,8 +411,10 @@ tpurt_status tpurt_kernel_index(const tpurt_op_call* c) {
 tpurt_status tpurt_kernel_index_put(const tpurt_op_call* c) {
   /* index_put(self, Tensor?[] indices, values, accumulate[, unsafe]) and its in-place forms:
    * out = self; out[indices] = values (broadcast to the indexing result), or += with
-   * accumulate (duplicates add up). */
-  const tpurt_tensor *out = &c->outs[0], *vals = &c->args[2].t;
+   * accumulate (duplicates add up). values may be a CPU scalar (as CUDA allows). */
+  char storage[8];
+  tpurt_tensor scalar_vals = tpurt_scalar_tensor(&c->args[2], storage);
+  const tpurt_tensor *out = &c->outs[0], *vals = &scalar_vals;
   int acc = c->args[3].i != 0;
   index_plan p;
   tpurt_status s = plan_index(&p, out, &c->args[1]);
@@ -500,6 +511,17 @@ tpurt_status tpurt_kernel_flip(const tpurt_op_call* c) {
     v.data = at(&v, (v.sizes[d] - 1) * v.strides[d]);
     v.strides[d] = -v.strides[d];
   }
+  return tpurt_copy_tensor(&c->outs[0], &v);
+}
+
+tpurt_status tpurt_kernel_narrow_copy(const tpurt_op_call* c) {
+  /* narrow_copy(self, dim, start, length): the meta function made CPU's checks; a view
+   * of self copied to out */
+  tpurt_tensor v = c->args[0].t;
+  int64_t d = wrap_dim(c->args[1].i, v.ndim), start = c->args[2].i;
+  if (start < 0) start += v.sizes[d];
+  v.data = at(&v, start * v.strides[d]);
+  v.sizes[d] = c->args[3].i;
   return tpurt_copy_tensor(&c->outs[0], &v);
 }
 

@@ -1,10 +1,11 @@
-/* Dense linear algebra on batches of small matrices, in double whatever the dtype (f32 and
- * f64): LU with partial pivoting (getrf's conventions: 1-based int32 pivots, info = first
- * exactly-zero pivot), LU solves, det/slogdet, inverse, solve, Cholesky, Householder QR
- * (geqrf's sign conventions) with geqrf/ormqr themselves, triangular solves.
+/* Dense linear algebra on batches of small matrices, in complex double whatever the dtype (see
+ * linalg.h): LU with partial pivoting (getrf's conventions: 1-based int32 pivots chosen by
+ * cabs1, info = first exactly-zero pivot), LU solves, det/slogdet, inverse, solve, Cholesky,
+ * Householder QR (geqrf's sign conventions) with geqrf/ormqr themselves, triangular solves.
  *
- * det and slogdet factor A^T instead of A when A is contiguous, as ATen does (their LU and
- * pivots outputs feed the backward's lu_solve with adjoint=!that); solve and inv factor A. */
+ * det and slogdet factor A^T instead of A when A is real and contiguous, as ATen does (their LU
+ * and pivots outputs feed the backward's lu_solve with adjoint=!that); solve and inv factor A.
+ * X op(A) = B is solved as op(A)^H X^H = B^H. */
 #include <stdlib.h>
 
 #include "linalg.h"
@@ -12,17 +13,17 @@
 /* ---------------------------------------------------------------- factorizations */
 /* In-place LU of row-major a (m x n) with row pivots piv[0..min(m,n)) (0-based, swaps in
  * order); returns getrf's info: 1-based index of the first exactly-zero pivot, else 0. */
-static int64_t getrf(double* a, int64_t m, int64_t n, int* piv) {
+static int64_t getrf(la_t* a, int64_t m, int64_t n, int* piv) {
   int64_t k = m < n ? m : n, info = 0;
   for (int64_t j = 0; j < k; j++) {
     int64_t p = j;
     for (int64_t i = j + 1; i < m; i++)
-      if (fabs(a[i * n + j]) > fabs(a[p * n + j])) p = i;
+      if (la_abs1(a[i * n + j]) > la_abs1(a[p * n + j])) p = i;
     piv[j] = (int)p;
     if (a[p * n + j] != 0) {
       if (p != j)
         for (int64_t c = 0; c < n; c++) {
-          double t = a[j * n + c];
+          la_t t = a[j * n + c];
           a[j * n + c] = a[p * n + c];
           a[p * n + c] = t;
         }
@@ -31,7 +32,7 @@ static int64_t getrf(double* a, int64_t m, int64_t n, int* piv) {
       info = j + 1;
     }
     for (int64_t i = j + 1; i < m; i++) {
-      double l = a[i * n + j];
+      la_t l = a[i * n + j];
       if (l != 0)
         for (int64_t c = j + 1; c < n; c++) a[i * n + c] -= l * a[j * n + c];
     }
@@ -39,11 +40,11 @@ static int64_t getrf(double* a, int64_t m, int64_t n, int* piv) {
   return info;
 }
 
-/* Solve (P L U) X = B (adjoint: (P L U)^T X = B) in place; b is row-major n x r. */
-static void getrs(const double* lu, const int* piv, int64_t n, double* b, int64_t r, int adjoint) {
+/* Solve (P L U) X = B (adjoint: (P L U)^H X = B) in place; b is row-major n x r. */
+static void getrs(const la_t* lu, const int* piv, int64_t n, la_t* b, int64_t r, int adjoint) {
 #define SWAP_ROWS(x, y)                     \
   for (int64_t c = 0; c < r; c++) {         \
-    double t = b[(x) * r + c];              \
+    la_t t = b[(x) * r + c];                \
     b[(x) * r + c] = b[(y) * r + c];        \
     b[(y) * r + c] = t;                     \
   }
@@ -55,20 +56,20 @@ static void getrs(const double* lu, const int* piv, int64_t n, double* b, int64_
         for (int64_t c = 0; c < r; c++) b[i * r + c] -= lu[i * n + k] * b[k * r + c];
     for (int64_t i = n - 1; i >= 0; i--) /* U x = y */
       for (int64_t c = 0; c < r; c++) {
-        double s = b[i * r + c];
+        la_t s = b[i * r + c];
         for (int64_t k = i + 1; k < n; k++) s -= lu[i * n + k] * b[k * r + c];
         b[i * r + c] = s / lu[i * n + i];
       }
   } else {
-    for (int64_t i = 0; i < n; i++) /* U^T y = b */
+    for (int64_t i = 0; i < n; i++) /* U^H y = b */
       for (int64_t c = 0; c < r; c++) {
-        double s = b[i * r + c];
-        for (int64_t k = 0; k < i; k++) s -= lu[k * n + i] * b[k * r + c];
-        b[i * r + c] = s / lu[i * n + i];
+        la_t s = b[i * r + c];
+        for (int64_t k = 0; k < i; k++) s -= conj(lu[k * n + i]) * b[k * r + c];
+        b[i * r + c] = s / conj(lu[i * n + i]);
       }
-    for (int64_t i = n - 1; i >= 0; i--) /* L^T z = y */
+    for (int64_t i = n - 1; i >= 0; i--) /* L^H z = y */
       for (int64_t k = i + 1; k < n; k++)
-        for (int64_t c = 0; c < r; c++) b[i * r + c] -= lu[k * n + i] * b[k * r + c];
+        for (int64_t c = 0; c < r; c++) b[i * r + c] -= conj(lu[k * n + i]) * b[k * r + c];
     for (int64_t k = n - 1; k >= 0; k--)
       if (piv[k] != k) SWAP_ROWS(k, piv[k])
   }
@@ -92,9 +93,9 @@ tpurt_status tpurt_kernel_lu_factor_ex(const tpurt_op_call* c) {
   scratch s = {0};
   if ((st = scratch_alloc(&s, m * n, 0, k))) return st;
   FOR_BATCH(b, nb, bs) {
-    mv_load(&a, b, nb, s.a, 0);
+    mv_load(&a, b, nb, s.a, LA_PLAIN);
     int64_t info = getrf(s.a, m, n, s.piv);
-    mv_store(&lu, b, nb, s.a, 0);
+    mv_store(&lu, b, nb, s.a, LA_PLAIN);
     put_pivots(&c->outs[1], b, nb, s.piv, k);
     put_info(&c->outs[2], b, nb, info);
     if (info && c->args[2].i) {
@@ -109,9 +110,9 @@ tpurt_status tpurt_kernel_lu_factor_ex(const tpurt_op_call* c) {
 }
 
 /* P, L, U of a row-major LU factorization (P/L/U views with no elements are skipped);
- * w: scratch of m * max(m, n) doubles, perm: m ints */
-static void lu_unpack_one(const double* lu, const int* piv, int64_t m, int64_t n, const mview* P, const mview* L,
-                          const mview* U, const int64_t* b, int nb, double* w, int* perm) {
+ * w: scratch of m * max(m, n) elements, perm: m ints */
+static void lu_unpack_one(const la_t* lu, const int* piv, int64_t m, int64_t n, const mview* P, const mview* L,
+                          const mview* U, const int64_t* b, int nb, la_t* w, int* perm) {
   int64_t k = m < n ? m : n;
   if (tpurt_numel(P->t)) {
     for (int64_t i = 0; i < m; i++) perm[i] = (int)i;
@@ -121,19 +122,19 @@ static void lu_unpack_one(const double* lu, const int* piv, int64_t m, int64_t n
       perm[piv[j]] = t;
     }
     /* row i of L U is row perm[i] of A: P[perm[i], i] = 1 */
-    memset(w, 0, sizeof(double) * (size_t)(m * m));
+    for (int64_t i = 0; i < m * m; i++) w[i] = 0;
     for (int64_t i = 0; i < m; i++) w[perm[i] * m + i] = 1;
-    mv_store(P, b, nb, w, 0);
+    mv_store(P, b, nb, w, LA_PLAIN);
   }
   if (tpurt_numel(L->t)) {
     for (int64_t i = 0; i < m; i++)
       for (int64_t j = 0; j < k; j++) w[i * k + j] = j < i ? lu[i * n + j] : j == i ? 1 : 0;
-    mv_store(L, b, nb, w, 0);
+    mv_store(L, b, nb, w, LA_PLAIN);
   }
   if (tpurt_numel(U->t)) {
     for (int64_t i = 0; i < k; i++)
       for (int64_t j = 0; j < n; j++) w[i * n + j] = j >= i ? lu[i * n + j] : 0;
-    mv_store(U, b, nb, w, 0);
+    mv_store(U, b, nb, w, LA_PLAIN);
   }
 }
 
@@ -155,7 +156,7 @@ tpurt_status tpurt_kernel_lu(const tpurt_op_call* c) {
   scratch s = {0};
   if ((st = scratch_alloc(&s, m * n, m * (m > n ? m : n), k + m))) return st;
   FOR_BATCH(b, nb, bs) {
-    mv_load(&a, b, nb, s.a, 0);
+    mv_load(&a, b, nb, s.a, LA_PLAIN);
     getrf(s.a, m, n, s.piv);
     lu_unpack_one(s.a, s.piv, m, n, &P, &L, &U, b, nb, s.b, s.piv + k);
   }
@@ -184,7 +185,7 @@ tpurt_status tpurt_kernel_lu_unpack(const tpurt_op_call* c) {
   scratch s = {0};
   if ((st = scratch_alloc(&s, m * n, m * (m > n ? m : n), k + m))) return st;
   FOR_BATCH(b, nb, bs) {
-    mv_load(&lu, b, nb, s.a, 0);
+    mv_load(&lu, b, nb, s.a, LA_PLAIN);
     for (int64_t i = 0; i < k; i++) {
       int64_t p = tpurt_load_i64(mv_ptr(&pv, b, nb, i, 0), pv.t->dtype) - 1;
       if (p < 0 || p >= m) {
@@ -218,23 +219,23 @@ tpurt_status tpurt_kernel_lu_solve(const tpurt_op_call* c) {
   tpurt_status st = scratch_alloc(&s, n * n, n * r, n);
   if (st) return st;
   FOR_BATCH(b, nb, bs) {
-    mv_load(&lu, b, nb, s.a, 0);
+    mv_load(&lu, b, nb, s.a, LA_PLAIN);
     for (int64_t i = 0; i < n; i++) s.piv[i] = (int)tpurt_load_i64(mv_ptr(&piv, b, nb, i, 0), piv.t->dtype) - 1;
-    /* X A = B is A^T X^T = B^T */
-    mv_load(&B, b, nb, s.b, !left);
+    mv_load(&B, b, nb, s.b, left ? LA_PLAIN : LA_ADJ);
     getrs(s.a, s.piv, n, s.b, r, left ? adjoint : !adjoint);
-    mv_store(&X, b, nb, s.b, !left);
+    mv_store(&X, b, nb, s.b, left ? LA_PLAIN : LA_ADJ);
   }
   free(s.a);
   return TPURT_OK;
 }
 
-/* det and slogdet: LU of A^T when A is contiguous (ATen's choice), then the diagonal */
+/* det and slogdet: LU of A^T when A is real and contiguous (ATen's choice), then the diagonal;
+ * the sign is the product of the pivots' phases (+-1 for real A) */
 static tpurt_status det_family(const tpurt_op_call* c, int slog) {
   const tpurt_tensor* A = &c->args[0].t;
   tpurt_status st = dtype_check(slog ? "linalg.slogdet" : "linalg.det", A);
   if (st) return st;
-  int nb, trans = tpurt_is_contiguous(A);
+  int nb, trans = tpurt_is_contiguous(A) && A->dtype != TPURT_C64;
   int64_t bs[TPURT_MAX_DIMS];
   if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
   const tpurt_tensor *o_lu = &c->outs[slog ? 2 : 1], *o_piv = &c->outs[slog ? 3 : 2];
@@ -245,16 +246,17 @@ static tpurt_status det_family(const tpurt_op_call* c, int slog) {
   scratch s = {0};
   if ((st = scratch_alloc(&s, n * n, 0, n))) return st;
   FOR_BATCH(b, nb, bs) {
-    mv_load(&a, b, nb, s.a, trans);
+    mv_load(&a, b, nb, s.a, trans ? LA_TRANS : LA_PLAIN);
     getrf(s.a, n, n, s.piv);
-    mv_store(&lu, b, nb, s.a, 0);
+    mv_store(&lu, b, nb, s.a, LA_PLAIN);
     put_pivots(o_piv, b, nb, s.piv, n);
-    double det = 1, logabs = 0, sign = 1;
+    la_t det = 1, sign = 1;
+    double logabs = 0;
     for (int64_t i = 0; i < n; i++) {
-      double u = s.a[i * n + i];
+      la_t u = s.a[i * n + i];
       det *= u;
-      logabs += log(fabs(u));
-      if (u < 0) sign = -sign;
+      logabs += log(cabs(u));
+      sign *= la_phase(u);
       if (s.piv[i] != i) {
         det = -det;
         sign = -sign;
@@ -262,10 +264,10 @@ static tpurt_status det_family(const tpurt_op_call* c, int slog) {
       if (u == 0) sign = 0;
     }
     if (slog) {
-      tpurt_store_f64(batch_ptr(&c->outs[0], b, nb), c->outs[0].dtype, sign);
+      la_store(batch_ptr(&c->outs[0], b, nb), c->outs[0].dtype, sign);
       tpurt_store_f64(batch_ptr(&c->outs[1], b, nb), c->outs[1].dtype, sign == 0 ? -INFINITY : logabs);
     } else {
-      tpurt_store_f64(batch_ptr(&c->outs[0], b, nb), c->outs[0].dtype, det);
+      la_store(batch_ptr(&c->outs[0], b, nb), c->outs[0].dtype, det);
     }
   }
   free(s.a);
@@ -295,10 +297,10 @@ static tpurt_status solve(const tpurt_op_call* c, const tpurt_tensor* B, int lef
   scratch s = {0};
   if ((st = scratch_alloc(&s, n * n, n * r, n))) return st;
   FOR_BATCH(b, nb, bs) {
-    mv_load(&a, b, nb, s.a, 0);
+    mv_load(&a, b, nb, s.a, LA_PLAIN);
     int64_t info = getrf(s.a, n, n, s.piv);
     if (o_lu) {
-      mv_store(&lu, b, nb, s.a, 0);
+      mv_store(&lu, b, nb, s.a, LA_PLAIN);
       put_pivots(o_piv, b, nb, s.piv, n);
     }
     put_info(o_info, b, nb, info);
@@ -309,13 +311,12 @@ static tpurt_status solve(const tpurt_op_call* c, const tpurt_tensor* B, int lef
       break;
     }
     if (ident) {
-      memset(s.b, 0, sizeof(double) * (size_t)(n * n));
-      for (int64_t i = 0; i < n; i++) s.b[i * n + i] = 1;
+      for (int64_t i = 0; i < n * n; i++) s.b[i] = i % (n + 1) == 0;
     } else {
-      mv_load(&b_, b, nb, s.b, !left); /* X A = B is A^T X^T = B^T */
+      mv_load(&b_, b, nb, s.b, left ? LA_PLAIN : LA_ADJ);
     }
     getrs(s.a, s.piv, n, s.b, r, !left);
-    mv_store(&x, b, nb, s.b, !left);
+    mv_store(&x, b, nb, s.b, left ? LA_PLAIN : LA_ADJ);
   }
   free(s.a);
   return st;
@@ -333,9 +334,10 @@ tpurt_status tpurt_kernel_inv_ex(const tpurt_op_call* c) {
 }
 
 /* ---------------------------------------------------------------- Cholesky */
-/* potrf on the lower triangle of A into L (or L^H when upper); info (NULL: none) gets the
- * order of the first leading minor that is not positive definite, which is an error when
- * check_errors. */
+/* potrf on the lower triangle of A into L, or on the upper one into U = L^H when upper (L is then
+ * the factor of A^H, whose lower triangle that is); as LAPACK, the diagonal's imaginary parts are
+ * not read. info (NULL: none) gets the order of the first leading minor that is not positive
+ * definite, which is an error when check_errors. */
 static tpurt_status cholesky_run(const char* name, const tpurt_tensor* A, int upper, const tpurt_tensor* out,
                                  const tpurt_tensor* o_info, int check_errors) {
   tpurt_status st = dtype_check(name, A);
@@ -350,12 +352,12 @@ static tpurt_status cholesky_run(const char* name, const tpurt_tensor* A, int up
   scratch s = {0};
   if ((st = scratch_alloc(&s, n * n, 0, 0))) return st;
   FOR_BATCH(b, nb, bs) {
-    double* L = s.a;
-    mv_load(&a, b, nb, L, 0);
+    la_t* L = s.a;
+    mv_load(&a, b, nb, L, upper ? LA_ADJ : LA_PLAIN);
     int64_t info = 0;
     for (int64_t j = 0; j < n && !info; j++) {
-      double d = L[j * n + j];
-      for (int64_t k = 0; k < j; k++) d -= L[j * n + k] * L[j * n + k];
+      double d = creal(L[j * n + j]);
+      for (int64_t k = 0; k < j; k++) d -= la_abs2(L[j * n + k]);
       if (!(d > 0)) {
         info = j + 1;
         break;
@@ -363,14 +365,14 @@ static tpurt_status cholesky_run(const char* name, const tpurt_tensor* A, int up
       d = sqrt(d);
       L[j * n + j] = d;
       for (int64_t i = j + 1; i < n; i++) {
-        double v = L[i * n + j];
-        for (int64_t k = 0; k < j; k++) v -= L[i * n + k] * L[j * n + k];
+        la_t v = L[i * n + j];
+        for (int64_t k = 0; k < j; k++) v -= L[i * n + k] * conj(L[j * n + k]);
         L[i * n + j] = v / d;
       }
     }
     for (int64_t i = 0; i < n; i++)
       for (int64_t j = i + 1; j < n; j++) L[i * n + j] = 0;
-    mv_store(&l, b, nb, L, upper);
+    mv_store(&l, b, nb, L, upper ? LA_ADJ : LA_PLAIN);
     if (o_info) put_info(o_info, b, nb, info);
     if (info && check_errors) {
       st = tpurt_fail(TPURT_ERR_LINALG, "%s: The factorization could not be completed because the input is not "
@@ -395,44 +397,46 @@ tpurt_status tpurt_kernel_cholesky(const tpurt_op_call* c) {
 }
 
 /* ---------------------------------------------------------------- QR */
-/* geqrf on row-major x (m x n) in place: R on and above the diagonal, the Householder vectors
- * below it (v_j = 1 implied), their scale factors in tau[0..min(m, n)). LAPACK's conventions:
- * beta = -sign(alpha) * norm, no reflection (tau = 0) for an already-zero column. */
-void la_householder_qr(double* x, int64_t m, int64_t n, double* tau) {
-  int64_t k = m < n ? m : n;
-  for (int64_t j = 0; j < k; j++) {
-    double alpha = x[j * n + j], xn = 0;
-    for (int64_t i = j + 1; i < m; i++) xn = hypot(xn, x[i * n + j]);
-    tau[j] = 0;
-    if (xn == 0) continue;
-    double beta = -copysign(hypot(alpha, xn), alpha);
-    tau[j] = (beta - alpha) / beta;
-    for (int64_t i = j + 1; i < m; i++) x[i * n + j] /= alpha - beta;
-    x[j * n + j] = beta;
-    for (int64_t cc = j + 1; cc < n; cc++) { /* (I - tau v v^T) on the trailing columns, v_j = 1 */
-      double w = x[j * n + cc];
-      for (int64_t i = j + 1; i < m; i++) w += x[i * n + j] * x[i * n + cc];
-      w *= tau[j];
-      x[j * n + cc] -= w;
-      for (int64_t i = j + 1; i < m; i++) x[i * n + cc] -= w * x[i * n + j];
-    }
+/* y (row-major rows x r) <- H y, or H^H y when adj, for H = I - tau v v^H with v = (1, the
+ * column of v below row j) (LAPACK's zlarf on the rows from j). */
+static void apply_reflector(const la_t* v, int64_t ldv, la_t tau, int64_t j, la_t* y, int64_t rows, int64_t r,
+                            int64_t c0, int adj) {
+  la_t t = adj ? conj(tau) : tau;
+  for (int64_t cc = c0; cc < r; cc++) {
+    la_t w = y[j * r + cc];
+    for (int64_t i = j + 1; i < rows; i++) w += conj(v[i * ldv + j]) * y[i * r + cc];
+    w *= t;
+    y[j * r + cc] -= w;
+    for (int64_t i = j + 1; i < rows; i++) y[i * r + cc] -= w * v[i * ldv + j];
   }
 }
 
-/* y (row-major rows x r) <- Q y, or Q^T y when trans, for Q = H_0 ... H_{k-1} given by the
+/* geqrf on row-major x (m x n) in place: R on and above the diagonal, the Householder vectors
+ * below it (v_j = 1 implied), their scale factors in tau[0..min(m, n)). LAPACK's zlarfg
+ * conventions: beta = -sign(re alpha) * norm (real), tau = (beta - alpha) / beta, no reflection
+ * (tau = 0) for a column already zero below a real diagonal. */
+void la_householder_qr(la_t* x, int64_t m, int64_t n, la_t* tau) {
+  int64_t k = m < n ? m : n;
+  for (int64_t j = 0; j < k; j++) {
+    la_t alpha = x[j * n + j];
+    double xn = 0;
+    for (int64_t i = j + 1; i < m; i++) xn = hypot(xn, cabs(x[i * n + j]));
+    tau[j] = 0;
+    if (xn == 0 && cimag(alpha) == 0) continue;
+    double beta = -copysign(hypot(cabs(alpha), xn), creal(alpha));
+    tau[j] = CMPLX((beta - creal(alpha)) / beta, -cimag(alpha) / beta);
+    for (int64_t i = j + 1; i < m; i++) x[i * n + j] /= alpha - beta;
+    x[j * n + j] = beta;
+    apply_reflector(x, n, tau[j], j, x, m, n, j + 1, 1); /* H^H on the trailing columns */
+  }
+}
+
+/* y (row-major rows x r) <- Q y, or Q^H y when adj, for Q = H_0 ... H_{k-1} given by the
  * reflectors below the diagonal of v (row stride ldv) and tau (ormqr / orgqr). */
-void la_apply_q(const double* v, int64_t ldv, const double* tau, int64_t k, double* y, int64_t rows, int64_t r,
-                int trans) {
+void la_apply_q(const la_t* v, int64_t ldv, const la_t* tau, int64_t k, la_t* y, int64_t rows, int64_t r, int adj) {
   for (int64_t jj = 0; jj < k; jj++) {
-    int64_t j = trans ? jj : k - 1 - jj;
-    if (tau[j] == 0) continue;
-    for (int64_t cc = 0; cc < r; cc++) {
-      double w = y[j * r + cc];
-      for (int64_t i = j + 1; i < rows; i++) w += v[i * ldv + j] * y[i * r + cc];
-      w *= tau[j];
-      y[j * r + cc] -= w;
-      for (int64_t i = j + 1; i < rows; i++) y[i * r + cc] -= w * v[i * ldv + j];
-    }
+    int64_t j = adj ? jj : k - 1 - jj;
+    if (tau[j] != 0) apply_reflector(v, ldv, tau[j], j, y, rows, r, 0, adj);
   }
 }
 
@@ -452,17 +456,18 @@ tpurt_status tpurt_kernel_geqrf(const tpurt_op_call* c) {
   scratch s = {0};
   if ((st = scratch_alloc(&s, m * n + k, 0, 0))) return st;
   FOR_BATCH(b, nb, bs) {
-    mv_load(&a, b, nb, s.a, 0);
+    mv_load(&a, b, nb, s.a, LA_PLAIN);
     la_householder_qr(s.a, m, n, s.a + m * n);
-    mv_store(&o, b, nb, s.a, 0);
-    if (k) mv_store(&t, b, nb, s.a + m * n, 0);
+    mv_store(&o, b, nb, s.a, LA_PLAIN);
+    if (k) mv_store(&t, b, nb, s.a + m * n, LA_PLAIN);
   }
   free(s.a);
   return TPURT_OK;
 }
 
 tpurt_status tpurt_kernel_ormqr(const tpurt_op_call* c) {
-  /* ormqr(A, tau, C, left, transpose): op(Q) C or C op(Q); C op(Q) = (op(Q)^T C^T)^T */
+  /* ormqr(A, tau, C, left, transpose): op(Q) C or C op(Q), op(Q) = Q^H when transpose;
+   * C op(Q) = (op(Q)^H C^H)^H */
   const tpurt_tensor *A = &c->args[0].t, *out = &c->outs[0];
   tpurt_status st = dtype_check("ormqr", A);
   if (st) return st;
@@ -478,11 +483,11 @@ tpurt_status tpurt_kernel_ormqr(const tpurt_op_call* c) {
   scratch s = {0};
   if ((st = scratch_alloc(&s, a.rows * a.cols + k, C.rows * C.cols, 0))) return st;
   FOR_BATCH(b, nb, bs) {
-    mv_load(&a, b, nb, s.a, 0);
-    mv_load(&t, b, nb, s.a + a.rows * a.cols, 0);
-    mv_load(&C, b, nb, s.b, !left);
+    mv_load(&a, b, nb, s.a, LA_PLAIN);
+    mv_load(&t, b, nb, s.a + a.rows * a.cols, LA_PLAIN);
+    mv_load(&C, b, nb, s.b, left ? LA_PLAIN : LA_ADJ);
     la_apply_q(s.a, a.cols, s.a + a.rows * a.cols, k, s.b, rows, r, left ? trans : !trans);
-    mv_store(&o, b, nb, s.b, !left);
+    mv_store(&o, b, nb, s.b, left ? LA_PLAIN : LA_ADJ);
   }
   free(s.a);
   return TPURT_OK;
@@ -505,21 +510,21 @@ tpurt_status tpurt_kernel_qr(const tpurt_op_call* c) {
   int64_t m = a.rows, n = a.cols, k = m < n ? m : n, qc = complete ? m : k, rr = complete ? m : k;
   scratch s = {0};
   if ((st = scratch_alloc(&s, m * n + k, m * (qc > n ? qc : n), 0))) return st;
-  double* tau = s.a + m * n;
+  la_t* tau = s.a + m * n;
   FOR_BATCH(b, nb, bs) {
-    double* x = s.a;
-    mv_load(&a, b, nb, x, 0);
+    la_t* x = s.a;
+    mv_load(&a, b, nb, x, LA_PLAIN);
     la_householder_qr(x, m, n, tau);
-    double* o = s.b;
+    la_t* o = s.b;
     for (int64_t i = 0; i < rr; i++)
       for (int64_t j = 0; j < n; j++) o[i * n + j] = j >= i ? x[i * n + j] : 0;
-    mv_store(&r, b, nb, o, 0);
+    mv_store(&r, b, nb, o, LA_PLAIN);
     if (!want_q) continue;
     /* Q = H_0 ... H_{k-1} applied to the first qc columns of the identity */
     for (int64_t i = 0; i < m; i++)
       for (int64_t j = 0; j < qc; j++) o[i * qc + j] = i == j;
     la_apply_q(x, n, tau, k, o, m, qc, 0);
-    mv_store(&q, b, nb, o, 0);
+    mv_store(&q, b, nb, o, LA_PLAIN);
   }
   free(s.a);
   return TPURT_OK;
@@ -527,11 +532,11 @@ tpurt_status tpurt_kernel_qr(const tpurt_op_call* c) {
 
 /* ---------------------------------------------------------------- triangular solves */
 /* x (row-major n x r) <- T^-1 x for the upper (else lower) triangle of row-major t */
-static void trsm(const double* t, int64_t n, int upper, int unit, double* x, int64_t r) {
+static void trsm(const la_t* t, int64_t n, int upper, int unit, la_t* x, int64_t r) {
   for (int64_t ii = 0; ii < n; ii++) {
     int64_t i = upper ? n - 1 - ii : ii; /* back substitution for upper, forward for lower */
     for (int64_t cc = 0; cc < r; cc++) {
-      double v = x[i * r + cc];
+      la_t v = x[i * r + cc];
       for (int64_t k = upper ? i + 1 : 0; k < (upper ? n : i); k++) v -= t[i * n + k] * x[k * r + cc];
       x[i * r + cc] = unit ? v : v / t[i * n + i];
     }
@@ -556,10 +561,10 @@ static tpurt_status tri_solve(const tpurt_op_call* c, int a_arg, int b_arg, int 
   scratch s = {0};
   if ((st = scratch_alloc(&s, n * n, n * r, 0))) return st;
   FOR_BATCH(b, nb, bs) {
-    mv_load(&a, b, nb, s.a, ta);
-    mv_load(&B, b, nb, s.b, !left);
+    mv_load(&a, b, nb, s.a, ta ? LA_TRANS : LA_PLAIN);
+    mv_load(&B, b, nb, s.b, left ? LA_PLAIN : LA_TRANS);
     trsm(s.a, n, ta ? !upper : upper, unit, s.b, r);
-    mv_store(&X, b, nb, s.b, !left);
+    mv_store(&X, b, nb, s.b, left ? LA_PLAIN : LA_TRANS);
   }
   free(s.a);
   return TPURT_OK;
@@ -577,7 +582,7 @@ tpurt_status tpurt_kernel_triangular_solve(const tpurt_op_call* c) {
   return st ? st : tpurt_copy_tensor(&c->outs[1], &c->args[1].t);
 }
 
-/* (L L^T)^-1 B, or (U^T U)^-1 B when upper, for Cholesky factors; B = identity when ident */
+/* (L L^H)^-1 B, or (U^H U)^-1 B when upper, for Cholesky factors; B = identity when NULL */
 static tpurt_status cholesky_apply(const tpurt_op_call* c, const tpurt_tensor* F, const tpurt_tensor* B, int upper,
                                    const char* api) {
   const tpurt_tensor* out = &c->outs[0];
@@ -594,22 +599,19 @@ static tpurt_status cholesky_apply(const tpurt_op_call* c, const tpurt_tensor* F
   scratch s = {0};
   if ((st = scratch_alloc(&s, n * n, n * r, 0))) return st;
   FOR_BATCH(b, nb, bs) {
-    mv_load(&f, b, nb, s.a, upper); /* as the lower factor L either way */
-    if (B) {
-      mv_load(&bv, b, nb, s.b, 0);
-    } else {
-      memset(s.b, 0, sizeof(double) * (size_t)(n * r));
-      for (int64_t i = 0; i < n; i++) s.b[i * r + i] = 1;
-    }
+    mv_load(&f, b, nb, s.a, upper ? LA_ADJ : LA_PLAIN); /* as the lower factor L either way */
+    if (B) mv_load(&bv, b, nb, s.b, LA_PLAIN);
+    else
+      for (int64_t i = 0; i < n * r; i++) s.b[i] = i % (r + 1) == 0;
     trsm(s.a, n, 0, 0, s.b, r); /* L y = b */
-    for (int64_t i = 0; i < n; i++) /* L^T x = y: the transpose in place */
-      for (int64_t j = i + 1; j < n; j++) {
-        double t = s.a[i * n + j];
-        s.a[i * n + j] = s.a[j * n + i];
-        s.a[j * n + i] = t;
+    for (int64_t i = 0; i < n; i++) /* L^H x = y: the conjugate transpose in place */
+      for (int64_t j = i; j < n; j++) {
+        la_t t = s.a[i * n + j];
+        s.a[i * n + j] = conj(s.a[j * n + i]);
+        s.a[j * n + i] = conj(t);
       }
     trsm(s.a, n, 1, 0, s.b, r);
-    mv_store(&X, b, nb, s.b, 0);
+    mv_store(&X, b, nb, s.b, LA_PLAIN);
   }
   free(s.a);
   return TPURT_OK;

@@ -1,11 +1,27 @@
 /* Helpers shared by the linalg kernels (linalg.c: LU, Cholesky, QR, triangular solves;
  * linalg_decomp.c: SVD, eigh, lstsq, LDL, matrix_exp, householder_product): strided batched
- * matrix views loaded into and stored from row-major double scratch. */
+ * matrix views loaded into and stored from row-major complex-double scratch.
+ *
+ * Every algorithm computes in complex double whatever the dtype (float32, float64, complex64):
+ * one body serves all three. A real matrix is a complex one with zero imaginary parts, on which
+ * complex +, -, * and / round exactly as the real operations do (for finite values), and on
+ * which LAPACK's complex conventions (conjugate transposes, cabs1 pivoting, zlarfg's
+ * reflectors) reduce to its real ones; so real results are those of a real implementation. */
 #ifndef TPURT_KERNELS_LINALG_H
 #define TPURT_KERNELS_LINALG_H
+#include <complex.h>
 #include <stdlib.h>
 
 #include "reduce.h"
+
+typedef double _Complex la_t;
+
+/* LAPACK's cabs1 (|re| + |im|): the magnitude izamax and the pivot rules compare */
+static inline double la_abs1(la_t z) { return fabs(creal(z)) + fabs(cimag(z)); }
+/* |z|^2, without the hypot of cabs */
+static inline double la_abs2(la_t z) { return creal(z) * creal(z) + cimag(z) * cimag(z); }
+/* z scaled to unit modulus: the phase (1 for 0) */
+static inline la_t la_phase(la_t z) { return z == 0 ? 1 : z / cabs(z); }
 
 /* ---------------------------------------------------------------- batched matrix views */
 typedef struct mview {
@@ -35,21 +51,49 @@ static inline char* mv_ptr(const mview* v, const int64_t* b, int nb, int64_t i, 
   return (char*)v->t->data + o * (int64_t)tpurt_dtype_size((tpurt_dtype)v->t->dtype);
 }
 
-/* a (row-major) <- the matrix, or its transpose when trans */
-static inline void mv_load(const mview* v, const int64_t* b, int nb, double* a, int trans) {
+/* How a matrix is read into or written from scratch: as it is, transposed, or conjugate
+ * transposed (the same as transposed for real dtypes). */
+enum { LA_PLAIN, LA_TRANS, LA_ADJ };
+
+static inline la_t la_load(const void* p, int dtype) {
+  if (dtype != TPURT_C64) return tpurt_load_f64(p, dtype);
+  const tpurt_c64* z = p;
+  return CMPLX(z->re, z->im);
+}
+/* a real dtype keeps the real part */
+static inline void la_store(void* p, int dtype, la_t x) {
+  if (dtype != TPURT_C64) {
+    tpurt_store_f64(p, dtype, creal(x));
+    return;
+  }
+  tpurt_c64* z = p;
+  z->re = (float)creal(x);
+  z->im = (float)cimag(x);
+}
+
+/* a (row-major) <- op(matrix), op by mode (LA_PLAIN, LA_TRANS, LA_ADJ) */
+static inline void mv_load(const mview* v, const int64_t* b, int nb, la_t* a, int mode) {
   for (int64_t i = 0; i < v->rows; i++)
     for (int64_t j = 0; j < v->cols; j++) {
-      double x = tpurt_load_f64(mv_ptr(v, b, nb, i, j), v->t->dtype);
-      if (trans) a[j * v->rows + i] = x;
-      else a[i * v->cols + j] = x;
+      la_t x = la_load(mv_ptr(v, b, nb, i, j), v->t->dtype);
+      if (mode == LA_PLAIN) a[i * v->cols + j] = x;
+      else a[j * v->rows + i] = mode == LA_ADJ ? conj(x) : x;
     }
 }
 
-/* the matrix <- a (row-major), or a's transpose when trans */
-static inline void mv_store(const mview* v, const int64_t* b, int nb, const double* a, int trans) {
+/* the matrix <- op(a) for row-major a, op by mode */
+static inline void mv_store(const mview* v, const int64_t* b, int nb, const la_t* a, int mode) {
   for (int64_t i = 0; i < v->rows; i++)
-    for (int64_t j = 0; j < v->cols; j++)
-      tpurt_store_f64(mv_ptr(v, b, nb, i, j), v->t->dtype, trans ? a[j * v->rows + i] : a[i * v->cols + j]);
+    for (int64_t j = 0; j < v->cols; j++) {
+      la_t x = mode == LA_PLAIN ? a[i * v->cols + j] : mode == LA_ADJ ? conj(a[j * v->rows + i]) : a[j * v->rows + i];
+      la_store(mv_ptr(v, b, nb, i, j), v->t->dtype, x);
+    }
+}
+
+/* the matrix <- row-major real a: singular values, eigenvalues, residuals (real outputs) */
+static inline void mv_store_real(const mview* v, const int64_t* b, int nb, const double* a) {
+  for (int64_t i = 0; i < v->rows; i++)
+    for (int64_t j = 0; j < v->cols; j++) tpurt_store_f64(mv_ptr(v, b, nb, i, j), v->t->dtype, a[i * v->cols + j]);
 }
 
 /* Element of a per-batch output (info, det, sign: t's dims are the trailing batch dims). */
@@ -77,22 +121,22 @@ static inline int batch_of(const tpurt_tensor* t, int mdims, int* nb, int64_t* s
 #define FOR_BATCH(b, nb, sizes) \
   for (int64_t b[TPURT_MAX_DIMS] = {0}, _go = 1; _go; _go = (nb) > 0 && tpurt_next_index(b, sizes, nb))
 
-static inline int is_float_ok(int dt) { return dt == TPURT_F32 || dt == TPURT_F64; }
+static inline int is_float_ok(int dt) { return dt == TPURT_F32 || dt == TPURT_F64 || dt == TPURT_C64; }
 static inline tpurt_status dtype_check(const char* api, const tpurt_tensor* t) {
   if (is_float_ok(t->dtype)) return TPURT_OK;
-  return tpurt_fail(TPURT_ERR_RUNTIME, "%s: Expected a floating point tensor as input. Got %s", api,
+  return tpurt_fail(TPURT_ERR_RUNTIME, "%s: Expected a floating point or complex tensor as input. Got %s", api,
                     tpurt_dtype_name((tpurt_dtype)t->dtype));
 }
 
 /* ---------------------------------------------------------------- scratch */
 typedef struct scratch {
-  double* a;  /* matrix */
-  double* b;  /* right-hand sides / second matrix */
+  la_t* a; /* matrix */
+  la_t* b; /* right-hand sides / second matrix */
   int* piv;
 } scratch;
 
 static inline tpurt_status scratch_alloc(scratch* s, int64_t na, int64_t nb, int64_t np) {
-  s->a = malloc(sizeof(double) * (size_t)(na + nb + 2) + sizeof(int) * (size_t)(np + 1));
+  s->a = malloc(sizeof(la_t) * (size_t)(na + nb + 2) + sizeof(int) * (size_t)(np + 1));
   if (!s->a) return tpurt_fail(TPURT_ERR_OOM, "linalg: out of host memory for scratch");
   s->b = s->a + na + 1;
   s->piv = (int*)(s->b + nb + 1);
@@ -102,20 +146,20 @@ static inline tpurt_status scratch_alloc(scratch* s, int64_t na, int64_t nb, int
 /* ---------------------------------------------------------------- batches across the pool */
 /* One matrix of a batch: its batch index b, ws: the per-thread scratch. Returns 0, or a
  * kernel-defined nonzero code that la_for_batch reports. */
-typedef int (*la_matrix_fn)(void* ctx, const int64_t* b, double* ws);
+typedef int (*la_matrix_fn)(void* ctx, const int64_t* b, la_t* ws);
 
 typedef struct la_batch_job {
   la_matrix_fn fn;
   void* ctx;
   int nb;
   const int64_t* bs;
-  int64_t ws_doubles;
+  int64_t ws_elems; /* la_t elements of scratch per thread */
   int* codes; /* per matrix, in batch order; -1: scratch allocation failed */
 } la_batch_job;
 
 static inline void la_batch_chunk(void* p, int64_t begin, int64_t end) {
   la_batch_job* J = (la_batch_job*)p;
-  double* ws = malloc(sizeof(double) * (size_t)(J->ws_doubles + 1));
+  la_t* ws = malloc(sizeof(la_t) * (size_t)(J->ws_elems + 1));
   int64_t b[TPURT_MAX_DIMS];
   for (int64_t i = begin; i < end; i++) {
     for (int64_t d = J->nb - 1, r = i; d >= 0; d--) { /* batch index i, row-major over bs */
@@ -130,14 +174,14 @@ static inline void la_batch_chunk(void* p, int64_t begin, int64_t end) {
 /* fn on every matrix of the batch bs[0..nb), split across the worker pool (each matrix writes
  * only its own outputs, so results do not depend on the split); flops: rough work per matrix.
  * Returns the first nonzero code in batch order (its batch index in *at), or 0. */
-static inline tpurt_status la_for_batch(int nb, const int64_t* bs, int64_t ws_doubles, int64_t flops, la_matrix_fn fn,
+static inline tpurt_status la_for_batch(int nb, const int64_t* bs, int64_t ws_elems, int64_t flops, la_matrix_fn fn,
                                         void* ctx, int* code, int64_t* at) {
   int64_t count = 1;
   for (int d = 0; d < nb; d++) count *= bs[d];
   *code = 0;
   int* codes = malloc(sizeof(int) * (size_t)count);
   if (!codes) return tpurt_fail(TPURT_ERR_OOM, "linalg: out of host memory for scratch");
-  la_batch_job J = {fn, ctx, nb, bs, ws_doubles, codes};
+  la_batch_job J = {fn, ctx, nb, bs, ws_elems, codes};
   tpurt_parallel_for(count, 1 + (1 << 16) / (flops + 1), la_batch_chunk, &J);
   for (int64_t i = 0; i < count && !*code; i++)
     if (codes[i]) *code = codes[i], *at = i;
@@ -148,10 +192,9 @@ static inline tpurt_status la_for_batch(int nb, const int64_t* bs, int64_t ws_do
 /* ---------------------------------------------------------------- shared factorizations (linalg.c) */
 /* geqrf on row-major x (m x n) in place: R on and above the diagonal, the reflectors below it,
  * their factors in tau[0..min(m, n)) (LAPACK's sign conventions). */
-void la_householder_qr(double* x, int64_t m, int64_t n, double* tau);
-/* y (row-major rows x r) <- Q y, or Q^T y when trans, for Q = H_0 ... H_{k-1} given by the
+void la_householder_qr(la_t* x, int64_t m, int64_t n, la_t* tau);
+/* y (row-major rows x r) <- Q y, or Q^H y when adj, for Q = H_0 ... H_{k-1} given by the
  * reflectors below the diagonal of v (row stride ldv) and tau. */
-void la_apply_q(const double* v, int64_t ldv, const double* tau, int64_t k, double* y, int64_t rows, int64_t r,
-                int trans);
+void la_apply_q(const la_t* v, int64_t ldv, const la_t* tau, int64_t k, la_t* y, int64_t rows, int64_t r, int adj);
 
 #endif

@@ -147,9 +147,26 @@ static const double* row_of_f64(double* row, const mat* m, int64_t i, int64_t k,
   return row;
 }
 
+/* n values of column k of m from row i on, as T: in place when dense (a transposed
+ * operand), else converted into `col`. */
+static const float* col_of_f32(float* col, const mat* m, int64_t i, int64_t k, int64_t n) {
+  if (m->dtype == TPURT_F32 && m->rs == 1) return (const float*)elem(m, i, k);
+  load_f32(col, elem(m, i, k), m->rs, m->dtype, n);
+  return col;
+}
+static const double* col_of_f64(double* col, const mat* m, int64_t i, int64_t k, int64_t n) {
+  if (m->rs == 1) return (const double*)elem(m, i, k);
+  load_f64(col, elem(m, i, k), m->rs, m->dtype, n);
+  return col;
+}
+/* Column-major operands (x.t(), W.t() of a Linear) are packed along their dense columns:
+ * read along rows they would touch one cache line per element. */
+static int by_cols(const mat* m) { return m->rs == 1 && m->cs != 1; }
+
 /* Pack A rows [i0, i0+mc) x K [k0, k0+kc) into MR-row panels: panel r, packed step q,
  * row r' at ap[r * MR * kcx + q * MR + r']; rows past mc are zero. Pack B K [k0, k0+kc)
- * x cols [j0, j0+nc) into NR-col panels likewise (columns past nc zero). */
+ * x cols [j0, j0+nc) into NR-col panels likewise (columns past nc zero). `row` holds
+ * max(kc, MR) values. */
 #define PACKERS(T, SFX)                                                                         \
   static void pack_a_##SFX(T* ap, const mat* A, int64_t i0, int64_t mc, int64_t k0, int64_t kc,  \
                            pass_mode p, T* row) {                                              \
@@ -157,10 +174,17 @@ static const double* row_of_f64(double* row, const mat* m, int64_t i, int64_t k,
     int64_t kcx = kc * x, full = mc / MR_##SFX * MR_##SFX;                                     \
     if (full < mc) /* the padded rows of the last panel */                                     \
       memset(ap + full * kcx, 0, sizeof(T) * (size_t)(MR_##SFX * kcx));                        \
-    for (int64_t i = 0; i < mc; i++) {                                                         \
-      const T* src = row_of_##SFX(row, A, i0 + i, k0, kc);                                      \
-      put_##SFX(ap + (i / MR_##SFX) * MR_##SFX * kcx + i % MR_##SFX, x * MR_##SFX, MR_##SFX, src, kc, p, 0); \
-    }                                                                                          \
+    if (by_cols(A))                                                                            \
+      for (int64_t r = 0; r < mc; r += MR_##SFX)                                               \
+        for (int64_t k = 0; k < kc; k++) {                                                     \
+          int64_t n = mc - r < MR_##SFX ? mc - r : MR_##SFX;                                   \
+          put_##SFX(ap + r * kcx + k * x * MR_##SFX, 1, MR_##SFX, col_of_##SFX(row, A, i0 + r, k0 + k, n), n, p, 0); \
+        }                                                                                      \
+    else                                                                                       \
+      for (int64_t i = 0; i < mc; i++) {                                                       \
+        const T* src = row_of_##SFX(row, A, i0 + i, k0, kc);                                    \
+        put_##SFX(ap + (i / MR_##SFX) * MR_##SFX * kcx + i % MR_##SFX, x * MR_##SFX, MR_##SFX, src, kc, p, 0); \
+      }                                                                                        \
   }                                                                                            \
   static void pack_b_##SFX(T* bp, const mat* B, int64_t k0, int64_t kc, int64_t j0, int64_t nc,  \
                            pass_mode p, T* row) {                                              \
@@ -168,12 +192,17 @@ static const double* row_of_f64(double* row, const mat* m, int64_t i, int64_t k,
     int64_t kcx = kc * x, full = nc / NR_##SFX * NR_##SFX;                                     \
     if (full < nc) /* the padded columns of the last panel */                                  \
       memset(bp + full * kcx, 0, sizeof(T) * (size_t)(NR_##SFX * kcx));                        \
-    for (int64_t k = 0; k < kc; k++) {                                                         \
-      const T* src = row_of_##SFX(row, B, k0 + k, j0, nc);                                      \
-      for (int64_t j = 0; j < nc; j += NR_##SFX)                                               \
-        put_##SFX(bp + j * kcx + k * x * NR_##SFX, 1, NR_##SFX, src + j,                       \
-                  nc - j < NR_##SFX ? nc - j : NR_##SFX, p, 1);                                \
-    }                                                                                          \
+    if (by_cols(B))                                                                            \
+      for (int64_t j = 0; j < nc; j++)                                                         \
+        put_##SFX(bp + j / NR_##SFX * NR_##SFX * kcx + j % NR_##SFX, x * NR_##SFX, NR_##SFX,     \
+                  col_of_##SFX(row, B, k0, j0 + j, kc), kc, p, 1);                              \
+    else                                                                                       \
+      for (int64_t k = 0; k < kc; k++) {                                                       \
+        const T* src = row_of_##SFX(row, B, k0 + k, j0, nc);                                    \
+        for (int64_t j = 0; j < nc; j += NR_##SFX)                                             \
+          put_##SFX(bp + j * kcx + k * x * NR_##SFX, 1, NR_##SFX, src + j,                     \
+                    nc - j < NR_##SFX ? nc - j : NR_##SFX, p, 1);                              \
+      }                                                                                        \
   }
 PACKERS(float, f32)
 PACKERS(double, f64)
@@ -556,6 +585,14 @@ void* tpurt_gemm_scratch(void) { return gemm_scratch(NC); }
 void tpurt_gemm(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B,
                 int precision, void* c, int64_t ldc, void* ws) {
   mat a = {A->data, A->dtype, A->rs, A->cs}, b = {B->data, B->dtype, B->rs, B->cs};
+  if (!tpurt_is_float(a.dtype)) { /* ws holds one row of B for up to NC columns at a time */
+    for (int64_t j0 = 0; j0 < N; j0 += NC) {
+      mat bj = b;
+      bj.data = elem(&b, 0, j0);
+      gemm_i64(M, N - j0 < NC ? N - j0 : NC, K, &a, &bj, (int64_t*)c + j0, ldc, ws);
+    }
+    return;
+  }
   pass_mode pa = pass_of(a.dtype, precision), pb = pass_of(b.dtype, precision);
   if (a.dtype == TPURT_F64) gemm_f64(M, N, K, &a, &b, pa, pb, c, ldc, ws);
   else gemm_f32(M, N, K, &a, &b, pa, pb, c, ldc, ws);

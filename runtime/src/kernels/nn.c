@@ -10,6 +10,9 @@
  * A tensor seen as [outer dims 0..k) x [inner dims k..nd): block `o` is the inner
  * sub-tensor at row-major outer index o, copied to/from a dense double array. */
 static int64_t outer_offset(const tpurt_tensor* t, int k, int64_t o) {
+  int flat = 1; /* outer dims that collapse to one stride need no division per dim */
+  for (int d = 0; d + 1 < k && flat; d++) flat = t->strides[d] == t->strides[d + 1] * t->sizes[d + 1];
+  if (flat) return k ? o * t->strides[k - 1] : 0;
   int64_t off = 0;
   for (int d = k - 1; d >= 0; d--) {
     off += (o % t->sizes[d]) * t->strides[d];
@@ -259,20 +262,38 @@ static void load_param(const tpurt_value* v, double* dst, int64_t n, double fill
   else for (int64_t k = 0; k < n; k++) dst[k] = fill;
 }
 
-/* two-pass mean and biased variance */
-static void mean_var(const double* x, int64_t n, double* mean, double* var) {
-  double s = 0, v = 0;
-  for (int64_t k = 0; k < n; k++) s += x[k];
-  double m = n ? s / (double)n : 0;
-  for (int64_t k = 0; k < n; k++) v += (x[k] - m) * (x[k] - m);
-  *mean = m;
-  *var = n ? v / (double)n : 0;
-}
-static void mean_rstd(const double* x, int64_t n, double eps, double* mean, double* rstd) {
+/* Two-pass mean and biased variance of n values (double, or float read in place), the
+ * sums folded in 8 fixed lanes as in line_dot (a serial sum waits on every addition and
+ * does not vectorize). */
+#define MEAN_VAR(T)                                                                      \
+  static inline void mean_var_##T(const T* x, int64_t n, double* mean, double* var) {    \
+    double acc[LANES] = {0}, s = 0;                                                      \
+    int64_t k = 0;                                                                       \
+    for (; k + LANES <= n; k += LANES)                                                   \
+      for (int j = 0; j < LANES; j++) acc[j] += (double)x[k + j];                        \
+    for (; k < n; k++) s += (double)x[k];                                                \
+    for (int j = 0; j < LANES; j++) s += acc[j];                                         \
+    double m = n ? s / (double)n : 0, v = 0;                                             \
+    for (int j = 0; j < LANES; j++) acc[j] = 0;                                          \
+    for (k = 0; k + LANES <= n; k += LANES)                                              \
+      for (int j = 0; j < LANES; j++) acc[j] += ((double)x[k + j] - m) * ((double)x[k + j] - m); \
+    for (; k < n; k++) v += ((double)x[k] - m) * ((double)x[k] - m);                     \
+    for (int j = 0; j < LANES; j++) v += acc[j];                                         \
+    *mean = m;                                                                           \
+    *var = n ? v / (double)n : 0;                                                        \
+  }
+MEAN_VAR(double)
+MEAN_VAR(float)
+static inline void mean_var(const double* x, int64_t n, double* mean, double* var) { mean_var_double(x, n, mean, var); }
+static inline void mean_rstd(const double* x, int64_t n, double eps, double* mean, double* rstd) {
   double var;
   mean_var(x, n, mean, &var);
   *rstd = 1.0 / sqrt(var + eps);
 }
+
+/* Layer norm reads and writes dense float32 rows in place (the common case) instead of
+ * staging them as doubles: same values, no per-row load/store calls. */
+static int ln_dense(const tpurt_tensor* t) { return t->dtype == TPURT_F32 && tpurt_is_contiguous(t); }
 
 /* native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd) */
 typedef struct ln_job {
@@ -285,7 +306,7 @@ typedef struct ln_job {
 } ln_job;
 
 /* Rows [lo, hi): each normalized independently (the pool splits them). */
-static void ln_rows(void* arg, int64_t lo, int64_t hi) {
+TPURT_VEC_ATTRS static void ln_rows(void* arg, int64_t lo, int64_t hi) {
   ln_job* J = arg;
   const tpurt_op_call* c = J->c;
   int64_t n = J->n;
@@ -294,8 +315,20 @@ static void ln_rows(void* arg, int64_t lo, int64_t hi) {
     __atomic_store_n(&J->oom, 1, __ATOMIC_RELAXED);
     return;
   }
+  int dense = ln_dense(&c->args[0].t) && ln_dense(&c->outs[0]) && ln_dense(&c->outs[1]) && ln_dense(&c->outs[2]);
   for (int64_t o = lo; o < hi; o++) {
     double mean, rstd;
+    if (dense) {
+      const float* xr = (const float*)c->args[0].t.data + o * n;
+      float* yr = (float*)c->outs[0].data + o * n;
+      double var;
+      mean_var_float(xr, n, &mean, &var);
+      rstd = 1.0 / sqrt(var + J->eps);
+      for (int64_t j = 0; j < n; j++) yr[j] = (float)(((double)xr[j] - mean) * rstd * J->w[j] + J->b[j]);
+      ((float*)c->outs[1].data)[o] = (float)mean;
+      ((float*)c->outs[2].data)[o] = (float)rstd;
+      continue;
+    }
     load_block(&c->args[0].t, J->k, o, x);
     mean_rstd(x, n, J->eps, &mean, &rstd);
     for (int64_t j = 0; j < n; j++) x[j] = (x[j] - mean) * rstd * J->w[j] + J->b[j];
@@ -326,41 +359,67 @@ tpurt_status tpurt_kernel_layer_norm(const tpurt_op_call* c) {
   return J.oom ? OOM("layer_norm") : TPURT_OK;
 }
 
+/* One row of the layer norm backward: x becomes x-hat, dw / db accumulate, g = dy * w.
+ * Parameters, as restrict, let the loop vectorize. */
+TPURT_VEC_ATTRS static void ln_bwd_row(int64_t n, double mean, double rstd, double* restrict x,
+                                       const double* restrict dy, const double* restrict w, double* restrict dw,
+                                       double* restrict db, double* restrict g) {
+  for (int64_t j = 0; j < n; j++) {
+    x[j] = (x[j] - mean) * rstd;
+    dw[j] += dy[j] * x[j];
+    db[j] += dy[j];
+    g[j] = dy[j] * w[j];
+  }
+}
+
 /* native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight?, bias?,
- * output_mask) -> (grad_input, grad_weight, grad_bias); masked-off outputs are undefined. */
-tpurt_status tpurt_kernel_layer_norm_backward(const tpurt_op_call* c) {
+ * output_mask) -> (grad_input, grad_weight, grad_bias); masked-off outputs are undefined.
+ * Rows in order (grad_weight / grad_bias sum over them); the row sums fold in line_dot's
+ * fixed lanes. */
+TPURT_VEC_ATTRS static void ln_bwd_rows(const tpurt_op_call* c, int k, int64_t m, int64_t n, double* buf) {
   const tpurt_tensor *dy_t = &c->args[0].t, *in = &c->args[1].t;
+  double *x = buf, *dy = buf + n, *w = buf + 2 * n, *dw = buf + 3 * n, *db = buf + 4 * n, *g = buf + 5 * n;
+  int want_dx = defined(&c->outs[0]);
+  int dense = ln_dense(in) && ln_dense(dy_t) && ln_dense(&c->args[3].t) && ln_dense(&c->args[4].t) &&
+              (!want_dx || ln_dense(&c->outs[0]));
+  for (int64_t o = 0; o < m; o++) {
+    double mean, rstd;
+    if (dense) {
+      const float *xr = (const float*)in->data + o * n, *dyr = (const float*)dy_t->data + o * n;
+      for (int64_t j = 0; j < n; j++) x[j] = xr[j], dy[j] = dyr[j];
+      mean = ((const float*)c->args[3].t.data)[o];
+      rstd = ((const float*)c->args[4].t.data)[o];
+    } else {
+      load_block(in, k, o, x);
+      load_block(dy_t, k, o, dy);
+      load_block(&c->args[3].t, k, o, &mean);
+      load_block(&c->args[4].t, k, o, &rstd);
+    }
+    ln_bwd_row(n, mean, rstd, x, dy, w, dw, db, g);
+    if (!want_dx) continue;
+    double sg = line_dot(g, NULL, n) / (double)n, sgx = line_dot(g, x, n) / (double)n;
+    if (dense) {
+      float* dxr = (float*)c->outs[0].data + o * n;
+      for (int64_t j = 0; j < n; j++) dxr[j] = (float)(rstd * (g[j] - sg - x[j] * sgx));
+      continue;
+    }
+    for (int64_t j = 0; j < n; j++) x[j] = rstd * (g[j] - sg - x[j] * sgx);
+    store_block(&c->outs[0], k, o, x);
+  }
+}
+
+tpurt_status tpurt_kernel_layer_norm_backward(const tpurt_op_call* c) {
+  const tpurt_tensor* in = &c->args[1].t;
   int k;
   tpurt_status s = norm_axis(in, &c->args[2], &k);
   if (s) return s;
   int64_t m = prod_dims(in, 0, k), n = prod_dims(in, k, in->ndim);
-  double* buf = scratch(5 * n);
+  double* buf = scratch(6 * n);
   if (!buf) return OOM("layer_norm_backward");
-  double *x = buf, *dy = buf + n, *w = buf + 2 * n, *dw = buf + 3 * n, *db = buf + 4 * n;
-  load_param(&c->args[5], w, n, 1);
+  double *dw = buf + 3 * n, *db = buf + 4 * n;
+  load_param(&c->args[5], buf + 2 * n, n, 1);
   for (int64_t j = 0; j < 2 * n; j++) dw[j] = 0;
-  int want_dx = defined(&c->outs[0]);
-  for (int64_t o = 0; o < m; o++) {
-    double mean, rstd;
-    load_block(in, k, o, x);
-    load_block(dy_t, k, o, dy);
-    load_block(&c->args[3].t, k, o, &mean);
-    load_block(&c->args[4].t, k, o, &rstd);
-    double sg = 0, sgx = 0;
-    for (int64_t j = 0; j < n; j++) {
-      x[j] = (x[j] - mean) * rstd; /* x-hat */
-      dw[j] += dy[j] * x[j];
-      db[j] += dy[j];
-      double g = dy[j] * w[j];
-      sg += g;
-      sgx += g * x[j];
-    }
-    if (!want_dx) continue;
-    sg /= (double)n;
-    sgx /= (double)n;
-    for (int64_t j = 0; j < n; j++) x[j] = rstd * (dy[j] * w[j] - sg - x[j] * sgx);
-    store_block(&c->outs[0], k, o, x);
-  }
+  ln_bwd_rows(c, k, m, n, buf);
   if (defined(&c->outs[1])) store_block(&c->outs[1], 0, 0, dw);
   if (defined(&c->outs[2])) store_block(&c->outs[2], 0, 0, db);
   free(buf);

@@ -279,6 +279,7 @@ static void run_cols(void* arg, int64_t b, int64_t e) {
   int c = J->c;
   size_t es = tpurt_dtype_size((tpurt_dtype)J->in->dtype);
   _Alignas(64) int64_t buf[RED_CHUNK];
+  _Alignas(64) double acc[RED_CHUNK];
   red_state states[RED_CHUNK];
   int64_t kidx[TPURT_MAX_DIMS], ridx[TPURT_MAX_DIMS];
   int64_t cs = p->kin[c];
@@ -291,7 +292,13 @@ static void run_cols(void* arg, int64_t b, int64_t e) {
     op->init(states, n, J->ctx);
     memset(ridx, 0, sizeof ridx);
     int64_t lin = 0;
-    if (p->rcount > 0) {
+    if (p->rcount > 0 && op->col_f32 && cs == 1 && J->in->dtype == TPURT_F32) {
+      /* dense float columns fold in place into dense sums (vectorized, same order) */
+      for (int64_t k = 0; k < n; k++) acc[k] = states[k].f;
+      do op->col_f32(acc, (const float*)(base + in_offset(ridx, p->rst, p->nr) * (int64_t)es), n, J->ctx);
+      while (tpurt_next_index(ridx, p->rsize, p->nr));
+      for (int64_t k = 0; k < n; k++) states[k].f = acc[k];
+    } else if (p->rcount > 0) {
       do {
         tpurt_red_load(buf, J->ctx->as_int, base + in_offset(ridx, p->rst, p->nr) * (int64_t)es, cs,
                        J->in->dtype, n);
@@ -420,6 +427,10 @@ TPURT_VEC_ATTRS static void sum_row_f32(red_state* s, const float* v, int64_t n,
   }
   s->f += (((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))) + t;
 }
+TPURT_VEC_ATTRS static void sum_col_f32(double* acc, const float* x, int64_t n, const red_ctx* c) {
+  if (c->flag) for (int64_t k = 0; k < n; k++) acc[k] += isnan(x[k]) ? 0 : (double)x[k];
+  else for (int64_t k = 0; k < n; k++) acc[k] += (double)x[k];
+}
 static void sum_merge(red_state* a, const red_state* b, const red_ctx* c) {
   a->f += b->f;
   a->i = WRAP_ADD(a->i, b->i);
@@ -464,8 +475,8 @@ static void cmean_fin(const red_state* s, int64_t count, const red_ctx* c, red_v
 }
 static const red_op op_csum = {.init = init_zero, .row = csum_row, .col = csum_col, .fin = csum_fin, .merge = csum_merge, .row_f32 = csum_row_f32};
 static const red_op op_cmean = {.init = init_zero, .row = csum_row, .col = csum_col, .fin = cmean_fin, .merge = csum_merge, .row_f32 = csum_row_f32};
-static const red_op op_sum = {.int_inputs = 1, .init = init_zero, .row = sum_row, .col = sum_col, .fin = sum_fin, .merge = sum_merge, .row_f32 = sum_row_f32, .cx = &op_csum, .cx_parts = 1};
-static const red_op op_mean = {.init = init_zero, .row = sum_row, .col = sum_col, .fin = mean_fin, .merge = sum_merge, .row_f32 = sum_row_f32, .cx = &op_cmean, .cx_parts = 1};
+static const red_op op_sum = {.int_inputs = 1, .init = init_zero, .row = sum_row, .col = sum_col, .fin = sum_fin, .merge = sum_merge, .row_f32 = sum_row_f32, .col_f32 = sum_col_f32, .cx = &op_csum, .cx_parts = 1};
+static const red_op op_mean = {.init = init_zero, .row = sum_row, .col = sum_col, .fin = mean_fin, .merge = sum_merge, .row_f32 = sum_row_f32, .col_f32 = sum_col_f32, .cx = &op_cmean, .cx_parts = 1};
 
 /* count_nonzero: an int64 count of x != 0 */
 static void cnz_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {

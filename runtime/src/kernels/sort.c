@@ -3,8 +3,9 @@
  * Everything here is built on the line driver below (also used by scan.c): each 1-D line
  * of the input along `dim` is loaded into a dense key buffer (double, or int64 for integer
  * and bool inputs so 64-bit values stay exact) and a line function writes the outputs.
- * Orderings are stable merge sorts on an index array with NaN as the largest value, as on
- * CPU: stable sorts give tied elements in input order. */
+ * sort and median order with stable merge sorts on an index array, NaN largest, as CPU
+ * (its median breaks ties by index); topk, kthvalue and mode follow CPU's own unstable
+ * algorithms step by step (ports below), so tied values give CPU's indices. */
 #include <stdlib.h>
 
 #include "reduce.h"
@@ -131,15 +132,6 @@ static tpurt_status sorted_line(tpurt_line* l, const void* ctx) {
   return TPURT_OK;
 }
 
-/* the element of ascending rank *ctx */
-static tpurt_status rank_line(tpurt_line* l, const void* ctx) {
-  tpurt_line_sort(l, 0);
-  int64_t r = l->idx[*(const int64_t*)ctx];
-  tpurt_line_put_key(l, 0, 0, r);
-  if (l->nouts > 1) tpurt_line_put_i(l, 1, 0, r);
-  return TPURT_OK;
-}
-
 /* median (ctx 0): a NaN anywhere is the result (the first one); nanmedian (ctx 1): the
  * lower median of the non-NaN elements, NaN when there are none */
 static tpurt_status median_line(tpurt_line* l, const void* ctx) {
@@ -161,48 +153,30 @@ static tpurt_status median_line(tpurt_line* l, const void* ctx) {
   return TPURT_OK;
 }
 
-/* mode: the smallest of the most frequent values, with the index of its last occurrence
- * (CPU sorts (value, index) pairs by value and takes the end of the first longest run) */
-static tpurt_status mode_line(tpurt_line* l, const void* ctx) {
-  tpurt_line_sort(l, 0);
-  const double* f = l->keys;
-  const int64_t* iv = l->keys;
-  int64_t best = -1, best_n = 0, run = 0;
-  for (int64_t j = 0; j < l->n; j++) {
-    run++;
-    int64_t a = l->idx[j], b = j + 1 < l->n ? l->idx[j + 1] : -1;
-    int end = b < 0 || (l->as_int ? iv[a] != iv[b] : f[a] != f[b]);
-    if (end) {
-      if (run > best_n) {
-        best_n = run;
-        best = a;
-      }
-      run = 0;
-    }
-  }
-  if (best < 0) return TPURT_OK;
-  tpurt_line_put_key(l, 0, 0, best);
-  tpurt_line_put_i(l, 1, 0, best);
-  return TPURT_OK;
-}
-
 /* ---------------------------------------------------------------- topk */
 /* CPU's topk runs libstdc++'s std::nth_element + std::sort (or std::partial_sort when
  * k * 64 <= n) on (value, index) pairs, which are not stable: tied values come out in the
  * order those algorithms leave them. The port below follows libstdc++'s code step by step on
  * the index array, so ties and sorted=False orders match CPU's. */
+typedef enum {
+  STL_ASC,     /* NaN last (topk smallest) */
+  STL_DESC,    /* NaN first (topk largest; kthvalue's "greater or NaN") */
+  STL_ASC_RAW, /* plain a < b, no order for NaN (mode) */
+} stl_order;
+
 typedef struct {
   const double* f;
   const int64_t* i;
-  int largest;
+  stl_order order;
 } stl_cmp;
 
-/* comp(a, b): a goes before b (NaN first for largest, last for smallest) */
+/* comp(a, b): a goes before b */
 static int stl_less(const stl_cmp* c, int64_t a, int64_t b) {
-  if (c->i) return c->largest ? c->i[a] > c->i[b] : c->i[a] < c->i[b];
+  if (c->i) return c->order == STL_DESC ? c->i[a] > c->i[b] : c->i[a] < c->i[b];
   double x = c->f[a], y = c->f[b];
-  if (c->largest) return (isnan(x) && !isnan(y)) || x > y;
-  return (!isnan(x) && isnan(y)) || x < y;
+  if (c->order == STL_DESC) return (isnan(x) && !isnan(y)) || x > y;
+  if (c->order == STL_ASC) return (!isnan(x) && isnan(y)) || x < y;
+  return x < y;
 }
 static void stl_swap(int64_t* a, int64_t* b) {
   int64_t t = *a;
@@ -249,9 +223,12 @@ static void stl_partial_sort(const stl_cmp* c, int64_t* f, int64_t middle, int64
   stl_heap_select(c, f, middle, last);
   for (int64_t n = middle; n > 1; n--) stl_pop_heap(c, f, n - 1, &f[n - 1]);
 }
-static void stl_linear_insert(const stl_cmp* c, int64_t* last) {
+/* libstdc++'s is unguarded: its sort guarantees an element to the left stops the scan. With
+ * NaN keys (mode compares with a plain <, no order for NaN) that guarantee can fail; the
+ * bound `first` keeps this inside the line and changes nothing where libstdc++ is defined. */
+static void stl_linear_insert(const stl_cmp* c, const int64_t* first, int64_t* last) {
   int64_t val = *last, *next = last - 1;
-  while (stl_less(c, val, *next)) *last = *next, last = next, next--;
+  while (last > first && stl_less(c, val, *next)) *last = *next, last = next, next--;
   *last = val;
 }
 static void stl_insertion_sort(const stl_cmp* c, int64_t* f, int64_t* l) {
@@ -262,7 +239,7 @@ static void stl_insertion_sort(const stl_cmp* c, int64_t* f, int64_t* l) {
       memmove(f + 1, f, (size_t)(i - f) * sizeof *f);
       *f = val;
     } else {
-      stl_linear_insert(c, i);
+      stl_linear_insert(c, f, i);
     }
   }
 }
@@ -318,7 +295,7 @@ static void stl_sort(const stl_cmp* c, int64_t* f, int64_t* l) {
   stl_introsort_loop(c, f, l, stl_lg(l - f) * 2);
   if (l - f > 16) {
     stl_insertion_sort(c, f, f + 16);
-    for (int64_t* i = f + 16; i != l; i++) stl_linear_insert(c, i);
+    for (int64_t* i = f + 16; i != l; i++) stl_linear_insert(c, f, i);
   } else {
     stl_insertion_sort(c, f, l);
   }
@@ -332,7 +309,7 @@ typedef struct {
 static tpurt_status topk_line(tpurt_line* l, const void* ctx) {
   const topk_ctx* t = ctx;
   if (t->k == 0) return TPURT_OK;
-  stl_cmp c = {l->as_int ? NULL : l->keys, l->as_int ? l->keys : NULL, t->largest};
+  stl_cmp c = {l->as_int ? NULL : l->keys, l->as_int ? l->keys : NULL, t->largest ? STL_DESC : STL_ASC};
   int64_t* q = l->idx;
   for (int64_t j = 0; j < l->n; j++) q[j] = j;
   if (t->k * 64 <= l->n) {
@@ -345,6 +322,67 @@ static tpurt_status topk_line(tpurt_line* l, const void* ctx) {
     tpurt_line_put_key(l, 0, j, q[j]);
     tpurt_line_put_i(l, 1, j, q[j]);
   }
+  return TPURT_OK;
+}
+
+/* ---------------------------------------------------------------- kthvalue / mode */
+/* kthvalue: CPU's quickselect (Sedgewick's, kept from TH) on (value, index) pairs with
+ * "greater, or NaN" as the order; tied values end where its swaps leave them, so the index
+ * returned is CPU's. */
+static tpurt_status kth_line(tpurt_line* l, const void* ctx) {
+  stl_cmp c = {l->as_int ? NULL : l->keys, l->as_int ? l->keys : NULL, STL_DESC};
+  int64_t *a = l->idx, k = *(const int64_t*)ctx, lo = 0, hi = l->n - 1;
+  for (int64_t j = 0; j < l->n; j++) a[j] = j;
+  while (hi > lo) {
+    if (hi == lo + 1) {
+      if (stl_less(&c, a[lo], a[hi])) stl_swap(&a[lo], &a[hi]);
+      break;
+    }
+    stl_swap(&a[(lo + hi) >> 1], &a[lo + 1]); /* median of three to a[lo] */
+    if (stl_less(&c, a[lo + 1], a[hi])) stl_swap(&a[lo + 1], &a[hi]);
+    if (stl_less(&c, a[lo], a[hi])) stl_swap(&a[lo], &a[hi]);
+    if (stl_less(&c, a[lo + 1], a[lo])) stl_swap(&a[lo + 1], &a[lo]);
+    int64_t i = lo + 1, j = hi, piv = a[lo];
+    for (;;) {
+      do i++;
+      while (stl_less(&c, piv, a[i]));
+      do j--;
+      while (stl_less(&c, a[j], piv));
+      if (j < i) break;
+      stl_swap(&a[i], &a[j]);
+    }
+    stl_swap(&a[lo], &a[j]);
+    if (j <= k) lo = i;
+    if (j >= k) hi = j - 1;
+  }
+  tpurt_line_put_key(l, 0, 0, a[k]);
+  tpurt_line_put_i(l, 1, 0, a[k]);
+  return TPURT_OK;
+}
+
+/* mode: CPU std::sorts (value, index) pairs by value with a plain <, then takes the last
+ * element of the first longest run of equal values (NaN equals nothing); the index is
+ * wherever std::sort put that element, so the port of libstdc++'s sort above decides it. */
+static tpurt_status mode_line(tpurt_line* l, const void* ctx) {
+  (void)ctx;
+  stl_cmp c = {l->as_int ? NULL : l->keys, l->as_int ? l->keys : NULL, STL_ASC_RAW};
+  int64_t* a = l->idx;
+  for (int64_t j = 0; j < l->n; j++) a[j] = j;
+  stl_sort(&c, a, a + l->n);
+  const double* f = l->keys;
+  const int64_t* iv = l->keys;
+  int64_t best = -1, best_n = 0, run = 0;
+  for (int64_t j = 0; j < l->n; j++) {
+    run++;
+    int64_t x = a[j], y = j + 1 < l->n ? a[j + 1] : -1;
+    if (y < 0 || (l->as_int ? iv[x] != iv[y] : f[x] != f[y])) {
+      if (run > best_n) best_n = run, best = x;
+      run = 0;
+    }
+  }
+  if (best < 0) return TPURT_OK;
+  tpurt_line_put_key(l, 0, 0, best);
+  tpurt_line_put_i(l, 1, 0, best);
   return TPURT_OK;
 }
 
@@ -387,7 +425,7 @@ tpurt_status tpurt_kernel_kthvalue(const tpurt_op_call* c) {
   if (k < 1 || k > n)
     return tpurt_fail(TPURT_ERR_INDEX, "kthvalue(): selected number k out of range for dimension %d", dim);
   int64_t r = k - 1;
-  return tpurt_lines_run(in, dim, int_keys(in), c->outs, 2, rank_line, &r);
+  return tpurt_lines_run(in, dim, int_keys(in), c->outs, 2, kth_line, &r);
 }
 
 /* median(self) / nanmedian(self): the whole tensor as one line, via a dense copy */

@@ -1,6 +1,7 @@
 """Tiny configurations and inputs for any transformers architecture: shrink a default
-config's sizes (recursively through text/vision/audio sub-configs), pick the most specific
-auto-model class, and build inputs from the model's main input name."""
+config's sizes (recursively through every sub-config), pick the most specific auto-model
+class (or, for a sub-config no auto mapping names, the classes built from its config class),
+and build inputs for the forward's main and required arguments from per-name recipes."""
 import dataclasses
 import inspect
 
@@ -63,11 +64,11 @@ OVERRIDES = {**{t: {"image_size": 64, "patch_size": 4, "window_size": 2, "embed_
              # and VITS's drawn durations set its output length: sampled without noise
              "vits": {"noise_scale": 0.0, "noise_scale_duration": 0.0}}
 # Text configs without mrope_section whose models fall back to a full-size default one.
-MROPE = {"glm4v_text", "glm4v_moe_text", "glm_image_text", "glm_ocr_text"}
+MROPE = {"glm4v_text", "glm4v_moe_text", "glm_image_text", "glm_ocr_text", "hunyuan_vl_text"}
 GROWING = {"hidden_sizes"}  # per-stage widths double stage by stage
-TIED = {"num_stages"}
+TIED = {"num_stages"}  # an alias (convnext's num_hidden_layers) of the per-stage lists' length
 LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")  # the layer count, by its names
-KV_HEADS = ("num_key_value_heads", "num_kv_heads")  # an alias (convnext's num_hidden_layers) of the per-stage lists' length
+KV_HEADS = ("num_key_value_heads", "num_kv_heads")
 PREFERRED = ["MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_FOR_MASKED_LM_MAPPING_NAMES",
              "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES",
              "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES", "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES",

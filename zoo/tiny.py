@@ -163,9 +163,10 @@ def _per_layer_lists(cfg, kw, fields):
 
 
 def _construct(cfg, kw, fields):
-    """(type(cfg)(**kw), the kw it was built from); where the constructor refuses, repaired step by step: per-layer lists
-    cut to the new layer count, then as many KV heads as heads (for a model that refuses
-    grouped KV heads). Raises the last refusal when no repair helps."""
+    """(type(cfg)(**kw), the kw it was built from). Where the constructor refuses, kw is
+    repaired step by step: per-layer lists cut to the new layer count, then as many KV heads
+    as heads (for a model that refuses grouped KV heads). Raises the last refusal when no
+    repair helps."""
     heads = kw.get(cfg.attribute_map.get("num_attention_heads", "num_attention_heads"))
     mha = {k: heads for k in (cfg.attribute_map.get(k, k) for k in KV_HEADS) if k in kw and heads}
     for i, fix in enumerate(({}, _per_layer_lists(cfg, kw, fields), mha)):

@@ -59,7 +59,8 @@ OVERRIDES = {**{t: {"image_size": 64, "patch_size": 4, "window_size": 2, "embed_
              "mamba2": {"num_heads": 4, "n_groups": 2},
              "hgnet_v2": {"stem_channels": [3, 16, 16], "stage_in_channels": [16, 16, 32, 64],
                           "stage_mid_channels": [16, 16, 32, 64], "stage_out_channels": [16, 32, 64, 128],
-                          "stage_numb_of_layers": [2, 2, 2, 2]}, "gpt_neo": {"attention_types": [[["global", "local"], 1]]},
+                          "stage_numb_of_layers": [2, 2, 2, 2]},
+             "gpt_neo": {"attention_types": [[["global", "local"], 1]]},
              # noise the model draws itself comes from each device's own generator (as on CUDA),
              # and VITS's drawn durations set its output length: sampled without noise
              "vits": {"noise_scale": 0.0, "noise_scale_duration": 0.0}}
@@ -223,7 +224,8 @@ def shrink(cfg, sizes=SIZES, depth=0):
 HEADS = {"ForCausalLM": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "ForMaskedLM": "MODEL_FOR_MASKED_LM_MAPPING_NAMES",
          "ForSequenceClassification": "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES",
          "ForImageClassification": "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES",
-         "ForAudioClassification": "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES", "ForCTC": "MODEL_FOR_CTC_MAPPING_NAMES"}
+         "ForAudioClassification": "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES",
+         "ForCTC": "MODEL_FOR_CTC_MAPPING_NAMES"}
 
 
 def _classes_of_config(model_type):

@@ -44,17 +44,14 @@ REQUIRED = {"vocab_size": 256, "prediction_length": 4, "num_experts_per_tok": 2,
 # labels into decoder inputs needs it. BiT's GroupNorm groups must divide its tiny widths;
 # CodeGen splits its heads over 4 model-parallel shards; DiffLlama's differential attention
 # splits the values over an even number of KV heads. ESM's default config has no padding id
-# (its checkpoints' is 1), which its position ids need. EfficientNet's default is B7 (its
-# widths x2, depths x3.1 over B0's); tiny is B0, whose head is 1280 wide and whose last
-# stage, 320 wide, ALIGN projects text to. EoMT's query blocks are its last layers. Mamba-2's
+# (its checkpoints' is 1), which its position ids need. EoMT's query blocks are its last
+# layers. Mamba-2's
 # SSM heads span hidden_size x expand; GPT-Neo lists its layers' attention kinds by pattern.
 # HGNet-V2's stages chain stem -> in -> out channels, and its head reads hidden_sizes[-1].
 OVERRIDES = {**{t: {"image_size": 64, "patch_size": 4, "window_size": 2, "embed_dim": 32}
                 for t in ("swin", "swinv2", "donut-swin", "maskformer-swin")},
              "levit": {"patch_size": 16}, "t5": {"decoder_start_token_id": 0}, "bit": {"num_groups": 2},
              "codegen": {"n_head": 4}, "diffllama": {"num_key_value_heads": 2}, "esm": {"pad_token_id": 1},
-             **{t: {"width_coefficient": 1.0, "depth_coefficient": 1.0, "hidden_dim": 1280}
-                for t in ("efficientnet", "align_vision_model")}, "align": {"projection_dim": 320},
              **{t: {"num_blocks": 1} for t in ("eomt", "eomt_dinov3")},
              "mamba2": {"num_heads": 4, "n_groups": 2},
              "hgnet_v2": {"stem_channels": [3, 16, 16], "stage_in_channels": [16, 16, 32, 64],

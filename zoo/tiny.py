@@ -45,9 +45,9 @@ REQUIRED = {"vocab_size": 256, "prediction_length": 4, "num_experts_per_tok": 2,
 # CodeGen splits its heads over 4 model-parallel shards; DiffLlama's differential attention
 # splits the values over an even number of KV heads. ESM's default config has no padding id
 # (its checkpoints' is 1), which its position ids need. EoMT's query blocks are its last
-# layers. Mamba-2's
-# SSM heads span hidden_size x expand; GPT-Neo lists its layers' attention kinds by pattern.
-# HGNet-V2's stages chain stem -> in -> out channels, and its head reads hidden_sizes[-1].
+# layers. Mamba-2's SSM heads span hidden_size x expand; GPT-Neo lists its layers' attention
+# kinds by pattern. HGNet-V2's stages chain stem -> in -> out channels, and its head reads
+# hidden_sizes[-1].
 OVERRIDES = {**{t: {"image_size": 64, "patch_size": 4, "window_size": 2, "embed_dim": 32}
                 for t in ("swin", "swinv2", "donut-swin", "maskformer-swin")},
              "levit": {"patch_size": 16}, "t5": {"decoder_start_token_id": 0}, "bit": {"num_groups": 2},

@@ -1,6 +1,7 @@
 """Tiny configurations and inputs for any transformers architecture: shrink a default
-config's sizes (recursively through text/vision/audio sub-configs), pick the most specific
-auto-model class, and build inputs from the model's main input name."""
+config's sizes (recursively through every sub-config), pick the most specific auto-model
+class (or, for a sub-config no auto mapping names, the classes built from its config class),
+and build inputs for the forward's main and required arguments from per-name recipes."""
 import dataclasses
 import inspect
 
@@ -29,7 +30,8 @@ SIZES = {
     "index_n_heads": 2, "index_head_dim": 32, "vocab_size_per_layer_input": 256, "hidden_size_per_layer_input": 16,
     # widths another (sub-)config's hidden size must equal
     "out_hidden_size": 64, "text_hidden_size": 64, "condition_dim": 64, "adapter_input_size": 64,
-    "audio_hidden_size": 64, "decoder_hidden_size": 64,
+    "audio_hidden_size": 64, "decoder_hidden_size": 64, "adapter_in_dim": 64, "adapter_out_dim": 64,
+    "num_kv_shared_layers": 0,  # layers reusing earlier layers' KV: none of the tiny two
 }
 # attribute -> value for a size the default config leaves unset (None) and the model needs.
 REQUIRED = {"vocab_size": 256, "prediction_length": 4, "num_experts_per_tok": 2, "num_experts": 4, "top_k_experts": 2,
@@ -42,25 +44,29 @@ REQUIRED = {"vocab_size": 256, "prediction_length": 4, "num_experts_per_tok": 2,
 # labels into decoder inputs needs it. BiT's GroupNorm groups must divide its tiny widths;
 # CodeGen splits its heads over 4 model-parallel shards; DiffLlama's differential attention
 # splits the values over an even number of KV heads. ESM's default config has no padding id
-# (its checkpoints' is 1), which its position ids need. EfficientNet's default is B7 (its
-# widths x2, depths x3.1 over B0's); tiny is B0, whose head is 1280 wide and whose last
-# stage, 320 wide, ALIGN projects text to. EoMT's query blocks are its last layers.
+# (its checkpoints' is 1), which its position ids need. EoMT's query blocks are its last
+# layers. Mamba-2's SSM heads span hidden_size x expand; GPT-Neo lists its layers' attention
+# kinds by pattern. HGNet-V2's stages chain stem -> in -> out channels, and its head reads
+# hidden_sizes[-1].
 OVERRIDES = {**{t: {"image_size": 64, "patch_size": 4, "window_size": 2, "embed_dim": 32}
                 for t in ("swin", "swinv2", "donut-swin", "maskformer-swin")},
              "levit": {"patch_size": 16}, "t5": {"decoder_start_token_id": 0}, "bit": {"num_groups": 2},
              "codegen": {"n_head": 4}, "diffllama": {"num_key_value_heads": 2}, "esm": {"pad_token_id": 1},
-             **{t: {"width_coefficient": 1.0, "depth_coefficient": 1.0, "hidden_dim": 1280}
-                for t in ("efficientnet", "align_vision_model")}, "align": {"projection_dim": 320},
              **{t: {"num_blocks": 1} for t in ("eomt", "eomt_dinov3")},
+             "mamba2": {"num_heads": 4, "n_groups": 2},
+             "hgnet_v2": {"stem_channels": [3, 16, 16], "stage_in_channels": [16, 16, 32, 64],
+                          "stage_mid_channels": [16, 16, 32, 64], "stage_out_channels": [16, 32, 64, 128],
+                          "stage_numb_of_layers": [2, 2, 2, 2]},
+             "gpt_neo": {"attention_types": [[["global", "local"], 1]]},
              # noise the model draws itself comes from each device's own generator (as on CUDA),
              # and VITS's drawn durations set its output length: sampled without noise
              "vits": {"noise_scale": 0.0, "noise_scale_duration": 0.0}}
 # Text configs without mrope_section whose models fall back to a full-size default one.
-MROPE = {"glm4v_text", "glm4v_moe_text", "glm_image_text", "glm_ocr_text"}
+MROPE = {"glm4v_text", "glm4v_moe_text", "glm_image_text", "glm_ocr_text", "hunyuan_vl_text"}
 GROWING = {"hidden_sizes"}  # per-stage widths double stage by stage
-TIED = {"num_stages"}
+TIED = {"num_stages"}  # an alias (convnext's num_hidden_layers) of the per-stage lists' length
 LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")  # the layer count, by its names
-KV_HEADS = ("num_key_value_heads", "num_kv_heads")  # an alias (convnext's num_hidden_layers) of the per-stage lists' length
+KV_HEADS = ("num_key_value_heads", "num_kv_heads")
 PREFERRED = ["MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "MODEL_FOR_MASKED_LM_MAPPING_NAMES",
              "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES",
              "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES", "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES",
@@ -155,19 +161,19 @@ def _per_layer_lists(cfg, kw, fields):
 
 
 def _construct(cfg, kw, fields):
-    """(type(cfg)(**kw), the kw it was built from); where the constructor refuses, repaired step by step: per-layer lists
-    cut to the new layer count, then as many KV heads as heads (for a model that refuses
-    grouped KV heads). Raises the first refusal when no repair helps."""
+    """(type(cfg)(**kw), the kw it was built from). Where the constructor refuses, kw is
+    repaired step by step: per-layer lists cut to the new layer count, then as many KV heads
+    as heads (for a model that refuses grouped KV heads). Raises the last refusal when no
+    repair helps."""
     heads = kw.get(cfg.attribute_map.get("num_attention_heads", "num_attention_heads"))
     mha = {k: heads for k in (cfg.attribute_map.get(k, k) for k in KV_HEADS) if k in kw and heads}
-    first = None
-    for fix in ({}, _per_layer_lists(cfg, kw, fields), mha):
+    for i, fix in enumerate(({}, _per_layer_lists(cfg, kw, fields), mha)):
         kw = {**kw, **fix}
         try:
             return type(cfg)(**kw), kw
-        except Exception as e:
-            first = first or e
-    raise first
+        except Exception:
+            if i == 2:
+                raise
 
 
 def shrink(cfg, sizes=SIZES, depth=0):
@@ -215,7 +221,8 @@ def shrink(cfg, sizes=SIZES, depth=0):
 HEADS = {"ForCausalLM": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "ForMaskedLM": "MODEL_FOR_MASKED_LM_MAPPING_NAMES",
          "ForSequenceClassification": "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES",
          "ForImageClassification": "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES",
-         "ForAudioClassification": "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES", "ForCTC": "MODEL_FOR_CTC_MAPPING_NAMES"}
+         "ForAudioClassification": "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES",
+         "ForCTC": "MODEL_FOR_CTC_MAPPING_NAMES"}
 
 
 def _classes_of_config(model_type):
@@ -398,18 +405,18 @@ class _Context:
         self.__dict__.update(kw)
 
 
-VARIANTS = 3  # make_inputs' variants, most plain first
+VARIANTS = 4  # make_inputs' variants, most plain first
 
 
 def input_names(model, mapping, variant=0):
-    """The forward arguments make_inputs fills: the main input, the required ones, and from
-    variant 1 on (or for a zero-shot image classifier) the optional COMPANIONS."""
+    """The forward arguments make_inputs fills: the main input, the required ones, and in odd
+    variants (and for a zero-shot image classifier) the optional COMPANIONS."""
     params = inspect.signature(model.forward).parameters
     name = getattr(model, "main_input_name", "input_ids")
     wanted = [name] if name in params else []  # a vision tower's main input may go by another name
     wanted += [p.name for p in params.values() if p.default is p.empty and p.name != name
                and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    if variant or mapping == "MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES":
+    if variant & 1 or mapping == "MODEL_FOR_ZERO_SHOT_IMAGE_CLASSIFICATION_MAPPING_NAMES":
         wanted += [n for n in COMPANIONS if n in params and n not in wanted]
     return wanted
 
@@ -417,14 +424,14 @@ def input_names(model, mapping, variant=0):
 def make_inputs(model, mapping, batch=2, seq=12, ids_below=200, audio=1600, labels=False, variant=0):
     """Inputs for the model's main input and the forward arguments it requires (RECIPES);
     None when one has no recipe. Variants (0 .. VARIANTS - 1) for a model the plainer ones
-    fail: 1 adds the optional inputs of COMPANIONS the forward takes; 2 also lays audio out
+    fail: bit 0 adds the optional inputs of COMPANIONS the forward takes; bit 1 lays audio out
     the alternate way (_audio, _features) and runs without a KV cache (a hybrid whose tiny
     layers are all linear attention cannot build one). With `labels`, also the labels (or
     return_loss) that make the model's head compute its own loss, where the head has one."""
     cfg = model.config
     vocab = _cfg_get(cfg, "vocab_size", default=256)
     c = _Context(cfg=cfg, batch=batch, seq=seq, high=max(5, min(vocab, ids_below)), audio=audio,
-                 g=torch.Generator().manual_seed(0), alt=variant >= 2)
+                 g=torch.Generator().manual_seed(0), alt=bool(variant & 2))
     params = inspect.signature(model.forward).parameters
     c.wanted = wanted = input_names(model, mapping, variant)
     if not wanted or any(n not in RECIPES for n in wanted):
@@ -453,6 +460,6 @@ def make_inputs(model, mapping, batch=2, seq=12, ids_below=200, audio=1600, labe
     if "noise" in params and isinstance(_cfg_get(cfg, "image_size"), int):
         # ViTMAE's random patch masking, drawn here so both devices mask the same patches
         inputs["noise"] = torch.rand(batch, (cfg.image_size // cfg.patch_size) ** 2, generator=g)
-    if variant >= 2 and "use_cache" in params:
+    if variant & 2 and ("use_cache" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())):
         inputs["use_cache"] = False
     return inputs

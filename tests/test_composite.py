@@ -1,6 +1,7 @@
 """Ops composed from native kernels in torch_tpu/composite.py (results that are Python
 values, foreach scalars packed in a CPU tensor): same answers and exceptions as CPU, nothing
 falls back."""
+import copy
 import re
 
 import pytest
@@ -161,3 +162,24 @@ def test_weight_norm_interface_middle_dim_raises(dim):
     for device in ("cpu", "tpu"):
         with pytest.raises(RuntimeError, match="first or last dim"):
             torch._weight_norm_interface(v.to(device), g.to(device), dim)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("module", ["LSTM", "LSTMCell"])
+def test_lstm_matches_cpu_without_fallback(module, bias):
+    torch.manual_seed(0)
+    cpu = getattr(torch.nn, module)(5, 7, bias=bias, **({"num_layers": 2, "batch_first": True} if module == "LSTM" else {}))
+    x = torch.randn(3, 4, 5) if module == "LSTM" else torch.randn(3, 5)
+    tpu = copy.deepcopy(cpu).to("tpu")
+    ref = cpu(x)
+    torch_tpu.metrics.reset()
+    with torch.tpu.precision("highest"):
+        out = tpu(x.to("tpu"))
+        # both outputs feed the loss, so grad_hy and grad_cy both reach the cell's backward
+        loss = lambda o: o[0].sum() + o[1][1].pow(2).sum() if module == "LSTM" else o[0].sum() + o[1].pow(2).sum()  # noqa: E731
+        loss(out).backward()
+    loss(ref).backward()
+    assert not torch_tpu.metrics.fallback_ops()
+    torch.testing.assert_close(out[0].cpu(), ref[0], atol=1e-5, rtol=1e-5)
+    for (n, p), q in zip(cpu.named_parameters(), tpu.parameters()):
+        torch.testing.assert_close(q.grad.cpu(), p.grad, atol=1e-5, rtol=1e-5, msg=n)

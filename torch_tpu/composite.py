@@ -73,3 +73,33 @@ def _weight_norm_interface_backward(grad_w, saved_v, saved_g, saved_norms, dim):
 
 _lib.impl("_weight_norm_interface", _weight_norm_interface, "PrivateUse1")
 _lib.impl("_weight_norm_interface_backward", _weight_norm_interface_backward, "PrivateUse1")
+
+
+def _thnn_fused_lstm_cell(input_gates, hidden_gates, cx, input_bias=None, hidden_bias=None):
+    # nn.LSTM/LSTMCell on an accelerator call the fused cell (CUDA's), which CPU has no kernel
+    # for. The workspace keeps the four activated gates for the backward.
+    gates = input_gates + hidden_gates
+    if input_bias is not None:
+        gates = gates + input_bias + hidden_bias
+    i, f, g, o = gates.chunk(4, 1)
+    workspace = torch.cat([i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()], 1)
+    i, f, g, o = workspace.chunk(4, 1)
+    cy = f * cx + i * g
+    return o * cy.tanh(), cy, workspace
+
+
+def _thnn_fused_lstm_cell_backward_impl(grad_hy, grad_cy, cx, cy, workspace, has_bias):
+    if grad_hy is None and grad_cy is None:
+        return None, None, None
+    i, f, g, o = workspace.chunk(4, 1)
+    tanh_cy = cy.tanh()
+    grad_c = grad_cy if grad_cy is not None else torch.zeros_like(cy)
+    if grad_hy is not None:
+        grad_c = grad_c + grad_hy * o * (1 - tanh_cy * tanh_cy)
+    grad_o = grad_hy * tanh_cy * o * (1 - o) if grad_hy is not None else torch.zeros_like(o)
+    grad_gates = torch.cat([grad_c * g * i * (1 - i), grad_c * cx * f * (1 - f), grad_c * i * (1 - g * g), grad_o], 1)
+    return grad_gates, grad_c * f, grad_gates.sum(0) if has_bias else None
+
+
+_lib.impl("_thnn_fused_lstm_cell", _thnn_fused_lstm_cell, "PrivateUse1")
+_lib.impl("_thnn_fused_lstm_cell_backward_impl", _thnn_fused_lstm_cell_backward_impl, "PrivateUse1")

@@ -142,7 +142,7 @@ static const float* row_of_f32(float* row, const mat* m, int64_t i, int64_t k, i
   return row;
 }
 static const double* row_of_f64(double* row, const mat* m, int64_t i, int64_t k, int64_t n) {
-  if (m->cs == 1) return (const double*)elem(m, i, k);
+  if (m->dtype == TPURT_F64 && m->cs == 1) return (const double*)elem(m, i, k);
   load_f64(row, elem(m, i, k), m->cs, m->dtype, n);
   return row;
 }
@@ -155,7 +155,7 @@ static const float* col_of_f32(float* col, const mat* m, int64_t i, int64_t k, i
   return col;
 }
 static const double* col_of_f64(double* col, const mat* m, int64_t i, int64_t k, int64_t n) {
-  if (m->rs == 1) return (const double*)elem(m, i, k);
+  if (m->dtype == TPURT_F64 && m->rs == 1) return (const double*)elem(m, i, k);
   load_f64(col, elem(m, i, k), m->rs, m->dtype, n);
   return col;
 }

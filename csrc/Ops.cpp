@@ -20,7 +20,11 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
+#include <c10/util/SmallVector.h>
+
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -356,6 +360,7 @@ struct NativeKernel final : c10::OperatorKernel {
     const char* decline = nullptr;
     const bool complex_ok = flags_ & TPURT_OPF_COMPLEX;
     bool math_bits = false;  // an input with the conj/neg bit (ops PyTorch's fallbacks let through)
+    bool host_tensor = false;
     auto visit = [&](const at::Tensor& t) {
       if (!t.defined()) return;
       if (t.is_complex() && !complex_ok) decline = kNoComplex;
@@ -367,8 +372,10 @@ struct NativeKernel final : c10::OperatorKernel {
         device = t.device();
         if (to_tpurt_dtype(t.scalar_type()) < 0) decline = "dtype not supported by the tpu runtime";
         if (t.dim() > TPURT_MAX_DIMS) decline = "more dimensions than the runtime supports";
-      } else if (t.dim() != 0 || (to_tpurt_dtype(t.scalar_type()) < 0 && !(complex_ok && t.is_complex()))) {
-        decline = "non-tpu tensor argument";
+      } else {
+        host_tensor = true;
+        if (t.dim() != 0 || (to_tpurt_dtype(t.scalar_type()) < 0 && !(complex_ok && t.is_complex())))
+          decline = "non-tpu tensor argument";
       }
     };
     for (const auto& a : args) {
@@ -377,16 +384,18 @@ struct NativeKernel final : c10::OperatorKernel {
       else if (a.isOptionalTensorList())
         for (std::optional<at::Tensor> t : a.toOptionalTensorList()) if (t.has_value()) visit(*t);
     }
-    for (const auto& a : args)
-      if (a.isTensor() && a.toTensor().defined() && a.toTensor().device().type() != kTpu && device)
-        TORCH_CHECK(a.toTensor().dim() == 0, "Expected all tensors to be on the same device, but found at least two devices, ",
-                    *device, " and ", a.toTensor().device(), "!");
-    for (size_t i = 0; i < nargs; i++) {  // a written tensor with a math bit needs its bit applied on store
-      const auto* ai = schema.arguments()[i].alias_info();
-      if (ai && ai->isWrite() && args[i].isTensor() && args[i].toTensor().defined() &&
-          (args[i].toTensor().is_conj() || args[i].toTensor().is_neg()))
-        decline = "output tensor has the conj/neg bit";
-    }
+    if (host_tensor && device)
+      for (const auto& a : args)
+        if (a.isTensor() && a.toTensor().defined() && a.toTensor().device().type() != kTpu)
+          TORCH_CHECK(a.toTensor().dim() == 0, "Expected all tensors to be on the same device, but found at least two devices, ",
+                      *device, " and ", a.toTensor().device(), "!");
+    if (math_bits)
+      for (size_t i = 0; i < nargs; i++) {  // a written tensor with a math bit needs its bit applied on store
+        const auto* ai = schema.arguments()[i].alias_info();
+        if (ai && ai->isWrite() && args[i].isTensor() && args[i].toTensor().defined() &&
+            (args[i].toTensor().is_conj() || args[i].toTensor().is_neg()))
+          decline = "output tensor has the conj/neg bit";
+      }
     const bool data_sized = flags_ & TPURT_OPF_DATA_SIZED;
     if (!decline && !has_meta(op) && (!data_sized || aliases_output(schema))) decline = "no meta function to compute output shapes";
     if (decline || !device) {
@@ -402,12 +411,18 @@ struct NativeKernel final : c10::OperatorKernel {
     // Outputs: PyTorch's meta function decides shapes/dtypes/strides and validates; its
     // answer is cached per argument signature (meta functions are often Python, ~100 us).
     std::shared_ptr<const MetaResult> meta;
-    std::vector<int64_t> key;
+    Key key;
     bool cacheable = signature(args, key);
+    const size_t key_hash = cacheable ? hash_of(key) : 0;
     if (cacheable) {
       std::lock_guard<std::mutex> g(cache_mu_);
-      auto it = cache_.find(key);
-      if (it != cache_.end()) meta = it->second;
+      auto it = cache_.find(key_hash);
+      if (it != cache_.end())
+        for (const auto& [k, m] : it->second)
+          if (k.size() == key.size() && std::equal(k.begin(), k.end(), key.begin())) {
+            meta = m;
+            break;
+          }
     }
     // No meta answer without reading data (nonzero, x[bool_mask]): a DATA_SIZED kernel
     // sizes the outputs itself (below), any other op runs on the CPU.
@@ -433,8 +448,11 @@ struct NativeKernel final : c10::OperatorKernel {
       }
       if (meta && cacheable) {
         std::lock_guard<std::mutex> g(cache_mu_);
-        if (cache_.size() > 4096) cache_.clear();
-        cache_.emplace(std::move(key), meta);
+        if (++cache_entries_ > 4096) {
+          cache_.clear();
+          cache_entries_ = 1;
+        }
+        cache_[key_hash].emplace_back(std::vector<int64_t>(key.begin(), key.end()), meta);
       }
     }
     auto written = [&](size_t i) {
@@ -453,29 +471,26 @@ struct NativeKernel final : c10::OperatorKernel {
       if (written(i) && schema.arguments()[i].is_out()) check_out_overlap(args, i, flags_ & TPURT_OPF_NO_OUT_OVERLAP);
 
     // The call.
-    tpurt_op_call call{};
+    // The call struct is ~9 KiB: only its header is zeroed here; argument and output slots
+    // past the ones in use are marked empty just before the launch.
+    tpurt_op_call call;
+    std::memset(&call, 0, offsetof(tpurt_op_call, args));
     call.struct_size = sizeof call;
     call.op = op_;
     call.device = device->index();
     call.precision = tpurt_get_matmul_precision();
-    std::vector<std::vector<int64_t>> ints;
-    std::vector<std::vector<double>> floats;
-    std::vector<std::vector<tpurt_tensor>> lists;
-    std::vector<std::string> strings;
-    ints.reserve(nargs);
-    floats.reserve(nargs);
-    lists.reserve(nargs + 1);
-    strings.reserve(nargs);
+    ArgStorage store(nargs + results.size());
     std::optional<at::Generator> gen;
     int n = 0;
     for (size_t i = 0; i < nargs; i++) {
       const auto& a = args[i];
       if (a.isGenerator()) gen = a.toGenerator();
       TORCH_CHECK(n < TPURT_MAX_ARGS, "too many arguments for the tpu runtime");
-      call.args[n++] = value_of(a, ints, floats, lists, strings);
+      call.args[n++] = value_of(a, store);
     }
     if (!meta) {  // sized by the kernel: it reads its inputs once the stream has run up to here
       TORCH_CHECK(n <= TPURT_MAX_ARGS, "too many arguments for the tpu runtime");
+      for (int a = n; a < TPURT_MAX_ARGS; a++) call.args[a].kind = TPURT_V_NONE;
       call.nargs = n;
       check(tpurt_op_size_outputs(current_stream(device->index()), &call));
       TORCH_CHECK(static_cast<size_t>(call.nouts) == schema.returns().size(), "tpu kernel ",
@@ -493,14 +508,13 @@ struct NativeKernel final : c10::OperatorKernel {
         TORCH_CHECK(nouts < TPURT_MAX_OUTS, "too many outputs for the tpu runtime");
         call.outs[nouts++] = describe(r.toTensor());
       } else if (r.isTensorList()) {
-        std::vector<tpurt_tensor> l;
+        auto& l = store.list();
         for (const auto& t : r.toTensorList()) l.push_back(describe(t));
-        lists.push_back(std::move(l));
         tpurt_value v{};
         v.kind = TPURT_V_TENSORS;
         v.scalar_dtype = -1;
-        v.n = static_cast<int32_t>(lists.back().size());
-        v.tensors = lists.back().data();
+        v.n = static_cast<int32_t>(l.size());
+        v.tensors = l.data();
         call.args[n++] = v;
       }
     }
@@ -516,6 +530,11 @@ struct NativeKernel final : c10::OperatorKernel {
     }
     call.nargs = n;
     call.nouts = nouts;
+    for (int a = n; a < TPURT_MAX_ARGS; a++) call.args[a].kind = TPURT_V_NONE;
+    for (int o = nouts; o < TPURT_MAX_OUTS; o++) {
+      call.outs[o].data = nullptr;
+      call.outs[o].ndim = 0;
+    }
     if (flags_ & TPURT_OPF_RANDOM) {
       auto g = gen && gen->defined() ? *gen : default_generator(device->index());
       auto* impl = at::check_generator<TpuGenerator>(g);
@@ -538,7 +557,11 @@ struct NativeKernel final : c10::OperatorKernel {
     c10::ScalarType dtype = c10::ScalarType::Undefined;
     at::Tensor allocate(c10::Device device) const {
       if (!defined) return at::Tensor();
-      return at::empty_strided(sizes, strides, at::TensorOptions().dtype(dtype).device(device));
+      check_dtype(dtype);
+      // Straight from the allocator, as the empty_strided kernel would (the caller's device
+      // guard selects the chip); a dispatcher round trip per output costs more than the op.
+      return at::detail::empty_strided_generic(sizes, strides, c10::GetAllocator(kTpu),
+                                               c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dtype);
     }
     static TensorMeta of(const at::Tensor& t) {
       TensorMeta m;
@@ -618,8 +641,8 @@ struct NativeKernel final : c10::OperatorKernel {
 
   // Everything a meta function can see of the arguments; false if some argument kind is not
   // understood (then the meta function runs every time).
-  static bool signature(c10::ArrayRef<c10::IValue> args, std::vector<int64_t>& key) {
-    key.reserve(64);
+  using Key = c10::SmallVector<int64_t, 64>;
+  static bool signature(c10::ArrayRef<c10::IValue> args, Key& key) {
     key.push_back(static_cast<int64_t>(c10::get_default_dtype_as_scalartype()));
     auto tensor = [&](const at::Tensor& t) {
       if (!t.defined()) {
@@ -695,15 +718,15 @@ struct NativeKernel final : c10::OperatorKernel {
     return true;
   }
 
-  struct KeyHash {
-    size_t operator()(const std::vector<int64_t>& k) const {
-      size_t h = 1469598103934665603ull;
-      for (auto v : k) h = (h ^ static_cast<size_t>(v)) * 1099511628211ull;
-      return h;
-    }
-  };
+  static size_t hash_of(const Key& k) {
+    size_t h = 1469598103934665603ull;
+    for (auto v : k) h = (h ^ static_cast<size_t>(v)) * 1099511628211ull;
+    return h;
+  }
+  // Keyed by the signature's hash; entries sharing a hash are told apart by the full key.
   std::mutex cache_mu_;
-  std::unordered_map<std::vector<int64_t>, std::shared_ptr<const MetaResult>, KeyHash> cache_;
+  std::unordered_map<size_t, std::vector<std::pair<std::vector<int64_t>, std::shared_ptr<const MetaResult>>>> cache_;
+  size_t cache_entries_ = 0;
 
   static void resolve_math_bits(torch::jit::Stack& stack, size_t nargs) {
     auto resolve = [](const at::Tensor& t) { return t.defined() ? t.resolve_conj().resolve_neg() : t; };
@@ -803,9 +826,31 @@ struct NativeKernel final : c10::OperatorKernel {
     return -1;
   }
 
-  static tpurt_value value_of(const c10::IValue& a, std::vector<std::vector<int64_t>>& ints,
-                              std::vector<std::vector<double>>& floats,
-                              std::vector<std::vector<tpurt_tensor>>& lists, std::vector<std::string>& strings) {
+  // Backing storage of the call's list and string arguments. Reserved on first use (most
+  // calls have none) and never reallocated after: the call points into its elements.
+  class ArgStorage {
+   public:
+    explicit ArgStorage(size_t max_items) : max_(max_items) {}
+    std::vector<int64_t>& ints() { return next(ints_); }
+    std::vector<double>& floats() { return next(floats_); }
+    std::vector<tpurt_tensor>& list() { return next(lists_); }
+    std::string& string() { return next(strings_); }
+
+   private:
+    template <typename T>
+    T& next(std::vector<T>& v) {
+      if (v.capacity() == 0) v.reserve(max_);
+      TORCH_CHECK(v.size() < max_, "too many list arguments for the tpu runtime");
+      return v.emplace_back();
+    }
+    size_t max_;
+    std::vector<std::vector<int64_t>> ints_;
+    std::vector<std::vector<double>> floats_;
+    std::vector<std::vector<tpurt_tensor>> lists_;
+    std::vector<std::string> strings_;
+  };
+
+  static tpurt_value value_of(const c10::IValue& a, ArgStorage& store) {
     tpurt_value v{};
     v.scalar_dtype = -1;
     auto scalar = [&](const at::Scalar& s) {
@@ -842,45 +887,47 @@ struct NativeKernel final : c10::OperatorKernel {
     } else if (a.isScalar()) {
       scalar(a.toScalar());
     } else if (a.isIntList()) {
-      ints.push_back(a.toIntVector());
+      auto& l = store.ints();
+      l = a.toIntVector();
       v.kind = TPURT_V_INTS;
-      v.n = static_cast<int32_t>(ints.back().size());
-      v.ints = ints.back().data();
+      v.n = static_cast<int32_t>(l.size());
+      v.ints = l.data();
     } else if (a.isDoubleList()) {
-      floats.push_back(a.toDoubleVector());
+      auto& l = store.floats();
+      l = a.toDoubleVector();
       v.kind = TPURT_V_FLOATS;
-      v.n = static_cast<int32_t>(floats.back().size());
-      v.floats = floats.back().data();
+      v.n = static_cast<int32_t>(l.size());
+      v.floats = l.data();
     } else if (a.isTensorList() || a.isOptionalTensorList()) {
-      std::vector<tpurt_tensor> l;
+      auto& l = store.list();
       if (a.isTensorList())
         for (const auto& t : a.toTensorList()) l.push_back(describe(t));
       else
         for (std::optional<at::Tensor> t : a.toOptionalTensorList()) l.push_back(describe(t.has_value() ? *t : at::Tensor()));
-      lists.push_back(std::move(l));
       v.kind = TPURT_V_TENSORS;
-      v.n = static_cast<int32_t>(lists.back().size());
-      v.tensors = lists.back().data();
+      v.n = static_cast<int32_t>(l.size());
+      v.tensors = l.data();
     } else if (a.isList() && is_number_list(a)) {  // Scalar[]: ints stay exact, else doubles
       bool all_int = true;
       for (const auto& e : a.toListRef()) all_int &= e.isInt() || e.isBool();
       if (all_int) {
-        ints.emplace_back();
-        for (const auto& e : a.toListRef()) ints.back().push_back(e.isBool() ? e.toBool() : e.toInt());
+        auto& l = store.ints();
+        for (const auto& e : a.toListRef()) l.push_back(e.isBool() ? e.toBool() : e.toInt());
         v.kind = TPURT_V_INTS;
-        v.n = static_cast<int32_t>(ints.back().size());
-        v.ints = ints.back().data();
+        v.n = static_cast<int32_t>(l.size());
+        v.ints = l.data();
       } else {
-        floats.emplace_back();
-        for (const auto& e : a.toListRef()) floats.back().push_back(e.toScalar().toDouble());
+        auto& l = store.floats();
+        for (const auto& e : a.toListRef()) l.push_back(e.toScalar().toDouble());
         v.kind = TPURT_V_FLOATS;
-        v.n = static_cast<int32_t>(floats.back().size());
-        v.floats = floats.back().data();
+        v.n = static_cast<int32_t>(l.size());
+        v.floats = l.data();
       }
     } else if (a.isString()) {
-      strings.push_back(a.toStringRef());
+      auto& str = store.string();
+      str = a.toStringRef();
       v.kind = TPURT_V_STRING;
-      v.s = strings.back().c_str();
+      v.s = str.c_str();
     } else if (a.isDevice()) {
       v.kind = TPURT_V_INT;
       v.i = a.toDevice().index();

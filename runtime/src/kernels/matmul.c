@@ -55,8 +55,12 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
 /* Register-blocked micro-kernel on packed panels: an MR x NR tile of C += A_panel * B_panel
  * over kc packed steps. Vector extensions give the compiler the tile shape directly; the
  * clones pick AVX2+FMA at load time where the CPU has it. */
-#define KC 256 /* packed K per block (B micro-panel: KC*NR*4 = 16 KiB, fits L1) */
-#define MC 96  /* rows of A per block (A block: 96 KiB, L2) */
+/* Each K block reads and writes all of C once: a long K block halves that traffic against
+ * 256, which is what bounds the core when other tenants share the L3 (the 32 KiB B
+ * micro-panel then streams from L2, which keeps up). */
+#define KC 512 /* packed K per block */
+#define KRUN 256 /* packed steps the micro-kernel sums in registers before adding to C */
+#define MC 96  /* rows of A per block (A block: 192 KiB, L2) */
 #define NC 1024
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
@@ -65,12 +69,13 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
 #define MICRO_ATTRS
 #endif
 
-/* GEMM_CORE(T, SFX, W, ROWS): W lanes per 32-byte vector; the tile is ROWS x (2*W). */
+/* GEMM_CORE(T, SFX, W, ROWS): W lanes per 32-byte vector; the tile is ROWS x (2*W).
+ * C tile = (store ? 0 : C tile) + the sum of the kc packed steps. */
 #define GEMM_CORE(T, SFX, W, ROWS)                                                              \
   typedef T v##SFX __attribute__((vector_size(32)));                                           \
   enum { MR_##SFX = ROWS, NR_##SFX = 2 * W };                                                   \
   MICRO_ATTRS static void micro_##SFX(int64_t kc, const T* restrict a, const T* restrict b,    \
-                                      T* restrict c, int64_t ldc, int mr, int nr) {            \
+                                      T* restrict c, int64_t ldc, int mr, int nr, int store) {  \
     v##SFX acc[ROWS][2];                                                                        \
     memset(acc, 0, sizeof acc);                                                                \
     for (int i = 0; i < ROWS; i++) /* the C tile is needed after the loop: fetch it now */     \
@@ -89,15 +94,19 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
     if (mr == ROWS && nr == 2 * W) { /* full tile: vector read-modify-write of C */           \
       for (int i = 0; i < ROWS; i++)                                                           \
         for (int h = 0; h < 2; h++) {                                                          \
-          v##SFX cv;                                                                           \
-          memcpy(&cv, c + i * ldc + h * W, sizeof cv);                                         \
-          cv += acc[i][h];                                                                     \
+          v##SFX cv = acc[i][h];                                                               \
+          if (!store) {                                                                        \
+            v##SFX old;                                                                        \
+            memcpy(&old, c + i * ldc + h * W, sizeof old);                                     \
+            cv += old;                                                                         \
+          }                                                                                    \
           memcpy(c + i * ldc + h * W, &cv, sizeof cv);                                         \
         }                                                                                      \
       return;                                                                                  \
     }                                                                                          \
     for (int i = 0; i < mr; i++)                                                               \
-      for (int j = 0; j < nr; j++) c[i * ldc + j] += acc[i][j / W][j % W];                     \
+      for (int j = 0; j < nr; j++)                                                             \
+        c[i * ldc + j] = store ? acc[i][j / W][j % W] : c[i * ldc + j] + acc[i][j / W][j % W]; \
   }
 GEMM_CORE(float, f32, 8, 6)
 GEMM_CORE(double, f64, 4, 4)
@@ -165,8 +174,11 @@ static int by_cols(const mat* m) { return m->rs == 1 && m->cs != 1; }
 
 /* Pack A rows [i0, i0+mc) x K [k0, k0+kc) into MR-row panels: panel r, packed step q,
  * row r' at ap[r * MR * kcx + q * MR + r']; rows past mc are zero. Pack B K [k0, k0+kc)
- * x cols [j0, j0+nc) into NR-col panels likewise (columns past nc zero). `row` holds
- * max(kc, MR) values. */
+ * x cols [j0, j0+nc) into NR-col panels likewise, by columns (column-major B) or by a
+ * range of its K rows (row-major B: threads split K so each reads whole rows, which the
+ * hardware prefetcher streams; split by panels each read short runs of every row); the
+ * columns past nc of the last panel are zeroed by the caller. `row` holds max(kc, mc, nc)
+ * values. Both read their operand along its dense direction. */
 #define PACKERS(T, SFX)                                                                         \
   static void pack_a_##SFX(T* ap, const mat* A, int64_t i0, int64_t mc, int64_t k0, int64_t kc,  \
                            pass_mode p, T* row) {                                              \
@@ -175,34 +187,35 @@ static int by_cols(const mat* m) { return m->rs == 1 && m->cs != 1; }
     if (full < mc) /* the padded rows of the last panel */                                     \
       memset(ap + full * kcx, 0, sizeof(T) * (size_t)(MR_##SFX * kcx));                        \
     if (by_cols(A))                                                                            \
-      for (int64_t r = 0; r < mc; r += MR_##SFX)                                               \
-        for (int64_t k = 0; k < kc; k++) {                                                     \
-          int64_t n = mc - r < MR_##SFX ? mc - r : MR_##SFX;                                   \
-          put_##SFX(ap + r * kcx + k * x * MR_##SFX, 1, MR_##SFX, col_of_##SFX(row, A, i0 + r, k0 + k, n), n, p, 0); \
-        }                                                                                      \
+      for (int64_t k = 0; k < kc; k++) {                                                       \
+        const T* src = col_of_##SFX(row, A, i0, k0 + k, mc);                                    \
+        for (int64_t r = 0; r < mc; r += MR_##SFX)                                             \
+          put_##SFX(ap + r * kcx + k * x * MR_##SFX, 1, MR_##SFX, src + r,                     \
+                    mc - r < MR_##SFX ? mc - r : MR_##SFX, p, 0);                              \
+      }                                                                                        \
     else                                                                                       \
       for (int64_t i = 0; i < mc; i++) {                                                       \
         const T* src = row_of_##SFX(row, A, i0 + i, k0, kc);                                    \
         put_##SFX(ap + (i / MR_##SFX) * MR_##SFX * kcx + i % MR_##SFX, x * MR_##SFX, MR_##SFX, src, kc, p, 0); \
       }                                                                                        \
   }                                                                                            \
-  static void pack_b_##SFX(T* bp, const mat* B, int64_t k0, int64_t kc, int64_t j0, int64_t nc,  \
-                           pass_mode p, T* row) {                                              \
+  static void pack_b_cols_##SFX(T* bp, const mat* B, int64_t k0, int64_t kc, int64_t j0,       \
+                                int64_t nc, pass_mode p, T* row) {                             \
+    int64_t kcx = kc * expand_of(p);                                                           \
+    for (int64_t j = 0; j < nc; j++)                                                           \
+      put_##SFX(bp + j / NR_##SFX * NR_##SFX * kcx + j % NR_##SFX, expand_of(p) * NR_##SFX,    \
+                NR_##SFX, col_of_##SFX(row, B, k0, j0 + j, kc), kc, p, 1);                      \
+  }                                                                                            \
+  static void pack_b_rows_##SFX(T* bp, const mat* B, int64_t k0, int64_t kc, int64_t ka,       \
+                                int64_t kb, int64_t j0, int64_t nc, pass_mode p, T* row) {     \
     int x = expand_of(p);                                                                      \
-    int64_t kcx = kc * x, full = nc / NR_##SFX * NR_##SFX;                                     \
-    if (full < nc) /* the padded columns of the last panel */                                  \
-      memset(bp + full * kcx, 0, sizeof(T) * (size_t)(NR_##SFX * kcx));                        \
-    if (by_cols(B))                                                                            \
-      for (int64_t j = 0; j < nc; j++)                                                         \
-        put_##SFX(bp + j / NR_##SFX * NR_##SFX * kcx + j % NR_##SFX, x * NR_##SFX, NR_##SFX,     \
-                  col_of_##SFX(row, B, k0, j0 + j, kc), kc, p, 1);                              \
-    else                                                                                       \
-      for (int64_t k = 0; k < kc; k++) {                                                       \
-        const T* src = row_of_##SFX(row, B, k0 + k, j0, nc);                                    \
-        for (int64_t j = 0; j < nc; j += NR_##SFX)                                             \
-          put_##SFX(bp + j * kcx + k * x * NR_##SFX, 1, NR_##SFX, src + j,                     \
-                    nc - j < NR_##SFX ? nc - j : NR_##SFX, p, 1);                              \
-      }                                                                                        \
+    int64_t kcx = kc * x;                                                                      \
+    for (int64_t k = ka; k < kb; k++) {                                                        \
+      const T* src = row_of_##SFX(row, B, k0 + k, j0, nc);                                      \
+      for (int64_t j = 0; j < nc; j += NR_##SFX)                                               \
+        put_##SFX(bp + j * kcx + k * x * NR_##SFX, 1, NR_##SFX, src + j,                       \
+                  nc - j < NR_##SFX ? nc - j : NR_##SFX, p, 1);                                \
+    }                                                                                          \
   }
 PACKERS(float, f32)
 PACKERS(double, f64)
@@ -224,21 +237,36 @@ PACKERS(double, f64)
     int64_t j0, nc, k0, kc;                                                                    \
     T *bp, *c;                                                                                 \
     int64_t ldc;                                                                               \
+    int64_t M, panels_m, chunks; /* rows, their MR-row panels, row chunks per B block */      \
+    int store;                   /* the first K block stores into C instead of adding */      \
   } gemm_job_##SFX;                                                                            \
-  /* Column panels [p0, p1) of the B block. */                                                 \
-  static void gemm_pack_b_##SFX(void* arg, int64_t p0, int64_t p1) {                           \
+  /* Column panels [p0, p1) of the B block (column-major B). */                               \
+  static void gemm_pack_b_cols_##SFX(void* arg, int64_t p0, int64_t p1) {                      \
+    const gemm_job_##SFX* g = arg;                                                             \
+    _Alignas(64) T row[KC];                                                                    \
+    int64_t j1 = p1 * NR_##SFX < g->nc ? p1 * NR_##SFX : g->nc;                                \
+    pack_b_cols_##SFX(g->bp + p0 * NR_##SFX * g->kc * g->x, g->B, g->k0, g->kc,                \
+                      g->j0 + p0 * NR_##SFX, j1 - p0 * NR_##SFX, g->pb, row);                  \
+  }                                                                                            \
+  /* K rows [ka, kb) of the B block (row-major B). */                                          \
+  static void gemm_pack_b_rows_##SFX(void* arg, int64_t ka, int64_t kb) {                      \
     const gemm_job_##SFX* g = arg;                                                             \
     _Alignas(64) T row[NC];                                                                    \
-    int64_t j1 = p1 * NR_##SFX < g->nc ? p1 * NR_##SFX : g->nc;                                \
-    pack_b_##SFX(g->bp + p0 * NR_##SFX * g->kc * g->x, g->B, g->k0, g->kc, g->j0 + p0 * NR_##SFX, \
-                 j1 - p0 * NR_##SFX, g->pb, row);                                              \
+    pack_b_rows_##SFX(g->bp, g->B, g->k0, g->kc, ka, kb, g->j0, g->nc, g->pb, row);            \
   }                                                                                            \
-  /* Rows [r0, r1) of C against the packed B block. */                                         \
-  static void gemm_rows_##SFX(void* arg, int64_t r0, int64_t r1) {                             \
+  /* Row chunks [q0, q1) of C against the packed B block. Chunk q is panels                  \
+   * [P*q/chunks, P*(q+1)/chunks): sizes differ by at most one panel, so equally fast threads  \
+   * finish together (fixed-size chunks left a remainder to one thread at every K block). */  \
+  static void gemm_rows_##SFX(void* arg, int64_t q0, int64_t q1) {                             \
     const gemm_job_##SFX* g = arg;                                                             \
     _Alignas(64) T ap[KC * (MC + MR_##SFX)];                                                   \
     _Alignas(64) T row[KC];                                                                    \
     int64_t kcx = g->kc * g->x;                                                                \
+    int store = g->store && g->k0 == 0;                                                        \
+    int64_t run = KRUN / g->x * g->x;                                                          \
+    int64_t r0 = g->panels_m * q0 / g->chunks * MR_##SFX;                                      \
+    int64_t r1 = g->panels_m * q1 / g->chunks * MR_##SFX;                                      \
+    if (r1 > g->M) r1 = g->M;                                                                  \
     for (int64_t i0 = r0; i0 < r1; i0 += MC) {                                                 \
       int64_t mc = r1 - i0 < MC ? r1 - i0 : MC;                                                \
       pack_a_##SFX(ap, g->A, i0, mc, g->k0, g->kc, g->pa, row);                                \
@@ -246,30 +274,45 @@ PACKERS(double, f64)
         for (int64_t ir = 0; ir < mc; ir += MR_##SFX) {                                        \
           int mr = mc - ir < MR_##SFX ? (int)(mc - ir) : MR_##SFX;                             \
           int nr = g->nc - jr < NR_##SFX ? (int)(g->nc - jr) : NR_##SFX;                       \
-          micro_##SFX(kcx, ap + ir * kcx, g->bp + jr * kcx, g->c + (i0 + ir) * g->ldc + g->j0 + jr, \
-                      g->ldc, mr, nr);                                                         \
+          /* runs of `run` steps, each added to the C tile: the tile stays in L1 between     \
+           * them, and the f32 sums are those of K blocks of `run` steps */                  \
+          for (int64_t q = 0; q < kcx; q += run)                                              \
+            micro_##SFX(kcx - q < run ? kcx - q : run, ap + ir * kcx + q * MR_##SFX,           \
+                        g->bp + jr * kcx + q * NR_##SFX, g->c + (i0 + ir) * g->ldc + g->j0 + jr, \
+                        g->ldc, mr, nr, store && q == 0);                                      \
         }                                                                                      \
     }                                                                                          \
   }                                                                                            \
+  /* C = A * B when `store` (K > 0), else C += A * B. */                                     \
   static void gemm_##SFX(int64_t M, int64_t N, int64_t K, const mat* A, const mat* B,         \
-                         pass_mode pa, pass_mode pb, T* c, int64_t ldc, T* ws) {               \
+                         pass_mode pa, pass_mode pb, T* c, int64_t ldc, T* ws, int store) {    \
     int x = expand_of(pa) > expand_of(pb) ? expand_of(pa) : expand_of(pb);                     \
     if (x == 3) pa = pb = PASS_BF16X3;                                                         \
     int64_t kb = KC / x;                                                                       \
-    gemm_job_##SFX g = {A, B, pa, pb, x, 0, 0, 0, 0, ws, c, ldc};                              \
-    /* Row chunks: ~4 per thread so a thread slowed by the machine gets fewer; at most MC   \
-     * (the A block) and none at all below ~1 MFLOP per block (the hand-off costs more). */   \
+    int64_t panels_m = (M + MR_##SFX - 1) / MR_##SFX;                                          \
+    gemm_job_##SFX g = {A, B, pa, pb, x, 0, 0, 0, 0, ws, c, ldc, M, panels_m, 1, store};       \
+    /* Row chunks: at least 4 per thread so a thread slowed by the machine gets fewer, each  \
+     * at most MC rows (the A block) and at least 4 panels; a single chunk below ~1 MFLOP   \
+     * per block (the hand-off costs more). */                                                \
     int nt = tpurt_pool_threads();                                                             \
-    int64_t grain = (M + 4 * nt - 1) / (4 * nt);                                               \
-    grain = grain > MC ? MC : (grain + MR_##SFX - 1) / MR_##SFX * MR_##SFX;                    \
-    if (M * N * (K < kb ? K : kb) < (1 << 19)) grain = M;                                      \
+    int small = M * N * (K < kb ? K : kb) < (1 << 19);                                         \
+    if (!small && nt > 1) {                                                                    \
+      int64_t per = (panels_m + nt * (MC / MR_##SFX) - 1) / (nt * (MC / MR_##SFX));            \
+      g.chunks = nt * (per < 4 ? 4 : per);                                                     \
+      if (g.chunks > panels_m / 4) g.chunks = panels_m / 4 > 1 ? panels_m / 4 : 1;             \
+    }                                                                                          \
     for (g.j0 = 0; g.j0 < N; g.j0 += NC) {                                                     \
       g.nc = N - g.j0 < NC ? N - g.j0 : NC;                                                    \
       for (g.k0 = 0; g.k0 < K; g.k0 += kb) {                                                   \
         g.kc = K - g.k0 < kb ? K - g.k0 : kb;                                                  \
-        int64_t panels = (g.nc + NR_##SFX - 1) / NR_##SFX;                                     \
-        tpurt_parallel_for(panels, grain == M ? panels : 8, gemm_pack_b_##SFX, &g);            \
-        tpurt_parallel_for(M, grain, gemm_rows_##SFX, &g);                                     \
+        int64_t panels = (g.nc + NR_##SFX - 1) / NR_##SFX, full = g.nc / NR_##SFX * NR_##SFX;   \
+        if (full < g.nc) /* the padded columns of the last panel */                            \
+          memset(g.bp + full * g.kc * x, 0, sizeof(T) * (size_t)(NR_##SFX * g.kc * x));         \
+        if (by_cols(B))                                                                        \
+          tpurt_parallel_for(panels, small ? panels : 8, gemm_pack_b_cols_##SFX, &g);          \
+        else                                                                                   \
+          tpurt_parallel_for(g.kc, small ? g.kc : 64, gemm_pack_b_rows_##SFX, &g);              \
+        tpurt_parallel_for(g.chunks, 1, gemm_rows_##SFX, &g);                                  \
       }                                                                                        \
     }                                                                                          \
   }
@@ -341,6 +384,7 @@ typedef struct {
   size_t es;
   tpurt_ctype ct;
   pass_mode pa, pb;
+  int store; /* the accumulator is not zeroed: each product's first K block stores */
   int oom;
 } batch_job;
 
@@ -358,8 +402,9 @@ static void run_batches(void* arg, int64_t b0, int64_t b1) {
     A.data += b * pr->a_bs * (int64_t)a_es;
     B.data += b * pr->b_bs * (int64_t)b_es;
     char* cb = (char*)J->acc + b * pr->c_bs * pr->M * pr->N * (int64_t)J->es;
-    if (J->ct == TPURT_CT_F32) gemm_f32(pr->M, pr->N, pr->K, &A, &B, J->pa, J->pb, (float*)cb, pr->N, ws);
-    else if (J->ct == TPURT_CT_F64) gemm_f64(pr->M, pr->N, pr->K, &A, &B, J->pa, J->pb, (double*)cb, pr->N, ws);
+    int store = J->store && (pr->c_bs || b == 0); /* addbmm: later batches add to the first */
+    if (J->ct == TPURT_CT_F32) gemm_f32(pr->M, pr->N, pr->K, &A, &B, J->pa, J->pb, (float*)cb, pr->N, ws, store);
+    else if (J->ct == TPURT_CT_F64) gemm_f64(pr->M, pr->N, pr->K, &A, &B, J->pa, J->pb, (double*)cb, pr->N, ws, store);
     else gemm_i64(pr->M, pr->N, pr->K, &A, &B, (int64_t*)cb, pr->N, ws);
   }
   free(ws);
@@ -418,7 +463,7 @@ static tpurt_status run_matmul_complex(const tpurt_op_call* c, const problem* pr
     B.data += b * pr->b_bs * 8;
     for (int q = 0; q < 4; q++) {
       mat a = cx_part(&A, q == 1 || q == 3), bm = cx_part(&B, q == 1 || q == 2);
-      gemm_f32(pr->M, pr->N, pr->K, &a, &bm, pm, pm, parts + q * nacc + b * pr->c_bs * mn, pr->N, ws);
+      gemm_f32(pr->M, pr->N, pr->K, &a, &bm, pm, pm, parts + q * nacc + b * pr->c_bs * mn, pr->N, ws, 0);
     }
   }
   float sg = conj_a ? 1.0f : -1.0f;
@@ -467,10 +512,12 @@ static tpurt_status run_matmul_conj(const tpurt_op_call* c, const problem* pr, c
   /* A dense output of the accumulator's type is the accumulator itself (no scratch, no
    * copy); the epilogue then runs in place, or not at all for alpha = 1 without self. */
   int direct = out->dtype == acc_dt && tpurt_is_contiguous(out);
-  void* acc = direct ? out->data : calloc((size_t)(nacc ? nacc : 1), es);
-  if (direct) memset(acc, 0, (size_t)nacc * es);
+  /* Float products with K > 0 write every element on their first K block: no zeroing. */
+  int store = ct != TPURT_CT_I64 && pr->K > 0 && pr->nb > 0;
+  void* acc = direct ? out->data : store ? malloc((size_t)(nacc ? nacc : 1) * es) : calloc((size_t)(nacc ? nacc : 1), es);
   if (!acc) return tpurt_fail(TPURT_ERR_OOM, "matmul: host out of memory for scratch");
-  batch_job J = {pr, acc, es, ct, pass_of(pr->A.dtype, c->precision), pass_of(pr->B.dtype, c->precision), 0};
+  if (direct && !store) memset(acc, 0, (size_t)nacc * es);
+  batch_job J = {pr, acc, es, ct, pass_of(pr->A.dtype, c->precision), pass_of(pr->B.dtype, c->precision), store, 0};
   /* Many small independent batches (attention's bmm): one batch per thread at a time beats
    * splitting each small GEMM over the pool (two hand-offs per batch). Every batch is still
    * one gemm call, so results are those of the sequential loop. */
@@ -594,6 +641,6 @@ void tpurt_gemm(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const 
     return;
   }
   pass_mode pa = pass_of(a.dtype, precision), pb = pass_of(b.dtype, precision);
-  if (a.dtype == TPURT_F64) gemm_f64(M, N, K, &a, &b, pa, pb, c, ldc, ws);
-  else gemm_f32(M, N, K, &a, &b, pa, pb, c, ldc, ws);
+  if (a.dtype == TPURT_F64) gemm_f64(M, N, K, &a, &b, pa, pb, c, ldc, ws, 0);
+  else gemm_f32(M, N, K, &a, &b, pa, pb, c, ldc, ws, 0);
 }

@@ -122,10 +122,12 @@ static void put_f32(float* restrict dst, int64_t step, int64_t st, const float* 
                     int b_side) {
   switch (p) {
     case PASS_F32:
-      for (int64_t q = 0; q < n; q++) dst[q * step] = row[q];
+      if (step == 1) memcpy(dst, row, sizeof(float) * (size_t)n);
+      else for (int64_t q = 0; q < n; q++) dst[q * step] = row[q];
       break;
     case PASS_BF16:
-      for (int64_t q = 0; q < n; q++) dst[q * step] = tpurt_round_bf16(row[q]);
+      if (step == 1) for (int64_t q = 0; q < n; q++) dst[q] = tpurt_round_bf16(row[q]); /* vectorizes */
+      else for (int64_t q = 0; q < n; q++) dst[q * step] = tpurt_round_bf16(row[q]);
       break;
     case PASS_BF16X3:
       for (int64_t q = 0; q < n; q++) {
@@ -142,6 +144,10 @@ static void put_f64(double* restrict dst, int64_t step, int64_t st, const double
   (void)st, (void)p, (void)b_side;
   for (int64_t q = 0; q < n; q++) dst[q * step] = row[q];
 }
+
+/* A loaded value as packed in a one-value pass mode (PASS_F32 or PASS_BF16). */
+static inline float one_pass_f32(float v, pass_mode p) { return p == PASS_BF16 ? tpurt_round_bf16(v) : v; }
+static inline double one_pass_f64(double v, pass_mode p) { (void)p; return v; }
 
 /* n values of row i of m from column k on, as T: read in place when they already are
  * (dense f32 / f64 rows, the common case), else converted into `row`. */
@@ -189,9 +195,13 @@ static int by_cols(const mat* m) { return m->rs == 1 && m->cs != 1; }
     if (by_cols(A))                                                                            \
       for (int64_t k = 0; k < kc; k++) {                                                       \
         const T* src = col_of_##SFX(row, A, i0, k0 + k, mc);                                    \
-        for (int64_t r = 0; r < mc; r += MR_##SFX)                                             \
-          put_##SFX(ap + r * kcx + k * x * MR_##SFX, 1, MR_##SFX, src + r,                     \
-                    mc - r < MR_##SFX ? mc - r : MR_##SFX, p, 0);                              \
+        if (x == 1) /* one packed value per element: a plain scatter into the panels */       \
+          for (int64_t r = 0; r < mc; r++)                                                     \
+            ap[r / MR_##SFX * MR_##SFX * kcx + k * MR_##SFX + r % MR_##SFX] = one_pass_##SFX(src[r], p); \
+        else                                                                                   \
+          for (int64_t r = 0; r < mc; r += MR_##SFX)                                           \
+            put_##SFX(ap + r * kcx + k * x * MR_##SFX, 1, MR_##SFX, src + r,                   \
+                      mc - r < MR_##SFX ? mc - r : MR_##SFX, p, 0);                            \
       }                                                                                        \
     else                                                                                       \
       for (int64_t i = 0; i < mc; i++) {                                                       \

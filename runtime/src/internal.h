@@ -224,4 +224,12 @@ int tpurt_pool_threads(void);
  * split: chunks must write disjoint outputs (never combine partial sums across chunks). */
 void tpurt_parallel_for(int64_t n, int64_t grain, tpurt_pool_fn fn, void* ctx);
 
+/* A 64-byte aligned host buffer of at least `bytes` that belongs to the calling thread and
+ * is handed out again by its next call with the same slot: valid until then, never freed
+ * by the caller. Kernels' big temporaries come from here because fresh pages on every call
+ * (malloc/free of megabytes maps and unmaps them) cost page faults and zeroing that take
+ * longer than the kernel at moderate sizes. NULL when the host is out of memory. */
+enum { TPURT_SCRATCH_GEMM, TPURT_SCRATCH_COLS, TPURT_SCRATCH_COLS_T, TPURT_SCRATCH_SLOTS };
+void* tpurt_scratch(int slot, size_t bytes);
+
 #endif /* TPURT_INTERNAL_H */

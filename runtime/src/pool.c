@@ -149,3 +149,19 @@ void tpurt_parallel_for(int64_t n, int64_t grain, tpurt_pool_fn fn, void* ctx) {
   while (__atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) > 0) sched_yield();
   pthread_mutex_unlock(&pool.busy);
 }
+
+static _Thread_local struct {
+  void* p;
+  size_t bytes;
+} scratch[TPURT_SCRATCH_SLOTS];
+
+void* tpurt_scratch(int slot, size_t bytes) {
+  if (bytes <= scratch[slot].bytes) return scratch[slot].p;
+  free(scratch[slot].p);
+  scratch[slot].p = NULL;
+  scratch[slot].bytes = 0;
+  bytes = (bytes + 4095) & ~(size_t)4095;
+  if (posix_memalign(&scratch[slot].p, 64, bytes)) return scratch[slot].p = NULL;
+  scratch[slot].bytes = bytes;
+  return scratch[slot].p;
+}

@@ -78,9 +78,11 @@ static void valid_range(int64_t off, int64_t s, int64_t n, int64_t len, int64_t*
 }
 
 /* Loop over every (row of the column matrix, small-side d/h position) with the big-side
- * row it reads; BODY sees ci, r (row), id, ih, inside (bool), off/lo/hi for the w dim. */
-#define FOR_COLS(g, BODY)                                                                   \
-  for (int64_t ci = 0, r = 0; ci < (g)->Cbg; ci++)                                          \
+ * row it reads, for channels [c0, c1); BODY sees ci, r (row), id, ih, inside (bool),
+ * off/lo/hi for the w dim. A channel owns rows [ci*Kk, (ci+1)*Kk) of the column matrix and
+ * plane ci of B, so channel ranges run in parallel with results independent of the split. */
+#define FOR_COLS(g, c0, c1, BODY)                                                           \
+  for (int64_t ci = (c0), r = (c0) * (g)->Kk; ci < (c1); ci++)                              \
     for (int64_t kd = 0; kd < (g)->k[0]; kd++)                                              \
       for (int64_t kh = 0; kh < (g)->k[1]; kh++)                                            \
         for (int64_t kw = 0; kw < (g)->k[2]; kw++, r++) {                                   \
@@ -99,8 +101,9 @@ static void valid_range(int64_t off, int64_t s, int64_t n, int64_t len, int64_t*
 
 /* col[CbK x Ls] <- B at (n, c0) (channel stride sc, spatial strides sb), zeros outside. */
 #define IM2COL(T)                                                                                 \
-  static void im2col_##T(T* col, const T* b, int64_t sc, const int64_t* sb, const geom* g) {      \
-    FOR_COLS(g, {                                                                                 \
+  static void im2col_##T(T* col, const T* b, int64_t sc, const int64_t* sb, const geom* g,        \
+                         int64_t c0, int64_t c1) {                                                \
+    FOR_COLS(g, c0, c1, {                                                                         \
       T* dst = col + l0;                                                                          \
       if (!inside) {                                                                              \
         memset(dst, 0, sizeof(T) * (size_t)g->ss[2]);                                             \
@@ -108,7 +111,10 @@ static void valid_range(int64_t off, int64_t s, int64_t n, int64_t len, int64_t*
       }                                                                                           \
       const T* src = b + ci * sc + id * sb[0] + ih * sb[1];                                       \
       memset(dst, 0, sizeof(T) * (size_t)lo);                                                     \
-      for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[(ow * g->st[2] + off) * sb[2]];          \
+      if (g->st[2] == 1 && sb[2] == 1)                                                            \
+        memcpy(dst + lo, src + lo + off, sizeof(T) * (size_t)(hi - lo));                          \
+      else                                                                                        \
+        for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[(ow * g->st[2] + off) * sb[2]];        \
       memset(dst + hi, 0, sizeof(T) * (size_t)(g->ss[2] - hi));                                   \
     })                                                                                            \
   }
@@ -117,27 +123,61 @@ IM2COL(uint16_t)
 IM2COL(uint32_t)
 IM2COL(uint64_t)
 
-/* col[CbK x Ls] <- B as raw elements of es bytes (any dtype). */
-static void im2col_raw(void* col, const void* b, size_t es, int64_t sc, const int64_t* sb, const geom* g) {
-  switch (es) {
-    case 1: im2col_uint8_t(col, b, sc, sb, g); break;
-    case 2: im2col_uint16_t(col, b, sc, sb, g); break;
-    case 4: im2col_uint32_t(col, b, sc, sb, g); break;
-    default: im2col_uint64_t(col, b, sc, sb, g); break;
+/* Channels per parallel chunk: about 64K column elements (the hand-off costs more). */
+static int64_t channel_grain(const geom* g) {
+  int64_t per = g->Kk * g->Ls;
+  return per >= 65536 ? 1 : 65536 / (per ? per : 1);
+}
+
+typedef struct {
+  void* col;
+  const void* b;
+  size_t es;
+  int64_t sc;
+  const int64_t* sb;
+  const geom* g;
+} im2col_job;
+
+static void im2col_channels(void* arg, int64_t c0, int64_t c1) {
+  const im2col_job* j = arg;
+  switch (j->es) {
+    case 1: im2col_uint8_t(j->col, j->b, j->sc, j->sb, j->g, c0, c1); break;
+    case 2: im2col_uint16_t(j->col, j->b, j->sc, j->sb, j->g, c0, c1); break;
+    case 4: im2col_uint32_t(j->col, j->b, j->sc, j->sb, j->g, c0, c1); break;
+    default: im2col_uint64_t(j->col, j->b, j->sc, j->sb, j->g, c0, c1); break;
   }
+}
+
+/* col[CbK x Ls] <- B as raw elements of es bytes (any dtype), channels split over the pool. */
+static void im2col_raw(void* col, const void* b, size_t es, int64_t sc, const int64_t* sb, const geom* g) {
+  im2col_job j = {col, b, es, sc, sb, g};
+  tpurt_parallel_for(g->Cbg, channel_grain(g), im2col_channels, &j);
 }
 
 /* dense B plane block [Cbg, bs..] += col2im(col[CbK x Ls]), each sum passed through ROUND
  * (the bf16/f16 variants round after every add, as CPU's col2im accumulates in the dtype). */
 #define COL2IM(NAME, T, ROUND)                                                                  \
-  static void col2im_##NAME(const T* col, T* b, const geom* g) {                               \
-    FOR_COLS(g, {                                                                               \
+  static void col2im_##NAME##_channels(void* arg, int64_t c0, int64_t c1) {                    \
+    const col2im_job* j = arg;                                                                  \
+    const T* col = j->col;                                                                      \
+    T* b = j->b;                                                                                \
+    const geom* g = j->g;                                                                       \
+    FOR_COLS(g, c0, c1, {                                                                       \
       if (!inside) continue;                                                                    \
       T* dst = b + ci * g->Lb + (id * g->bs[1] + ih) * g->bs[2];                                \
       const T* src = col + l0;                                                                  \
       for (int64_t ow = lo; ow < hi; ow++) dst[ow * g->st[2] + off] = ROUND(dst[ow * g->st[2] + off] + src[ow]); \
     })                                                                                          \
+  }                                                                                             \
+  static void col2im_##NAME(const T* col, T* b, const geom* g) {                               \
+    col2im_job j = {col, b, g};                                                                 \
+    tpurt_parallel_for(g->Cbg, channel_grain(g), col2im_##NAME##_channels, &j);                 \
   }
+typedef struct {
+  const void* col;
+  void* b;
+  const geom* g;
+} col2im_job;
 static inline float round_f16(float x) { return (float)(_Float16)x; }
 COL2IM(float, float, )
 COL2IM(double, double, )
@@ -195,14 +235,10 @@ static tpurt_status run_init(conv_run* r, int dtype, int prec) {
   r->acc_dt = dtype == TPURT_F64 ? TPURT_F64 : tpurt_is_float(dtype) ? TPURT_F32 : TPURT_I64;
   r->aes = tpurt_dtype_size((tpurt_dtype)r->acc_dt);
   size_t n = (size_t)(r->g.CbK * r->g.Ls) * 8;
-  r->ws = tpurt_gemm_scratch();
-  r->col = malloc(n ? n : 1);
+  r->ws = tpurt_scratch(TPURT_SCRATCH_GEMM, tpurt_gemm_scratch_bytes());
+  r->col = tpurt_scratch(TPURT_SCRATCH_COLS, n ? n : 1);
   if (!r->ws || !r->col) return tpurt_fail(TPURT_ERR_OOM, "convolution: host out of memory for scratch");
   return TPURT_OK;
-}
-static void run_free(conv_run* r) {
-  free(r->ws);
-  free(r->col);
 }
 
 static void im2col(const conv_run* r, const tpurt_tensor* B, int64_t n, int64_t grp) {
@@ -256,7 +292,7 @@ static tpurt_status to_big_direct(const conv_run* r, const tpurt_tensor* S, cons
   }
   size_t es = tpurt_dtype_size((tpurt_dtype)w->dtype);
   operand W = {*w, 1, malloc((size_t)tpurt_numel(w) * es + 1)};
-  d.col = malloc((size_t)(h->CbK * h->Ls) * 8 + 1);
+  d.col = tpurt_scratch(TPURT_SCRATCH_COLS_T, (size_t)(h->CbK * h->Ls) * 8 + 1);
   tpurt_status s = W.owned && d.col ? TPURT_OK : tpurt_fail(TPURT_ERR_OOM, "convolution: host out of memory for scratch");
   W.t.sizes[0] = h->Cs;
   W.t.sizes[1] = h->Cbg;
@@ -278,7 +314,6 @@ static tpurt_status to_big_direct(const conv_run* r, const tpurt_tensor* S, cons
   }
   if (!s) to_small(&d, S, &W, acc);
   free(W.owned);
-  free(d.col);
   return s;
 }
 
@@ -408,7 +443,6 @@ tpurt_status tpurt_kernel_convolution(const tpurt_op_call* c) {
   free(W.owned);
   free(S.owned);
   free(acc);
-  run_free(&r);
   return s;
 }
 
@@ -452,7 +486,6 @@ tpurt_status tpurt_kernel_convolution_backward(const tpurt_op_call* c) {
   free(S.owned);
   free(acc_i);
   free(acc_w);
-  run_free(&r);
   return s;
 }
 

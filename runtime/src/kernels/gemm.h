@@ -13,8 +13,8 @@ typedef struct {
   int64_t rs, cs;
 } tpurt_gemm_mat;
 
-/* Scratch for tpurt_gemm (free() it); NULL when the host is out of memory. */
-void* tpurt_gemm_scratch(void);
+/* Bytes of scratch tpurt_gemm needs (any shape). */
+size_t tpurt_gemm_scratch_bytes(void);
 /* C[M x N] (dense, row stride ldc; float, double for f64 operands, int64_t for integer
  * ones) += A[M x K] * B[K x N] with the emulated MXU numerics for `precision`
  * (tpurt_precision), exactly as mm. */

@@ -231,7 +231,7 @@ PACKERS(float, f32)
 PACKERS(double, f64)
 
 /* C[M x N] (dense, row stride ldc) += A[M x K] * B[K x N]. `ws` is scratch from
- * gemm_scratch. The K blocking keeps every packed step count a multiple of the
+ * gemm_scratch_bytes. The K blocking keeps every packed step count a multiple of the
  * expansion so hi/lo parts of one product never straddle blocks.
  *
  * Threads (tpurt_parallel_for): per (N block, K block), the B block is packed by column
@@ -329,13 +329,8 @@ PACKERS(double, f64)
 GEMM(float, f32)
 GEMM(double, f64)
 
-/* Scratch for gemm_* with up to N columns: the packed B block (sizes in the widest type).
- * Sized to the problem so small products do not fault in megabytes of fresh pages. */
-static void* gemm_scratch(int64_t N) {
-  size_t n = (size_t)KC * ((N < NC ? (size_t)N : NC) + 16);
-  void* p = NULL;
-  return posix_memalign(&p, 64, n * sizeof(double)) ? NULL : p;
-}
+/* Bytes of scratch gemm_* needs for up to N columns: the packed B block (in the widest type). */
+static size_t gemm_scratch_bytes(int64_t N) { return (size_t)KC * ((N < NC ? (size_t)N : NC) + 16) * sizeof(double); }
 
 /* Integer matmul (CPU supports it): int64 accumulation, simple loops over dense copies. */
 static void gemm_i64(int64_t M, int64_t N, int64_t K, const mat* A, const mat* B, int64_t* c,
@@ -401,7 +396,8 @@ typedef struct {
 static void run_batches(void* arg, int64_t b0, int64_t b1) {
   batch_job* J = arg;
   const problem* pr = J->pr;
-  void* ws = J->ct == TPURT_CT_I64 ? malloc(sizeof(int64_t) * (size_t)(pr->N ? pr->N : 1)) : gemm_scratch(pr->N);
+  void* ws = tpurt_scratch(TPURT_SCRATCH_GEMM, J->ct == TPURT_CT_I64 ? sizeof(int64_t) * (size_t)(pr->N ? pr->N : 1)
+                                                                   : gemm_scratch_bytes(pr->N));
   if (!ws) {
     __atomic_store_n(&J->oom, 1, __ATOMIC_RELAXED);
     return;
@@ -417,7 +413,6 @@ static void run_batches(void* arg, int64_t b0, int64_t b1) {
     else if (J->ct == TPURT_CT_F64) gemm_f64(pr->M, pr->N, pr->K, &A, &B, J->pa, J->pb, (double*)cb, pr->N, ws, store);
     else gemm_i64(pr->M, pr->N, pr->K, &A, &B, (int64_t*)cb, pr->N, ws);
   }
-  free(ws);
 }
 
 /* ---------------------------------------------------------------- complex64 */
@@ -460,7 +455,7 @@ static tpurt_status run_matmul_complex(const tpurt_op_call* c, const problem* pr
   int direct = out->dtype == TPURT_C64 && tpurt_is_contiguous(out);
   float* parts = calloc((size_t)(4 * nacc + 1), sizeof(float));
   tpurt_c64* acc = direct ? out->data : malloc(sizeof(tpurt_c64) * (size_t)(nacc ? nacc : 1));
-  void* ws = gemm_scratch(pr->N);
+  void* ws = tpurt_scratch(TPURT_SCRATCH_GEMM, gemm_scratch_bytes(pr->N));
   tpurt_status s = TPURT_OK;
   if (!parts || !acc || !ws) {
     s = tpurt_fail(TPURT_ERR_OOM, "matmul: host out of memory for scratch");
@@ -495,7 +490,6 @@ static tpurt_status run_matmul_complex(const tpurt_op_call* c, const problem* pr
   s = tpurt_ew_run(out, nin, in, TPURT_CT_C64, nin == 2 ? cx_epi_2 : cx_epi_1, &e);
 done:
   free(parts);
-  free(ws);
   if (!direct) free(acc);
   return s;
 }
@@ -637,7 +631,7 @@ tpurt_status tpurt_kernel_dot(const tpurt_op_call* c) { return dot_run(c, 0); }
 tpurt_status tpurt_kernel_vdot(const tpurt_op_call* c) { return dot_run(c, 1); }
 
 /* ---------------------------------------------------------------- shared core (gemm.h) */
-void* tpurt_gemm_scratch(void) { return gemm_scratch(NC); }
+size_t tpurt_gemm_scratch_bytes(void) { return gemm_scratch_bytes(NC); }
 
 void tpurt_gemm(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B,
                 int precision, void* c, int64_t ldc, void* ws) {

@@ -19,18 +19,32 @@ import sys
 import time
 
 import torch
+from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "demo"))
 from gpt import GPT, GPTConfig, batches, stdlib_corpus  # noqa: E402
 
 
-def run_gpt(layers=4, d=256, heads=4, seq=128, batch=8, steps=5, warmup=2, peak_cpu=None, clock=time.perf_counter):
+def cpu_tensor_peak(fn):
+    """(fn(), peak bytes of CPU tensor memory above what was allocated when fn began): the
+    profiler's allocation and free events summed in time order (allocations are charged to
+    the op making them, frees outside ops are [memory] events)."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        value = fn()
+    cur = peak = 0
+    for e in sorted(prof.events(), key=lambda e: e.time_range.start):
+        cur += e.cpu_memory_usage if e.name == "[memory]" else e.self_cpu_memory_usage
+        peak = max(peak, cur)
+    return value, peak
+
+
+def run_gpt(layers=4, d=256, heads=4, seq=128, batch=8, steps=5, warmup=2, clock=time.perf_counter):
     """Train the same model on tpu (current eager mode) and CPU, steps alternating; returns
-    median ms/step per device, losses and peak memory. `peak_cpu(fn)` (optional) runs fn and
-    returns (result, peak bytes above the start) for the CPU side. Both devices' peaks are
-    per step, above what was allocated when that step began (weights, then also gradients and
-    optimizer state once they exist), the highest over all steps: the same quantity RSS
-    sampling gives on CPU."""
+    median ms/step per device, losses and peak memory. Peak memory is tensor bytes above
+    what was allocated when a step began (weights, then also gradients and optimizer state
+    once they exist), the highest over the warm-up steps (the first creates the optimizer
+    state; later steps repeat the second): torch.tpu.max_memory_allocated on tpu, the
+    profiler's allocation events on CPU (untimed, so warm-up steps only)."""
     torch.manual_seed(0)
     cfg = GPTConfig(seq=seq, layers=layers, d=d, heads=heads, dropout=0.0)
     base = GPT(cfg)
@@ -53,8 +67,8 @@ def run_gpt(layers=4, d=256, heads=4, seq=128, batch=8, steps=5, warmup=2, peak_
                 return loss.item()  # waits for the chip
 
             t0 = clock()
-            if dev == "cpu" and peak_cpu is not None:
-                value, peak = peak_cpu(step)
+            if dev == "cpu" and i < warmup:
+                value, peak = cpu_tensor_peak(step)
                 cpu_peak = max(cpu_peak, peak)
             elif dev == "tpu":  # the previous step ended synchronized (loss.item())
                 torch.tpu.reset_peak_memory_stats()
@@ -93,13 +107,14 @@ def main():
     clock = time.process_time if args.clock == "process" else time.perf_counter
     r = run_gpt(**{k: v for k, v in vars(args).items() if k not in ("threads", "clock")}, clock=clock)
     med = r["ms_per_step"]
-    peak_tpu = r["peak_tpu_bytes"] / 2**20
+    peak_tpu, peak_cpu = r["peak_tpu_bytes"] / 2**20, r["peak_cpu_bytes"] / 2**20
     print(f"GPT step: {args.layers} layers, d={args.d}, seq {args.seq}, batch {args.batch}, AdamW, "
           f"{r['params'] / 1e6:.2f}M params, median of {args.steps} steps")
     print(f"{'device':10} {'ms/step':>10} {'tokens/s':>10}")
     for dev in ("tpu", "cpu"):
         print(f"{dev:10} {med[dev]:10.1f} {args.batch * args.seq / med[dev] * 1e3:10,.0f}")
-    print(f"ratio tpu/cpu time: {med['tpu'] / med['cpu']:.2f}x   peak tpu memory {peak_tpu:,.1f} MiB   "
+    print(f"ratio tpu/cpu time: {med['tpu'] / med['cpu']:.2f}x   peak tensor memory per step tpu {peak_tpu:,.1f} MiB "
+          f"cpu {peak_cpu:,.1f} MiB ({peak_tpu / peak_cpu:.2f}x)   "
           f"final loss tpu {r['losses']['tpu'][-1]:.4f} cpu {r['losses']['cpu'][-1]:.4f} "
           f"(tpu at matmul precision {torch.tpu.get_matmul_precision()})")
     fallbacks = torch.tpu.metrics.fallback_ops()
@@ -109,7 +124,7 @@ def main():
     out.mkdir(exist_ok=True)
     (out / "bench_gpt.json").write_text(json.dumps(
         {"config": vars(args), "ms_per_step": med, "ratio_tpu_over_cpu": med["tpu"] / med["cpu"],
-         "peak_tpu_mib": peak_tpu, "fallbacks": sorted(fallbacks)}, indent=2))
+         "peak_tpu_mib": peak_tpu, "peak_cpu_mib": peak_cpu, "fallbacks": sorted(fallbacks)}, indent=2))
 
 
 if __name__ == "__main__":

@@ -13,11 +13,10 @@ and GB/s against its measured copy/triad bandwidth; writes results/bench.json.
 Ceilings (bench/machine.c, built on the fly with cc -O3 -mavx2 -mfma): FMA peak = 12
 independent 8-wide FMA chains per thread, best of several short trials (1 thread and all
 threads); bandwidth = best of 5 memcpy / STREAM-triad passes over 256 MiB arrays.
-Peak memory of the GPT step, per step and the highest over all steps: CPU = the highest
-RSS above the step's starting RSS, sampled every ~0.5 ms from a helper thread (torch
-releases the GIL inside ops); tpu = torch.tpu.max_memory_allocated above the allocation at
-the step's start (so gradients and optimizer state count in the step that creates them,
-as on CPU).
+Peak memory of the GPT step: tensor bytes above those allocated at the step's start, the
+highest over the warm-up steps (the first creates gradients and optimizer state): tpu =
+torch.tpu.max_memory_allocated, CPU = the profiler's allocation/free events summed in order
+(bench_gpt.cpu_tensor_peak). RSS is not comparable: CPU's malloc reuses freed heap.
 
 Reading the numbers: on a shared machine absolute times swing by 2-3x between runs, so
 compare ratios from one run. Each case repeats in alternating rounds until its median
@@ -36,7 +35,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import torch
@@ -327,49 +325,19 @@ def train(args, mach, rows):
     return out
 
 
-class RssPeak:
-    """peak(fn) -> (fn(), highest RSS above the RSS at the start, bytes)."""
-
-    def __init__(self):
-        self.page = os.sysconf("SC_PAGE_SIZE")
-
-    def rss(self):
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * self.page
-
-    def __call__(self, fn):
-        start = self.rss()
-        peak = [start]
-        done = threading.Event()
-
-        def sample():
-            while not done.is_set():
-                peak[0] = max(peak[0], self.rss())
-                time.sleep(0.0005)
-
-        th = threading.Thread(target=sample, daemon=True)
-        th.start()
-        try:
-            r = fn()
-        finally:
-            done.set()
-            th.join()
-        return r, max(peak[0], self.rss()) - start
-
-
 def gpt(args, mach, rows):
     from bench_gpt import run_gpt
     shape = dict(layers=6, d=384, heads=6, seq=256, batch=8) if args.gpt_issue else \
         dict(layers=4, d=256, heads=4, seq=128, batch=8)
     steps = 3 if args.quick else args.gpt_steps
     with torch.tpu.eager_mode("strict"):
-        r = run_gpt(**shape, steps=steps, warmup=2, peak_cpu=RssPeak(), clock=CLOCK)
+        r = run_gpt(**shape, steps=steps, warmup=2, clock=CLOCK)
     med = r["ms_per_step"]
     r["ratio"] = med["tpu"] / med["cpu"]
     c = r["config"]
     rows.append(f"GPT step {c['layers']}L d={c['d']} seq {c['seq']} batch {c['batch']} ({r['params'] / 1e6:.1f}M params)"
                 f"  ms/step cpu {med['cpu']:7.1f} tpu(strict) {med['tpu']:7.1f}  tpu/cpu {r['ratio']:4.2f}x  "
-                f"peak MiB cpu(RSS delta) {r['peak_cpu_bytes'] / 2**20:6.1f} tpu {r['peak_tpu_bytes'] / 2**20:6.1f}  "
+                f"peak tensor MiB/step cpu {r['peak_cpu_bytes'] / 2**20:6.1f} tpu {r['peak_tpu_bytes'] / 2**20:6.1f}  "
                 f"loss cpu {r['losses']['cpu'][-1]:.4f} tpu {r['losses']['tpu'][-1]:.4f}")
     return r
 

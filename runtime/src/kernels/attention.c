@@ -308,8 +308,10 @@ tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
     s = tpurt_fail(TPURT_ERR_OOM, "tpu fused attention: host out of memory for scratch");
   } else {
     J.out = out, J.lse = lse;
-    /* whole heads per task where the work allows: each task loads the heads it touches */
-    tpurt_parallel_for(blocks, 1 + 65536 / (RB * J.S * (J.E + J.Ev) + 1), fwd_blocks, &J);
+    /* About 4 tasks per thread: each task sets up its scratch and converts every key/value
+     * head it touches, so one task per block would redo that for every 6 query rows. */
+    int64_t grain = (blocks + 4 * tpurt_pool_threads() - 1) / (4 * tpurt_pool_threads());
+    tpurt_parallel_for(blocks, grain, fwd_blocks, &J);
     if (J.status) s = tpurt_fail(J.status, "tpu fused attention: host out of memory for scratch");
   }
   if (out) s = out_done(&c->outs[0], out, s);
@@ -410,7 +412,8 @@ tpurt_status tpurt_kernel_sdpa_fused_backward(const tpurt_op_call* c) {
     s = tpurt_fail(TPURT_ERR_OOM, "tpu fused attention backward: host out of memory for scratch");
   } else {
     J.lse_in = flse, J.dq = dq, J.dk = dk, J.dv = dv;
-    tpurt_parallel_for(J.B * J.Hk, 1, bwd_groups, &J);
+    int64_t groups = J.B * J.Hk; /* about 4 tasks per thread, each with its scratch */
+    tpurt_parallel_for(groups, (groups + 4 * tpurt_pool_threads() - 1) / (4 * tpurt_pool_threads()), bwd_groups, &J);
     if (J.status) s = tpurt_fail(J.status, "tpu fused attention backward: host out of memory for scratch");
   }
   float* grads[3] = {dq, dk, dv};

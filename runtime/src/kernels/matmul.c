@@ -56,8 +56,8 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
  * over kc packed steps. Vector extensions give the compiler the tile shape directly; the
  * clones pick AVX2+FMA at load time where the CPU has it. */
 /* Each K block reads and writes all of C once: a long K block halves that traffic against
- * 256, which is what bounds the core when other tenants share the L3 (the 32 KiB B
- * micro-panel then streams from L2, which keeps up). */
+ * 256, which is what bounds the core when other tenants share the L3. The micro-kernel
+ * still works in runs of KRUN steps (a 16 KiB B half-panel, L1-resident). */
 #define KC 512 /* packed K per block */
 #define KRUN 256 /* packed steps the micro-kernel sums in registers before adding to C */
 #define MC 96  /* rows of A per block (A block: 192 KiB, L2) */
@@ -280,17 +280,18 @@ PACKERS(double, f64)
     for (int64_t i0 = r0; i0 < r1; i0 += MC) {                                                 \
       int64_t mc = r1 - i0 < MC ? r1 - i0 : MC;                                                \
       pack_a_##SFX(ap, g->A, i0, mc, g->k0, g->kc, g->pa, row);                                \
+      /* Runs of `run` steps, each added to the C tile: the f32 sums are those of K blocks  \
+       * of `run` steps. Runs are the middle loop so a run's half of the B panel (16 KiB)    \
+       * stays in L1 for all the row panels; the C tiles of one column panel stay in L2.    */\
       for (int64_t jr = 0; jr < g->nc; jr += NR_##SFX)                                         \
-        for (int64_t ir = 0; ir < mc; ir += MR_##SFX) {                                        \
-          int mr = mc - ir < MR_##SFX ? (int)(mc - ir) : MR_##SFX;                             \
-          int nr = g->nc - jr < NR_##SFX ? (int)(g->nc - jr) : NR_##SFX;                       \
-          /* runs of `run` steps, each added to the C tile: the tile stays in L1 between     \
-           * them, and the f32 sums are those of K blocks of `run` steps */                  \
-          for (int64_t q = 0; q < kcx; q += run)                                              \
+        for (int64_t q = 0; q < kcx; q += run)                                                 \
+          for (int64_t ir = 0; ir < mc; ir += MR_##SFX) {                                      \
+            int mr = mc - ir < MR_##SFX ? (int)(mc - ir) : MR_##SFX;                           \
+            int nr = g->nc - jr < NR_##SFX ? (int)(g->nc - jr) : NR_##SFX;                     \
             micro_##SFX(kcx - q < run ? kcx - q : run, ap + ir * kcx + q * MR_##SFX,           \
                         g->bp + jr * kcx + q * NR_##SFX, g->c + (i0 + ir) * g->ldc + g->j0 + jr, \
                         g->ldc, mr, nr, store && q == 0);                                      \
-        }                                                                                      \
+          }                                                                                    \
     }                                                                                          \
   }                                                                                            \
   /* C = A * B when `store` (K > 0), else C += A * B. */                                     \

@@ -65,8 +65,10 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #define MICRO_ATTRS __attribute__((target_clones("arch=x86-64-v3", "default"), optimize("fp-contract=fast")))
+#define PACK_ATTRS __attribute__((target_clones("arch=x86-64-v3", "default"))) /* 8-wide bf16 rounding */
 #else
 #define MICRO_ATTRS
+#define PACK_ATTRS
 #endif
 
 /* GEMM_CORE(T, SFX, W, ROWS): W lanes per 32-byte vector; the tile is ROWS x (2*W).
@@ -186,7 +188,7 @@ static int by_cols(const mat* m) { return m->rs == 1 && m->cs != 1; }
  * columns past nc of the last panel are zeroed by the caller. `row` holds max(kc, mc, nc)
  * values. Both read their operand along its dense direction. */
 #define PACKERS(T, SFX)                                                                         \
-  static void pack_a_##SFX(T* ap, const mat* A, int64_t i0, int64_t mc, int64_t k0, int64_t kc,  \
+  PACK_ATTRS static void pack_a_##SFX(T* ap, const mat* A, int64_t i0, int64_t mc, int64_t k0, int64_t kc,  \
                            pass_mode p, T* row) {                                              \
     int x = expand_of(p);                                                                      \
     int64_t kcx = kc * x, full = mc / MR_##SFX * MR_##SFX;                                     \
@@ -209,14 +211,14 @@ static int by_cols(const mat* m) { return m->rs == 1 && m->cs != 1; }
         put_##SFX(ap + (i / MR_##SFX) * MR_##SFX * kcx + i % MR_##SFX, x * MR_##SFX, MR_##SFX, src, kc, p, 0); \
       }                                                                                        \
   }                                                                                            \
-  static void pack_b_cols_##SFX(T* bp, const mat* B, int64_t k0, int64_t kc, int64_t j0,       \
+  PACK_ATTRS static void pack_b_cols_##SFX(T* bp, const mat* B, int64_t k0, int64_t kc, int64_t j0,       \
                                 int64_t nc, pass_mode p, T* row) {                             \
     int64_t kcx = kc * expand_of(p);                                                           \
     for (int64_t j = 0; j < nc; j++)                                                           \
       put_##SFX(bp + j / NR_##SFX * NR_##SFX * kcx + j % NR_##SFX, expand_of(p) * NR_##SFX,    \
                 NR_##SFX, col_of_##SFX(row, B, k0, j0 + j, kc), kc, p, 1);                      \
   }                                                                                            \
-  static void pack_b_rows_##SFX(T* bp, const mat* B, int64_t k0, int64_t kc, int64_t ka,       \
+  PACK_ATTRS static void pack_b_rows_##SFX(T* bp, const mat* B, int64_t k0, int64_t kc, int64_t ka,       \
                                 int64_t kb, int64_t j0, int64_t nc, pass_mode p, T* row) {     \
     int x = expand_of(p);                                                                      \
     int64_t kcx = kc * x;                                                                      \

@@ -155,8 +155,13 @@ static _Thread_local struct {
   size_t bytes;
 } scratch[TPURT_SCRATCH_SLOTS];
 
+/* A buffer above this is not kept for smaller requests: one huge convolution must not pin
+ * its columns' memory to the thread for the rest of the process. */
+#define SCRATCH_KEEP_MAX ((size_t)64 << 20)
+
 void* tpurt_scratch(int slot, size_t bytes) {
-  if (bytes <= scratch[slot].bytes) return scratch[slot].p;
+  size_t have = scratch[slot].bytes;
+  if (bytes <= have && (have <= SCRATCH_KEEP_MAX || bytes > SCRATCH_KEEP_MAX)) return scratch[slot].p;
   free(scratch[slot].p);
   scratch[slot].p = NULL;
   scratch[slot].bytes = 0;

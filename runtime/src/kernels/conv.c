@@ -154,6 +154,11 @@ static void im2col_raw(void* col, const void* b, size_t es, int64_t sc, const in
   tpurt_parallel_for(g->Cbg, channel_grain(g), im2col_channels, &j);
 }
 
+typedef struct {
+  const void* col;
+  void* b;
+  const geom* g;
+} col2im_job;
 /* dense B plane block [Cbg, bs..] += col2im(col[CbK x Ls]), each sum passed through ROUND
  * (the bf16/f16 variants round after every add, as CPU's col2im accumulates in the dtype). */
 #define COL2IM(NAME, T, ROUND)                                                                  \
@@ -173,11 +178,6 @@ static void im2col_raw(void* col, const void* b, size_t es, int64_t sc, const in
     col2im_job j = {col, b, g};                                                                 \
     tpurt_parallel_for(g->Cbg, channel_grain(g), col2im_##NAME##_channels, &j);                 \
   }
-typedef struct {
-  const void* col;
-  void* b;
-  const geom* g;
-} col2im_job;
 static inline float round_f16(float x) { return (float)(_Float16)x; }
 COL2IM(float, float, )
 COL2IM(double, double, )

@@ -151,30 +151,20 @@ static void put_f64(double* restrict dst, int64_t step, int64_t st, const double
 static inline float one_pass_f32(float v, pass_mode p) { return p == PASS_BF16 ? tpurt_round_bf16(v) : v; }
 static inline double one_pass_f64(double v, pass_mode p) { (void)p; return v; }
 
-/* n values of row i of m from column k on, as T: read in place when they already are
- * (dense f32 / f64 rows, the common case), else converted into `row`. */
-static const float* row_of_f32(float* row, const mat* m, int64_t i, int64_t k, int64_t n) {
-  if (m->dtype == TPURT_F32 && m->cs == 1) return (const float*)elem(m, i, k);
-  load_f32(row, elem(m, i, k), m->cs, m->dtype, n);
-  return row;
+/* n values of m from element (i, k) on, as T: along its row (`along_col` 0) or its column
+ * (1). Read in place when they already are dense T (a dense row, or the column of a
+ * transposed operand: the common cases), else converted into `buf`. */
+static const float* line_of_f32(float* buf, const mat* m, int64_t i, int64_t k, int64_t n, int along_col) {
+  int64_t st = along_col ? m->rs : m->cs;
+  if (m->dtype == TPURT_F32 && st == 1) return (const float*)elem(m, i, k);
+  load_f32(buf, elem(m, i, k), st, m->dtype, n);
+  return buf;
 }
-static const double* row_of_f64(double* row, const mat* m, int64_t i, int64_t k, int64_t n) {
-  if (m->dtype == TPURT_F64 && m->cs == 1) return (const double*)elem(m, i, k);
-  load_f64(row, elem(m, i, k), m->cs, m->dtype, n);
-  return row;
-}
-
-/* n values of column k of m from row i on, as T: in place when dense (a transposed
- * operand), else converted into `col`. */
-static const float* col_of_f32(float* col, const mat* m, int64_t i, int64_t k, int64_t n) {
-  if (m->dtype == TPURT_F32 && m->rs == 1) return (const float*)elem(m, i, k);
-  load_f32(col, elem(m, i, k), m->rs, m->dtype, n);
-  return col;
-}
-static const double* col_of_f64(double* col, const mat* m, int64_t i, int64_t k, int64_t n) {
-  if (m->dtype == TPURT_F64 && m->rs == 1) return (const double*)elem(m, i, k);
-  load_f64(col, elem(m, i, k), m->rs, m->dtype, n);
-  return col;
+static const double* line_of_f64(double* buf, const mat* m, int64_t i, int64_t k, int64_t n, int along_col) {
+  int64_t st = along_col ? m->rs : m->cs;
+  if (m->dtype == TPURT_F64 && st == 1) return (const double*)elem(m, i, k);
+  load_f64(buf, elem(m, i, k), st, m->dtype, n);
+  return buf;
 }
 /* Column-major operands (x.t(), W.t() of a Linear) are packed along their dense columns:
  * read along rows they would touch one cache line per element. */
@@ -196,7 +186,7 @@ static int by_cols(const mat* m) { return m->rs == 1 && m->cs != 1; }
       memset(ap + full * kcx, 0, sizeof(T) * (size_t)(MR_##SFX * kcx));                        \
     if (by_cols(A))                                                                            \
       for (int64_t k = 0; k < kc; k++) {                                                       \
-        const T* src = col_of_##SFX(row, A, i0, k0 + k, mc);                                    \
+        const T* src = line_of_##SFX(row, A, i0, k0 + k, mc, 1);                                    \
         if (x == 1) /* one packed value per element: a plain scatter into the panels */       \
           for (int64_t r = 0; r < mc; r++)                                                     \
             ap[r / MR_##SFX * MR_##SFX * kcx + k * MR_##SFX + r % MR_##SFX] = one_pass_##SFX(src[r], p); \
@@ -207,7 +197,7 @@ static int by_cols(const mat* m) { return m->rs == 1 && m->cs != 1; }
       }                                                                                        \
     else                                                                                       \
       for (int64_t i = 0; i < mc; i++) {                                                       \
-        const T* src = row_of_##SFX(row, A, i0 + i, k0, kc);                                    \
+        const T* src = line_of_##SFX(row, A, i0 + i, k0, kc, 0);                                    \
         put_##SFX(ap + (i / MR_##SFX) * MR_##SFX * kcx + i % MR_##SFX, x * MR_##SFX, MR_##SFX, src, kc, p, 0); \
       }                                                                                        \
   }                                                                                            \
@@ -216,14 +206,14 @@ static int by_cols(const mat* m) { return m->rs == 1 && m->cs != 1; }
     int64_t kcx = kc * expand_of(p);                                                           \
     for (int64_t j = 0; j < nc; j++)                                                           \
       put_##SFX(bp + j / NR_##SFX * NR_##SFX * kcx + j % NR_##SFX, expand_of(p) * NR_##SFX,    \
-                NR_##SFX, col_of_##SFX(row, B, k0, j0 + j, kc), kc, p, 1);                      \
+                NR_##SFX, line_of_##SFX(row, B, k0, j0 + j, kc, 1), kc, p, 1);                      \
   }                                                                                            \
   PACK_ATTRS static void pack_b_rows_##SFX(T* bp, const mat* B, int64_t k0, int64_t kc, int64_t ka,       \
                                 int64_t kb, int64_t j0, int64_t nc, pass_mode p, T* row) {     \
     int x = expand_of(p);                                                                      \
     int64_t kcx = kc * x;                                                                      \
     for (int64_t k = ka; k < kb; k++) {                                                        \
-      const T* src = row_of_##SFX(row, B, k0 + k, j0, nc);                                      \
+      const T* src = line_of_##SFX(row, B, k0 + k, j0, nc, 0);                                      \
       for (int64_t j = 0; j < nc; j += NR_##SFX)                                               \
         put_##SFX(bp + j * kcx + k * x * NR_##SFX, 1, NR_##SFX, src + j,                       \
                   nc - j < NR_##SFX ? nc - j : NR_##SFX, p, 1);                                \

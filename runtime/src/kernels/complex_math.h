@@ -19,6 +19,14 @@ static inline cx_t cx_mul(cx_t x, cx_t y) {
   return cx(a * c - b * d, a * d + b * c);
 }
 
+/* x * x with the real part as (a - b)(a + b): a^2 - b^2 overflows to inf - inf = NaN where
+ * the exact square is a finite-looking -inf + inf i (|a| < |b|, both near sqrt(FLT_MAX)),
+ * and loses digits to cancellation when |a| ~ |b|. Non-finite inputs give what cx_mul gives. */
+static inline cx_t cx_square(cx_t x) {
+  float a = crealf(x), b = cimagf(x);
+  return cx((a - b) * (a + b), 2 * a * b);
+}
+
 /* c10::complex::operator/=: numpy's scaled division (no overflow for large divisors) */
 static inline cx_t cx_div(cx_t x, cx_t y) {
   float a = crealf(x), b = cimagf(x), c = crealf(y), d = cimagf(y);
@@ -82,9 +90,9 @@ static inline cx_t cx_sgn(cx_t z) {
 static inline cx_t cx_pow_scalar(cx_t x, cx_t e) {
   if (cimagf(e) == 0) {
     float r = crealf(e);
-    if (r == 2.0f) return cx_mul(x, x);
+    if (r == 2.0f) return cx_square(x);
     if (r == 3.0f) return cx_mul(cx_mul(x, x), x);
-    if (r == -2.0f) return cx_div(cx(1.0f, 0.0f), cx_mul(x, x));
+    if (r == -2.0f) return cx_div(cx(1.0f, 0.0f), cx_square(x));
     if (r == 0.5f) return csqrtf(x);
     if (r == -0.5f) return cx_rsqrt(x);
     if (r == -1.0f) return cx_recip(x);

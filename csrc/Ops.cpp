@@ -198,9 +198,13 @@ void device_copy(const at::Tensor& dst, const at::Tensor& src) {
   check(tpurt_op_launch(current_stream(dst.device().index()), &call));
 }
 
-// Whether the runtime's copy kernel converts between these dtypes (complex needs its flag).
-bool device_copyable(c10::ScalarType a, c10::ScalarType b) {
+// Whether the runtime's copy kernel copies src into dst: dtypes it converts (complex needs
+// its flag) and no more dims than a descriptor holds (PyTorch allows more: those copies go
+// through the host, which needs no descriptor).
+bool device_copyable(const at::Tensor& src, const at::Tensor& dst) {
+  c10::ScalarType a = src.scalar_type(), b = dst.scalar_type();
   if (to_tpurt_dtype(a) < 0 || to_tpurt_dtype(b) < 0) return false;
+  if (src.dim() > TPURT_MAX_DIMS || dst.dim() > TPURT_MAX_DIMS) return false;
   return !(c10::isComplexType(a) || c10::isComplexType(b)) || (tpurt_op_flags(copy_op_id()) & TPURT_OPF_COMPLEX);
 }
 
@@ -229,14 +233,14 @@ at::Tensor to_host_raw(const at::Tensor& t) {
 // Bytes of src into dst, converting the dtype; neither has conj/neg bits.
 void copy_physical(const at::Tensor& src, const at::Tensor& dst) {
   const bool src_tpu = src.device().type() == kTpu, dst_tpu = dst.device().type() == kTpu;
-  if (src_tpu && dst_tpu && device_copyable(src.scalar_type(), dst.scalar_type())) {
+  if (src_tpu && dst_tpu && device_copyable(src, dst)) {
     device_copy(dst, src);
   } else if (dst_tpu) {  // host -> device (or device -> device through the host)
     at::Tensor host = (src_tpu ? to_host_raw(src) : src).to(dst.scalar_type()).expand(dst.sizes()).contiguous();
     auto stream = current_stream(dst.device().index());
     if (dst.is_contiguous()) {
       check(tpurt_memcpy_h2d(stream, dst.data_ptr(), host.data_ptr(), host.nbytes()));
-    } else if (device_copyable(dst.scalar_type(), dst.scalar_type())) {
+    } else if (device_copyable(dst, dst)) {
       at::Tensor staged = at::empty(dst.sizes(), dst.options());
       check(tpurt_memcpy_h2d(stream, staged.data_ptr(), host.data_ptr(), host.nbytes()));
       device_copy(dst, staged);
@@ -248,7 +252,7 @@ void copy_physical(const at::Tensor& src, const at::Tensor& dst) {
     }
   } else {  // device -> host
     at::Tensor packed = src;
-    if (!src.is_contiguous() && device_copyable(src.scalar_type(), src.scalar_type())) {
+    if (!src.is_contiguous() && device_copyable(src, src)) {
       packed = at::empty(src.sizes(), src.options());
       device_copy(packed, src);
     }
@@ -465,6 +469,10 @@ struct NativeKernel final : c10::OperatorKernel {
       cpu_fallback(op, stack, kNoComplex);
       return;
     }
+    if (meta && meta->unsupported_output) {  // complex64 with float64 gives complex128
+      cpu_fallback(op, stack, meta->unsupported_output);
+      return;
+    }
     std::vector<c10::IValue> results;
     if (meta) allocate_outputs(*meta, args, *device, results);
     for (size_t i = 0; i < nargs; i++)  // as CPU, once out= has its final size: no overlap with inputs
@@ -581,6 +589,7 @@ struct NativeKernel final : c10::OperatorKernel {
   };
   struct MetaResult {
     bool complex_output = false;
+    const char* unsupported_output = nullptr;  // why no kernel can write some output
     std::vector<MetaRet> rets;
     std::vector<std::pair<size_t, std::vector<int64_t>>> resized;  // out= args the meta resized
   };
@@ -616,7 +625,17 @@ struct NativeKernel final : c10::OperatorKernel {
       const auto* ai = schema.arguments()[i].alias_info();
       if (ai && ai->isWrite() && stack[i].isTensor()) written.emplace_back(i, stack[i].toTensor());
     }
+    std::vector<std::vector<int64_t>> before;
+    for (auto& [i, m] : written) before.push_back(m.defined() ? m.sizes().vec() : std::vector<int64_t>{});
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &stack);
+    // Some Python meta functions of in-place ops (pow_) resize self like an out=: CPU's
+    // TensorIterator refuses to broadcast self instead, and so must we.
+    for (size_t w = 0; w < written.size(); w++) {
+      const auto& [i, m] = written[w];
+      if (!schema.arguments()[i].is_out() && m.defined() && m.sizes().vec() != before[w])
+        TORCH_CHECK(false, "output with shape ", c10::IntArrayRef(before[w]), " doesn't match the broadcast shape ",
+                    m.sizes());
+    }
     auto result = std::make_shared<MetaResult>();
     for (auto& [i, m] : written) result->resized.emplace_back(i, m.defined() ? m.sizes().vec() : std::vector<int64_t>{});
     for (size_t r = 0; r < schema.returns().size(); r++) {
@@ -633,7 +652,12 @@ struct NativeKernel final : c10::OperatorKernel {
           ret.other = stack[r];
         }
       }
-      for (const auto& t : ret.tensors) result->complex_output |= t.defined && c10::isComplexType(t.dtype);
+      for (const auto& t : ret.tensors) {
+        if (!t.defined) continue;
+        result->complex_output |= c10::isComplexType(t.dtype);
+        if (to_tpurt_dtype(t.dtype) < 0) result->unsupported_output = "output dtype not supported by the tpu runtime";
+        if (t.sizes.size() > TPURT_MAX_DIMS) result->unsupported_output = "more dimensions than the runtime supports";
+      }
       result->rets.push_back(std::move(ret));
     }
     return result;

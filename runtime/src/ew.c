@@ -120,6 +120,22 @@ static void store(tpurt_ctype ct, char* dst, int64_t st, int dt, const void* src
 #undef ID
 }
 
+int tpurt_dtype_narrower_than_ctype(int dt) {
+  return dt != TPURT_F32 && dt != TPURT_F64 && dt != TPURT_I64 && dt != TPURT_C64;
+}
+
+/* buf[0..n) (compute type ct) <- the same values rounded to dtype dt and read back */
+static void round_through(tpurt_ctype ct, void* buf, int dt, int64_t n) {
+  _Alignas(8) char tmp[256 * 8];
+  size_t cs = ct == TPURT_CT_F32 ? 4 : 8;
+  for (int64_t b = 0; b < n; b += 256) {
+    int64_t m = n - b < 256 ? n - b : 256;
+    char* p = (char*)buf + b * (int64_t)cs;
+    store(ct, tmp, 1, dt, p, m);
+    load(ct, p, tmp, 1, dt, m);
+  }
+}
+
 static int native_of(tpurt_ctype ct, int dt) {
   return (ct == TPURT_CT_F32 && dt == TPURT_F32) || (ct == TPURT_CT_F64 && dt == TPURT_F64) ||
          (ct == TPURT_CT_I64 && dt == TPURT_I64) || (ct == TPURT_CT_C64 && dt == TPURT_C64);
@@ -138,6 +154,9 @@ typedef struct ew_plan {
   int64_t size[TPURT_MAX_DIMS];
   int64_t st[TPURT_EW_MAX_IN + 1][TPURT_MAX_DIMS];
   int64_t inner, nchunks;
+  int via;              /* dtype results and rounded inputs go through, or -1 */
+  unsigned via_inputs;  /* bit k: input k is rounded to `via` after loading */
+  int via_result;
 } ew_plan;
 
 /* Runs work items [b, e) on the calling thread. */
@@ -173,7 +192,8 @@ static void ew_items(void* arg, int64_t b, int64_t e) {
         int64_t s = p->st[k + 1][m - 1];
         size_t es = tpurt_dtype_size((tpurt_dtype)p->in[k].dtype);
         const char* ptr = ibase[k] + j * s * (int64_t)es;
-        if (s == 1 && native_of(p->in_ct, p->in[k].dtype)) {
+        int rounded = (p->via_inputs >> k) & 1;
+        if (s == 1 && native_of(p->in_ct, p->in[k].dtype) && !rounded) {
           ins[k] = ptr;
           continue;
         }
@@ -181,6 +201,7 @@ static void ew_items(void* arg, int64_t b, int64_t e) {
         if (s != 0 || loaded_row[k] != row || loaded_n[k] < n) {
           int64_t ln = s == 0 ? (p->inner < CHUNK ? p->inner : CHUNK) : n;
           load(p->in_ct, bufs[k + 1], ptr, s, p->in[k].dtype, ln);
+          if (rounded) round_through(p->in_ct, bufs[k + 1], p->via, ln);
           loaded_row[k] = row;
           loaded_n[k] = ln;
         }
@@ -188,10 +209,11 @@ static void ew_items(void* arg, int64_t b, int64_t e) {
       }
       int64_t so = p->st[0][m - 1];
       char* op = obase + j * so * (int64_t)osz;
-      if (so == 1 && native_of(p->out_ct, out->dtype)) {
+      if (so == 1 && native_of(p->out_ct, out->dtype) && !p->via_result) {
         p->fn(n, op, ins, p->ctx);
       } else {
         p->fn(n, bufs[0], ins, p->ctx);
+        if (p->via_result) round_through(p->out_ct, bufs[0], p->via, n);
         store(p->out_ct, op, so, out->dtype, bufs[0], n);
       }
     }
@@ -202,6 +224,11 @@ static void ew_items(void* arg, int64_t b, int64_t e) {
 
 tpurt_status tpurt_ew_run2(const tpurt_tensor* out, tpurt_ctype out_ct, int nin, const tpurt_tensor* in,
                            tpurt_ctype in_ct, tpurt_ew_fn fn, const void* ctx) {
+  return tpurt_ew_run_via(out, out_ct, nin, in, in_ct, NULL, fn, ctx);
+}
+
+tpurt_status tpurt_ew_run_via(const tpurt_tensor* out, tpurt_ctype out_ct, int nin, const tpurt_tensor* in,
+                              tpurt_ctype in_ct, const tpurt_ew_via* via, tpurt_ew_fn fn, const void* ctx) {
   if (nin > TPURT_EW_MAX_IN) return tpurt_fail(TPURT_ERR_UNSUPPORTED, "elementwise op with %d inputs", nin);
   int nd = out->ndim;
   int64_t size[TPURT_MAX_DIMS];
@@ -247,7 +274,14 @@ tpurt_status tpurt_ew_run2(const tpurt_tensor* out, tpurt_ctype out_ct, int nin,
     for (int k = 0; k < nops; k++) st[k][0] = 0;
     m = 1;
   }
-  ew_plan p = {out, in, nin, out_ct, in_ct, fn, ctx, m, {0}, {{0}}, size[m - 1], (size[m - 1] + CHUNK - 1) / CHUNK};
+  ew_plan p = {out, in, nin, out_ct, in_ct, fn, ctx, m, {0}, {{0}}, size[m - 1], (size[m - 1] + CHUNK - 1) / CHUNK,
+               -1, 0, 0};
+  if (via && via->dtype >= 0 && tpurt_dtype_narrower_than_ctype(via->dtype)) {
+    p.via = via->dtype;
+    for (int k = 0; k < nin; k++)
+      if (((via->inputs >> k) & 1) && in[k].dtype != via->dtype) p.via_inputs |= 1u << k;
+    p.via_result = via->result && out->dtype != via->dtype;
+  }
   memcpy(p.size, size, sizeof size);
   memcpy(p.st, st, sizeof st);
   int64_t rows = 1;

@@ -94,6 +94,23 @@ tpurt_status tpurt_ew_run(const tpurt_tensor* out, int nin, const tpurt_tensor* 
 tpurt_status tpurt_ew_run2(const tpurt_tensor* out, tpurt_ctype out_ct, int nin,
                            const tpurt_tensor* in, tpurt_ctype in_ct, tpurt_ew_fn fn,
                            const void* ctx);
+/* What CPU's TensorIterator rounds through: it casts each operand to the op's common dtype
+ * and computes the result in that dtype before casting it to the output's. When the common
+ * dtype is narrower than its compute type (f16/bf16 in f32, u8..i32/bool in i64), operands in
+ * `inputs` (bit k: input k) of another dtype are rounded to `dtype` after loading, and with
+ * `result` set the result is rounded to it before it is stored to an output of another dtype
+ * (pow(2, uint8, out=int64) wraps in uint8 as on CPU). */
+typedef struct tpurt_ew_via {
+  int dtype;
+  unsigned inputs;
+  int result;
+} tpurt_ew_via;
+/* tpurt_ew_run2 rounding through via->dtype as above (via may be NULL: no rounding). */
+tpurt_status tpurt_ew_run_via(const tpurt_tensor* out, tpurt_ctype out_ct, int nin,
+                              const tpurt_tensor* in, tpurt_ctype in_ct, const tpurt_ew_via* via,
+                              tpurt_ew_fn fn, const void* ctx);
+/* Whether values of compute type tpurt_ctype_of(dtype) need rounding to be dtype's. */
+int tpurt_dtype_narrower_than_ctype(int dtype);
 /* add.Tensor/add.Scalar (+ in-place, out=) when the common dtype is complex64
  * (kernels/elementwise_binary.c; core.c's add handles the real dtypes). */
 tpurt_status tpurt_add_complex(const tpurt_op_call* c);

@@ -81,6 +81,6 @@ tpurt_status tpurt_kernel_add(const tpurt_op_call* c) {
     ctx.alpha_i = tpurt_value_i(&c->args[2]);
   }
   tpurt_ew_fn fn = ct == TPURT_CT_F32 ? add_f32 : ct == TPURT_CT_F64 ? add_f64 : add_i64;
-  tpurt_status s = tpurt_ew_run(&c->outs[0], 2, in, ct, fn, &ctx);
-  return s;
+  const tpurt_ew_via via = {common, 3, 1};
+  return tpurt_ew_run_via(&c->outs[0], ct, 2, in, ct, &via, fn, &ctx);
 }

@@ -40,11 +40,22 @@ tpurt_status ew_run_op(const tpurt_tensor* out, const ew_op* op, const tpurt_val
   int err = 0;
   ew_par local = *par;
   local.err = &err;
-  tpurt_status s = op->rule == EW_BOOL_OUT
-                       ? tpurt_ew_run2(out, TPURT_CT_I64, op->nin, in, ct, fn, &local)
-                       : tpurt_ew_run(out, op->nin, in, ct, fn, &local);
+  local.step_dt = -1;
+  /* As CPU: promoted operands are rounded to the common dtype, and so is the result. */
+  tpurt_ew_via via = {common, op->promo, op->rule != EW_BOOL_OUT};
+  if (common == TPURT_F16 || common == TPURT_BF16) {
+    int one_value = op->nin > 1 && (in[1].ndim == 0 || tpurt_numel(&in[1]) == 1 || tpurt_numel(out) == 1);
+    if ((local.reduced & EW_REDUCED_OPMATH_SCALAR) && one_value) via.inputs &= ~2u;
+    if ((local.reduced & EW_REDUCED_STEPS) && !one_value) local.step_dt = common;
+  }
+  tpurt_status s = tpurt_ew_run_via(out, op->rule == EW_BOOL_OUT ? TPURT_CT_I64 : ct, op->nin, in, ct, &via, fn,
+                                    &local);
   if (!s && err) s = tpurt_fail(TPURT_ERR_RUNTIME, "ZeroDivisionError");
   return s;
+}
+
+float ew_round_reduced(int dt, float v) {
+  return dt == TPURT_F16 ? tpurt_f16_to_f32(tpurt_f32_to_f16(v)) : tpurt_bf16_to_f32(tpurt_f32_to_bf16(v));
 }
 
 void ew_operands(const tpurt_op_call* c, const ew_op* op, const tpurt_value** v) {

@@ -22,7 +22,22 @@ typedef struct ew_par {
   double fi[EW_MAX_PAR]; /* imaginary parts of complex parameters */
   int64_t i[EW_MAX_PAR];
   int* err; /* a chunk function sets *err on bad data (integer division by zero) */
+  /* How CPU computes the op when the common dtype is float16/bfloat16 (EW_REDUCED_*, set
+   * by the kernel): ew_run_op turns them into operand rounding and step_dt. */
+  unsigned reduced;
+  int step_dt; /* dtype each EW_STEP rounds to, or -1 (set by ew_run_op) */
 } ew_par;
+
+/* CPU's reduced-float special cases. OPMATH_SCALAR: a second operand that is one value
+ * broadcast over the output (a Python scalar, a 0-dim or 1-element tensor) is used in
+ * float as given, not rounded to the common dtype (mul, div). STEPS: with any other
+ * divisor CPU computes in c10::Half / BFloat16 arithmetic, each step rounded (div_trunc,
+ * div_floor); expressions mark those steps with EW_STEP. */
+enum { EW_REDUCED_OPMATH_SCALAR = 1, EW_REDUCED_STEPS = 2 };
+
+/* v rounded to P->step_dt (float16 or bfloat16), or v itself */
+float ew_round_reduced(int dt, float v);
+#define EW_STEP(v) (P->step_dt < 0 ? (ew_t)(v) : (ew_t)ew_round_reduced(P->step_dt, (float)(v)))
 
 /* How the compute dtype follows from the promoted operand dtype. */
 enum {

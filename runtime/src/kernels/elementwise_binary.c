@@ -11,14 +11,15 @@
     return m;                                                                            \
   }                                                                                      \
   /* c10::div_floor_floating: exact floor of the quotient, rounded towards the nearest   \
-   * integer when the division is inexact */                                             \
-  static inline T fdiv_floor_##S(T a, T b) {                                             \
+   * integer when the division is inexact; EW_STEP as in c10::Half arithmetic */          \
+  static inline T fdiv_floor_##S(const ew_par* P, T a, T b) {                            \
+    typedef T ew_t;                                                                      \
     if (b == 0) return a / b;                                                            \
-    T mod = fmod(a, b), div = (a - mod) / b;                                             \
-    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;                                    \
-    if (div == 0) return copysign((T)0, a / b);                                          \
+    T mod = fmod(a, b), div = EW_STEP(EW_STEP(a - mod) / b);                             \
+    if (mod != 0 && ((b < 0) != (mod < 0))) div = EW_STEP(div - 1);                      \
+    if (div == 0) return copysign((T)0, EW_STEP(a / b));                                 \
     T fl = floor(div);                                                                   \
-    return div - fl > (T)0.5 ? fl + 1 : fl;                                              \
+    return EW_STEP(div - fl) > (T)0.5 ? EW_STEP(fl + 1) : fl;                            \
   }                                                                                      \
   static inline T flerp_##S(T a, T b, T w) {                                             \
     return fabs(w) < (T)0.5 ? a + w * (b - a) : b - (b - a) * (1 - w);                   \
@@ -26,7 +27,7 @@
 DEF_FLOAT_HELPERS(float, f)
 DEF_FLOAT_HELPERS(double, d)
 #define FREMAINDER(a, b) _Generic((a), float: fremainder_f, double: fremainder_d)(a, b)
-#define FDIV_FLOOR(a, b) _Generic((a), float: fdiv_floor_f, double: fdiv_floor_d)(a, b)
+#define FDIV_FLOOR(a, b) _Generic((a), float: fdiv_floor_f, double: fdiv_floor_d)(P, a, b)
 #define FLERP(a, b, w) _Generic((a), float: flerp_f, double: flerp_d)(a, b, w)
 
 /* Integer division family: a zero divisor is flagged (CPU raises ZeroDivisionError) and
@@ -80,7 +81,7 @@ static inline int64_t ipow(int64_t a, int64_t b) {
 #define BINARY_SAME_OPS(X)                                                         \
   X(maximum, EW_MAXN(x, y), EW_MAXI(x, y))                                         \
   X(minimum, EW_MINN(x, y), EW_MINI(x, y))                                         \
-  X(div_trunc, trunc(x / y), idiv_trunc(P, x, y))                                  \
+  X(div_trunc, trunc(EW_STEP(x / y)), idiv_trunc(P, x, y))                                  \
   X(div_floor, FDIV_FLOOR(x, y), idiv_floor(P, x, y))                              \
   X(remainder, FREMAINDER(x, y), iremainder(P, x, y))                              \
   X(fmod, fmod(x, y), ifmod(P, x, y))                                              \
@@ -148,12 +149,24 @@ BINARY_INT_OPS(KERNEL2)
 BINARY_BOOL_OPS(DEF_BOOL)
 BINARY_BOOL_OPS(KERNEL2)
 
-#define BINARY_PLAIN(X) X(sub) X(mul) X(maximum) X(minimum) X(remainder) X(fmod) \
+#define BINARY_PLAIN(X) X(sub) X(maximum) X(minimum) X(remainder) X(fmod) \
   X(atan2) X(copysign) X(hypot) X(xlogy) X(fmax) X(fmin) X(logaddexp) X(logaddexp2)
 BINARY_PLAIN(EW_KERNEL)
 
 /* add for complex64 operands: core.c keeps the real dtypes' add on its own fast loops */
 tpurt_status tpurt_add_complex(const tpurt_op_call* c) { return ew_apply(c, &add_any_op); }
+
+/* An op whose float16/bfloat16 case CPU computes its own way (EW_REDUCED_*). */
+static tpurt_status apply_reduced(const tpurt_op_call* c, const ew_op* op, unsigned reduced) {
+  const tpurt_value* v[TPURT_EW_MAX_IN];
+  ew_par par;
+  ew_operands(c, op, v);
+  ew_params(c, op, &par);
+  par.reduced = reduced;
+  return ew_run_op(&c->outs[0], op, v, &par);
+}
+
+tpurt_status tpurt_kernel_mul(const tpurt_op_call* c) { return apply_reduced(c, &mul_op, EW_REDUCED_OPMATH_SCALAR); }
 
 tpurt_status tpurt_kernel_div(const tpurt_op_call* c) {
   /* div(self, other[, *, str? rounding_mode]): the mode is the first parameter (None and
@@ -161,8 +174,9 @@ tpurt_status tpurt_kernel_div(const tpurt_op_call* c) {
   ew_par par;
   ew_params(c, &div_true_op, &par);
   int mode = (int)par.i[0];
-  const ew_op* op = mode == EW_MODE_TRUNC ? &div_trunc_op : mode == EW_MODE_FLOOR ? &div_floor_op : &div_true_op;
-  return ew_apply(c, op);
+  if (mode == EW_MODE_NONE) return apply_reduced(c, &div_true_op, EW_REDUCED_OPMATH_SCALAR);
+  return apply_reduced(c, mode == EW_MODE_TRUNC ? &div_trunc_op : &div_floor_op,
+                       EW_REDUCED_OPMATH_SCALAR | EW_REDUCED_STEPS);
 }
 
 /* nextafter in the output dtype: float and double directly; bfloat16 / float16 step their
@@ -206,7 +220,9 @@ tpurt_status tpurt_kernel_rsub(const tpurt_op_call* c) {
   return ew_apply(c, &rsub_op);
 }
 
-tpurt_status tpurt_kernel_floor_divide(const tpurt_op_call* c) { return ew_apply(c, &div_floor_op); }
+tpurt_status tpurt_kernel_floor_divide(const tpurt_op_call* c) {
+  return apply_reduced(c, &div_floor_op, EW_REDUCED_OPMATH_SCALAR | EW_REDUCED_STEPS);
+}
 
 /* Integer-only ops CPU does not define for bool (bool would compute in int64 here). */
 static tpurt_status int_only(const tpurt_op_call* c, const ew_op* op) {

@@ -505,7 +505,7 @@ tpurt_status tpurt_kernel_flip(const tpurt_op_call* c) {
   /* flip(self, dims): a reversed view of self (negative strides) copied to out */
   tpurt_tensor v = c->args[0].t;
   const tpurt_value* dims = &c->args[1];
-  for (int k = 0; k < dims->n; k++) {
+  for (int k = 0; k < dims->n && v.ndim > 0; k++) { /* a 0-dim tensor flips to itself */
     int64_t d = wrap_dim(dims->ints[k], v.ndim);
     if (v.sizes[d] == 0) return TPURT_OK;
     v.data = at(&v, (v.sizes[d] - 1) * v.strides[d]);

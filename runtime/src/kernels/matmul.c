@@ -614,11 +614,17 @@ tpurt_status tpurt_kernel_addmv(const tpurt_op_call* c) {
   return run_matmul(c, &p, &c->args[0], &c->args[3], &c->args[4]);
 }
 
-/* dot(self, tensor): a 1 x K times K x 1 problem; vdot conjugates self */
+/* dot(self, tensor): a 1 x K times K x 1 problem; vdot conjugates self. Products are f32 at
+ * every MXU precision: XLA rewrites a vector-vector dot into multiply + reduce (dot strength
+ * reduction), which runs on the vector unit, and PyTorch's own inner/tensordot reaches dot
+ * for contiguous vectors but mul + sum for strided ones, so the precision must not follow
+ * the layout. */
 static tpurt_status dot_run(const tpurt_op_call* c, int conj_a) {
   const tpurt_tensor *a = &c->args[0].t, *b = &c->args[1].t;
   problem p = {1, 1, 1, a->sizes[0], mat_of(a, -1, 0), mat_of(b, 0, -1), 0, 0, 1};
-  return run_matmul_conj(c, &p, NULL, NULL, NULL, conj_a);
+  tpurt_op_call vector_unit = *c;
+  vector_unit.precision = TPURT_PRECISION_HIGHEST;
+  return run_matmul_conj(&vector_unit, &p, NULL, NULL, NULL, conj_a);
 }
 tpurt_status tpurt_kernel_dot(const tpurt_op_call* c) { return dot_run(c, 0); }
 tpurt_status tpurt_kernel_vdot(const tpurt_op_call* c) { return dot_run(c, 1); }

@@ -1,9 +1,11 @@
 // Python bindings of torch_tpu._C: thin wrappers over the runtime's C API.
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/Generator.h>
+#include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/extension.h>
 
 #include <map>
+#include <unordered_map>
 
 #include "Generator.h"
 #include "Runtime.h"
@@ -12,11 +14,12 @@ namespace torch_tpu {
 std::map<std::string, std::pair<int64_t, std::string>> fallback_counts();
 void reset_fallback_counts();
 
-PyExc python_exception_kind(const std::exception& e, std::string* message) {
-  auto kind_of = [](PyObject* type) {
+PyExc python_exception_kind(const std::exception& e, std::string* message, bool take_runtime) {
+  auto kind_of = [&](PyObject* type) {
     return !type ? PyExc::kOther
            : PyErr_GivenExceptionMatches(type, PyExc_NotImplementedError) ? PyExc::kNotImplemented
            : PyErr_GivenExceptionMatches(type, PyExc_AssertionError)      ? PyExc::kAssertion
+           : take_runtime && type == PyExc_RuntimeError                   ? PyExc::kRuntime
                                                                            : PyExc::kOther;
   };
   if (const auto* pe = dynamic_cast<const pybind11::error_already_set*>(&e)) {  // holds the error
@@ -45,6 +48,26 @@ PyExc python_exception_kind(const std::exception& e, std::string* message) {
     Py_XDECREF(type), Py_XDECREF(value), Py_XDECREF(tb);
   }
   return kind;
+}
+
+// tpu-only argument checks (torch_tpu/tpu_checks.py), by overload name. Registered once at
+// import, before any op runs; read without a lock after that.
+namespace {
+std::unordered_map<std::string, pybind11::object>& op_checks() {
+  static auto* checks = new std::unordered_map<std::string, pybind11::object>();  // never destroyed
+  return *checks;
+}
+}  // namespace
+
+bool has_op_check(const std::string& name) { return op_checks().count(name) > 0; }
+
+void run_op_check(const std::string& name, const torch::jit::Stack& args) {
+  auto it = op_checks().find(name);
+  if (it == op_checks().end()) return;
+  pybind11::gil_scoped_acquire gil;
+  pybind11::tuple py_args(args.size());
+  for (size_t i = 0; i < args.size(); i++) py_args[i] = torch::jit::toPyObject(args[i]);
+  it->second(*py_args);  // a raised Python exception travels to the caller with its type
 }
 }  // namespace torch_tpu
 
@@ -163,6 +186,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_get_eager_mode", [] { return static_cast<int>(tpurt_get_eager_mode()); });
   m.def("_set_matmul_precision", [](int p) { tpurt_set_matmul_precision(static_cast<tpurt_precision>(p)); });
   m.def("_get_matmul_precision", [] { return static_cast<int>(tpurt_get_matmul_precision()); });
+  m.def("_set_op_check", [](const std::string& name, py::object fn) { op_checks()[name] = std::move(fn); });
   m.def("_default_generator", [](int d) {
     return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(default_generator(d)));
   });

@@ -75,15 +75,15 @@ void fallback_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 
 // ------------------------------------------------------------------ factories, views, resize
-// complex128 tensors live on tpu (storage and copies) without runtime kernels: every op on
-// them takes the counted CPU fallback, as for any dtype the runtime lacks.
-bool storable(c10::ScalarType dtype) { return to_tpurt_dtype(dtype) >= 0 || dtype == c10::kComplexDouble; }
+// tpu tensors hold every dtype a dense CPU tensor can (quantized dtypes need their own
+// tensor type). Dtypes the runtime has no kernels for (complex128, complex32, uint16/32/64,
+// the float8 formats, bits) live on tpu as storage and copies: every op on them takes the
+// counted CPU fallback, so they compute exactly as on CPU, and raise where CPU raises.
+bool storable(c10::ScalarType dtype) { return dtype != c10::ScalarType::Undefined && !c10::isQIntType(dtype); }
 
 void check_dtype(c10::ScalarType dtype) {
   TORCH_CHECK_NOT_IMPLEMENTED(storable(dtype), "tpu tensors cannot have dtype torch.",
-                              std::get<0>(c10::getDtypeNames(dtype)),
-                              " (supported: bool, uint8, int8/16/32/64, float16, bfloat16, float32, float64, "
-                              "complex64, complex128)");
+                              std::get<0>(c10::getDtypeNames(dtype)), " (quantized dtypes are not supported)");
 }
 
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
@@ -274,9 +274,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   TORCH_CHECK(c10::IntArrayRef(shape) == dst.sizes(), "output with shape ", dst.sizes(),
               " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
   if (dst.numel() == 0) return dst;
-  TORCH_CHECK(storable(dst.scalar_type()) && storable(self.scalar_type()), "tpu does not support dtype ",
-              storable(dst.scalar_type()) ? self.scalar_type() : dst.scalar_type(),
-              " (supported: bool, uint8, int8/16/32/64, float16, bfloat16, float32, float64, complex64, complex128)");
+  check_dtype(dst.scalar_type());
+  check_dtype(self.scalar_type());
   at::Tensor out = physical(dst);
   copy_physical(physical(self), out);
   if (self.is_conj() != dst.is_conj() && out.is_complex()) out.conj_physical_();
@@ -389,10 +388,16 @@ struct NativeKernel final : c10::OperatorKernel {
         for (std::optional<at::Tensor> t : a.toOptionalTensorList()) if (t.has_value()) visit(*t);
     }
     if (host_tensor && device)
-      for (const auto& a : args)
-        if (a.isTensor() && a.toTensor().defined() && a.toTensor().device().type() != kTpu)
-          TORCH_CHECK(a.toTensor().dim() == 0, "Expected all tensors to be on the same device, but found at least two devices, ",
-                      *device, " and ", a.toTensor().device(), "!");
+      for (size_t i = 0; i < nargs; i++) {
+        const auto& a = args[i];
+        if (!a.isTensor() || !a.toTensor().defined() || a.toTensor().device().type() == kTpu) continue;
+        // a 0-dim CPU tensor may be read as a scalar, never written (out=, in-place self)
+        const auto* ai = schema.arguments()[i].alias_info();
+        TORCH_CHECK(!(ai && ai->isWrite()), "Expected out tensor to have device ", *device, ", but got ",
+                    a.toTensor().device(), " instead");
+        TORCH_CHECK(a.toTensor().dim() == 0, "Expected all tensors to be on the same device, but found at least two devices, ",
+                    *device, " and ", a.toTensor().device(), "!");
+      }
     if (math_bits)
       for (size_t i = 0; i < nargs; i++) {  // a written tensor with a math bit needs its bit applied on store
         const auto* ai = schema.arguments()[i].alias_info();
@@ -431,6 +436,7 @@ struct NativeKernel final : c10::OperatorKernel {
     // No meta answer without reading data (nonzero, x[bool_mask]): a DATA_SIZED kernel
     // sizes the outputs itself (below), any other op runs on the CPU.
     bool sized_by_kernel = data_sized && !has_meta(op);
+    const bool cached = meta != nullptr;
     if (!meta && !sized_by_kernel) {
       try {
         meta = compute_meta(op, args);
@@ -474,7 +480,7 @@ struct NativeKernel final : c10::OperatorKernel {
       return;
     }
     std::vector<c10::IValue> results;
-    if (meta) allocate_outputs(*meta, args, *device, results);
+    if (meta) allocate_outputs(*meta, args, *device, results, cached);
     for (size_t i = 0; i < nargs; i++)  // as CPU, once out= has its final size: no overlap with inputs
       if (written(i) && schema.arguments()[i].is_out()) check_out_overlap(args, i, flags_ & TPURT_OPF_NO_OUT_OVERLAP);
 
@@ -594,11 +600,15 @@ struct NativeKernel final : c10::OperatorKernel {
     std::vector<std::pair<size_t, std::vector<int64_t>>> resized;  // out= args the meta resized
   };
 
+  // cached: the meta function did not run for this call, so CPU's warning for resizing a
+  // non-empty out= (which it gives on every call) comes from here.
   static void allocate_outputs(const MetaResult& meta, c10::ArrayRef<c10::IValue> args, c10::Device device,
-                               std::vector<c10::IValue>& results) {
+                               std::vector<c10::IValue>& results, bool cached) {
     for (const auto& [i, sizes] : meta.resized) {
       const auto& real = args[i].toTensor();
-      if (real.sizes() != c10::IntArrayRef(sizes)) resize_(real, sizes, std::nullopt);
+      if (real.sizes() == c10::IntArrayRef(sizes)) continue;
+      if (cached) at::native::resize_output_check(real, sizes);
+      resize_(real, sizes, std::nullopt);
     }
     results.reserve(meta.rets.size());
     for (const auto& r : meta.rets) {
@@ -627,7 +637,16 @@ struct NativeKernel final : c10::OperatorKernel {
     }
     std::vector<std::vector<int64_t>> before;
     for (auto& [i, m] : written) before.push_back(m.defined() ? m.sizes().vec() : std::vector<int64_t>{});
-    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &stack);
+    const auto& name = schema.operator_name();
+    std::string overload = name.name.substr(name.name.find("::") + 2) +
+                           (name.overload_name.empty() ? "" : "." + name.overload_name);
+    run_op_check(overload, stack);
+    try {
+      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &stack);
+    } catch (const std::exception& e) {
+      rethrow_with_cpu_wording(e);
+      throw;
+    }
     // Some Python meta functions of in-place ops (pow_) resize self like an out=: CPU's
     // TensorIterator refuses to broadcast self instead, and so must we.
     for (size_t w = 0; w < written.size(); w++) {
@@ -661,6 +680,40 @@ struct NativeKernel final : c10::OperatorKernel {
       result->rets.push_back(std::move(ret));
     }
     return result;
+  }
+
+  // PyTorch's Python references word an unsafe out= cast in their own way; CPU's
+  // TensorIterator says "result type Float can't be cast to the desired output type Long"
+  // (same RuntimeError). Other errors are left as they are.
+  static void rethrow_with_cpu_wording(const std::exception& e) {
+    static const std::string kRef = "Attempting to cast from ";
+    std::string what;
+    if (dynamic_cast<const c10::Error*>(&e)) {
+      what = e.what();
+      if (what.find(kRef) == std::string::npos) return;
+    } else if (python_exception_kind(e, &what, /*take_runtime=*/true) != PyExc::kRuntime) {
+      return;
+    }
+    // From here on the error is ours to raise (a Python RuntimeError was taken off the interpreter).
+    auto at = what.find(kRef);
+    TORCH_CHECK(at != std::string::npos, what);
+    auto dtype_at = [&](size_t pos, size_t* end) -> std::optional<c10::ScalarType> {
+      for (int i = 0; i < static_cast<int>(c10::ScalarType::NumOptions); i++) {
+        auto st = static_cast<c10::ScalarType>(i);
+        std::string n = "torch." + std::string(std::get<0>(c10::getDtypeNames(st)));
+        if (what.compare(pos, n.size(), n) == 0 && !std::isalnum(static_cast<unsigned char>(what[pos + n.size()]))) {
+          *end = pos + n.size();
+          return st;
+        }
+      }
+      return std::nullopt;
+    };
+    size_t end = 0;
+    auto from = dtype_at(at + kRef.size(), &end);
+    auto to_at = what.find("with dtype ", end);
+    auto to = from && to_at != std::string::npos ? dtype_at(to_at + 11, &end) : std::nullopt;
+    TORCH_CHECK(to, what);
+    TORCH_CHECK(false, "result type ", *from, " can't be cast to the desired output type ", *to);
   }
 
   // Everything a meta function can see of the arguments; false if some argument kind is not

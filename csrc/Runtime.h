@@ -28,8 +28,14 @@ void synchronize_device(c10::DeviceIndex device);
 // The Python exception e carries when a Python meta function raised it through the
 // dispatcher (NotImplementedError: it cannot size its output without the data, as nonzero's).
 // A recognised kind is taken off the interpreter (the caller handles it); *message gets its text.
-enum class PyExc { kOther, kNotImplemented, kAssertion };
-PyExc python_exception_kind(const std::exception& e, std::string* message);
+// A plain RuntimeError is recognised (kRuntime) only with take_runtime.
+enum class PyExc { kOther, kNotImplemented, kAssertion, kRuntime };
+PyExc python_exception_kind(const std::exception& e, std::string* message, bool take_runtime = false);
+
+// The tpu-only check registered for an overload ("add.Tensor"), run on the meta arguments
+// before its Meta kernel: CPU's checks that PyTorch's meta functions skip. Raises as CPU would.
+bool has_op_check(const std::string& name);
+void run_op_check(const std::string& name, const torch::jit::Stack& args);
 
 // Counted CPU fallback entry (Ops.cpp); also used for ops whose native path declines.
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const char* why);

@@ -41,9 +41,18 @@ def check_like_cpu(fn, *args):
     assert_same(actual, expected)
 
 
+# dtypes assert_close cannot compare: their bytes are compared instead
+_BYTEWISE = {torch.uint16, torch.uint32, torch.uint64, torch.complex32, torch.float8_e4m3fn, torch.float8_e5m2,
+             torch.float8_e4m3fnuz, torch.float8_e5m2fnuz, torch.float8_e8m0fnu, torch.bits8}
+
+
 def assert_same(actual, expected):
     assert actual.device.type == "tpu"
     assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    if actual.dtype in _BYTEWISE:
+        got, want = (t.cpu().reshape(-1).view(torch.uint8) for t in (actual, expected))
+        assert torch.equal(got, want), (got, want)
+        return
     torch.testing.assert_close(actual.cpu(), expected, rtol=0, atol=0, equal_nan=True)
 
 
@@ -279,3 +288,132 @@ def test_more_than_16_dims(name, ndim):
     x = torch.arange(12, dtype=torch.float32).reshape(shape)
     actual, expected = both(HIGH_DIM[name], x)
     assert_same(actual, expected)
+
+
+# ---------------------------------------------------------------- CPU's checks, CPU's messages
+SAME_ERROR = {
+    "bool - 1": lambda d: torch.tensor([True], device=d) - 1,
+    "bool - bool": lambda d: torch.tensor([True], device=d) - torch.tensor([False], device=d),
+    "1 - bool (rsub)": lambda d: torch.rsub(torch.tensor([True], device=d), 1),
+    "int32 *= 1.5": lambda d: torch.ones(3, dtype=torch.int32, device=d).mul_(1.5),
+    "int64 /= 2 (true division)": lambda d: torch.ones(3, dtype=torch.int64, device=d).div_(2),
+    "int16 += float tensor": lambda d: torch.ones(3, dtype=torch.int16, device=d).add_(torch.ones(3, device=d)),
+    "int atan2_": lambda d: torch.ones(3, dtype=torch.int64, device=d).atan2_(torch.ones(3, dtype=torch.int64, device=d)),
+    "integer alpha=True": lambda d: torch.add(torch.ones(3, dtype=torch.int32, device=d),
+                                              torch.ones(3, dtype=torch.int32, device=d), alpha=True),
+    "float alpha=True": lambda d: torch.sub(torch.ones(3, device=d), torch.ones(3, device=d), alpha=True),
+    "integer alpha=1.5": lambda d: torch.add(torch.ones(3, dtype=torch.int32, device=d),
+                                             torch.ones(3, dtype=torch.int32, device=d), alpha=1.5),
+    "heaviside mixed dtypes": lambda d: torch.heaviside(torch.ones(3, device=d),
+                                                        torch.ones(3, dtype=torch.float64, device=d)),
+    "heaviside with a 0-dim of another dtype": lambda d: torch.heaviside(torch.ones(3, device=d),
+                                                                         torch.tensor(1, device=d)),
+    "frexp exponent out= int64": lambda d: torch.frexp(torch.ones(3, device=d), out=(
+        torch.empty(3, device=d), torch.empty(3, dtype=torch.int64, device=d))),
+    "unsafe cast into out= (add)": lambda d: torch.add(torch.ones(3, device=d), 1,
+                                                       out=torch.empty(3, dtype=torch.long, device=d)),
+    "unsafe cast into out= (exp)": lambda d: torch.exp(torch.ones(3, device=d),
+                                                       out=torch.empty(3, dtype=torch.long, device=d)),
+    "index tensors that do not broadcast": lambda d: torch.zeros(4, 5, device=d)[
+        torch.tensor([0, 1], device=d), torch.tensor([0, 1, 2], device=d)],
+    "index_put_ indices that do not broadcast": lambda d: torch.zeros(4, 5, device=d).index_put_(
+        (torch.tensor([0, 1], device=d), torch.tensor([0, 1, 2], device=d)), torch.tensor(1.0, device=d)),
+}
+
+
+@pytest.mark.parametrize("name", list(SAME_ERROR))
+def test_same_error_as_cpu(name):
+    fn = SAME_ERROR[name]
+    with pytest.raises(Exception) as cpu:
+        fn("cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(Exception) as ours:
+            fn("tpu")
+            torch.tpu.synchronize()
+    assert type(ours.value) is type(cpu.value)
+    assert str(ours.value).split("\n")[0] == str(cpu.value).split("\n")[0]
+
+
+def test_out_resize_warns_on_every_call():
+    for device in ("cpu", "tpu"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(3):
+                torch.add(torch.ones(3, device=device), 1, out=torch.empty(5, device=device))
+                torch.add(torch.ones(3, device=device), 1, out=torch.empty(0, device=device))  # empty: no warning
+        resized = [w for w in caught if "was resized" in str(w.message)]
+        assert len(resized) == 3, (device, [str(w.message) for w in caught])
+
+
+@pytest.mark.parametrize("shape", [(), (2,)], ids=["0-dim", "1-dim"])
+def test_cpu_tensor_as_out_is_refused(shape):
+    out = torch.empty(shape)
+    x = torch.ones(shape, device="tpu")
+    with pytest.raises(RuntimeError, match="Expected out tensor to have device tpu:0, but got cpu instead"):
+        torch.add(x, 1, out=out)
+    with pytest.raises(RuntimeError, match="device"):
+        out.add_(x)
+
+
+def test_uint8_mask_indexes_like_bool():
+    x = torch.arange(8.0).reshape(2, 4)
+    m = torch.tensor([1, 0, 1, 1], dtype=torch.uint8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = x[:, m]
+        actual = x.to("tpu")[:, m.to("tpu")]
+    assert_same(actual, expected)
+
+
+# ---------------------------------------------------------------- every dtype CPU stores
+# Dtypes the runtime has no kernels for live on tpu as storage; their ops run on the CPU
+# fallback, so results (and refusals) are CPU's.
+EXTRA_DTYPES = [torch.uint16, torch.uint32, torch.uint64, torch.complex32, torch.float8_e4m3fn, torch.float8_e5m2,
+                torch.float8_e4m3fnuz, torch.float8_e5m2fnuz, torch.float8_e8m0fnu, torch.bits8]
+EXTRA_DTYPE_OPS = {
+    "clone": lambda x: x.clone(),
+    "copy_ into a transposed view": lambda x: torch.zeros_like(x).t().copy_(x.t()),
+    "contiguous of a transpose": lambda x: x.t().contiguous(),
+    "slice view": lambda x: x[1:, ::2].clone(),
+    "to float32": lambda x: x.float() if x.dtype != torch.bits8 else x.view(torch.uint8).float(),
+    "from float32": lambda x: torch.full((2, 3), 2.5).to(x.device).to(x.dtype),
+    "add": lambda x: x + x,
+    "mul": lambda x: x * x,
+    "eq": lambda x: x == x,
+    "abs": lambda x: x.abs(),
+    "sum": lambda x: x.sum(),
+    "sort": lambda x: x.sort()[0],
+    "cat": lambda x: torch.cat([x, x]),
+    "where": lambda x: torch.where(torch.ones(3, dtype=torch.bool, device=x.device), x, x),
+    "index": lambda x: x[torch.tensor([1, 0], device=x.device)],
+    "fill_": lambda x: x.fill_(1),
+    "zero_": lambda x: x.zero_(),
+    "mm": lambda x: x[:, :2] @ x[:, :2].t(),
+    "view as uint8 bytes": lambda x: x.view(torch.uint8) if x.element_size() == 1 else x.view(torch.int16),
+}
+
+
+def _extra(dtype):
+    if dtype == torch.bits8:
+        return torch.tensor([[1, 2, 3], [4, 5, 6]], dtype=torch.uint8).view(torch.bits8)
+    return torch.tensor([[1.0, 2.0, 0.5], [4.0, 0.25, 3.0]]).to(dtype)
+
+
+@pytest.mark.parametrize("name", list(EXTRA_DTYPE_OPS))
+@pytest.mark.parametrize("dtype", EXTRA_DTYPES, ids=str)
+def test_dtypes_the_runtime_only_stores(dtype, name):
+    check_like_cpu(EXTRA_DTYPE_OPS[name], _extra(dtype))
+
+
+@pytest.mark.parametrize("dtype", EXTRA_DTYPES, ids=str)
+def test_extra_dtype_factories(dtype):
+    e = torch.empty(2, 0, 3, dtype=dtype, device="tpu")
+    assert e.dtype == dtype and e.shape == (2, 0, 3) and e.device.type == "tpu"
+    z = torch.zeros(2, 3, dtype=dtype, device="tpu")
+    assert_same(z, torch.zeros(2, 3, dtype=dtype))
+
+
+def test_quantized_dtypes_are_refused():
+    with pytest.raises(NotImplementedError, match="quantized"):
+        torch.empty(3, dtype=torch.qint8, device="tpu")

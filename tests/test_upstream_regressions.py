@@ -415,5 +415,5 @@ def test_extra_dtype_factories(dtype):
 
 
 def test_quantized_dtypes_are_refused():
-    with pytest.raises(NotImplementedError, match="quantized"):
+    with pytest.raises(NotImplementedError, match="[Qq]uantized"):
         torch.empty(3, dtype=torch.qint8, device="tpu")

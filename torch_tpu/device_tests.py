@@ -1,0 +1,174 @@
+"""Run PyTorch's device-generic test files against tpu, beside CPU, and compare.
+
+PyTorch's suites (test_view_ops.py, test_ops.py, ...) instantiate one class per device type
+found: with torch_tpu installed, `TestViewOpsPRIVATEUSE1` runs beside `TestViewOpsCPU` in the
+same process. The files are not part of the torch wheel: check out pytorch/pytorch at the tag
+of the installed torch (`v2.13.0` for torch 2.13.0) and point this command at them:
+
+    python -m torch_tpu.device_tests ~/pytorch/test/test_view_ops.py ~/pytorch/test/test_shape_ops.py
+
+For each file it prints the tpu tests that passed and failed, CPU's result on the same tests,
+and classifies every test that fails on tpu but passes on CPU: a wrong result (an assertEqual
+between values failed), a missing check (CPU raised or warned, tpu did not), a tpu error
+(tpu raised where CPU did not), or a test that assumes CUDA or another device. The records
+(one JSON line per test) and a markdown report go to --out.
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import torch
+
+_DEVICE_CLASS = re.compile(r"(CPU|PRIVATEUSE1)$")
+CLASSES = ("wrong result", "missing check", "tpu error", "assumes CUDA or another device", "crash or timeout")
+_ASSUMES_DEVICE = re.compile(r"cuda|CUDA|\bmps\b|\bxla\b|MTIA|TEST_CUDA|only runs on|requires .*GPU", re.I)
+_WRONG_RESULT = re.compile(r"not close|not equal|mismatch|Tensor-likes|Scalars are|Booleans|!=|differ", re.I)
+_MISSING_CHECK = re.compile(r"not raised|did not raise|not triggered|DID NOT RAISE|no warning|warning", re.I)
+
+
+def pair_key(test_id, device):
+    """The test's id with its device taken out, so the CPU and tpu instances match."""
+    path, _, rest = test_id.partition("::")
+    cls, _, name = rest.partition("::")
+    cls = _DEVICE_CLASS.sub("", cls)
+    for suffix in ({"cpu": ("_cpu",), "tpu": ("_privateuse1", "_tpu")}[device]):
+        name = re.sub(re.escape(suffix) + r"(?=_|$|\[)", "_DEVICE", name, count=1)
+    return f"{os.path.basename(path)}::{cls}::{name}"
+
+
+def device_of(test_id):
+    cls = test_id.split("::")[1] if "::" in test_id else ""
+    m = _DEVICE_CLASS.search(cls)
+    return None if not m else "cpu" if m.group(1) == "CPU" else "tpu"
+
+
+def classify(record):
+    message = f"{record['exception']}: {record['message']}"
+    if record["outcome"] == "crash":
+        return "crash or timeout"
+    if _ASSUMES_DEVICE.search(message) or _ASSUMES_DEVICE.search(record["test"].split("::")[-1]):
+        return "assumes CUDA or another device"
+    if record["exception"] == "AssertionError":
+        if _MISSING_CHECK.search(message):
+            return "missing check"
+        if _WRONG_RESULT.search(message):
+            return "wrong result"
+        return "wrong result"
+    if record["exception"] in ("Failed",) and _MISSING_CHECK.search(message):
+        return "missing check"
+    return "tpu error"
+
+
+def run_file(path, out_dir, timeout, pytest_args):
+    name = os.path.splitext(os.path.basename(path))[0]
+    log = os.path.join(out_dir, f"{name}.jsonl")
+    if os.path.exists(log):
+        os.remove(log)
+    env = dict(os.environ, TORCH_TPU_DEVICE_TESTS_LOG=log, PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "pytest", path, "-p", "torch_tpu._device_tests_plugin", "-q", "-p",
+           "no:cacheprovider", "--tb=line", "-k", "CPU or PRIVATEUSE1", *pytest_args]
+    start = time.time()
+    with open(os.path.join(out_dir, f"{name}.out"), "w") as console:
+        try:
+            rc = subprocess.run(cmd, cwd=os.path.dirname(os.path.abspath(path)), env=env, stdout=console,
+                                stderr=subprocess.STDOUT, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+    records = []
+    if os.path.exists(log):
+        with open(log) as f:
+            records = [json.loads(line) for line in f if line.strip()]
+    crashed = rc not in (0, 1)  # pytest: 0 all passed, 1 some failed; else it did not finish
+    return {"file": os.path.basename(path), "records": records, "returncode": rc, "crashed": crashed,
+            "seconds": round(time.time() - start, 1)}
+
+
+def summarize(result):
+    by_device = {"cpu": {}, "tpu": {}}
+    for r in result["records"]:
+        dev = device_of(r["test"])
+        if dev:
+            by_device[dev][pair_key(r["test"], dev)] = r
+    tpu, cpu = by_device["tpu"], by_device["cpu"]
+    count = lambda recs, outcome: sum(1 for r in recs if r["outcome"] == outcome)  # noqa: E731
+    fail = ("failed", "error")
+    same_cpu = [cpu[k] for k in tpu if k in cpu]
+    diffs = collections.defaultdict(list)
+    for k, r in tpu.items():
+        c = cpu.get(k)
+        if r["outcome"] in fail and (c is None or c["outcome"] == "passed"):
+            diffs[classify(r)].append(r)
+    return {
+        "file": result["file"],
+        "tpu_passed": count(tpu.values(), "passed"),
+        "tpu_failed": sum(count(tpu.values(), o) for o in fail),
+        "tpu_skipped": count(tpu.values(), "skipped"),
+        "cpu_passed": count(same_cpu, "passed"),
+        "cpu_failed": sum(count(same_cpu, o) for o in fail),
+        "differences": {c: len(diffs[c]) for c in CLASSES},
+        "examples": {c: [(r["test"], f"{r['exception']}: {r['message'][:300]}") for r in diffs[c][:20]] for c in CLASSES},
+        "crashed": result["crashed"],
+        "returncode": result["returncode"],
+        "seconds": result["seconds"],
+    }
+
+
+def table(summaries):
+    head = "| file (tpu classes) | tpu pass / fail | CPU pass / fail, same tests | " + " | ".join(CLASSES) + " |"
+    lines = [head, "|" + "---|" * (3 + len(CLASSES))]
+    for s in summaries:
+        note = " (did not finish)" if s["crashed"] else ""
+        lines.append(f"| {s['file']}{note} | {s['tpu_passed']} / {s['tpu_failed']} | {s['cpu_passed']} / "
+                     f"{s['cpu_failed']} | " + " | ".join(str(s["differences"][c]) for c in CLASSES) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m torch_tpu.device_tests", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("files", nargs="+", help="PyTorch test files (test/test_*.py of pytorch/pytorch)")
+    p.add_argument("--out", default="device_tests_report", help="folder for records and the report")
+    p.add_argument("--timeout", type=float, default=4 * 3600, help="seconds per file before it is stopped")
+    p.add_argument("--jobs", type=int, default=1, help="files run at once")
+    p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: passed to pytest (e.g. -- -x)")
+    args = p.parse_args(argv)
+    extra = [a for a in args.pytest_args if a != "--"]
+    os.makedirs(args.out, exist_ok=True)
+    version = torch.__version__.split("+")[0]
+    print(f"torch {torch.__version__}: the test files should come from pytorch/pytorch at tag v{version}")
+    missing = [f for f in args.files if not os.path.isfile(f)]
+    if missing:
+        p.error(f"no such test file: {', '.join(missing)}")
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        futures = [pool.submit(run_file, f, args.out, args.timeout, extra) for f in args.files]
+        summaries = []
+        for f, fut in zip(args.files, futures):
+            s = summarize(fut.result())
+            summaries.append(s)
+            print(f"{s['file']}: tpu {s['tpu_passed']} passed / {s['tpu_failed']} failed; CPU on the same tests "
+                  f"{s['cpu_passed']} / {s['cpu_failed']} ({s['seconds']} s)", flush=True)
+    report = table(summaries)
+    print()
+    print(report)
+    with open(os.path.join(args.out, "report.json"), "w") as f:
+        json.dump({"torch": torch.__version__, "summaries": summaries}, f, indent=1)
+    with open(os.path.join(args.out, "report.md"), "w") as f:
+        f.write(f"torch {torch.__version__}; test files of pytorch/pytorch v{version}\n\n{report}\n")
+        for s in summaries:
+            for c in CLASSES:
+                if s["examples"][c]:
+                    f.write(f"\n## {s['file']}: {c} ({s['differences'][c]})\n\n")
+                    for test, msg in s["examples"][c]:
+                        f.write(f"- `{test}`: {msg.splitlines()[0] if msg else ''}\n")
+    print(f"\nrecords and report.md in {args.out}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

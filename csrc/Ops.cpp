@@ -356,6 +356,7 @@ struct NativeKernel final : c10::OperatorKernel {
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     const auto& schema = op.schema();
     const size_t nargs = schema.arguments().size();
+    normalize_tensor_lists(*stack, nargs);
     auto args = torch::jit::last(*stack, nargs);
 
     // Device, and what cannot run natively.
@@ -451,12 +452,15 @@ struct NativeKernel final : c10::OperatorKernel {
         if (kind != PyExc::kNotImplemented) throw;
         sized_by_kernel = true;
       }
-      // out= forms would need their output resized after the arguments are described.
-      if (sized_by_kernel && (!data_sized || aliases_output(schema))) {
+      // An in-place op's outputs are its arguments, whatever the data (index_put_ with a
+      // mask): the kernel checks what the meta function could not. out= forms would need
+      // their output resized after the arguments are described.
+      if (sized_by_kernel && in_place_only(schema)) {
+        meta = in_place_result(schema);
+      } else if (sized_by_kernel && (!data_sized || aliases_output(schema))) {
         cpu_fallback(op, stack, "output shape depends on tensor data");
         return;
-      }
-      if (meta && cacheable) {
+      } else if (meta && cacheable) {
         std::lock_guard<std::mutex> g(cache_mu_);
         if (++cache_entries_ > 4096) {
           cache_.clear();
@@ -824,6 +828,21 @@ struct NativeKernel final : c10::OperatorKernel {
     }
   }
 
+  // TorchScript hands a Tensor?[] (index_put_'s indices) over as a generic list: made the
+  // optional-tensor list the schema names, so one path handles both callers.
+  static void normalize_tensor_lists(torch::jit::Stack& stack, size_t nargs) {
+    for (size_t i = stack.size() - nargs; i < stack.size(); i++) {
+      auto& a = stack[i];
+      if (!a.isList() || a.isTensorList() || a.isOptionalTensorList() || a.toListRef().empty()) continue;
+      bool tensors = true;
+      for (const auto& e : a.toListRef()) tensors &= e.isTensor() || e.isNone();
+      if (!tensors) continue;
+      c10::List<std::optional<at::Tensor>> l;
+      for (const auto& e : a.toListRef()) l.push_back(e.isNone() ? std::nullopt : std::optional<at::Tensor>(e.toTensor()));
+      a = l;
+    }
+  }
+
   static bool is_number_list(const c10::IValue& a) {
     for (const auto& e : a.toListRef())
       if (!e.isInt() && !e.isDouble() && !e.isBool()) return false;
@@ -884,6 +903,25 @@ struct NativeKernel final : c10::OperatorKernel {
       else if (args[i].isTensorList())
         for (const auto& t : args[i].toTensorList()) check(t);
     }
+  }
+
+  // Every return is a written argument that is not an out= (self of an in-place op).
+  static bool in_place_only(const c10::FunctionSchema& schema) {
+    if (schema.returns().empty()) return false;
+    for (size_t r = 0; r < schema.returns().size(); r++) {
+      int a = aliased_arg(schema, r);
+      if (a < 0 || schema.arguments()[a].is_out()) return false;
+    }
+    return true;
+  }
+  static std::shared_ptr<const MetaResult> in_place_result(const c10::FunctionSchema& schema) {
+    auto result = std::make_shared<MetaResult>();
+    for (size_t r = 0; r < schema.returns().size(); r++) {
+      MetaRet ret;
+      ret.aliased_arg = aliased_arg(schema, r);
+      result->rets.push_back(std::move(ret));
+    }
+    return result;
   }
 
   static bool aliases_output(const c10::FunctionSchema& schema) {

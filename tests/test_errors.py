@@ -172,12 +172,26 @@ def test_index_out_of_range():
     with torch.tpu.eager_mode("debug"):
         with pytest.raises(IndexError, match="out of range|out of bounds"):
             torch.nn.functional.embedding(bad, weight)
-    out = torch.nn.functional.embedding(bad, weight)  # strict: returns at once
-    with pytest.raises(IndexError, match="embedding|index_select"):
-        torch.tpu.synchronize()
-    del out
+    # strict mode too: indexing ops check their indices before returning, as CPU does
+    with pytest.raises(IndexError, match="out of range|out of bounds"):
+        torch.nn.functional.embedding(bad, weight)
+    for bad_call in (lambda: weight[torch.tensor([10], device="tpu")],
+                     lambda: weight.index_select(0, torch.tensor([-11], device="tpu")),
+                     lambda: weight.gather(1, torch.tensor([[4]], device="tpu")),
+                     lambda: weight.clone().index_put_((torch.tensor([10], device="tpu"),), torch.ones(4, device="tpu"))):
+        with pytest.raises((IndexError, RuntimeError), match="out of range|out of bounds"):
+            bad_call()
+    torch.tpu.synchronize()  # nothing left pending
     assert torch.equal(torch.nn.functional.embedding(torch.tensor([3], device="tpu"), weight).cpu(),
                        weight.cpu()[3:4])
+
+
+def test_data_errors_of_other_kernels_raise_at_the_next_synchronization():
+    q = torch.tensor([1, 2], device="tpu") // torch.tensor([1, 0], device="tpu")  # strict: returns at once
+    with pytest.raises(RuntimeError, match="ZeroDivisionError.*floor_divide|floor_divide.*ZeroDivisionError|div"):
+        torch.tpu.synchronize()
+    del q
+    torch.tpu.synchronize()  # the error was raised once
 
 
 def test_unsupported_dtype_is_refused_not_crashed():

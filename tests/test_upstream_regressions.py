@@ -417,3 +417,125 @@ def test_extra_dtype_factories(dtype):
 def test_quantized_dtypes_are_refused():
     with pytest.raises(NotImplementedError, match="[Qq]uantized"):
         torch.empty(3, dtype=torch.qint8, device="tpu")
+
+
+@pytest.mark.parametrize("call", ["method", "in-place", "function"])
+def test_clamp_without_bounds(call):
+    fn = {"method": lambda x: x.clamp(), "in-place": lambda x: x.clamp_(), "function": lambda x: torch.clamp(x)}[call]
+    for device in ("cpu", "tpu"):
+        with pytest.raises(RuntimeError, match="At least one of 'min' or 'max' must not be None"):
+            fn(torch.ones(3, device=device))
+
+
+def test_unique_dim_with_nan_orders_as_cpu():
+    # CPU std::sorts the slices with a plain lexicographic <, under which NaN is unordered:
+    # the order (and so values, inverse and counts) is what std::sort leaves
+    x = torch.tensor([float("nan"), 0, 0, float("nan"), float("nan"), 1])
+    g = torch.Generator().manual_seed(0)
+    rows = torch.randint(0, 3, (60, 3), generator=g).float()
+    rows[torch.rand(60, 3, generator=g) < 0.1] = float("nan")
+    for t in (x, rows, rows.t().contiguous()):
+        for dim in range(t.dim()):
+            fn = lambda a: torch.unique(a, return_inverse=True, return_counts=True, dim=dim)  # noqa: E731
+            for got, want in zip(fn(t.to("tpu")), fn(t)):
+                assert_same(got, want)
+
+
+# ---------------------------------------------------------------- advanced indexing (test_indexing)
+def test_uint8_masks_warn_once_per_mask():
+    for device in ("cpu", "tpu"):
+        v = torch.randn(5, 7, 3, device=device)
+        m1 = torch.tensor([1, 0, 1, 1, 0], dtype=torch.uint8, device=device)
+        m2 = torch.tensor([1, 1, 1], dtype=torch.uint8, device=device)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert v[m1, :, m2].shape == (3, 7)
+            v.index_put_((m1,), torch.ones(7, 3, device=device))
+        messages = [str(w.message) for w in caught]
+        assert len(messages) == 3 and all(m.startswith("indexing with dtype torch.uint8") for m in messages), \
+            (device, messages)
+
+
+INDEX_ERRORS = {
+    "index into a size-0 dim": lambda d: torch.empty(10, 0, device=d)[:, [0, 1]],
+    "out of bounds, second index": lambda d: torch.empty(3, 5, device=d)[:, [7]],
+    "out of bounds, negative": lambda d: torch.empty(3, 5, device=d)[[-4]],
+    "float index tensor": lambda d: torch.tensor([1, 2, 3], device=d)[torch.tensor([], device=d)],
+    "int8 index tensor": lambda d: torch.tensor([1, 2, 3], device=d)[torch.tensor([0], dtype=torch.int8, device=d)],
+    "index_put_ value shape": lambda d: torch.zeros(4, device=d).index_put_(
+        (torch.tensor([0, 1], device=d),), torch.ones(3, device=d)),
+    "setitem with a mask and too many values": lambda d: torch.zeros(4, device=d).__setitem__(
+        torch.tensor([True, False, True, False], device=d), torch.ones(3, device=d)),
+}
+
+
+@pytest.mark.parametrize("name", list(INDEX_ERRORS))
+def test_indexing_errors_raise_from_the_call_as_cpu(name):
+    fn = INDEX_ERRORS[name]
+    with pytest.raises(Exception) as cpu:
+        fn("cpu")
+    with pytest.raises(Exception) as ours:
+        fn("tpu")  # strict mode: raised here, not at a later synchronization
+    assert type(ours.value) is type(cpu.value)
+    assert str(ours.value).split("\n")[0] == str(cpu.value).split("\n")[0]
+    torch.tpu.synchronize()
+
+
+def test_torchscript_index_put_with_a_mask():
+    def fill_small(x):
+        x[x < 50] = 1.0
+        return x
+    import inspect
+    if not inspect.getsourcefile(fill_small):
+        pytest.skip("TorchScript needs the source")
+    scripted = torch.jit.script(fill_small)
+    x = torch.arange(100.0)
+    assert_same(scripted(x.clone().to("tpu")), scripted(x.clone()))
+
+
+# ---------------------------------------------------------------- reductions compute in the out= dtype
+OUT_DTYPE_REDUCTIONS = {
+    "sum dim": lambda x, o: torch.sum(x, 0, out=o),
+    "prod dim": lambda x, o: torch.prod(x, 0, out=o),
+    "cumsum": lambda x, o: torch.cumsum(x, 0, out=o),
+    "cumprod": lambda x, o: torch.cumprod(x, 0, out=o),
+    "nansum into an integer": lambda x, o: torch.nansum(x, 0, out=o),
+    "logcumsumexp into another dtype": lambda x, o: torch.logcumsumexp(x, 0, out=o),
+}
+
+
+@pytest.mark.parametrize("out_dtype", [torch.int64, torch.int8, torch.float64], ids=str)
+@pytest.mark.parametrize("name", list(OUT_DTYPE_REDUCTIONS))
+def test_reductions_compute_in_the_out_dtype(name, out_dtype):
+    # CPU casts the input to out='s dtype first: sum(x, out=int64) is sum(x.long())
+    x = torch.tensor([[13.6, -2.5], [7.7, 3.9], [-4.5, 0.6], [-10.2, 1.5]])
+    fn = OUT_DTYPE_REDUCTIONS[name]
+    check_like_cpu(lambda t: fn(t, torch.empty(0, dtype=out_dtype, device=t.device)), x)
+
+
+SCAN_CHECKS = {
+    "logcumsumexp of integers": lambda d: torch.logcumsumexp(torch.ones(3, dtype=torch.int64, device=d), 0),
+    "cummax int32 indices": lambda d: torch.cummax(torch.ones(3, device=d), 0, out=(
+        torch.empty(0, device=d), torch.empty(0, dtype=torch.int32, device=d))),
+    "cummin values of another dtype": lambda d: torch.cummin(torch.ones(3, device=d), 0, out=(
+        torch.empty(0, dtype=torch.float64, device=d), torch.empty(0, dtype=torch.int64, device=d))),
+}
+
+
+@pytest.mark.parametrize("name", list(SCAN_CHECKS))
+def test_scan_checks(name):
+    fn = SCAN_CHECKS[name]
+    with pytest.raises(Exception) as cpu:
+        fn("cpu")
+    with pytest.raises(Exception) as ours:
+        fn("tpu")
+    assert type(ours.value) is type(cpu.value) and str(ours.value) == str(cpu.value).split(" (Triggered")[0]
+
+
+@pytest.mark.parametrize("exponent", [1 + 2j, 2 + 0j, 0.5 - 1j])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16], ids=str)
+def test_real_tensor_to_a_complex_scalar_power(dtype, exponent):
+    x = torch.tensor([2.0, 3.0, 0.5, 1.0]).to(dtype)
+    actual, expected = both(lambda t: torch.pow(t, exponent), x)
+    assert actual.dtype == expected.dtype == torch.complex64
+    torch.testing.assert_close(actual.cpu(), expected)

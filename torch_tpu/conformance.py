@@ -638,6 +638,20 @@ def run_op(op, dtype_names, emit, time_limit=None, max_samples=None, backward=Tr
                     "failures": [f"{type(e).__name__}: {e}"[:200]]}
     if errs is not None:
         emit({"kind": "errors", "op": key, "family": fam, **errs})
+    left = t_end - time.monotonic() if t_end else None
+    sem_dtype = next((DTYPES[d] for d in dtype_names if DTYPES[d] in supported), None)
+    if sem_dtype is not None and not runner.random and (left is None or left > 0):
+        from torch.testing._internal.opinfo.core import BinaryUfuncInfo
+        from .conformance_semantics import run_semantics
+        try:
+            with warnings.catch_warnings(), _time_limit(left):
+                warnings.simplefilter("ignore")
+                checks = run_semantics(op, sem_dtype, isinstance(op, BinaryUfuncInfo),
+                                       [DTYPES[d] for d in dtype_names])
+        except _OpTimeout as e:
+            _clear_pending_error()
+            checks = {"timeout": {"total": 1, "pass": 0, "failures": [str(e)]}}
+        emit({"kind": "semantics", "op": key, "family": fam, "dtype": str(sem_dtype).split(".")[-1], "checks": checks})
     emit({"kind": "op_done", "op": key, "family": fam, "random": runner.random,
           "observed": sorted(runner.observed), "fell_back": sorted(runner.fell_back)})
 
@@ -930,8 +944,18 @@ def summarize(records, native_registered=None):
             "bwd_comparisons": bw["total"], "bwd_pass": bw["pass"], "bwd_fallback": bw["fallback"],
         }
     native = set(native_registered or [])
+    semantics = collections.defaultdict(lambda: {"total": 0, "pass": 0, "failing_ops": []})
+    for r in recs:
+        if r["kind"] == "semantics":
+            for check, t in r["checks"].items():
+                sem = semantics[check]
+                sem["total"] += t["total"]
+                sem["pass"] += t["pass"]
+                if t["pass"] < t["total"]:
+                    sem["failing_ops"].append(f"{r['op']}: {t['failures'][0] if t['failures'] else ''}"[:300])
     return {
         "families": table,
+        "semantics": dict(semantics),
         "error_inputs": dict(errs),
         "native_overloads_registered": len(native),
         "overloads_observed_native": len(observed),
@@ -1013,6 +1037,17 @@ def render_md(summary, args_desc):
         f"- distinct ATen overloads observed executing on tpu without fallback during this run: "
         f"{summary['overloads_observed_native']} (of which in the native op table: "
         f"{summary['overloads_observed_native_in_table']}; the rest are views/composites the bridge handles)",
+        "", "## Semantics checks (out=, 0-dim and >16-dim inputs, dtype promotion; see "
+        "torch_tpu/conformance_semantics.py)", "",
+        "| check | calls | same as CPU | ops failing |", "|---|---|---|---|",
+    ]
+    sem = summary.get("semantics", {})
+    lines += [f"| {c} | {t['total']} | {t['pass']} ({_pct(t['pass'], t['total'])}) | {len(t['failing_ops'])} |"
+              for c, t in sorted(sem.items())]
+    for c, t in sorted(sem.items()):
+        for f in t["failing_ops"][:15]:
+            lines.append(f"- {c}: " + f.replace("|", "\\|"))
+    lines += [
         "", "## ATen ops that fell back to the CPU (number of (OpInfo, dtype) pairs)", "",
     ]
     lines += [f"- `{k}`: {v}" for k, v in list(summary["fallback_aten_ops"].items())[:80]] or ["- none"]
@@ -1048,6 +1083,9 @@ def print_table(summary, stream=None):
     e = summary["error_inputs"]
     print(f"error_inputs same type: {e.get('type_match', 0)}/{e.get('total', 0)}, same message: "
           f"{e.get('msg_match', 0)}/{e.get('total', 0)}", file=stream)
+    for c, t in sorted(summary.get("semantics", {}).items()):
+        print(f"semantics {c}: {t['pass']}/{t['total']} calls as on CPU; ops failing: "
+              f"{', '.join(f.split(':')[0] for f in t['failing_ops'][:8]) or 'none'}", file=stream)
     print(f"native overloads: {summary['native_overloads_registered']} registered, "
           f"{summary['overloads_observed_native']} observed executing natively "
           f"({summary['overloads_observed_native_in_table']} of them in the op table)", file=stream)

@@ -1,7 +1,7 @@
 """Run PyTorch's device-generic test files against tpu, beside CPU, and compare.
 
 PyTorch's suites (test_view_ops.py, test_ops.py, ...) instantiate one class per device type
-found: with torch_tpu installed, `TestViewOpsPRIVATEUSE1` runs beside `TestViewOpsCPU` in the
+found: with torch_tpu installed, `TestViewOpsPRIVATEUSE1` (or `...TPU`) runs beside `TestViewOpsCPU` in the
 same process. The files are not part of the torch wheel: check out pytorch/pytorch at the tag
 of the installed torch (`v2.13.0` for torch 2.13.0) and point this command at them:
 
@@ -24,9 +24,10 @@ import time
 
 import torch
 
-_DEVICE_CLASS = re.compile(r"(CPU|PRIVATEUSE1)$")
+# the tpu classes are named PRIVATEUSE1, or TPU once the backend's name is known
+_DEVICE_CLASS = re.compile(r"(CPU|PRIVATEUSE1|TPU)$")
 CLASSES = ("wrong result", "missing check", "tpu error", "assumes CUDA or another device", "crash or timeout")
-_ASSUMES_DEVICE = re.compile(r"cuda|CUDA|\bmps\b|\bxla\b|MTIA|TEST_CUDA|only runs on|requires .*GPU", re.I)
+_ASSUMES_DEVICE = re.compile(r"\bcuda\b|torch\.cuda|\bmps\b|\bxla\b|\bMTIA\b|TEST_CUDA|only runs on|requires .*GPU", re.I)
 _WRONG_RESULT = re.compile(r"not close|not equal|mismatch|Tensor-likes|Scalars are|Booleans|!=|differ", re.I)
 _MISSING_CHECK = re.compile(r"not raised|did not raise|not triggered|DID NOT RAISE|no warning|warning", re.I)
 
@@ -71,7 +72,7 @@ def run_file(path, out_dir, timeout, pytest_args):
         os.remove(log)
     env = dict(os.environ, TORCH_TPU_DEVICE_TESTS_LOG=log, PYTHONUNBUFFERED="1")
     cmd = [sys.executable, "-m", "pytest", path, "-p", "torch_tpu._device_tests_plugin", "-q", "-p",
-           "no:cacheprovider", "--tb=line", "-k", "CPU or PRIVATEUSE1", *pytest_args]
+           "no:cacheprovider", "--tb=line", "-k", "CPU or PRIVATEUSE1 or TPU", *pytest_args]
     start = time.time()
     with open(os.path.join(out_dir, f"{name}.out"), "w") as console:
         try:
@@ -135,9 +136,10 @@ def main(argv=None):
     p.add_argument("--out", default="device_tests_report", help="folder for records and the report")
     p.add_argument("--timeout", type=float, default=4 * 3600, help="seconds per file before it is stopped")
     p.add_argument("--jobs", type=int, default=1, help="files run at once")
-    p.add_argument("pytest_args", nargs=argparse.REMAINDER, help="after --: passed to pytest (e.g. -- -x)")
-    args = p.parse_args(argv)
-    extra = [a for a in args.pytest_args if a != "--"]
+    p.epilog = (p.epilog or "") + "Arguments after -- go to pytest (e.g. -- -x -k view)."
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = p.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     os.makedirs(args.out, exist_ok=True)
     version = torch.__version__.split("+")[0]
     print(f"torch {torch.__version__}: the test files should come from pytorch/pytorch at tag v{version}")
@@ -145,8 +147,9 @@ def main(argv=None):
     if missing:
         p.error(f"no such test file: {', '.join(missing)}")
     from concurrent.futures import ThreadPoolExecutor
+    out = os.path.abspath(args.out)
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        futures = [pool.submit(run_file, f, args.out, args.timeout, extra) for f in args.files]
+        futures = [pool.submit(run_file, os.path.abspath(f), out, args.timeout, extra) for f in args.files]
         summaries = []
         for f, fut in zip(args.files, futures):
             s = summarize(fut.result())
@@ -156,9 +159,9 @@ def main(argv=None):
     report = table(summaries)
     print()
     print(report)
-    with open(os.path.join(args.out, "report.json"), "w") as f:
+    with open(os.path.join(out, "report.json"), "w") as f:
         json.dump({"torch": torch.__version__, "summaries": summaries}, f, indent=1)
-    with open(os.path.join(args.out, "report.md"), "w") as f:
+    with open(os.path.join(out, "report.md"), "w") as f:
         f.write(f"torch {torch.__version__}; test files of pytorch/pytorch v{version}\n\n{report}\n")
         for s in summaries:
             for c in CLASSES:
@@ -166,7 +169,7 @@ def main(argv=None):
                     f.write(f"\n## {s['file']}: {c} ({s['differences'][c]})\n\n")
                     for test, msg in s["examples"][c]:
                         f.write(f"- `{test}`: {msg.splitlines()[0] if msg else ''}\n")
-    print(f"\nrecords and report.md in {args.out}/")
+    print(f"\nrecords and report.md in {out}/")
     return 0
 
 

@@ -108,6 +108,38 @@ def _heaviside(self, values, out=None):
     _check(self.dtype == _dtype_of(values), "heaviside is not yet implemented for tensors with different dtypes.")
 
 
+def _clamp(self, min=None, max=None, *rest):
+    _check(min is not None or max is not None, "torch.clamp: At least one of 'min' or 'max' must not be None")
+
+
+# ---------------------------------------------------------------- reductions and scans
+def _scalar_type_check(expected, found):
+    _check(expected == found, f"expected scalar_type {_C10_NAMES.get(expected, expected)} but found "
+           f"{_C10_NAMES.get(found, found)}")
+
+
+def _not_implemented_for(kernel, dtype):
+    raise NotImplementedError(f'"{kernel}" not implemented for \'{_C10_NAMES.get(dtype, dtype)}\'')
+
+
+def _nansum(self, dim=None, keepdim=False, dtype=None, out=None):
+    computed = dtype or (out.dtype if out is not None else self.dtype)
+    if self.is_floating_point() and not (computed.is_floating_point or computed.is_complex):
+        _not_implemented_for("nansum_cpu", computed)
+
+
+def _logcumsumexp(self, dim, out=None):
+    if not (self.is_floating_point() or self.is_complex()):
+        _not_implemented_for("logcumsumexp_out_cpu", self.dtype)
+    if out is not None:
+        _scalar_type_check(self.dtype, out.dtype)
+
+
+def _cumext_out(self, dim, values, indices):
+    _scalar_type_check(self.dtype, values.dtype)
+    _scalar_type_check(torch.int64, indices.dtype)
+
+
 # ---------------------------------------------------------------- frexp
 def _frexp_out(self, mantissa, exponent):
     _check(self.is_floating_point(), f"torch.frexp() only supports floating-point dtypes, but got {self.dtype}")
@@ -122,8 +154,14 @@ def _indices_check(self, indices):
     """CPU accepts uint8 masks (deprecated, as bool masks) and raises IndexError when index
     tensors do not broadcast together."""
     defined = [i for i in indices if i is not None]
-    if any(i.dtype == torch.uint8 for i in defined):
-        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.")
+    for i in defined:
+        _check(i.dtype in (torch.int64, torch.int32, torch.uint8, torch.bool),
+               "tensors used as indices must be long, int, byte or bool tensors", IndexError)
+    masks = sum(i.dtype == torch.uint8 for i in defined)
+    for _ in range(masks):  # CPU warns once per uint8 mask, naming the user's line (stacklevel)
+        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.",
+                      stacklevel=3)
+    if masks:
         raise NotImplementedError("a uint8 mask: the output shape depends on the data")
     if any(i.dtype == torch.bool for i in defined):
         return
@@ -157,6 +195,10 @@ CHECKS = {
     **_ALPHA_OPS,
     **_IN_PLACE_OPS,
     "heaviside": _heaviside, "heaviside.out": _heaviside, "heaviside_": _heaviside,
+    **{name: _clamp for name in ("clamp", "clamp_", "clamp.out", "clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out")},
+    "nansum": _nansum, "nansum.out": _nansum,
+    "logcumsumexp": _logcumsumexp, "logcumsumexp.out": _logcumsumexp,
+    "cummax.out": _cumext_out, "cummin.out": _cumext_out,
     "frexp.Tensor_out": _frexp_out,
     "index.Tensor": _index, "index.Tensor_out": _index,
     "index_put": _index_put, "index_put_": _index_put, "index_put.out": _index_put, "_index_put_impl_": _index_put,

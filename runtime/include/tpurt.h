@@ -159,6 +159,8 @@ enum {
   TPURT_OPF_DATA_SIZED = 1 << 3, /* output sizes may depend on tensor data: tpurt_op_size_outputs */
   TPURT_OPF_COMPLEX = 1 << 4,    /* the kernel handles complex64 tensors; others run on the CPU */
   TPURT_OPF_NO_OUT_OVERLAP = 1 << 5, /* as CPU, an out= tensor may not share any memory with an input */
+  TPURT_OPF_EAGER_ERRORS = 1 << 6,   /* as CPU, errors found in the data (an index out of range) raise
+                                        from the launch: it waits for the stream and runs the kernel */
 };
 
 /* Number of ATen overload names the runtime implements natively. */

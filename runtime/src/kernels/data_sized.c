@@ -328,21 +328,26 @@ typedef struct {
   int64_t per;
 } slice_order;
 
-/* Lexicographic order of two slices along dim; ties keep input order (a stable sort). */
-static int slice_cmp(const void* a, const void* b, void* ctx) {
+/* CPU's comparator: slice x before slice y when, at the first element where one is < or >
+ * the other, it is <. NaN is neither, so slices with NaN sort where std::sort leaves them. */
+static int slice_less(const void* ctx, int64_t x, int64_t y) {
   const slice_order* o = ctx;
-  int64_t x = *(const int64_t*)a, y = *(const int64_t*)b;
   size_t es = esize(o->t);
+  int fl = tpurt_is_float(o->t->dtype);
   for (int64_t e = 0; e < o->per; e++) {
     const char* pa = (const char*)o->t->data + slice_elem(o->t, o->dim, x, e) * (int64_t)es;
     const char* pb = (const char*)o->t->data + slice_elem(o->t, o->dim, y, e) * (int64_t)es;
-    double va = tpurt_is_float(o->t->dtype) ? tpurt_load_f64(pa, o->t->dtype) : 0;
-    double vb = tpurt_is_float(o->t->dtype) ? tpurt_load_f64(pb, o->t->dtype) : 0;
-    int64_t ia = tpurt_is_float(o->t->dtype) ? 0 : tpurt_load_i64(pa, o->t->dtype);
-    int64_t ib = tpurt_is_float(o->t->dtype) ? 0 : tpurt_load_i64(pb, o->t->dtype);
-    if (va != vb || ia != ib) return va < vb || ia < ib ? -1 : 1;
+    if (fl) {
+      double va = tpurt_load_f64(pa, o->t->dtype), vb = tpurt_load_f64(pb, o->t->dtype);
+      if (va < vb) return 1;
+      if (va > vb) return 0;
+    } else {
+      int64_t ia = tpurt_load_i64(pa, o->t->dtype), ib = tpurt_load_i64(pb, o->t->dtype);
+      if (ia < ib) return 1;
+      if (ia > ib) return 0;
+    }
   }
-  return x < y ? -1 : x > y;
+  return 0;
 }
 
 tpurt_status tpurt_kernel_unique_dim(const tpurt_op_call* c) {
@@ -363,9 +368,11 @@ tpurt_status tpurt_kernel_unique_dim(const tpurt_op_call* c) {
   int64_t* idx = malloc(cells_of(n) * sizeof(int64_t));
   if (!idx) return tpurt_fail(TPURT_ERR_OOM, "unique_dim: host out of memory for scratch");
   for (int64_t k = 0; k < n; k++) idx[k] = k;
-  qsort_r(idx, (size_t)n, sizeof(int64_t), slice_cmp, &o);
+  tpurt_std_sort(idx, n, slice_less, &o);
+  /* as CPU, each slice is compared with the first of the current group */
   int64_t groups = 0;
-  for (int64_t k = 0; k < n; k++) groups += k == 0 || !slices_equal(self, o.dim, idx[k - 1], idx[k], o.per);
+  for (int64_t k = 0, head = 0; k < n; k++)
+    if (k == 0 || !slices_equal(self, o.dim, idx[head], idx[k], o.per)) groups++, head = k;
   if (tpurt_sizing(c)) {
     int64_t vs[TPURT_MAX_DIMS];
     memcpy(vs, self->sizes, sizeof vs);
@@ -379,9 +386,10 @@ tpurt_status tpurt_kernel_unique_dim(const tpurt_op_call* c) {
   const tpurt_tensor *vals = &c->outs[0], *inv = &c->outs[1], *cnt = &c->outs[2];
   size_t es = esize(self);
   int64_t g = -1;
-  for (int64_t k = 0; k < n; k++) {
-    if (k == 0 || !slices_equal(self, o.dim, idx[k - 1], idx[k], o.per)) {
+  for (int64_t k = 0, head = 0; k < n; k++) {
+    if (k == 0 || !slices_equal(self, o.dim, idx[head], idx[k], o.per)) {
       g++;
+      head = k;
       for (int64_t e = 0; e < o.per; e++)
         memcpy((char*)vals->data + slice_elem(vals, o.dim, g, e) * (int64_t)es,
                (const char*)self->data + slice_elem(self, o.dim, idx[k], e) * (int64_t)es, es);

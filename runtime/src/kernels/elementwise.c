@@ -27,6 +27,7 @@ tpurt_status ew_run_op(const tpurt_tensor* out, const ew_op* op, const tpurt_val
   for (int k = 0; k < op->nin; k++)
     if (op->promo & (1u << k)) tpurt_promo_add_value(&p, v[k]);
   int common = tpurt_promo_result(&p);
+  if (par->complex_result && !tpurt_is_complex(common)) common = TPURT_C64;
   if (op->rule == EW_FLOAT && !tpurt_is_float(common) && !tpurt_is_complex(common))
     common = tpurt_is_float(out->dtype) ? out->dtype : TPURT_F32;
   tpurt_ctype ct = tpurt_ctype_of(common);

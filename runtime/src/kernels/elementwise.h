@@ -26,6 +26,7 @@ typedef struct ew_par {
    * by the kernel): ew_run_op turns them into operand rounding and step_dt. */
   unsigned reduced;
   int step_dt; /* dtype each EW_STEP rounds to, or -1 (set by ew_run_op) */
+  int complex_result; /* a complex parameter makes the common dtype complex64 (pow(x, 1+2j)) */
 } ew_par;
 
 /* CPU's reduced-float special cases. OPMATH_SCALAR: a second operand that is one value

@@ -247,6 +247,7 @@ tpurt_status tpurt_kernel_pow(const tpurt_op_call* c) {
     memset(&par, 0, sizeof par);
     par.f[0] = tpurt_value_f(e);
     par.fi[0] = e->kind == TPURT_V_COMPLEX ? e->c[1] : 0;
+    par.complex_result = 1; /* a real base with a complex exponent */
     return ew_run_op(&c->outs[0], &pow_scalar_op, (const tpurt_value*[]){base}, &par);
   }
   return ew_apply(c, &pow_op);

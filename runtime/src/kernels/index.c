@@ -347,7 +347,11 @@ static tpurt_status plan_index(index_plan* p, const tpurt_tensor* self, const tp
     } else if (sd >= self->ndim) {
       s = tpurt_fail(TPURT_ERR_INDEX, "too many indices for tensor of dimension %d", self->ndim);
     } else {
-      s = check_indices(t, -self->sizes[sd], self->sizes[sd], sd, NULL, TPURT_ERR_INDEX);
+      /* as CPU's index kernel: the dim named is the index tensor's position among them */
+      if (self->sizes[sd] == 0 && tpurt_numel(t) > 0)
+        s = tpurt_fail(TPURT_ERR_INDEX, "index is out of bounds for dimension with size 0");
+      else
+        s = check_indices(t, -self->sizes[sd], self->sizes[sd], p->n, NULL, TPURT_ERR_INDEX);
       p->dim[p->n] = sd++;
       p->ix[p->n++] = *t;
     }
@@ -422,21 +426,24 @@ tpurt_status tpurt_kernel_index_put(const tpurt_op_call* c) {
   int64_t n = 1;
   for (int d = 0; d < p.ndim; d++) n *= p.shape[d];
   /* values broadcast to the result shape */
-  tpurt_tensor v = *vals;
-  if (!s && vals->ndim > p.ndim)
-    s = tpurt_fail(TPURT_ERR_RUNTIME, "shape mismatch: value tensor of shape %s cannot be broadcast to indexing result",
-                   tpurt_shape_str(vals));
+  tpurt_tensor v = *vals, result = {0};
   if (!s) {
+    result.ndim = p.ndim;
+    memcpy(result.sizes, p.shape, sizeof(int64_t) * (size_t)p.ndim);
+  }
+  int fits = vals->ndim <= p.ndim;
+  if (!s && fits) {
     v.ndim = p.ndim;
     for (int d = 0; d < p.ndim; d++) {
       int vd = d - (p.ndim - vals->ndim);
       v.sizes[d] = p.shape[d];
       v.strides[d] = vd < 0 || vals->sizes[vd] == 1 ? 0 : vals->strides[vd];
-      if (vd >= 0 && vals->sizes[vd] != 1 && vals->sizes[vd] != p.shape[d])
-        s = tpurt_fail(TPURT_ERR_RUNTIME, "shape mismatch: value tensor of shape %s cannot be broadcast to indexing result",
-                       tpurt_shape_str(vals));
+      fits &= vd < 0 || vals->sizes[vd] == 1 || vals->sizes[vd] == p.shape[d];
     }
   }
+  if (!s && !fits)
+    s = tpurt_fail(TPURT_ERR_RUNTIME, "shape mismatch: value tensor of shape %s cannot be broadcast to indexing result "
+                   "of shape %s", tpurt_shape_str(vals), tpurt_shape_str(&result));
   if (!s && n) {
     int64_t i[TPURT_MAX_DIMS] = {0};
     do combine(at(out, plan_offset(&p, out, i)), at(&v, offset_of(&v, i)), v.dtype, out->dtype,

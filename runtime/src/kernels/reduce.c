@@ -766,6 +766,29 @@ static tpurt_status red_run_complex(const tpurt_tensor* in, uint32_t mask, const
 /* ---------------------------------------------------------------- kernels */
 static const tpurt_value NONE_DIMS = {.kind = TPURT_V_NONE, .scalar_dtype = -1};
 
+static tpurt_status scratch_like(const tpurt_tensor* t, int dt, tpurt_tensor* s);
+
+/* CPU reduces (and scans) in the output's dtype: a float input summed into an integer out=
+ * is cast to that dtype first, element by element (sum(x, out=int64) is sum(x.long())).
+ * When that changes values, *conv is the converted input (free conv->data), else NULL. */
+static tpurt_status in_out_dtype(const tpurt_tensor* in, const tpurt_tensor* out, tpurt_tensor* conv,
+                                 const tpurt_tensor** use) {
+  *use = in;
+  conv->data = NULL;
+  if (!tpurt_is_float(in->dtype) || tpurt_is_float(out->dtype) || tpurt_is_complex(out->dtype) ||
+      tpurt_is_complex(in->dtype))
+    return TPURT_OK;
+  tpurt_status s = scratch_like(in, out->dtype, conv);
+  if (!s) s = tpurt_copy_tensor(conv, in);
+  if (s) {
+    free(conv->data);
+    conv->data = NULL;
+    return s;
+  }
+  *use = conv;
+  return TPURT_OK;
+}
+
 /* Reduce args[0] over the dims in args[dim_arg] (-1: every dim) into the call's outputs. */
 static tpurt_status reduce(const tpurt_op_call* c, int dim_arg, const red_op* op, red_ctx ctx) {
   const tpurt_tensor* in = &c->args[0].t;
@@ -776,20 +799,43 @@ static tpurt_status reduce(const tpurt_op_call* c, int dim_arg, const red_op* op
   return tpurt_red_run(in, mask, c->outs, c->nouts, op, &ctx);
 }
 
+/* sum / prod: the input in the output's dtype, as CPU */
+static tpurt_status reduce_in_out_dtype(const tpurt_op_call* c, int dim_arg, const red_op* op, red_ctx ctx) {
+  tpurt_tensor conv;
+  const tpurt_tensor* in;
+  tpurt_status s = in_out_dtype(&c->args[0].t, &c->outs[0], &conv, &in);
+  if (s || in == &c->args[0].t) return s ? s : reduce(c, dim_arg, op, ctx);
+  tpurt_op_call* view = malloc(sizeof *view); /* the same call over the converted input */
+  if (!view) {
+    free(conv.data);
+    return tpurt_fail(TPURT_ERR_OOM, "out of host memory");
+  }
+  memcpy(view, c, sizeof *view);
+  view->args[0].t = conv;
+  s = reduce(view, dim_arg, op, ctx);
+  free(view);
+  free(conv.data);
+  return s;
+}
+
 /* correction: Scalar? (None means 1) */
 static double correction_of(const tpurt_value* v) { return v->kind == TPURT_V_NONE ? 1.0 : tpurt_value_f(v); }
 
 #define RED_KERNEL(name, dim_arg, op, ...) \
   tpurt_status tpurt_kernel_##name(const tpurt_op_call* c) { return reduce(c, dim_arg, &op, (red_ctx){__VA_ARGS__}); }
+#define RED_KERNEL_OUT_DTYPE(name, dim_arg, op, ...)                     \
+  tpurt_status tpurt_kernel_##name(const tpurt_op_call* c) {             \
+    return reduce_in_out_dtype(c, dim_arg, &op, (red_ctx){__VA_ARGS__}); \
+  }
 
 /* sum(self, dtype) / sum.dim_IntList(self, dim, keepdim, dtype) / nansum(self, dim, keepdim, dtype) */
-RED_KERNEL(sum, -1, op_sum, 0)
-RED_KERNEL(sum_dim, 1, op_sum, 0)
+RED_KERNEL_OUT_DTYPE(sum, -1, op_sum, 0)
+RED_KERNEL_OUT_DTYPE(sum_dim, 1, op_sum, 0)
 RED_KERNEL(nansum, 1, op_sum, .flag = 1)
 RED_KERNEL(mean, -1, op_mean, 0)
 RED_KERNEL(mean_dim, 1, op_mean, 0)
-RED_KERNEL(prod, -1, op_prod, 0)
-RED_KERNEL(prod_dim, 1, op_prod, 0)
+RED_KERNEL_OUT_DTYPE(prod, -1, op_prod, 0)
+RED_KERNEL_OUT_DTYPE(prod_dim, 1, op_prod, 0)
 RED_KERNEL(count_nonzero, 1, op_count_nonzero, 0)
 /* all(self) / all.dim(self, dim, keepdim) / all.dims(self, dim?, keepdim); any likewise */
 RED_KERNEL(all, -1, op_all_any, .flag = 0)
@@ -1034,8 +1080,12 @@ tpurt_status tpurt_kernel_cumsum(const tpurt_op_call* c) {
   tpurt_status s = tpurt_wrap_dim(c->args[1].i, in->ndim, &dim);
   if (s || tpurt_numel(in) == 0) return s;
   if (in->dtype != TPURT_C64 && out->dtype != TPURT_C64) {
-    cumsum_run(in, out, dim);
-    return TPURT_OK;
+    tpurt_tensor conv;
+    const tpurt_tensor* use;
+    s = in_out_dtype(in, out, &conv, &use);
+    if (!s) cumsum_run(use, out, dim);
+    free(conv.data);
+    return s;
   }
   if (in->dtype != out->dtype || in->ndim >= TPURT_MAX_DIMS)
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "cumsum from %s to %s not supported", tpurt_dtype_name((tpurt_dtype)in->dtype),

@@ -64,9 +64,9 @@ static tpurt_status scan(const tpurt_op_call* c, int as_int, tpurt_line_fn fn, c
 }
 
 tpurt_status tpurt_kernel_cumprod(const tpurt_op_call* c) {
-  /* cumprod(self, dim, *, dtype) / cumprod_ / cumprod.out: integers multiply as int64 unless
-   * the result is floating */
-  return scan(c, !tpurt_is_float(c->outs[0].dtype) && !tpurt_is_float(c->args[0].t.dtype), cumprod_line, NULL);
+  /* cumprod(self, dim, *, dtype) / cumprod_ / cumprod.out: an integer result multiplies as
+   * int64 (wrapping), from the input truncated to integers first as CPU casts it */
+  return scan(c, !tpurt_is_float(c->outs[0].dtype), cumprod_line, NULL);
 }
 tpurt_status tpurt_kernel_logcumsumexp(const tpurt_op_call* c) { return scan(c, 0, logcumsumexp_line, NULL); }
 tpurt_status tpurt_kernel_cummax(const tpurt_op_call* c) {

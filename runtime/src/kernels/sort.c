@@ -168,10 +168,13 @@ typedef struct {
   const double* f;
   const int64_t* i;
   stl_order order;
+  tpurt_less_fn less; /* when set, the order instead of the keys */
+  const void* ctx;
 } stl_cmp;
 
 /* comp(a, b): a goes before b */
 static int stl_less(const stl_cmp* c, int64_t a, int64_t b) {
+  if (c->less) return c->less(c->ctx, a, b);
   if (c->i) return c->order == STL_DESC ? c->i[a] > c->i[b] : c->i[a] < c->i[b];
   double x = c->f[a], y = c->f[b];
   if (c->order == STL_DESC) return (isnan(x) && !isnan(y)) || x > y;
@@ -301,6 +304,11 @@ static void stl_sort(const stl_cmp* c, int64_t* f, int64_t* l) {
   }
 }
 
+void tpurt_std_sort(int64_t* idx, int64_t n, tpurt_less_fn less, const void* ctx) {
+  stl_cmp c = {NULL, NULL, STL_ASC, less, ctx};
+  stl_sort(&c, idx, idx + n);
+}
+
 typedef struct {
   int64_t k;
   int largest, sorted;
@@ -309,7 +317,7 @@ typedef struct {
 static tpurt_status topk_line(tpurt_line* l, const void* ctx) {
   const topk_ctx* t = ctx;
   if (t->k == 0) return TPURT_OK;
-  stl_cmp c = {l->as_int ? NULL : l->keys, l->as_int ? l->keys : NULL, t->largest ? STL_DESC : STL_ASC};
+  stl_cmp c = {l->as_int ? NULL : l->keys, l->as_int ? l->keys : NULL, t->largest ? STL_DESC : STL_ASC, NULL, NULL};
   int64_t* q = l->idx;
   for (int64_t j = 0; j < l->n; j++) q[j] = j;
   if (t->k * 64 <= l->n) {
@@ -330,7 +338,7 @@ static tpurt_status topk_line(tpurt_line* l, const void* ctx) {
  * "greater, or NaN" as the order; tied values end where its swaps leave them, so the index
  * returned is CPU's. */
 static tpurt_status kth_line(tpurt_line* l, const void* ctx) {
-  stl_cmp c = {l->as_int ? NULL : l->keys, l->as_int ? l->keys : NULL, STL_DESC};
+  stl_cmp c = {l->as_int ? NULL : l->keys, l->as_int ? l->keys : NULL, STL_DESC, NULL, NULL};
   int64_t *a = l->idx, k = *(const int64_t*)ctx, lo = 0, hi = l->n - 1;
   for (int64_t j = 0; j < l->n; j++) a[j] = j;
   while (hi > lo) {
@@ -365,7 +373,7 @@ static tpurt_status kth_line(tpurt_line* l, const void* ctx) {
  * wherever std::sort put that element, so the port of libstdc++'s sort above decides it. */
 static tpurt_status mode_line(tpurt_line* l, const void* ctx) {
   (void)ctx;
-  stl_cmp c = {l->as_int ? NULL : l->keys, l->as_int ? l->keys : NULL, STL_ASC_RAW};
+  stl_cmp c = {l->as_int ? NULL : l->keys, l->as_int ? l->keys : NULL, STL_ASC_RAW, NULL, NULL};
   int64_t* a = l->idx;
   for (int64_t j = 0; j < l->n; j++) a[j] = j;
   stl_sort(&c, a, a + l->n);

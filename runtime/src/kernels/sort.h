@@ -30,4 +30,9 @@ void tpurt_line_put_key(const tpurt_line* l, int o, int64_t j, int64_t k); /* ke
 /* Stable sort of idx[0..n) by keys, NaN largest; descending keeps ties in input order. */
 void tpurt_line_sort(tpurt_line* l, int desc);
 
+/* libstdc++'s std::sort of idx[0..n) with less(ctx, a, b) ("a goes before b"), step for
+ * step, so orders CPU's std::sort leaves (ties, NaN under a plain <) come out the same. */
+typedef int (*tpurt_less_fn)(const void* ctx, int64_t a, int64_t b);
+void tpurt_std_sort(int64_t* idx, int64_t n, tpurt_less_fn less, const void* ctx);
+
 #endif /* TPURT_SORT_H */

@@ -92,3 +92,37 @@ def test_worker_crash_costs_one_op(tmp_path, monkeypatch, capsys):
     assert "ALL" in capsys.readouterr().out
     summary = json.loads((tmp_path / "conformance.json").read_text())["summary"]
     assert summary["families"]["ALL"]["crash"] == 1
+
+
+def test_semantics_checks_are_recorded(inprocess):
+    _, records, summary = inprocess
+    sem = {r["op"]: r["checks"] for r in records if r["kind"] == "semantics"}
+    assert sem["add"]["promotion"]["total"] > 0 and sem["add"]["promotion"]["pass"] == sem["add"]["promotion"]["total"]
+    for check in ("zero_dim", "high_dim", "out_resize", "out_dtype", "out_device", "out_alias"):
+        assert sem["add"][check]["pass"] == sem["add"][check]["total"] > 0, (check, sem["add"][check])
+    assert summary["semantics"]["promotion"]["total"] > 0
+    assert "Semantics checks" in (inprocess[0] / "conformance.md").read_text()
+
+
+def test_semantics_checks_catch_what_the_value_comparison_misses():
+    """An op that is right on every sample but ignores a 0-dim input's value, accepts a CPU out=,
+    and promotes a float64 operand wrongly is caught by the matching checks."""
+    from torch_tpu.conformance_semantics import run_semantics
+    op = copy.copy(conf.select_ops(["mul"])[0])
+    real = op.op
+
+    def wrong(x, y, *a, out=None, **k):
+        if x.device.type == "tpu":
+            if x.dim() == 0:
+                x = x + 1
+            if isinstance(y, torch.Tensor) and y.dtype == torch.float64:
+                y = y.float()
+            if out is not None and out.device.type == "cpu":
+                return out.copy_(real(x.cpu(), y.cpu() if isinstance(y, torch.Tensor) else y, *a, **k))
+        return real(x, y, *a, out=out, **k) if out is not None else real(x, y, *a, **k)
+    op.op = wrong
+    checks = run_semantics(op, torch.float32, binary=True, sweep_dtypes=[torch.float32, torch.float64],
+                           elementwise=True)
+    for check in ("zero_dim", "out_device", "promotion"):
+        assert checks[check]["pass"] < checks[check]["total"], (check, checks[check])
+    assert checks["high_dim"]["pass"] == checks["high_dim"]["total"]

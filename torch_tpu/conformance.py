@@ -641,13 +641,14 @@ def run_op(op, dtype_names, emit, time_limit=None, max_samples=None, backward=Tr
     left = t_end - time.monotonic() if t_end else None
     sem_dtype = next((DTYPES[d] for d in dtype_names if DTYPES[d] in supported), None)
     if sem_dtype is not None and not runner.random and (left is None or left > 0):
-        from torch.testing._internal.opinfo.core import BinaryUfuncInfo
+        from torch.testing._internal.opinfo.core import BinaryUfuncInfo, UnaryUfuncInfo
         from .conformance_semantics import run_semantics
         try:
             with warnings.catch_warnings(), _time_limit(left):
                 warnings.simplefilter("ignore")
                 checks = run_semantics(op, sem_dtype, isinstance(op, BinaryUfuncInfo),
-                                       [DTYPES[d] for d in dtype_names])
+                                       [DTYPES[d] for d in dtype_names],
+                                       elementwise=isinstance(op, (BinaryUfuncInfo, UnaryUfuncInfo)))
         except _OpTimeout as e:
             _clear_pending_error()
             checks = {"timeout": {"total": 1, "pass": 0, "failures": [str(e)]}}

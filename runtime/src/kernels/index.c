@@ -78,6 +78,9 @@ static tpurt_status select_rows(const tpurt_tensor* out, const tpurt_tensor* sel
 tpurt_status tpurt_kernel_index_select(const tpurt_op_call* c) {
   /* index_select(self, dim, index) */
   const tpurt_tensor* self = &c->args[0].t;
+  if (self->ndim == 0 && tpurt_numel(&c->args[2].t) != 1)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "index_select(): Index to scalar can have only 1 value, got %lld value(s)",
+                      (long long)tpurt_numel(&c->args[2].t));
   return select_rows(&c->outs[0], self, wrap_dim(c->args[1].i, self->ndim), &c->args[2].t);
 }
 

@@ -356,7 +356,7 @@ struct NativeKernel final : c10::OperatorKernel {
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
     const auto& schema = op.schema();
     const size_t nargs = schema.arguments().size();
-    normalize_tensor_lists(*stack, nargs);
+    normalize_tensor_lists(*stack, nargs, flags_ & TPURT_OPF_HOST_INDICES);
     auto args = torch::jit::last(*stack, nargs);
 
     // Device, and what cannot run natively.
@@ -829,16 +829,30 @@ struct NativeKernel final : c10::OperatorKernel {
   }
 
   // TorchScript hands a Tensor?[] (index_put_'s indices) over as a generic list: made the
-  // optional-tensor list the schema names, so one path handles both callers.
-  static void normalize_tensor_lists(torch::jit::Stack& stack, size_t nargs) {
-    for (size_t i = stack.size() - nargs; i < stack.size(); i++) {
+  // optional-tensor list the schema names, so one path handles both callers. With
+  // host_indices, index tensors on the CPU move to self's device (CUDA's advanced indexing).
+  static void normalize_tensor_lists(torch::jit::Stack& stack, size_t nargs, bool host_indices) {
+    const size_t first = stack.size() - nargs;
+    for (size_t i = first; i < stack.size(); i++) {
       auto& a = stack[i];
-      if (!a.isList() || a.isTensorList() || a.isOptionalTensorList() || a.toListRef().empty()) continue;
-      bool tensors = true;
-      for (const auto& e : a.toListRef()) tensors &= e.isTensor() || e.isNone();
-      if (!tensors) continue;
+      if (!a.isList() || a.isTensorList() || a.toListRef().empty()) continue;
+      bool tensors = true, host = false;
+      for (const auto& e : a.toListRef()) {
+        tensors &= e.isTensor() || e.isNone();
+        host |= e.isTensor() && e.toTensor().defined() && e.toTensor().device().is_cpu();
+      }
+      if (!tensors || (a.isOptionalTensorList() && !(host && host_indices))) continue;
+      const bool move = host && host_indices && stack[first].isTensor() && stack[first].toTensor().defined() &&
+                        stack[first].toTensor().device().type() == kTpu;
       c10::List<std::optional<at::Tensor>> l;
-      for (const auto& e : a.toListRef()) l.push_back(e.isNone() ? std::nullopt : std::optional<at::Tensor>(e.toTensor()));
+      for (const auto& e : a.toListRef()) {
+        if (e.isNone()) {
+          l.push_back(std::nullopt);
+          continue;
+        }
+        const auto& t = e.toTensor();
+        l.push_back(move && t.defined() && t.device().is_cpu() ? t.to(stack[first].toTensor().device()) : t);
+      }
       a = l;
     }
   }

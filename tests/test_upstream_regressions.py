@@ -321,18 +321,26 @@ SAME_ERROR = {
 }
 
 
-@pytest.mark.parametrize("name", list(SAME_ERROR))
-def test_same_error_as_cpu(name):
-    fn = SAME_ERROR[name]
+def assert_raises_like_cpu(fn, sync=True):
+    """fn(device) raises on tpu what it raises on CPU: type and first line of the message
+    (without C++'s "Triggered internally" note). sync=False: raised by the call itself."""
     with pytest.raises(Exception) as cpu:
         fn("cpu")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(Exception) as ours:
             fn("tpu")
-            torch.tpu.synchronize()
-    assert type(ours.value) is type(cpu.value)
-    assert str(ours.value).split("\n")[0] == str(cpu.value).split("\n")[0]
+            if sync:
+                torch.tpu.synchronize()
+    first = lambda e: str(e).split("\n")[0].split(" (Triggered internally")[0]  # noqa: E731
+    assert type(ours.value) is type(cpu.value), (ours.value, cpu.value)
+    assert first(ours.value) == first(cpu.value)
+    torch.tpu.synchronize()  # nothing left pending
+
+
+@pytest.mark.parametrize("name", list(SAME_ERROR))
+def test_same_error_as_cpu(name):
+    assert_raises_like_cpu(SAME_ERROR[name])
 
 
 def test_out_resize_warns_on_every_call():
@@ -471,14 +479,7 @@ INDEX_ERRORS = {
 
 @pytest.mark.parametrize("name", list(INDEX_ERRORS))
 def test_indexing_errors_raise_from_the_call_as_cpu(name):
-    fn = INDEX_ERRORS[name]
-    with pytest.raises(Exception) as cpu:
-        fn("cpu")
-    with pytest.raises(Exception) as ours:
-        fn("tpu")  # strict mode: raised here, not at a later synchronization
-    assert type(ours.value) is type(cpu.value)
-    assert str(ours.value).split("\n")[0] == str(cpu.value).split("\n")[0]
-    torch.tpu.synchronize()
+    assert_raises_like_cpu(INDEX_ERRORS[name], sync=False)  # strict mode: not at a later synchronization
 
 
 def test_torchscript_index_put_with_a_mask():
@@ -524,12 +525,7 @@ SCAN_CHECKS = {
 
 @pytest.mark.parametrize("name", list(SCAN_CHECKS))
 def test_scan_checks(name):
-    fn = SCAN_CHECKS[name]
-    with pytest.raises(Exception) as cpu:
-        fn("cpu")
-    with pytest.raises(Exception) as ours:
-        fn("tpu")
-    assert type(ours.value) is type(cpu.value) and str(ours.value) == str(cpu.value).split(" (Triggered")[0]
+    assert_raises_like_cpu(SCAN_CHECKS[name])
 
 
 @pytest.mark.parametrize("exponent", [1 + 2j, 2 + 0j, 0.5 - 1j])
@@ -539,3 +535,16 @@ def test_real_tensor_to_a_complex_scalar_power(dtype, exponent):
     actual, expected = both(lambda t: torch.pow(t, exponent), x)
     assert actual.dtype == expected.dtype == torch.complex64
     torch.testing.assert_close(actual.cpu(), expected)
+
+
+def test_cpu_index_tensors_index_a_tpu_tensor_natively():
+    # as on CUDA, index tensors on the host move to the device: no CPU fallback
+    x = torch.arange(12.0).reshape(3, 4)
+    torch_tpu.metrics.reset()
+    got = x.to("tpu")[torch.tensor([0, 2]), torch.tensor([1, 3])]
+    assert_same(got, x[torch.tensor([0, 2]), torch.tensor([1, 3])])
+    y, t = x.clone(), x.to("tpu")
+    y[torch.tensor([True, False, True])] = 5.0
+    t[torch.tensor([True, False, True])] = 5.0
+    assert_same(t, y)
+    assert not torch_tpu.metrics.fallback_ops(), torch_tpu.metrics.fallback_ops()

@@ -161,6 +161,8 @@ enum {
   TPURT_OPF_NO_OUT_OVERLAP = 1 << 5, /* as CPU, an out= tensor may not share any memory with an input */
   TPURT_OPF_EAGER_ERRORS = 1 << 6,   /* as CPU, errors found in the data (an index out of range) raise
                                         from the launch: it waits for the stream and runs the kernel */
+  TPURT_OPF_HOST_INDICES = 1 << 7,   /* index tensors (a Tensor?[] argument) on the host are copied to the
+                                        device first, as CUDA's advanced indexing does */
 };
 
 /* Number of ATen overload names the runtime implements natively. */

@@ -51,7 +51,31 @@ void reset_fallback_counts() {
   fallbacks.clear();
 }
 
+// As on CUDA, a CPU tensor the op writes (out=, an in-place self) next to tpu tensors is an
+// error; the CPU fallback would otherwise compute into it as if the call were all-CPU.
+void check_no_host_output(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  const auto& schema = op.schema();
+  const size_t nargs = schema.arguments().size();
+  auto args = torch::jit::last(stack, nargs);
+  std::optional<c10::Device> device;
+  for (const auto& a : args) {
+    if (a.isTensor() && a.toTensor().defined() && a.toTensor().device().type() == kTpu) device = a.toTensor().device();
+    if (a.isTensorList())
+      for (const at::Tensor& t : a.toTensorList())
+        if (t.device().type() == kTpu) device = t.device();
+  }
+  if (!device) return;
+  for (size_t i = 0; i < nargs; i++) {
+    const auto* ai = schema.arguments()[i].alias_info();
+    if (!ai || !ai->isWrite() || !args[i].isTensor() || !args[i].toTensor().defined()) continue;
+    const auto& t = args[i].toTensor();
+    TORCH_CHECK(t.device().type() == kTpu, "Expected out tensor to have device ", *device, ", but got ", t.device(),
+                " instead");
+  }
+}
+
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const char* why) {
+  check_no_host_output(op, *stack);
   const auto& name = op.schema().operator_name();
   std::string key = name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
   bool first = false;

@@ -548,3 +548,63 @@ def test_cpu_index_tensors_index_a_tpu_tensor_natively():
     t[torch.tensor([True, False, True])] = 5.0
     assert_same(t, y)
     assert not torch_tpu.metrics.fallback_ops(), torch_tpu.metrics.fallback_ops()
+
+
+def test_every_tpu_check_names_a_native_overload():
+    from torch_tpu.tpu_checks import CHECKS
+    native = {n for n, _ in torch_tpu._C._native_ops()}
+    assert not [n for n in CHECKS if n not in native]
+
+
+MORE_CPU_CHECKS = {
+    "index_add into a 0-dim self": lambda d: torch.tensor(1.0, device=d).index_add(
+        0, torch.tensor([0], device=d), torch.tensor([2.0], device=d)),
+    "index_reduce into a 0-dim self": lambda d: torch.tensor(1.0, device=d).index_reduce(
+        0, torch.tensor([0], device=d), torch.tensor([2.0], device=d), "prod"),
+    "index_add source shape": lambda d: torch.ones(5, 5, device=d).index_add(
+        1, torch.tensor([0, 1, 1, 1, 2], device=d), torch.ones(1, 5, device=d)),
+    "mv of a 0-dim matrix": lambda d: torch.mv(torch.tensor(1.0, device=d), torch.ones(3, device=d)),
+    "softmax backward shapes": lambda d: torch.ops.aten._softmax_backward_data(
+        torch.tensor(1.0, device=d), torch.ones(5, device=d), 0, torch.float32),
+    "max_pool2d of a 0-dim input": lambda d: torch.nn.functional.max_pool2d(torch.tensor(1.0, device=d), 2),
+    "max_pool2d backward of a 0-dim input": lambda d: torch.ops.aten.max_pool2d_with_indices_backward(
+        torch.tensor(1.0, device=d), torch.tensor(1.0, device=d), [2, 2], [2, 2], [0, 0], [1, 1], False,
+        torch.tensor(0, device=d)),
+    "grid_sampler_2d of a 0-dim input": lambda d: torch.ops.aten.grid_sampler_2d(
+        torch.tensor(1.0, device=d), torch.ones(1, 2, 2, 2, device=d), 0, 0, False),
+    "angle into an integer out=": lambda d: torch.angle(torch.ones(3, device=d), out=torch.empty(3, dtype=torch.long,
+                                                                                             device=d)),
+    "histogram hist out= dtype": lambda d: torch.histogram(torch.ones(3, device=d), 4, out=(
+        torch.empty(0, dtype=torch.long, device=d), torch.empty(0, device=d))),
+    "solve_triangular out= dtype": lambda d: torch.linalg.solve_triangular(
+        torch.eye(3, device=d), torch.ones(3, 2, device=d), upper=True, out=torch.empty(0, dtype=torch.float64,
+                                                                                        device=d)),
+}
+
+
+@pytest.mark.parametrize("name", list(MORE_CPU_CHECKS))
+def test_more_cpu_checks(name):
+    assert_raises_like_cpu(MORE_CPU_CHECKS[name])
+
+
+@pytest.mark.parametrize("op", ["native_batch_norm", "_native_batch_norm_legit", "_batch_norm_with_update"])
+def test_batch_norm_of_a_0_dim_input_raises_cpu_type(op):
+    fn = getattr(torch.ops.aten, op)
+    args = lambda d: (torch.tensor(1.0, device=d), None, None, torch.zeros(1, device=d), torch.ones(1, device=d))  # noqa
+    extra = (0.1, 1e-5) if op == "_batch_norm_with_update" else (True, 0.1, 1e-5)
+    with pytest.raises(Exception) as cpu:
+        fn(*args("cpu"), *extra)
+    with pytest.raises(Exception) as ours:
+        fn(*args("tpu"), *extra)
+    assert type(ours.value) is type(cpu.value)
+
+
+def test_out_resize_warns_in_torch_tpu_meta_functions():
+    # aminmax, geqrf and histogram have torch_tpu meta functions: they warn as CPU does
+    x = torch.randn(4, 4)
+    for device in ("cpu", "tpu"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.aminmax(x.to(device), out=(torch.empty(3, device=device), torch.empty(3, device=device)))
+            torch.geqrf(x.to(device), out=(torch.empty(3, device=device), torch.empty(3, device=device)))
+        assert sum("was resized" in str(w.message) for w in caught) == 4, device

@@ -140,6 +140,81 @@ def _cumext_out(self, dim, values, indices):
     _scalar_type_check(torch.int64, indices.dtype)
 
 
+# ---------------------------------------------------------------- shape checks CPU's kernels make
+def _index_func(self, dim, index, source, *rest):
+    """index_add / index_reduce: self and source agree except along dim (index_func_meta_impl)."""
+    a, b = list(self.shape), list(source.shape)
+    if self.dim() and source.dim():
+        d = dim + self.dim() if dim < 0 else dim
+        if d < len(a) and d < len(b):
+            del a[d], b[d]
+    _check(a == b, "source tensor shape must match self tensor shape, excluding the specified dimension. "
+           f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
+
+
+def _mv(self, vec, out=None):
+    _check(self.dim() > 0, "Dimension specified as 0 but tensor has no dimensions", IndexError)
+
+
+def _softmax_backward(name):
+    def check(grad_output, output, dim, input_dtype, *rest):
+        _check(grad_output.shape == output.shape,
+               f"Expected tensor for argument #1 'grad' to have same size as tensor for argument #2 'output'; but "
+               f"{list(grad_output.shape)} does not equal {list(output.shape)} (while checking arguments for {name})")
+    return check
+
+
+def _pool2d(self, *rest):
+    _check(self.dim() in (3, 4) and all(n for n in self.shape[1:]),
+           "non-empty 3D or 4D (batch mode) tensor expected for input")
+
+
+def _pool2d_backward(grad_output, self, *rest):
+    _pool2d(self)
+
+
+def _batch_norm(exc):
+    def check(input, *rest):
+        _check(input.dim() >= 1, f"batch_norm: expected an input with at least 1 dimension (N, C, ...), got "
+               f"{input.dim()}", exc)
+    return check
+
+
+def _grid_sampler_2d(input, grid, *rest):
+    _check(input.dim() > 0 and grid.dim() > 0, "Dimension specified as 0 but tensor has no dimensions", IndexError)
+
+
+def _segment_reduce(data, reduce, lengths=None, indices=None, offsets=None, *rest):
+    for name, t in (("lengths", lengths), ("offsets", offsets)):
+        if t is not None:
+            _check(data.dim() >= t.dim(), f"Expected data.dim() >= {name}_value.dim() to be true, but got false.")
+
+
+# ---------------------------------------------------------------- out= dtypes CPU's kernels check
+def _angle_out(self, out):
+    result = self.dtype.to_real() if self.is_complex() else \
+        self.dtype if self.is_floating_point() else torch.get_default_dtype()
+    _cast_check(result, out)
+
+
+def _histogram_out(self, bins, *rest):
+    hist, bin_edges = rest[-2], rest[-1]
+    for what, t in (("hist", hist), ("bin_edges", bin_edges)):
+        _check(t.dtype == self.dtype, f"torch.histogram: input tensor and {what} tensor should have the same dtype, "
+               f"but got input {_CPP_NAMES.get(self.dtype, self.dtype)} and {what} {_CPP_NAMES.get(t.dtype, t.dtype)}"
+               + (" for dimension 0" if what == "bin_edges" else ""))
+
+
+def _solve_triangular_out(self, B, *rest):
+    out = rest[-1]
+    _scalar_type_check_words(self.dtype, out.dtype)
+
+
+def _scalar_type_check_words(expected, found):
+    _check(expected == found, f"expected scalar type {_C10_NAMES.get(expected, expected)} but found "
+           f"{_C10_NAMES.get(found, found)}")
+
+
 # ---------------------------------------------------------------- frexp
 def _frexp_out(self, mantissa, exponent):
     _check(self.is_floating_point(), f"torch.frexp() only supports floating-point dtypes, but got {self.dtype}")
@@ -200,9 +275,25 @@ CHECKS = {
     "logcumsumexp": _logcumsumexp, "logcumsumexp.out": _logcumsumexp,
     "cummax.out": _cumext_out, "cummin.out": _cumext_out,
     "frexp.Tensor_out": _frexp_out,
+    **{name: _index_func for name in ("index_add", "index_add_", "index_add.out", "index_reduce", "index_reduce_",
+                                      "index_reduce.out")},
+    "mv": _mv, "mv.out": _mv,
+    "_softmax_backward_data": _softmax_backward("softmax_backward"),
+    "_softmax_backward_data.out": _softmax_backward("softmax_backward"),
+    "max_pool2d_with_indices": _pool2d, "max_pool2d_with_indices.out": _pool2d,
+    "max_pool2d_with_indices_backward": _pool2d_backward, "max_pool2d_with_indices_backward.grad_input": _pool2d_backward,
+    "native_batch_norm": _batch_norm(ValueError),
+    "_native_batch_norm_legit": _batch_norm(ValueError), "_native_batch_norm_legit.no_stats": _batch_norm(ValueError),
+    "_batch_norm_with_update": _batch_norm(ValueError),
+    "grid_sampler_2d": _grid_sampler_2d,
+    "segment_reduce": _segment_reduce,
+    "angle.out": _angle_out,
+    "histogram.bins_tensor_out": _histogram_out, "histogram.bin_ct_out": _histogram_out,
+    "linalg_solve_triangular.out": _solve_triangular_out,
     "index.Tensor": _index, "index.Tensor_out": _index,
     "index_put": _index_put, "index_put_": _index_put, "index_put.out": _index_put, "_index_put_impl_": _index_put,
 }
 
+# Every name is an overload of the runtime's op table (tests/test_upstream_regressions.py checks).
 for _name, _fn in CHECKS.items():
     _C._set_op_check(_name, _fn)

@@ -4,5 +4,15 @@ dispatcher path can size their outputs. One module per kernel family; each regis
 import importlib
 import pkgutil
 
+import torch
+
+
+def resize_output(out, shape):
+    """out resized to shape as CPU's out= kernels do (at::native::resize_output): with the
+    deprecation warning when a non-empty out= changes shape."""
+    torch.ops.aten._resize_output_(out, list(shape), out.device)
+    return out
+
+
 for _m in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_m.name}")

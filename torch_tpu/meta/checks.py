@@ -4,6 +4,7 @@ call would run on tpu (or fail as IndexError) where CPU raises RuntimeError. Eac
 checks, then computes the shape as the meta function it replaces did."""
 import torch
 from torch._meta_registrations import meta_bucketize, meta_multinomial
+from . import resize_output
 
 _lib = torch.library.Library("aten", "IMPL")
 
@@ -51,23 +52,6 @@ def bucketize_out(self, boundaries, *, out_int32=False, right=False, out):
     return meta_bucketize(self, boundaries, out_int32=out_int32, right=right, out=out)
 
 
-def _index_add_checks(self, dim, source):
-    dim = dim + self.dim() if dim < 0 else dim
-    sliced = [[n for d, n in enumerate(t.shape) if d != dim] for t in (self, source)]
-    _check(sliced[0] == sliced[1], "source tensor shape must match self tensor shape, excluding the specified "
-           f"dimension. Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
-
-
-def index_add(self, dim, index, source, *, alpha=1):
-    _index_add_checks(self, dim, source)
-    return torch.empty(self.shape, dtype=self.dtype, device=self.device)
-
-
-def index_add_(self, dim, index, source, *, alpha=1):
-    _index_add_checks(self, dim, source)
-    return self
-
-
 def cat(tensors, dim=0):
     for i, t in enumerate(tensors):
         _check(t.dim() > 0, f"zero-dimensional tensor (at position {i}) cannot be concatenated")
@@ -78,8 +62,8 @@ def aminmax_out(self, *, dim=None, keepdim=False, min, max):
     for name, out in (("min", min), ("max", max)):
         _check(out.dtype == self.dtype, f"Expected out tensor to have dtype {self.dtype}, but got {out.dtype} instead")
     ref = torch.amin(self, dim, keepdim) if dim is not None else torch.amin(self)
-    min.resize_(ref.shape)
-    max.resize_(ref.shape)
+    resize_output(min, ref.shape)
+    resize_output(max, ref.shape)
     return min, max
 
 
@@ -109,12 +93,11 @@ def narrow_copy_out(self, dim, start, length, *, out):
     shape = _narrow_copy_shape(self, dim, start, length)
     _check(self.dtype == out.dtype, "Expected self.dtype() == output.dtype() to be true, but got false.  "
            "(Could this error message be improved?  If so, please report an enhancement request to PyTorch.)")
-    return out.resize_(shape)
+    return resize_output(out, shape)
 
 
 for _name, _fn in {"uniform_": uniform_, "multinomial": multinomial, "multinomial.out": multinomial_out,
                    "bucketize.Tensor": bucketize, "bucketize.Tensor_out": bucketize_out,
-                   "index_add": index_add, "index_add_": index_add_,
                    "cat": cat, "aminmax.out": aminmax_out,
                    "narrow_copy": narrow_copy, "narrow_copy.out": narrow_copy_out}.items():
     _lib.impl(_name, _fn, "Meta")

@@ -3,6 +3,7 @@ output shapes follow from the bin counts or bin tensors, and the argument checks
 what CPU's Histogram.cpp raises (RuntimeError, same wording). The data-dependent check
 (a non-finite range) is the kernel's."""
 import torch
+from . import resize_output
 
 _lib = torch.library.Library("aten", "IMPL")
 
@@ -75,7 +76,7 @@ def _out(fn, n):
         res = fn(*args, **kwargs)
         res = res if isinstance(res, tuple) else (res,)
         for o, r in zip(outs, res):
-            o.resize_(r.shape)
+            resize_output(o, r.shape)
         return tuple(outs) if n > 1 else outs[0]
     return impl
 

@@ -3,6 +3,7 @@ column-major batches like LAPACK's output, tau with min(m, n) factors) and linal
 (which outputs each driver produces); and _linalg_eigh, whose PyTorch meta function accepts
 integer inputs that CPU refuses with NotImplementedError."""
 import torch
+from . import resize_output
 
 _lib = torch.library.Library("aten", "IMPL")
 
@@ -20,8 +21,8 @@ def geqrf_out(input, *, a, tau):
     ra, rt = geqrf(input)
     torch._check(a.dtype == input.dtype and tau.dtype == input.dtype,
                  lambda: f"Expected out tensors to have dtype {input.dtype}, but got {a.dtype} and {tau.dtype}")
-    a.resize_(ra.shape)
-    tau.resize_(rt.shape)
+    resize_output(a, ra.shape)
+    resize_output(tau, rt.shape)
     return a, tau
 
 
@@ -50,10 +51,10 @@ def lstsq_out(input, b, rcond=None, *, driver=None, solution, residuals, rank, s
     *_, m, n = input.shape
     k = b2.size(-1)
     batch = tuple(torch.broadcast_shapes(input.shape[:-2], b2.shape[:-2]))
-    solution.resize_((*batch, n) if vector else (*batch, n, k))
-    residuals.resize_((*batch, k) if m > n and driver != "gelsy" else (0,))
-    rank.resize_(batch if driver != "gels" else (0,))
-    singular_values.resize_((*batch, min(m, n)) if driver in ("gelsd", "gelss") else (0,))
+    resize_output(solution, (*batch, n) if vector else (*batch, n, k))
+    resize_output(residuals, (*batch, k) if m > n and driver != "gelsy" else (0,))
+    resize_output(rank, batch if driver != "gels" else (0,))
+    resize_output(singular_values, (*batch, min(m, n)) if driver in ("gelsd", "gelss") else (0,))
     return solution, residuals, rank, singular_values
 
 

@@ -3,6 +3,7 @@ like the input), and multilabel_margin_loss's forward, whose own gives a 1-d inp
 unreduced loss shape [1] where CPU gives a 0-dim tensor."""
 import torch
 from torch._C import DispatchKey
+from . import resize_output
 
 _lib = torch.library.Library("aten", "IMPL")
 
@@ -12,7 +13,7 @@ def multi_margin_loss_backward(grad_output, self, target, p, margin, weight=None
 
 
 def multi_margin_loss_backward_out(grad_output, self, target, p, margin, weight=None, reduction=1, *, grad_input):
-    return grad_input.resize_(self.shape)
+    return resize_output(grad_input, self.shape)
 
 
 def multilabel_margin_loss_backward(grad_output, self, target, reduction, is_target):
@@ -24,7 +25,7 @@ def multilabel_margin_loss_backward(grad_output, self, target, reduction, is_tar
 
 def multilabel_margin_loss_backward_grad_input(grad_output, self, target, reduction, is_target, *, grad_input):
     multilabel_margin_loss_backward(grad_output, self, target, reduction, is_target)
-    return grad_input.resize_(self.shape)
+    return resize_output(grad_input, self.shape)
 
 
 _forward_ref = torch.ops.aten.multilabel_margin_loss_forward.default.py_kernels[DispatchKey.Meta]

@@ -1,6 +1,7 @@
 """Meta functions for pooling ops PyTorch ships without one: fractional_max_pool3d_backward
 (grad_input is shaped like the input, after CPU's shape checks)."""
 import torch
+from . import resize_output
 
 _lib = torch.library.Library("aten", "IMPL")
 
@@ -22,7 +23,7 @@ _lib.impl("fractional_max_pool3d_backward", fractional_max_pool3d_backward, "Met
 
 def fractional_max_pool3d_backward_grad_input(grad_output, self, kernel_size, output_size, indices, *, grad_input):
     fractional_max_pool3d_backward(grad_output, self, kernel_size, output_size, indices)
-    return grad_input.resize_(self.shape)
+    return resize_output(grad_input, self.shape)
 
 
 _lib.impl("fractional_max_pool3d_backward.grad_input", fractional_max_pool3d_backward_grad_input, "Meta")

@@ -304,6 +304,8 @@ SAME_ERROR = {
     "float alpha=True": lambda d: torch.sub(torch.ones(3, device=d), torch.ones(3, device=d), alpha=True),
     "integer alpha=1.5": lambda d: torch.add(torch.ones(3, dtype=torch.int32, device=d),
                                              torch.ones(3, dtype=torch.int32, device=d), alpha=1.5),
+    "complex alpha for floats": lambda d: torch.add(torch.ones(3, device=d), torch.ones(3, device=d),
+                                                    alpha=complex(0.1, 0.2)),
     "heaviside mixed dtypes": lambda d: torch.heaviside(torch.ones(3, device=d),
                                                         torch.ones(3, dtype=torch.float64, device=d)),
     "heaviside with a 0-dim of another dtype": lambda d: torch.heaviside(torch.ones(3, device=d),

@@ -56,6 +56,8 @@ def _alpha_check(dtype, alpha):
     _check(not isinstance(alpha, bool) or dtype == torch.bool, "Boolean alpha only supported for Boolean results.")
     _check(dtype.is_floating_point or dtype.is_complex or not isinstance(alpha, (float, complex)),
            "For integral input tensors, argument alpha must not be a floating point number.")
+    _check(dtype.is_complex or not isinstance(alpha, complex),
+           "For non-complex input tensors, argument alpha must not be a complex number.")
 
 
 def _cast_check(result, out):
@@ -113,8 +115,9 @@ def _clamp(self, min=None, max=None, *rest):
 
 
 # ---------------------------------------------------------------- reductions and scans
-def _scalar_type_check(expected, found):
-    _check(expected == found, f"expected scalar_type {_C10_NAMES.get(expected, expected)} but found "
+def _scalar_type_check(expected, found, words="scalar_type"):
+    """CPU's dtype check of an out= (both wordings occur: "scalar_type" and "scalar type")."""
+    _check(expected == found, f"expected {words} {_C10_NAMES.get(expected, expected)} but found "
            f"{_C10_NAMES.get(found, found)}")
 
 
@@ -206,13 +209,7 @@ def _histogram_out(self, bins, *rest):
 
 
 def _solve_triangular_out(self, B, *rest):
-    out = rest[-1]
-    _scalar_type_check_words(self.dtype, out.dtype)
-
-
-def _scalar_type_check_words(expected, found):
-    _check(expected == found, f"expected scalar type {_C10_NAMES.get(expected, expected)} but found "
-           f"{_C10_NAMES.get(found, found)}")
+    _scalar_type_check(self.dtype, rest[-1].dtype, "scalar type")
 
 
 # ---------------------------------------------------------------- frexp

@@ -51,12 +51,8 @@ void reset_fallback_counts() {
   fallbacks.clear();
 }
 
-// As on CUDA, a CPU tensor the op writes (out=, an in-place self) next to tpu tensors is an
-// error; the CPU fallback would otherwise compute into it as if the call were all-CPU.
-void check_no_host_output(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
-  const auto& schema = op.schema();
-  const size_t nargs = schema.arguments().size();
-  auto args = torch::jit::last(stack, nargs);
+// The tpu device of a call's tensor arguments, if any.
+std::optional<c10::Device> tpu_device_of(c10::ArrayRef<c10::IValue> args) {
   std::optional<c10::Device> device;
   for (const auto& a : args) {
     if (a.isTensor() && a.toTensor().defined() && a.toTensor().device().type() == kTpu) device = a.toTensor().device();
@@ -64,6 +60,16 @@ void check_no_host_output(const c10::OperatorHandle& op, const torch::jit::Stack
       for (const at::Tensor& t : a.toTensorList())
         if (t.device().type() == kTpu) device = t.device();
   }
+  return device;
+}
+
+// As on CUDA, a CPU tensor the op writes (out=, an in-place self) next to tpu tensors is an
+// error; the CPU fallback would otherwise compute into it as if the call were all-CPU.
+void check_no_host_output(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  const auto& schema = op.schema();
+  const size_t nargs = schema.arguments().size();
+  auto args = torch::jit::last(stack, nargs);
+  auto device = tpu_device_of(args);
   if (!device) return;
   for (size_t i = 0; i < nargs; i++) {
     const auto* ai = schema.arguments()[i].alias_info();
@@ -89,7 +95,24 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const
     TORCH_WARN("torch_tpu: ", key, " runs on the CPU (", why,
                "); its tensors are copied to the host and back. torch.tpu.metrics lists these ops.");
   for (int d = 0; d < tpurt_device_count(); d++) synchronize_device(static_cast<c10::DeviceIndex>(d));
+  // PyTorch's fallback returns new outputs on the device of the first tensor argument: a CPU
+  // scalar first (cpu_scalar * tpu_tensor) would leave them on the CPU. They belong on tpu.
+  const size_t nargs = op.schema().arguments().size();
+  auto device = tpu_device_of(torch::jit::last(*stack, nargs));
+  std::vector<c10::IValue> inputs(stack->end() - nargs, stack->end());
   at::native::cpu_fallback(op, stack);
+  if (!device) return;
+  const size_t nrets = op.schema().returns().size();
+  auto is_input = [&](const at::Tensor& t) {
+    for (const auto& a : inputs)
+      if (a.isTensor() && a.toTensor().is_same(t)) return true;
+    return false;
+  };
+  for (size_t i = stack->size() - nrets; i < stack->size(); i++) {
+    auto& r = (*stack)[i];
+    if (r.isTensor() && r.toTensor().defined() && r.toTensor().device().is_cpu() && !is_input(r.toTensor()))
+      r = r.toTensor().to(*device);
+  }
 }
 
 namespace {

@@ -186,11 +186,29 @@ def test_index_out_of_range():
                        weight.cpu()[3:4])
 
 
-def test_data_errors_of_other_kernels_raise_at_the_next_synchronization():
-    q = torch.tensor([1, 2], device="tpu") // torch.tensor([1, 0], device="tpu")  # strict: returns at once
-    with pytest.raises(RuntimeError, match="ZeroDivisionError.*floor_divide|floor_divide.*ZeroDivisionError|div"):
+def test_integer_and_linalg_data_errors_raise_from_the_call():
+    # CPU checks these eagerly: integer division by zero, a singular / non-PD matrix
+    a, b = torch.tensor([1, 2], device="tpu"), torch.tensor([1, 0], device="tpu")
+    for call in (lambda: a // b, lambda: torch.remainder(a, b), lambda: torch.fmod(a, 0)):
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            call()
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+        a ** -2
+    with pytest.raises(torch.linalg.LinAlgError):
+        torch.linalg.cholesky(-torch.eye(3, device="tpu"))
+    with pytest.raises(torch.linalg.LinAlgError):
+        torch.linalg.inv(torch.zeros(3, 3, device="tpu"))
+    torch.tpu.synchronize()  # nothing left pending
+    assert torch.equal((a // 2).cpu(), torch.tensor([0, 1]))  # float results never wait
+
+
+def test_loss_target_errors_raise_at_the_next_synchronization():
+    # a training step's loss stays asynchronous (as CUDA's device-side asserts): the error
+    # names the kernel at the next synchronization
+    loss = torch.nn.functional.nll_loss(torch.randn(2, 3, device="tpu"), torch.tensor([0, 5], device="tpu"))
+    with pytest.raises(IndexError, match="asynchronous tpu kernel 'nll_loss' failed: Target 5 is out of bounds"):
         torch.tpu.synchronize()
-    del q
+    del loss
     torch.tpu.synchronize()  # the error was raised once
 
 

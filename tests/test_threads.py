@@ -77,10 +77,10 @@ def test_inline_small_ops_keep_order_with_queued_big_ops():
 
 def test_small_op_failure_is_raised_at_the_next_synchronization():
     with torch.tpu.eager_mode("strict"):
-        # (indexing ops raise an index out of range from the call, as CPU does: not one of these)
-        a, b = torch.tensor([1, 2], device="tpu"), torch.tensor([1, 0], device="tpu")
-        y = a // b  # integer division by zero: fails on the device, asynchronously
-        with pytest.raises(RuntimeError, match="asynchronous.*ZeroDivisionError"):
+        # (indexing, integer division and linalg raise from the call, as CPU does: not one of these)
+        x, target = torch.randn(2, 3, device="tpu"), torch.tensor([0, 5], device="tpu")
+        y = torch.nn.functional.nll_loss(x, target)  # out-of-range target: fails on the device, asynchronously
+        with pytest.raises(IndexError, match="asynchronous.*out of bounds"):
             torch.tpu.synchronize()
         del y
         torch.tpu.synchronize()  # the failure was raised once

@@ -163,6 +163,8 @@ enum {
                                         from the launch: it waits for the stream and runs the kernel */
   TPURT_OPF_HOST_INDICES = 1 << 7,   /* index tensors (a Tensor?[] argument) on the host are copied to the
                                         device first, as CUDA's advanced indexing does */
+  TPURT_OPF_EAGER_INT_ERRORS = 1 << 8, /* as EAGER_ERRORS when the op's result is integral: CPU checks integer
+                                          data eagerly (a division by zero, a negative integer power) */
 };
 
 /* Number of ATen overload names the runtime implements natively. */

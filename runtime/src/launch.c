@@ -279,7 +279,11 @@ tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* c) {
   if (c->op < 0 || c->op >= OP_COUNT) return tpurt_fail(TPURT_ERR_VALUE, "unknown op id %d", c->op);
   if (c->nargs > TPURT_MAX_ARGS || c->nouts > TPURT_MAX_OUTS)
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "op %s: too many arguments", ops[c->op].kernel);
-  if (tpurt_get_eager_mode() == TPURT_MODE_DEBUG || (ops[c->op].flags & TPURT_OPF_EAGER_ERRORS)) {
+  int flags = ops[c->op].flags;
+  int eager = (flags & TPURT_OPF_EAGER_ERRORS) ||
+              ((flags & TPURT_OPF_EAGER_INT_ERRORS) && c->nouts > 0 && !tpurt_is_float(c->outs[0].dtype) &&
+               !tpurt_is_complex(c->outs[0].dtype));
+  if (tpurt_get_eager_mode() == TPURT_MODE_DEBUG || eager) {
     s = tpurt_stream_synchronize(stream);
     if (s) return s;
     return tpurt_op_run(c);

@@ -23,6 +23,7 @@
 #include <c10/util/SmallVector.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <map>
@@ -609,7 +610,12 @@ struct NativeKernel final : c10::OperatorKernel {
       call.rng_seed = seed;
       call.rng_offset = offset;
     }
-    check(tpurt_op_launch(current_stream(device->index()), &call));
+    if (meta && !meta->verified.load(std::memory_order_relaxed)) {
+      check(tpurt_op_launch_blocking(current_stream(device->index()), &call));
+      meta->verified.store(true, std::memory_order_relaxed);
+    } else {
+      check(tpurt_op_launch(current_stream(device->index()), &call));
+    }
 
     torch::jit::drop(*stack, nargs);
     for (auto& r : results) stack->push_back(std::move(r));
@@ -645,6 +651,10 @@ struct NativeKernel final : c10::OperatorKernel {
     c10::IValue other;
   };
   struct MetaResult {
+    // Whether a call of this signature ran to completion: the first call of a signature runs
+    // blocking, so errors that depend only on shapes and dtypes (a dtype the kernel lacks)
+    // raise from it; later calls go to the stream.
+    mutable std::atomic<bool> verified{false};
     bool complex_output = false;
     const char* unsupported_output = nullptr;  // why no kernel can write some output
     std::vector<MetaRet> rets;

@@ -204,12 +204,26 @@ def test_integer_and_linalg_data_errors_raise_from_the_call():
 
 def test_loss_target_errors_raise_at_the_next_synchronization():
     # a training step's loss stays asynchronous (as CUDA's device-side asserts): the error
-    # names the kernel at the next synchronization
-    loss = torch.nn.functional.nll_loss(torch.randn(2, 3, device="tpu"), torch.tensor([0, 5], device="tpu"))
+    # names the kernel at the next synchronization. (The first call of a signature runs
+    # blocking, so errors that depend on shapes and dtypes only raise from it: warm up first.)
+    x = torch.randn(2, 3, device="tpu")
+    torch.nn.functional.nll_loss(x, torch.tensor([0, 2], device="tpu"))
+    loss = torch.nn.functional.nll_loss(x, torch.tensor([0, 5], device="tpu"))
     with pytest.raises(IndexError, match="asynchronous tpu kernel 'nll_loss' failed: Target 5 is out of bounds"):
         torch.tpu.synchronize()
     del loss
     torch.tpu.synchronize()  # the error was raised once
+
+
+def test_first_call_of_a_signature_raises_dtype_errors_from_the_call():
+    # special_zeta has no float16 kernel (nor has CPU): known from the first call, not at a
+    # later synchronization inside some other code
+    x = torch.ones(3, dtype=torch.float16, device="tpu")
+    with pytest.raises(NotImplementedError, match="float16"):
+        torch.special.zeta(x, x)
+    with pytest.raises(NotImplementedError, match="float16"):
+        torch.special.zeta(x, x)  # the signature never completed: still checked
+    torch.tpu.synchronize()  # nothing left pending
 
 
 def test_unsupported_dtype_is_refused_not_crashed():

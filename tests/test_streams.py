@@ -43,6 +43,7 @@ def test_event_wait_orders_streams():
 def test_default_mode_is_strict_and_asynchronous_error_surfaces_at_sync():
     assert torch.tpu.get_eager_mode() == "strict"
     p = torch.full((8,), 2.0, device="tpu")  # invalid probabilities: found only by reading data
+    torch.empty(8, device="tpu").bernoulli_(torch.full((8,), 0.5, device="tpu"))  # a signature's first call blocks
     out = torch.empty(8, device="tpu").bernoulli_(p)  # returns at once
     with pytest.raises(RuntimeError, match="bernoulli"):
         torch.tpu.synchronize()

@@ -79,6 +79,7 @@ def test_small_op_failure_is_raised_at_the_next_synchronization():
     with torch.tpu.eager_mode("strict"):
         # (indexing, integer division and linalg raise from the call, as CPU does: not one of these)
         x, target = torch.randn(2, 3, device="tpu"), torch.tensor([0, 5], device="tpu")
+        torch.nn.functional.nll_loss(x, torch.zeros_like(target))  # a signature's first call runs blocking
         y = torch.nn.functional.nll_loss(x, target)  # out-of-range target: fails on the device, asynchronously
         with pytest.raises(IndexError, match="asynchronous.*out of bounds"):
             torch.tpu.synchronize()

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define TPURT_VERSION_MAJOR 0
-#define TPURT_VERSION_MINOR 2
+#define TPURT_VERSION_MINOR 3
 
 /* ---------------------------------------------------------------- status codes */
 /* X(code, value, python exception the C++ boundary raises) */
@@ -182,6 +182,10 @@ int tpurt_op_flags(int op);
  * stream). Shape and dtype validation is the caller's (PyTorch's meta functions); kernels
  * report what only they can see, such as an index out of range. */
 tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* call);
+/* Run an op in stream order and return its own status: waits for `stream` (an earlier
+ * failure comes back as that asynchronous one), then runs the kernel on the calling thread,
+ * as debug mode does. Since 1.3. */
+tpurt_status tpurt_op_launch_blocking(int32_t stream, const tpurt_op_call* call);
 /* Run an op now, on the calling thread (used by tests and by the stream workers). */
 tpurt_status tpurt_op_run(const tpurt_op_call* call);
 /* For ops flagged TPURT_OPF_DATA_SIZED (nonzero, masked_select, x[mask], ...), whose output

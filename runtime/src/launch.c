@@ -273,21 +273,29 @@ static int64_t touched_elements(const tpurt_op_call* c, int64_t cap) {
 
 static tpurt_status run_cloned(void* p) { return tpurt_op_run(p); }
 
-tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* c) {
+static tpurt_status check_call(const tpurt_op_call* c) {
   tpurt_status s = tpurt_init();
   if (s) return s;
   if (c->op < 0 || c->op >= OP_COUNT) return tpurt_fail(TPURT_ERR_VALUE, "unknown op id %d", c->op);
   if (c->nargs > TPURT_MAX_ARGS || c->nouts > TPURT_MAX_OUTS)
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "op %s: too many arguments", ops[c->op].kernel);
+  return TPURT_OK;
+}
+
+tpurt_status tpurt_op_launch_blocking(int32_t stream, const tpurt_op_call* c) {
+  tpurt_status s = check_call(c);
+  if (!s) s = tpurt_stream_synchronize(stream);
+  return s ? s : tpurt_op_run(c);
+}
+
+tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* c) {
+  tpurt_status s = check_call(c);
+  if (s) return s;
   int flags = ops[c->op].flags;
   int eager = (flags & TPURT_OPF_EAGER_ERRORS) ||
               ((flags & TPURT_OPF_EAGER_INT_ERRORS) && c->nouts > 0 && !tpurt_is_float(c->outs[0].dtype) &&
                !tpurt_is_complex(c->outs[0].dtype));
-  if (tpurt_get_eager_mode() == TPURT_MODE_DEBUG || eager) {
-    s = tpurt_stream_synchronize(stream);
-    if (s) return s;
-    return tpurt_op_run(c);
-  }
+  if (tpurt_get_eager_mode() == TPURT_MODE_DEBUG || eager) return tpurt_op_launch_blocking(stream, c);
   if (touched_elements(c, INLINE_MAX_ELEMENTS + 1) <= INLINE_MAX_ELEMENTS &&
       tpurt_stream_run_if_idle(stream, run_cloned, (void*)c, ops[c->op].kernel))
     return TPURT_OK;
@@ -329,7 +337,10 @@ tpurt_status tpurt_op_size_outputs(int32_t stream, tpurt_op_call* c) {
   if (s) return s;
   if (c->op < 0 || c->op >= OP_COUNT || !(ops[c->op].flags & TPURT_OPF_DATA_SIZED))
     return tpurt_fail(TPURT_ERR_VALUE, "op id %d does not size its outputs from data", c->op);
-  return tpurt_stream_run_blocking(stream, size_cmd, c, ops[c->op].kernel);
+  /* The caller waits anyway: earlier failures raise as asynchronous ones, this kernel's own
+   * (bad data) with its message, from the call. */
+  s = tpurt_stream_synchronize(stream);
+  return s ? s : size_cmd(c);
 }
 
 /* ---------------------------------------------------------------- host <-> device copies */

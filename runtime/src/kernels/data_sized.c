@@ -364,6 +364,10 @@ tpurt_status tpurt_kernel_unique_dim(const tpurt_op_call* c) {
   int64_t n = self->sizes[o.dim];
   if (n != 0 && tpurt_numel(self) == 0)
     return tpurt_fail(TPURT_ERR_RUNTIME, "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied");
+  int zero_dims = 0;
+  for (int d = 0; d < self->ndim; d++) zero_dims += self->sizes[d] == 0;
+  if (n == 0 && zero_dims > 1)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "Number of zero sized dimensions is more than one, so unique cannot be applied ");
   o.per = n ? tpurt_numel(self) / n : 0;
   int64_t* idx = malloc(cells_of(n) * sizeof(int64_t));
   if (!idx) return tpurt_fail(TPURT_ERR_OOM, "unique_dim: host out of memory for scratch");

@@ -610,3 +610,14 @@ def test_out_resize_warns_in_torch_tpu_meta_functions():
             torch.aminmax(x.to(device), out=(torch.empty(3, device=device), torch.empty(3, device=device)))
             torch.geqrf(x.to(device), out=(torch.empty(3, device=device), torch.empty(3, device=device)))
         assert sum("was resized" in str(w.message) for w in caught) == 4, device
+
+
+@pytest.mark.parametrize("name", ["special.zeta", "special.chebyshev_polynomial_t", "special.hermite_polynomial_h",
+                                  "atan2", "special.xlog1py"])
+@pytest.mark.parametrize("out_dtype", [torch.float16, torch.bfloat16, torch.float32], ids=str)
+def test_integer_inputs_compute_in_float32_whatever_the_out_dtype(name, out_dtype):
+    # CPU promotes integer inputs to the default float dtype and casts into out=: int16 inputs
+    # into a float16 out= work even for ops without a float16 kernel
+    fn = eval("torch." + name)
+    a, b = torch.tensor([1, 2, 3], dtype=torch.int16), torch.tensor([1, 2, 3], dtype=torch.int32)
+    check_like_cpu(lambda x, y: fn(x, y, out=torch.empty(3, dtype=out_dtype, device=x.device)), a, b)

@@ -29,7 +29,10 @@ tpurt_status ew_run_op(const tpurt_tensor* out, const ew_op* op, const tpurt_val
   int common = tpurt_promo_result(&p);
   if (par->complex_result && !tpurt_is_complex(common)) common = TPURT_C64;
   if (op->rule == EW_FLOAT && !tpurt_is_float(common) && !tpurt_is_complex(common))
-    common = tpurt_is_float(out->dtype) ? out->dtype : TPURT_F32;
+    /* CPU promotes integer inputs to the default float dtype and casts the result to out=
+     * (special_zeta(int16, int32, out=float16) computes in float32): an f64 output means the
+     * default dtype is float64 or out= asks for it, anything else computes in f32 */
+    common = out->dtype == TPURT_F64 ? TPURT_F64 : TPURT_F32;
   tpurt_ctype ct = tpurt_ctype_of(common);
   tpurt_ew_fn fn = op->fn[ct];
   if (!fn)

@@ -75,8 +75,15 @@ SPECIAL_UNARY_OPS(KERNEL)
 SPECIAL_UNARY_NO_HALF_OPS(DEF_UNARY)
 SPECIAL_BINARY_OPS(DEF_BINARY)
 
+/* CPU has no float16/bfloat16 kernel for these: the computing dtype (the operands' common one,
+ * integers computing in float32) decides, not out='s (int16 inputs into a float16 out= work) */
 static tpurt_status no_half(const tpurt_op_call* c, const ew_op* op) {
-  int dt = c->outs[0].dtype;
+  const tpurt_value* v[TPURT_EW_MAX_IN];
+  tpurt_promo p;
+  tpurt_promo_init(&p);
+  ew_operands(c, op, v);
+  for (int k = 0; k < op->nin; k++) tpurt_promo_add_value(&p, v[k]);
+  int dt = tpurt_promo_result(&p);
   if (dt == TPURT_F16 || dt == TPURT_BF16)
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s_cpu\" not implemented for '%s'", op->name,
                       tpurt_dtype_name((tpurt_dtype)dt));

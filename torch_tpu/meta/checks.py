@@ -93,7 +93,7 @@ def narrow_copy_out(self, dim, start, length, *, out):
     shape = _narrow_copy_shape(self, dim, start, length)
     _check(self.dtype == out.dtype, "Expected self.dtype() == output.dtype() to be true, but got false.  "
            "(Could this error message be improved?  If so, please report an enhancement request to PyTorch.)")
-    return resize_output(out, shape)
+    return out.resize_(shape)  # CPU's narrow_copy_out resizes without resize_output's warning
 
 
 for _name, _fn in {"uniform_": uniform_, "multinomial": multinomial, "multinomial.out": multinomial_out,

@@ -652,6 +652,9 @@ def run_op(op, dtype_names, emit, time_limit=None, max_samples=None, backward=Tr
         except _OpTimeout as e:
             _clear_pending_error()
             checks = {"timeout": {"total": 1, "pass": 0, "failures": [str(e)]}}
+        except Exception as e:  # noqa: BLE001 - a harness failure is recorded, not fatal to the worker
+            _clear_pending_error()
+            checks = {"harness": {"total": 1, "pass": 0, "failures": [f"{type(e).__name__}: {e}"[:300]]}}
         emit({"kind": "semantics", "op": key, "family": fam, "dtype": str(sem_dtype).split(".")[-1], "checks": checks})
     emit({"kind": "op_done", "op": key, "family": fam, "random": runner.random,
           "observed": sorted(runner.observed), "fell_back": sorted(runner.fell_back)})

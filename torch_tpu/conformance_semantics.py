@@ -108,17 +108,22 @@ def _same(cpu, tpu, ref=None, values=True):
                 if ours <= cpus and torch.equal(x.detach().cpu().isnan(), y.detach().isnan()):
                     continue
             return f"output {i}: " + " ".join(str(err).split())[:200]
-        except (TypeError, RuntimeError):  # dtypes assert_close cannot compare
-            if not torch.equal(x.detach().cpu().reshape(-1).view(torch.uint8), y.detach().reshape(-1).view(torch.uint8)):
+        except (TypeError, RuntimeError, NotImplementedError):  # dtypes assert_close cannot compare
+            if not torch.equal(_bytes(x), _bytes(y)):
                 return f"output {i}: bytes differ"
     return None
 
 
+def _bytes(t):
+    t = t.detach().cpu()
+    return (t if t.layout == torch.strided else t.to_dense()).contiguous().reshape(-1).view(torch.uint8)
+
+
 def _equal(a, b):
+    """Bit-equal outputs (dtypes torch.equal lacks, complex32 say, compare as bytes)."""
     fa, fb = _flat(a), _flat(b)
-    return len(fa) == len(fb) and all(x.shape == y.shape and x.dtype == y.dtype and torch.equal(
-        x.nan_to_num(0) if x.is_floating_point() else x, y.nan_to_num(0) if y.is_floating_point() else y)
-        for x, y in zip(fa, fb))
+    return len(fa) == len(fb) and all(x.shape == y.shape and x.dtype == y.dtype and torch.equal(_bytes(x), _bytes(y))
+                                      for x, y in zip(fa, fb))
 
 
 class Tally:

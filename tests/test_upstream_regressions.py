@@ -578,6 +578,9 @@ MORE_CPU_CHECKS = {
                                                                                              device=d)),
     "histogram hist out= dtype": lambda d: torch.histogram(torch.ones(3, device=d), 4, out=(
         torch.empty(0, dtype=torch.long, device=d), torch.empty(0, device=d))),
+    "isposinf into a float out=": lambda d: torch.isposinf(torch.ones(3, device=d), out=torch.empty(3, device=d)),
+    "isneginf into an int out=": lambda d: torch.isneginf(torch.ones(3, device=d),
+                                                          out=torch.empty(3, dtype=torch.long, device=d)),
     "solve_triangular out= dtype": lambda d: torch.linalg.solve_triangular(
         torch.eye(3, device=d), torch.ones(3, 2, device=d), upper=True, out=torch.empty(0, dtype=torch.float64,
                                                                                         device=d)),
@@ -623,3 +626,10 @@ def test_integer_inputs_compute_in_float32_whatever_the_out_dtype(name, out_dtyp
     actual, expected = both(lambda x, y: fn(x, y, out=torch.empty(3, dtype=out_dtype, device=x.device)), a, b)
     assert actual.dtype == expected.dtype == out_dtype
     torch.testing.assert_close(actual.cpu(), expected)  # special functions: float32 rounding, not bits
+
+
+def test_abs_of_complex_into_a_complex_out():
+    # CPU stores |z| as a complex number; PyTorch's meta function refuses it (tpu: CPU fallback)
+    z = torch.tensor([1 + 1j, -2 + 0.5j])
+    actual, expected = both(lambda t: torch.abs(t, out=torch.empty(2, dtype=torch.complex64, device=t.device)), z)
+    assert_same(actual, expected)

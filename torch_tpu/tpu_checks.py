@@ -7,8 +7,9 @@ call's arguments in schema order (tensors as meta tensors) before the Meta kerne
 raises what CPU raises. Nothing is registered with PyTorch's dispatcher: CPU, meta and
 FakeTensor behaviour are unchanged.
 
-A check may raise NotImplementedError to say the output shape depends on the data (the
-kernel then sizes it, as for a bool mask)."""
+A check may raise NotImplementedError when the tpu path cannot take the call as it stands:
+the output shape depends on the data (the kernel sizes it, as for a bool mask), or PyTorch's
+meta function refuses what CPU accepts (the call runs on the counted CPU fallback)."""
 import warnings
 
 import torch
@@ -193,6 +194,17 @@ def _segment_reduce(data, reduce, lengths=None, indices=None, offsets=None, *res
 
 
 # ---------------------------------------------------------------- out= dtypes CPU's kernels check
+def _bool_out(name):
+    def check(self, out):
+        _check(out.dtype == torch.bool, f"{name} does not support non-boolean outputs.")
+    return check
+
+
+def _abs_out(self, out):
+    if self.is_complex() and out.is_complex():  # CPU stores |z| as complex; the meta refuses it
+        raise NotImplementedError("abs of a complex tensor into a complex out=")
+
+
 def _angle_out(self, out):
     result = self.dtype.to_real() if self.is_complex() else \
         self.dtype if self.is_floating_point() else torch.get_default_dtype()
@@ -282,7 +294,8 @@ CHECKS = {
     "_native_batch_norm_legit.no_stats": _batch_norm, "_batch_norm_with_update": _batch_norm,
     "grid_sampler_2d": _grid_sampler_2d,
     "segment_reduce": _segment_reduce,
-    "angle.out": _angle_out,
+    "angle.out": _angle_out, "abs.out": _abs_out,
+    "isposinf.out": _bool_out("isposinf"), "isneginf.out": _bool_out("isneginf"),
     "histogram.bins_tensor_out": _histogram_out, "histogram.bin_ct_out": _histogram_out,
     "linalg_solve_triangular.out": _solve_triangular_out,
     "index.Tensor": _index, "index.Tensor_out": _index,

@@ -138,6 +138,47 @@ static void test_copies_and_ops(void) {
   tpurt_free(drow);
 }
 
+static void test_common_dtype_rounding(void) {
+  /* uint8 + uint8 into an int32 out: CPU wraps in uint8 (250 + 10 = 4), then widens */
+  uint8_t a[2] = {250, 7}, b[2] = {10, 1};
+  int32_t out[2] = {0, 0};
+  tpurt_op_call c = {.struct_size = sizeof c, .op = tpurt_op_lookup("add.out"), .nargs = 3, .nouts = 1};
+  c.args[0] = (tpurt_value){.kind = TPURT_V_TENSOR, .scalar_dtype = -1, .t = tensor1d(a, TPURT_U8, 2)};
+  c.args[1] = (tpurt_value){.kind = TPURT_V_TENSOR, .scalar_dtype = -1, .t = tensor1d(b, TPURT_U8, 2)};
+  c.args[2] = (tpurt_value){.kind = TPURT_V_INT, .scalar_dtype = -1, .i = 1};
+  c.outs[0] = tensor1d(out, TPURT_I32, 2);
+  CHECK(tpurt_op_run(&c) == TPURT_OK, "%s", tpurt_last_error());
+  CHECK(out[0] == 4 && out[1] == 8, "rounded through uint8: %d %d", out[0], out[1]);
+  /* float16 fmod by a Python float: the scalar is rounded to float16 first (1.7 -> 1.7002) */
+  uint16_t h = 0x4b80 /* 15.0 */, r = 0;
+  c.op = tpurt_op_lookup("fmod.Scalar");
+  c.nargs = 2;
+  c.args[0].t = tensor1d(&h, TPURT_F16, 1);
+  c.args[1] = (tpurt_value){.kind = TPURT_V_FLOAT, .scalar_dtype = -1, .wrapped = 1, .f = 1.7};
+  c.outs[0] = tensor1d(&r, TPURT_F16, 1);
+  CHECK(tpurt_op_run(&c) == TPURT_OK, "%s", tpurt_last_error());
+  float want = fmodf(15.0f, tpurt_f16_to_f32(tpurt_f32_to_f16(1.7f)));
+  CHECK(r == tpurt_f32_to_f16(want), "fmod(15, half(1.7)) = %g, got %g", want, tpurt_f16_to_f32(r));
+}
+
+static void test_blocking_launch(void) {
+  /* an index out of range comes back from the launch itself, with the kernel's own message */
+  float w[4] = {1, 2, 3, 4}, out[1];
+  int64_t idx[1] = {9};
+  tpurt_op_call c = {.struct_size = sizeof c, .op = tpurt_op_lookup("index_select"), .nargs = 3, .nouts = 1};
+  c.args[0] = (tpurt_value){.kind = TPURT_V_TENSOR, .scalar_dtype = -1, .t = tensor1d(w, TPURT_F32, 4)};
+  c.args[1] = (tpurt_value){.kind = TPURT_V_INT, .scalar_dtype = -1, .i = 0};
+  c.args[2] = (tpurt_value){.kind = TPURT_V_TENSOR, .scalar_dtype = -1, .t = tensor1d(idx, TPURT_I64, 1)};
+  c.outs[0] = tensor1d(out, TPURT_F32, 1);
+  CHECK(tpurt_op_flags(c.op) & TPURT_OPF_EAGER_ERRORS, "index_select checks eagerly");
+  CHECK(tpurt_op_launch(0, &c) == TPURT_ERR_INDEX, "raised from the launch");
+  CHECK(strstr(tpurt_last_error(), "out of range") && !strstr(tpurt_last_error(), "asynchronous"),
+        "the kernel's own message: %s", tpurt_last_error());
+  CHECK(tpurt_stream_synchronize(0) == TPURT_OK, "nothing left pending");
+  idx[0] = 2;
+  CHECK(tpurt_op_launch_blocking(0, &c) == TPURT_OK && out[0] == 3, "blocking launch runs the kernel: %g", out[0]);
+}
+
 static void test_numerics(void) {
   CHECK(tpurt_f32_to_bf16(1.0f) == 0x3f80, "1.0");
   CHECK(tpurt_bf16_to_f32(tpurt_f32_to_bf16(1.00390625f)) == 1.0f, "ties round to even (down)");
@@ -204,6 +245,8 @@ int main(void) {
   test_streams_events();
   test_copies_and_ops();
   test_data_sized_outputs();
+  test_common_dtype_rounding();
+  test_blocking_launch();
   test_numerics();
   return CHECK_DONE();
 }

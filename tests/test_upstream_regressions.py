@@ -2,6 +2,7 @@
 test_ops, ...) found on tpu, each reproduced here against PyTorch CPU so CI catches them
 without the upstream test files. Results must match CPU bit for bit where CPU's are exact
 (integers, rounding of one float16 operation); float64 decides elsewhere."""
+import itertools
 import warnings
 
 import pytest
@@ -578,6 +579,13 @@ MORE_CPU_CHECKS = {
                                                                                              device=d)),
     "histogram hist out= dtype": lambda d: torch.histogram(torch.ones(3, device=d), 4, out=(
         torch.empty(0, dtype=torch.long, device=d), torch.empty(0, device=d))),
+    "remainder of bools": lambda d: torch.remainder(torch.tensor([True], device=d), torch.tensor([True], device=d)),
+    "fmod of bools": lambda d: torch.fmod(torch.tensor([True], device=d), torch.tensor([True], device=d)),
+    "floor division of bools": lambda d: torch.div(torch.tensor([True], device=d), torch.tensor([True], device=d),
+                                                   rounding_mode="floor"),
+    "trunc division of bools": lambda d: torch.div(torch.tensor([True], device=d), torch.tensor([True], device=d),
+                                                   rounding_mode="trunc"),
+    "pow of bool tensors": lambda d: torch.pow(torch.tensor([True], device=d), torch.tensor([True], device=d)),
     "isposinf into a float out=": lambda d: torch.isposinf(torch.ones(3, device=d), out=torch.empty(3, device=d)),
     "isneginf into an int out=": lambda d: torch.isneginf(torch.ones(3, device=d),
                                                           out=torch.empty(3, dtype=torch.long, device=d)),
@@ -633,3 +641,50 @@ def test_abs_of_complex_into_a_complex_out():
     z = torch.tensor([1 + 1j, -2 + 0.5j])
     actual, expected = both(lambda t: torch.abs(t, out=torch.empty(2, dtype=torch.complex64, device=t.device)), z)
     assert_same(actual, expected)
+
+
+# ---------------------------------------------------------------- every dtype pair, with and without out=
+GRID_DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+               torch.bfloat16, torch.float32, torch.float64]
+GRID_OPS = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+    "floor division": lambda a, b, **k: torch.div(a, b, rounding_mode="floor", **k),
+    "maximum": torch.maximum, "remainder": torch.remainder, "pow": torch.pow, "atan2": torch.atan2,
+    "bitwise_and": torch.bitwise_and, "eq": torch.eq, "lt": torch.lt,
+}
+
+
+def _grid_operand(dtype, shape, g):
+    x = torch.randn(shape, generator=g, dtype=torch.float64) * 5
+    if dtype == torch.bool:
+        return x > 0
+    return (x if dtype.is_floating_point else x.round().clamp(1, 9)).to(dtype)
+
+
+@pytest.mark.parametrize("name", list(GRID_OPS))
+def test_binary_ops_over_every_dtype_pair_and_out_dtype(name):
+    """Promotion, the common dtype's rounding and CPU's refusals, over 10 x 10 dtypes, a tensor
+    or 0-dim second operand and four out= choices: values as CPU (f16/bf16 to their rounding)."""
+    fn, g = GRID_OPS[name], torch.Generator().manual_seed(0)
+    for da, db in itertools.product(GRID_DTYPES, GRID_DTYPES):
+        a, b = _grid_operand(da, (4, 5), g), _grid_operand(db, (5,), g)
+        for other in (b, b[0].clone()):
+            for out_dtype in (None, torch.float32, torch.int64, torch.float16):
+                def call(x, y):
+                    out = {} if out_dtype is None else {"out": torch.empty(0, dtype=out_dtype, device=x.device)}
+                    return fn(x, y, **out)
+                try:
+                    expected = call(a, other)
+                except Exception as e:  # noqa: BLE001 - CPU's refusal is the contract
+                    with pytest.raises(type(e)):
+                        call(a.to("tpu"), other.to("tpu"))
+                    continue
+                actual = call(a.to("tpu"), other.to("tpu")).cpu()
+                what = (name, da, db, other.dim(), out_dtype)
+                assert actual.dtype == expected.dtype and actual.shape == expected.shape, what
+                if expected.is_floating_point():
+                    low = expected.dtype in (torch.float16, torch.bfloat16)
+                    torch.testing.assert_close(actual, expected, rtol=1e-3 if low else 1e-5, atol=1e-5, equal_nan=True,
+                                               msg=str(what))
+                else:
+                    assert torch.equal(actual, expected), what

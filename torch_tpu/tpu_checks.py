@@ -264,6 +264,32 @@ def _index_put(self, indices, values, accumulate=False, *rest):
     _indices_check(self, indices)
 
 
+def _no_bool(kernel):
+    """CPU has no Bool kernel for these (remainder, fmod, the rounding divisions, pow of tensors)."""
+    def check(self, other, *rest):
+        if _result(self, other) == torch.bool:
+            _not_implemented_for(kernel, torch.bool)
+    return check
+
+
+def _div_mode_no_bool(self, other, *rest):
+    mode = next((r for r in rest if isinstance(r, str)), None)
+    if mode is not None:
+        _no_bool("div_floor_cpu" if mode == "floor" else "div_trunc_cpu")(self, other)
+
+
+_NO_BOOL = {
+    **{n: _no_bool("remainder_cpu") for n in ("remainder.Tensor", "remainder_.Tensor", "remainder.Tensor_out",
+                                              "remainder.Scalar", "remainder_.Scalar", "remainder.Scalar_out")},
+    **{n: _no_bool("fmod_cpu") for n in ("fmod.Tensor", "fmod_.Tensor", "fmod.Tensor_out", "fmod.Scalar",
+                                         "fmod_.Scalar", "fmod.Scalar_out")},
+    **{n: _no_bool("div_floor_cpu") for n in ("floor_divide", "floor_divide_.Tensor", "floor_divide.out",
+                                              "floor_divide.Scalar", "floor_divide_.Scalar", "floor_divide.Scalar_out")},
+    **{n: _div_mode_no_bool for n in ("div.Tensor_mode", "div_.Tensor_mode", "div.out_mode", "div.Scalar_mode",
+                                      "div_.Scalar_mode", "div.Scalar_mode_out")},
+    **{n: _no_bool("pow") for n in ("pow.Tensor_Tensor", "pow_.Tensor", "pow.Tensor_Tensor_out")},
+}
+
 _ALPHA_OPS = {"add.Tensor": _add, "add.out": _add, "add.Scalar": _add, "add_.Tensor": _add_, "add_.Scalar": _add_,
               "sub.Tensor": _sub, "sub.out": _sub, "sub.Scalar": _sub, "sub_.Tensor": _sub_, "sub_.Scalar": _sub_,
               "rsub.Tensor": _rsub, "rsub.Scalar": _rsub}
@@ -301,6 +327,17 @@ CHECKS = {
     "index.Tensor": _index, "index.Tensor_out": _index,
     "index_put": _index_put, "index_put_": _index_put, "index_put.out": _index_put, "_index_put_impl_": _index_put,
 }
+
+
+def _both(first, second):
+    def check(*args):
+        first(*args)
+        second(*args)
+    return check
+
+
+for _name, _fn in _NO_BOOL.items():  # overloads with a check already get both
+    CHECKS[_name] = _both(_fn, CHECKS[_name]) if _name in CHECKS else _fn
 
 # Every name is an overload of the runtime's op table (tests/test_upstream_regressions.py checks).
 for _name, _fn in CHECKS.items():

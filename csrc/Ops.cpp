@@ -506,7 +506,7 @@ struct NativeKernel final : c10::OperatorKernel {
       if (sized_by_kernel && in_place_only(schema)) {
         meta = in_place_result(schema);
       } else if (sized_by_kernel && (!data_sized || aliases_output(schema))) {
-        cpu_fallback(op, stack, "output shape depends on tensor data");
+        cpu_fallback(op, stack, "no meta answer: the output shape depends on tensor data, or PyTorch's meta refuses these arguments");
         return;
       } else if (meta && cacheable) {
         std::lock_guard<std::mutex> g(cache_mu_);

@@ -579,6 +579,7 @@ MORE_CPU_CHECKS = {
                                                                                              device=d)),
     "histogram hist out= dtype": lambda d: torch.histogram(torch.ones(3, device=d), 4, out=(
         torch.empty(0, dtype=torch.long, device=d), torch.empty(0, device=d))),
+    "in-place abs of complex": lambda d: torch.tensor([1 + 1j], device=d).abs_(),
     "remainder of bools": lambda d: torch.remainder(torch.tensor([True], device=d), torch.tensor([True], device=d)),
     "fmod of bools": lambda d: torch.fmod(torch.tensor([True], device=d), torch.tensor([True], device=d)),
     "floor division of bools": lambda d: torch.div(torch.tensor([True], device=d), torch.tensor([True], device=d),

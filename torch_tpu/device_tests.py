@@ -9,7 +9,8 @@ of the installed torch (`v2.13.0` for torch 2.13.0) and point this command at th
 
 For each file it prints the tpu tests that passed and failed, CPU's result on the same tests,
 and classifies every test that fails on tpu but passes on CPU: a wrong result (an assertEqual
-between values failed), a missing check (CPU raised or warned, tpu did not), a tpu error
+between values failed), a missing check (CPU raised or warned, tpu did not, or not with the
+message the test expects), a tpu error
 (tpu raised where CPU did not), or a test that assumes CUDA or another device. The records
 (one JSON line per test) and a markdown report go to --out.
 """
@@ -29,7 +30,9 @@ _DEVICE_CLASS = re.compile(r"(CPU|PRIVATEUSE1|TPU)$")
 CLASSES = ("wrong result", "missing check", "tpu error", "assumes CUDA or another device", "crash or timeout")
 _ASSUMES_DEVICE = re.compile(r"\bcuda\b|torch\.cuda|\bmps\b|\bxla\b|\bMTIA\b|TEST_CUDA|only runs on|requires .*GPU", re.I)
 _WRONG_RESULT = re.compile(r"not close|not equal|mismatch|Tensor-likes|Scalars are|Booleans|!=|differ", re.I)
-_MISSING_CHECK = re.compile(r"not raised|did not raise|not triggered|DID NOT RAISE|no warning|warning", re.I)
+# CPU raised (or warned) and tpu did not, or raised with another message than the test expects
+_MISSING_CHECK = re.compile(r"not raised|did not raise|not triggered|DID NOT RAISE|no warning|warning|does not match",
+                            re.I)
 
 
 def pair_key(test_id, device):

@@ -200,6 +200,10 @@ def _bool_out(name):
     return check
 
 
+def _abs_(self):
+    _check(not self.is_complex(), "In-place abs is not supported for complex tensors.")
+
+
 def _abs_out(self, out):
     if self.is_complex() and out.is_complex():  # CPU stores |z| as complex; the meta refuses it
         raise NotImplementedError("abs of a complex tensor into a complex out=")
@@ -320,7 +324,7 @@ CHECKS = {
     "_native_batch_norm_legit.no_stats": _batch_norm, "_batch_norm_with_update": _batch_norm,
     "grid_sampler_2d": _grid_sampler_2d,
     "segment_reduce": _segment_reduce,
-    "angle.out": _angle_out, "abs.out": _abs_out,
+    "angle.out": _angle_out, "abs.out": _abs_out, "abs_": _abs_,
     "isposinf.out": _bool_out("isposinf"), "isneginf.out": _bool_out("isneginf"),
     "histogram.bins_tensor_out": _histogram_out, "histogram.bin_ct_out": _histogram_out,
     "linalg_solve_triangular.out": _solve_triangular_out,

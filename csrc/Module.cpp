@@ -59,8 +59,6 @@ std::unordered_map<std::string, pybind11::object>& op_checks() {
 }
 }  // namespace
 
-bool has_op_check(const std::string& name) { return op_checks().count(name) > 0; }
-
 void run_op_check(const std::string& name, const torch::jit::Stack& args) {
   auto it = op_checks().find(name);
   if (it == op_checks().end()) return;

@@ -34,7 +34,6 @@ PyExc python_exception_kind(const std::exception& e, std::string* message, bool 
 
 // The tpu-only check registered for an overload ("add.Tensor"), run on the meta arguments
 // before its Meta kernel: CPU's checks that PyTorch's meta functions skip. Raises as CPU would.
-bool has_op_check(const std::string& name);
 void run_op_check(const std::string& name, const torch::jit::Stack& args);
 
 // Counted CPU fallback entry (Ops.cpp); also used for ops whose native path declines.

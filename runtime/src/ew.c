@@ -120,7 +120,8 @@ static void store(tpurt_ctype ct, char* dst, int64_t st, int dt, const void* src
 #undef ID
 }
 
-int tpurt_dtype_narrower_than_ctype(int dt) {
+/* Whether values of compute type tpurt_ctype_of(dt) need rounding to be dt's. */
+static int narrower_than_ctype(int dt) {
   return dt != TPURT_F32 && dt != TPURT_F64 && dt != TPURT_I64 && dt != TPURT_C64;
 }
 
@@ -276,7 +277,7 @@ tpurt_status tpurt_ew_run_via(const tpurt_tensor* out, tpurt_ctype out_ct, int n
   }
   ew_plan p = {out, in, nin, out_ct, in_ct, fn, ctx, m, {0}, {{0}}, size[m - 1], (size[m - 1] + CHUNK - 1) / CHUNK,
                -1, 0, 0};
-  if (via && via->dtype >= 0 && tpurt_dtype_narrower_than_ctype(via->dtype)) {
+  if (via && via->dtype >= 0 && narrower_than_ctype(via->dtype)) {
     p.via = via->dtype;
     for (int k = 0; k < nin; k++)
       if (((via->inputs >> k) & 1) && in[k].dtype != via->dtype) p.via_inputs |= 1u << k;

@@ -109,8 +109,6 @@ typedef struct tpurt_ew_via {
 tpurt_status tpurt_ew_run_via(const tpurt_tensor* out, tpurt_ctype out_ct, int nin,
                               const tpurt_tensor* in, tpurt_ctype in_ct, const tpurt_ew_via* via,
                               tpurt_ew_fn fn, const void* ctx);
-/* Whether values of compute type tpurt_ctype_of(dtype) need rounding to be dtype's. */
-int tpurt_dtype_narrower_than_ctype(int dtype);
 /* add.Tensor/add.Scalar (+ in-place, out=) when the common dtype is complex64
  * (kernels/elementwise_binary.c; core.c's add handles the real dtypes). */
 tpurt_status tpurt_add_complex(const tpurt_op_call* c);

@@ -2,7 +2,7 @@
 PY ?= python3
 PIP := $(PY) -m pip install -q --disable-pip-version-check
 
-.PHONY: setup demo test test-c test-py bench
+.PHONY: setup demo test test-c test-py test-wheel bench
 setup:
 	@command -v ccache >/dev/null 2>&1 || apt-get install -y -q ccache >/dev/null 2>&1 || \
 		(apt-get update -q >/dev/null 2>&1 && apt-get install -y -q ccache >/dev/null 2>&1) || \
@@ -20,6 +20,17 @@ test-c:
 
 test-py:
 	$(PY) -m pytest -q tests
+
+# The suite against a non-editable install: the wheel, in a virtual environment that sees the
+# installed torch, tests run from a directory outside the checkout.
+WHEEL_DIR ?= /tmp/torch_tpu_wheel
+test-wheel: setup
+	rm -rf $(WHEEL_DIR) && mkdir -p $(WHEEL_DIR)
+	$(PY) -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w $(WHEEL_DIR)/dist .
+	$(PY) -m venv --system-site-packages $(WHEEL_DIR)/venv
+	$(WHEEL_DIR)/venv/bin/python -m pip install -q --disable-pip-version-check --no-deps $(WHEEL_DIR)/dist/*.whl
+	cd $(WHEEL_DIR) && venv/bin/python -c "import torch_tpu, sys; assert torch_tpu.__file__.startswith('$(WHEEL_DIR)/venv'), torch_tpu.__file__"
+	cd $(WHEEL_DIR) && venv/bin/python -m pytest -q -p no:cacheprovider $(CURDIR)/tests
 
 bench: setup
 	$(PY) bench/bench_gpt.py

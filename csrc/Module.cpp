@@ -50,22 +50,63 @@ PyExc python_exception_kind(const std::exception& e, std::string* message, bool 
   return kind;
 }
 
-// tpu-only argument checks (torch_tpu/tpu_checks.py), by overload name. Registered once at
+// tpu-only hooks by overload name: argument checks (torch_tpu/tpu_checks.py) and shape
+// functions that stand in for a Meta kernel PyTorch ships (torch_tpu/meta). Registered once at
 // import, before any op runs; read without a lock after that.
 namespace {
-std::unordered_map<std::string, pybind11::object>& op_checks() {
-  static auto* checks = new std::unordered_map<std::string, pybind11::object>();  // never destroyed
-  return *checks;
+struct OpHooks {
+  pybind11::object check, meta;
+};
+std::unordered_map<std::string, OpHooks>& op_hooks() {
+  static auto* hooks = new std::unordered_map<std::string, OpHooks>();  // never destroyed
+  return *hooks;
+}
+const OpHooks* hooks_of(const std::string& name) {
+  auto it = op_hooks().find(name);
+  return it == op_hooks().end() ? nullptr : &it->second;
+}
+// The stack as a Python call: positional arguments, keyword-only ones (out=, generator=) by name.
+std::pair<pybind11::tuple, pybind11::dict> python_call_args(const c10::FunctionSchema& schema,
+                                                            const torch::jit::Stack& args) {
+  pybind11::list positional;
+  pybind11::dict keywords;
+  for (size_t i = 0; i < args.size(); i++) {
+    auto value = torch::jit::toPyObject(args[i]);
+    if (i < schema.arguments().size() && schema.arguments()[i].kwarg_only())
+      keywords[pybind11::str(schema.arguments()[i].name())] = value;
+    else
+      positional.append(value);
+  }
+  return {pybind11::tuple(positional), keywords};
 }
 }  // namespace
 
 void run_op_check(const std::string& name, const torch::jit::Stack& args) {
-  auto it = op_checks().find(name);
-  if (it == op_checks().end()) return;
+  const OpHooks* h = hooks_of(name);
+  if (!h || !h->check) return;
   pybind11::gil_scoped_acquire gil;
   pybind11::tuple py_args(args.size());
   for (size_t i = 0; i < args.size(); i++) py_args[i] = torch::jit::toPyObject(args[i]);
-  it->second(*py_args);  // a raised Python exception travels to the caller with its type
+  h->check(*py_args);  // a raised Python exception travels to the caller with its type
+}
+
+bool run_tpu_meta(const c10::FunctionSchema& schema, const std::string& name, torch::jit::Stack& stack) {
+  const OpHooks* h = hooks_of(name);
+  if (!h || !h->meta) return false;
+  pybind11::gil_scoped_acquire gil;
+  auto [positional, keywords] = python_call_args(schema, stack);
+  pybind11::object r = h->meta(*positional, **keywords);
+  const auto& rets = schema.returns();
+  stack.clear();
+  if (rets.size() == 1) {
+    stack.push_back(torch::jit::toIValue(r, rets[0].type()));
+  } else if (!rets.empty()) {
+    auto seq = r.cast<pybind11::sequence>();
+    TORCH_CHECK(seq.size() == rets.size(), name, ": the tpu shape function returned ", seq.size(), " values, not ",
+                rets.size());
+    for (size_t i = 0; i < rets.size(); i++) stack.push_back(torch::jit::toIValue(seq[i], rets[i].type()));
+  }
+  return true;
 }
 }  // namespace torch_tpu
 
@@ -184,7 +225,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_get_eager_mode", [] { return static_cast<int>(tpurt_get_eager_mode()); });
   m.def("_set_matmul_precision", [](int p) { tpurt_set_matmul_precision(static_cast<tpurt_precision>(p)); });
   m.def("_get_matmul_precision", [] { return static_cast<int>(tpurt_get_matmul_precision()); });
-  m.def("_set_op_check", [](const std::string& name, py::object fn) { op_checks()[name] = std::move(fn); });
+  m.def("_set_op_check", [](const std::string& name, py::object fn) { op_hooks()[name].check = std::move(fn); });
+  m.def("_set_op_meta", [](const std::string& name, py::object fn) { op_hooks()[name].meta = std::move(fn); });
   m.def("_default_generator", [](int d) {
     return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(default_generator(d)));
   });

@@ -703,7 +703,7 @@ struct NativeKernel final : c10::OperatorKernel {
                            (name.overload_name.empty() ? "" : "." + name.overload_name);
     run_op_check(overload, stack);
     try {
-      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &stack);
+      if (!run_tpu_meta(schema, overload, stack)) op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &stack);
     } catch (const std::exception& e) {
       rethrow_with_cpu_wording(e);
       throw;

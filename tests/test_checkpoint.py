@@ -9,12 +9,12 @@ import sys
 import torch
 from test_serialization import roundtrip
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+TESTS = pathlib.Path(__file__).resolve().parent
 
 
 def run_python(args, tpu_env=None):
-    """Runs python in a new process that imports this checkout's torch_tpu."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    """Runs python in a new process that imports the installed torch_tpu (and these tests' helpers)."""
+    env = {**os.environ, "PYTHONPATH": str(TESTS)}
     env.update(tpu_env or {})
     done = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

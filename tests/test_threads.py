@@ -3,14 +3,12 @@ bit-identical whatever the thread count (every output element is computed by one
 in a fixed order, or, for reductions into a few outputs, in fixed blocks merged in order), small ops run inline on an idle stream keep issue order with queued big
 ops, and failures stay asynchronous."""
 import os
-import pathlib
 import subprocess
 import sys
 
 import pytest
 import torch
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # Big enough that every op is split over the pool (>= 64K elements / 1 MFLOP per block).
 SCRIPT = r"""
@@ -53,7 +51,6 @@ torch.save(out, sys.argv[1])
 def run_with_threads(tmp_path, n):
     path = tmp_path / f"out_{n}.pt"
     env = dict(os.environ, TPU_NUM_THREADS=str(n))
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     subprocess.run([sys.executable, "-c", SCRIPT, str(path)], check=True, env=env, timeout=600)
     return torch.load(path)
 

@@ -1,12 +1,12 @@
 """Argument checks that CPU's kernels make and PyTorch's meta functions skip (or make with
 another exception type). The generic tpu path validates through Meta, so without these a bad
 call would run on tpu (or fail as IndexError) where CPU raises RuntimeError. Each function
-checks, then computes the shape as the meta function it replaces did."""
+checks, then computes the shape as PyTorch's meta function does; they run for tpu tensors
+only (torch_tpu.meta.register)."""
 import torch
 from torch._meta_registrations import meta_bucketize, meta_multinomial
-from . import resize_output
+from . import register, resize_output
 
-_lib = torch.library.Library("aten", "IMPL")
 
 
 def _check(cond, msg):
@@ -100,4 +100,4 @@ for _name, _fn in {"uniform_": uniform_, "multinomial": multinomial, "multinomia
                    "bucketize.Tensor": bucketize, "bucketize.Tensor_out": bucketize_out,
                    "cat": cat, "aminmax.out": aminmax_out,
                    "narrow_copy": narrow_copy, "narrow_copy.out": narrow_copy_out}.items():
-    _lib.impl(_name, _fn, "Meta")
+    register(_name, _fn)

@@ -1,9 +1,9 @@
 """Meta function for complex.out with the dtype checks of CPU's kernel: PyTorch's own meta
-promotes mixed float inputs and accepts any complex out=, where CPU raises."""
+promotes mixed float inputs and accepts any complex out=, where CPU raises. tpu tensors only."""
 import torch
 from torch._meta_registrations import meta_complex
+from . import register
 
-_lib = torch.library.Library("aten", "IMPL")
 
 _NAMES = {torch.float16: "Half", torch.float32: "Float", torch.float64: "Double", torch.complex32: "ComplexHalf",
           torch.complex64: "ComplexFloat", torch.complex128: "ComplexDouble"}
@@ -26,4 +26,4 @@ def complex_out(real, imag, *, out):
     return meta_complex(real, imag, out=out)
 
 
-_lib.impl("complex.out", complex_out, "Meta")
+register("complex.out", complex_out)

@@ -1,9 +1,10 @@
 """Meta functions for the convolution entry points PyTorch leaves to out-of-tree backends
-(convolution_overrideable and its backward): shapes and checks as CPU's convolution."""
+(convolution_overrideable and its backward, whose composite kernel raises): shapes and checks as
+CPU's convolution, for tpu tensors only."""
 import torch
 from torch._meta_registrations import calc_conv_nd_return_shape
+from . import register
 
-_lib = torch.library.Library("aten", "IMPL")
 
 
 def _check_dtypes(input, weight, bias):
@@ -31,5 +32,5 @@ def convolution_backward_overrideable(grad_output, input, weight, stride, paddin
             grad_output.new_empty((channels,)) if output_mask[2] else None)
 
 
-_lib.impl("convolution_overrideable", convolution_overrideable, "Meta")
-_lib.impl("convolution_backward_overrideable", convolution_backward_overrideable, "Meta")
+register("convolution_overrideable", convolution_overrideable)
+register("convolution_backward_overrideable", convolution_backward_overrideable)

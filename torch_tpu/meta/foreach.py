@@ -2,8 +2,8 @@
 one: it updates its arguments in place and returns nothing, so the meta function only checks
 the list lengths as CPU's kernel does."""
 import torch
+from . import register
 
-_lib = torch.library.Library("aten", "IMPL")
 
 
 def _fused_sgd_(self, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov, maximize,
@@ -13,5 +13,5 @@ def _fused_sgd_(self, grads, momentum_buffer_list, *, weight_decay, momentum, lr
                  lambda: "Tensor lists must have the same number of tensors")
 
 
-_lib.impl("_fused_sgd_", _fused_sgd_, "Meta")
-_lib.impl("_fused_sgd_.tensor_lr", _fused_sgd_, "Meta")
+register("_fused_sgd_", _fused_sgd_)
+register("_fused_sgd_.tensor_lr", _fused_sgd_)

@@ -3,9 +3,8 @@ output shapes follow from the bin counts or bin tensors, and the argument checks
 what CPU's Histogram.cpp raises (RuntimeError, same wording). The data-dependent check
 (a non-finite range) is the kernel's."""
 import torch
-from . import resize_output
+from . import register, resize_output
 
-_lib = torch.library.Library("aten", "IMPL")
 
 
 def _check_inputs(self, bins, weight, flat):
@@ -85,7 +84,6 @@ for _name, _fn, _nout in (("histogram.bin_ct", histogram_bin_ct, 2), ("histogram
                           ("_histogramdd_bin_edges", histogramdd_bin_edges, 0),
                           ("_histogramdd_from_bin_cts", histogramdd_from_bin_cts, 1),
                           ("_histogramdd_from_bin_tensors", histogramdd_from_bin_tensors, 1)):
-    _lib.impl(_name, _fn, "Meta")
+    register(_name, _fn)
     if _nout:
-        _lib.impl(_name.split(".")[0] + (f".{_name.split('.')[1]}_out" if "." in _name else ".out"), _out(_fn, _nout),
-                  "Meta")
+        register(_name.split(".")[0] + (f".{_name.split('.')[1]}_out" if "." in _name else ".out"), _out(_fn, _nout))

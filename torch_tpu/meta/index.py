@@ -1,8 +1,8 @@
 """Meta functions for indexing ops whose PyTorch meta function must say "needs the data" in
-the way the generic path understands (NotImplementedError), so tpu's kernel sizes the output."""
+the way the generic path understands (NotImplementedError), so tpu's kernel sizes the output (tpu only)."""
 import torch
+from . import register
 
-_lib = torch.library.Library("aten", "IMPL")
 
 
 def repeat_interleave_tensor(repeats, output_size=None):
@@ -12,4 +12,4 @@ def repeat_interleave_tensor(repeats, output_size=None):
     return repeats.new_empty(output_size)
 
 
-_lib.impl("repeat_interleave.Tensor", repeat_interleave_tensor, "Meta")
+register("repeat_interleave.Tensor", repeat_interleave_tensor)

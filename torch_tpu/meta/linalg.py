@@ -1,11 +1,10 @@
 """Meta functions for linalg ops PyTorch ships without one, with CPU's checks: geqrf (a in
 column-major batches like LAPACK's output, tau with min(m, n) factors) and linalg_lstsq.out
 (which outputs each driver produces); and _linalg_eigh, whose PyTorch meta function accepts
-integer inputs that CPU refuses with NotImplementedError."""
+integer inputs that CPU refuses with NotImplementedError (on tpu only)."""
 import torch
-from . import resize_output
+from . import register, resize_output
 
-_lib = torch.library.Library("aten", "IMPL")
 
 
 def geqrf(input):
@@ -72,7 +71,7 @@ def _eigh(A, UPLO="L", compute_v=True):
     return meta__linalg_eigh(A, UPLO, compute_v)
 
 
-_lib.impl("geqrf", geqrf, "Meta")
-_lib.impl("_linalg_eigh", _eigh, "Meta")
-_lib.impl("linalg_lstsq.out", lstsq_out, "Meta")
-_lib.impl("geqrf.a", geqrf_out, "Meta")
+register("geqrf", geqrf)
+register("_linalg_eigh", _eigh)
+register("linalg_lstsq.out", lstsq_out)
+register("geqrf.a", geqrf_out)

@@ -1,11 +1,10 @@
 """Meta functions for loss ops: the backwards PyTorch ships without one (grad_input is shaped
 like the input), and multilabel_margin_loss's forward, whose own gives a 1-d input's
-unreduced loss shape [1] where CPU gives a 0-dim tensor."""
+unreduced loss shape [1] where CPU gives a 0-dim tensor (on tpu only)."""
 import torch
 from torch._C import DispatchKey
-from . import resize_output
+from . import register, resize_output
 
-_lib = torch.library.Library("aten", "IMPL")
 
 
 def multi_margin_loss_backward(grad_output, self, target, p, margin, weight=None, reduction=1):
@@ -36,8 +35,8 @@ def multilabel_margin_loss_forward(self, target, reduction):
     return (out if self.dim() == 2 else out.reshape(())), is_target
 
 
-_lib.impl("multi_margin_loss_backward", multi_margin_loss_backward, "Meta")
-_lib.impl("multi_margin_loss_backward.grad_input", multi_margin_loss_backward_out, "Meta")
-_lib.impl("multilabel_margin_loss_forward", multilabel_margin_loss_forward, "Meta")
-_lib.impl("multilabel_margin_loss_backward", multilabel_margin_loss_backward, "Meta")
-_lib.impl("multilabel_margin_loss_backward.grad_input", multilabel_margin_loss_backward_grad_input, "Meta")
+register("multi_margin_loss_backward", multi_margin_loss_backward)
+register("multi_margin_loss_backward.grad_input", multi_margin_loss_backward_out)
+register("multilabel_margin_loss_forward", multilabel_margin_loss_forward)
+register("multilabel_margin_loss_backward", multilabel_margin_loss_backward)
+register("multilabel_margin_loss_backward.grad_input", multilabel_margin_loss_backward_grad_input)

@@ -1,10 +1,11 @@
 """Meta functions for the norms whose saved statistics PyTorch's meta functions size as CUDA
 does: tpu follows CPU. Saved mean / rstd keep a bf16/f16 input's dtype unless a parameter
-is float32 ("mixed type"), and batch norm outside training saves empty [0] tensors."""
+is float32 ("mixed type"), and batch norm outside training saves empty [0] tensors. For tpu
+tensors only: meta and FakeTensor runs keep PyTorch's shapes."""
 import torch
 from torch._C import DispatchKey
+from . import register
 
-_lib = torch.library.Library("aten", "IMPL")
 A = torch.ops.aten
 _REDUCED = (torch.bfloat16, torch.float16)
 
@@ -41,13 +42,13 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
 
 
 _layer_norm_ref = A.native_layer_norm.default.py_kernels[DispatchKey.Meta]
-_lib.impl("native_layer_norm", native_layer_norm, "Meta")
-_lib.impl("native_batch_norm", _restat(A.native_batch_norm.default, (1, 2, 3, 4), lambda a: a[5]), "Meta")
-_lib.impl("_native_batch_norm_legit",
-          _restat(A._native_batch_norm_legit.default, (1, 2, 3, 4), lambda a: a[5]), "Meta")
-_lib.impl("_native_batch_norm_legit.no_stats",
-          _restat(A._native_batch_norm_legit.no_stats, (1, 2), lambda a: a[3]), "Meta")
-_lib.impl("_native_batch_norm_legit_no_training",
-          _restat(A._native_batch_norm_legit_no_training.default, (1, 2, 3, 4), lambda a: False), "Meta")
-_lib.impl("_batch_norm_with_update",
-          _restat(A._batch_norm_with_update.default, (1, 2, 3, 4), lambda a: True, extra=1), "Meta")
+register("native_layer_norm", native_layer_norm)
+register("native_batch_norm", _restat(A.native_batch_norm.default, (1, 2, 3, 4), lambda a: a[5]))
+register("_native_batch_norm_legit",
+          _restat(A._native_batch_norm_legit.default, (1, 2, 3, 4), lambda a: a[5]))
+register("_native_batch_norm_legit.no_stats",
+          _restat(A._native_batch_norm_legit.no_stats, (1, 2), lambda a: a[3]))
+register("_native_batch_norm_legit_no_training",
+          _restat(A._native_batch_norm_legit_no_training.default, (1, 2, 3, 4), lambda a: False))
+register("_batch_norm_with_update",
+          _restat(A._batch_norm_with_update.default, (1, 2, 3, 4), lambda a: True, extra=1))

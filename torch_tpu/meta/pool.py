@@ -1,9 +1,8 @@
 """Meta functions for pooling ops PyTorch ships without one: fractional_max_pool3d_backward
 (grad_input is shaped like the input, after CPU's shape checks)."""
 import torch
-from . import resize_output
+from . import register, resize_output
 
-_lib = torch.library.Library("aten", "IMPL")
 
 
 def fractional_max_pool3d_backward(grad_output, self, kernel_size, output_size, indices):
@@ -18,7 +17,7 @@ def fractional_max_pool3d_backward(grad_output, self, kernel_size, output_size, 
     return self.new_empty(self.shape)
 
 
-_lib.impl("fractional_max_pool3d_backward", fractional_max_pool3d_backward, "Meta")
+register("fractional_max_pool3d_backward", fractional_max_pool3d_backward)
 
 
 def fractional_max_pool3d_backward_grad_input(grad_output, self, kernel_size, output_size, indices, *, grad_input):
@@ -26,4 +25,4 @@ def fractional_max_pool3d_backward_grad_input(grad_output, self, kernel_size, ou
     return resize_output(grad_input, self.shape)
 
 
-_lib.impl("fractional_max_pool3d_backward.grad_input", fractional_max_pool3d_backward_grad_input, "Meta")
+register("fractional_max_pool3d_backward.grad_input", fractional_max_pool3d_backward_grad_input)

@@ -1,8 +1,8 @@
 """Meta functions for reductions whose PyTorch meta function raises a different exception
-type than CPU: amax/amin over a zero-size dim (CPU: IndexError)."""
+type than CPU: amax/amin over a zero-size dim (CPU: IndexError). tpu tensors only."""
 import torch
+from . import register
 
-_lib = torch.library.Library("aten", "IMPL")
 
 
 def _no_identity(name, ref):
@@ -17,5 +17,5 @@ def _no_identity(name, ref):
     return meta
 
 
-_lib.impl("amax", _no_identity("amax", torch._refs.amax), "Meta")
-_lib.impl("amin", _no_identity("amin", torch._refs.amin), "Meta")
+register("amax", _no_identity("amax", torch._refs.amax))
+register("amin", _no_identity("amin", torch._refs.amin))

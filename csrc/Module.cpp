@@ -221,6 +221,14 @@ PYBIND11_MODULE(_C, m) {
     reset_fallback_counts();
   });
   m.def("_native_ops", &native_ops);
+  m.def("_environment", [] {  // the runtime's table: (name, description, value or None)
+    py::list l;
+    for (int e = 0; e < TPURT_ENV_COUNT; e++) {
+      const char* v = tpurt_env_get(static_cast<tpurt_env>(e));
+      l.append(py::make_tuple(tpurt_env_name(e), tpurt_env_doc(e), v ? py::object(py::str(v)) : py::none()));
+    }
+    return l;
+  });
   m.def("_set_eager_mode", [](int mode) { tpurt_set_eager_mode(static_cast<tpurt_eager_mode>(mode)); });
   m.def("_get_eager_mode", [] { return static_cast<int>(tpurt_get_eager_mode()); });
   m.def("_set_matmul_precision", [](int p) { tpurt_set_matmul_precision(static_cast<tpurt_precision>(p)); });

@@ -611,6 +611,11 @@ struct NativeKernel final : c10::OperatorKernel {
       call.rng_offset = offset;
     }
     if (meta && !meta->verified.load(std::memory_order_relaxed)) {
+      // First call of this signature: the plan declines what no kernel takes (CPU's exception,
+      // before anything runs), then the call runs blocking so any other shape-only error raises here.
+      tpurt_plan plan{};
+      plan.struct_size = sizeof plan;
+      check(tpurt_op_plan(&call, &plan));
       check(tpurt_op_launch_blocking(current_stream(device->index()), &call));
       meta->verified.store(true, std::memory_order_relaxed);
     } else {

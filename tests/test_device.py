@@ -1,4 +1,6 @@
 """The tpu device as PyTorch sees it: registration, torch.tpu, torch.accelerator, chips."""
+import os
+import pathlib
 import subprocess
 import sys
 
@@ -75,6 +77,22 @@ def test_info_cli():
     out = subprocess.run([sys.executable, "-m", "torch_tpu", "info"], capture_output=True, text=True,
                          check=True).stdout
     assert "v6e" in out and "tpu:0" in out and "HBM" in out
+
+
+def test_info_lists_every_environment_variable_the_runtime_reads():
+    import re
+    runtime = pathlib.Path(__file__).resolve().parent.parent / "runtime" / "src"
+    for f in runtime.rglob("*.c"):  # the runtime reads the environment only through its table
+        assert "getenv(" not in f.read_text() or f.name == "chip.c", f
+    table = {name for name, _, _ in torch_tpu._C._environment()}
+    read = set(re.findall(r'"(TPU_[A-Z_]+)"', (runtime.parent / "include" / "tpurt.h").read_text()))
+    assert table == read and "TPU_NUM_THREADS" in table
+    env = dict(os.environ, TPU_NUM_THREADS="3")
+    out = subprocess.run([sys.executable, "-m", "torch_tpu", "info"], capture_output=True, text=True, check=True,
+                         env=env).stdout
+    for name in table:
+        assert name in out
+    assert re.search(r"TPU_NUM_THREADS\s+3\s", out) and re.search(r"TPU_HBM_BYTES\s+\(unset\)", out)
 
 
 def test_pinned_memory():

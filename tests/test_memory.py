@@ -1,4 +1,8 @@
 """HBM accounting, the caching allocator's statistics, OOM and recovery."""
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -47,3 +51,36 @@ def test_memory_stats_keys():
               "num_ooms", "allocation.all.allocated"):
         assert k in s
     assert "MiB" in torch.tpu.memory_summary()
+
+
+def test_convolution_peak_includes_its_im2col_columns():
+    """Kernel temporaries are HBM like tensors: a convolution's peak has its column matrix
+    (C_in * kh * kw rows by H_out * W_out columns, 8-byte slots) on top of its output."""
+    x = torch.randn(1, 8, 32, 32, device="tpu")
+    w = torch.randn(16, 8, 3, 3, device="tpu")
+    torch.tpu.synchronize()
+    base = torch.tpu.memory_allocated()
+    torch.tpu.reset_peak_memory_stats()
+    with torch.tpu.precision("highest"):  # f32 products, to compare with CPU's
+        y = torch.nn.functional.conv2d(x, w, padding=1)
+    torch.tpu.synchronize()
+    out_bytes, cols = y.numel() * 4, 8 * 3 * 3 * 32 * 32 * 8
+    assert torch.tpu.max_memory_allocated() - base >= out_bytes + cols
+    assert torch.tpu.memory_allocated() - base == out_bytes  # the temporaries went back
+    torch.testing.assert_close(y.cpu(), torch.nn.functional.conv2d(x.cpu(), w.cpu(), padding=1), rtol=1e-4, atol=1e-4)
+
+
+def test_kernel_temporaries_run_out_of_hbm_as_oom():
+    """A chip too small for a convolution's columns fails it with OutOfMemoryError, and recovers."""
+    code = ("import torch, torch_tpu\n"
+            "x = torch.randn(1, 8, 64, 64, device='tpu'); w = torch.randn(8, 8, 3, 3, device='tpu')\n"
+            "try:\n"
+            "    torch.nn.functional.conv2d(x, w, padding=1); torch.tpu.synchronize(); print('ran')\n"
+            "except torch.OutOfMemoryError as e:\n"
+            "    print('oom', 'TPU out of memory' in str(e))\n"
+            "print(torch.nn.functional.conv2d(x[:, :, :8, :8], w, padding=1).shape)\n")
+    # 2 MiB: room for x, w and the output (128 KiB each) but not the columns (2.25 MiB)
+    env = {**os.environ, "TPU_HBM_BYTES": str(1 << 21)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.splitlines()[:2] == ["oom True", "torch.Size([1, 8, 8, 8])"]

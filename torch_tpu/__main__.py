@@ -1,4 +1,5 @@
-"""``python -m torch_tpu info`` — the emulated chips this process sees (like ``tpu-info``)."""
+"""``python -m torch_tpu info`` — the emulated chips this process sees (like ``tpu-info``) and every
+environment variable the runtime reads, with its value here."""
 import argparse
 import sys
 
@@ -28,12 +29,15 @@ def info() -> str:
                      f"{p.bf16_tflops:>13.0f} {p.hbm_GBps:>9.0f} {mxu:>9}")
     price = f"${p0.usd_per_chip_hour:.2f} per chip-hour" if p0.usd_per_chip_hour else "price not published"
     lines.append(f"(emulated on the host CPU; HBM is accounted per chip against the {p0.generation} capacity; {price})")
+    lines.append("environment the runtime reads:")
+    for name, doc, value in torch_tpu._C._environment():
+        lines.append(f"  {name:22} {value if value is not None else '(unset)':12} {doc}")
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m torch_tpu")
-    parser.add_argument("command", choices=["info"], help="info: chips, generation, topology, HBM use")
+    parser.add_argument("command", choices=["info"], help="info: chips, generation, topology, HBM use, environment")
     parser.parse_args(argv)
     print(info())
     return 0

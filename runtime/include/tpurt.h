@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define TPURT_VERSION_MAJOR 0
-#define TPURT_VERSION_MINOR 3
+#define TPURT_VERSION_MINOR 4
 
 /* ---------------------------------------------------------------- status codes */
 /* X(code, value, python exception the C++ boundary raises) */
@@ -147,6 +147,12 @@ typedef struct tpurt_op_call {
   int32_t reserved;
   uint64_t rng_seed;   /* Philox key and counter base for ops flagged TPURT_OPF_RANDOM */
   uint64_t rng_offset;
+  /* Device memory the kernel takes its temporaries from (tpurt_op_plan says how much), owned
+   * by the caller and not touched by anyone else until the call completes on its stream; NULL:
+   * the runtime takes them from the chip's allocator for the kernel's duration. Either way
+   * they count against the chip's HBM. Since 0.4. */
+  void* scratch;
+  int64_t scratch_bytes;
   tpurt_value args[TPURT_MAX_ARGS];
   tpurt_tensor outs[TPURT_MAX_OUTS]; /* preallocated with PyTorch's shapes/dtypes/strides */
 } tpurt_op_call;
@@ -167,6 +173,50 @@ enum {
                                           data eagerly (a division by zero, a negative integer power) */
 };
 
+/* ---------------------------------------------------------------- op kinds (since 0.4) */
+/* What an op is, from the op table: what a fuser and a cost model need to know of it. */
+#define TPURT_OP_KIND_LIST(X)                         \
+  X(TPURT_KIND_OTHER, "other")                        \
+  X(TPURT_KIND_ELEMENTWISE, "elementwise")            \
+  X(TPURT_KIND_REDUCTION, "reduction")                \
+  X(TPURT_KIND_SCAN, "scan")                          \
+  X(TPURT_KIND_MATMUL, "matmul")                      \
+  X(TPURT_KIND_MOVEMENT, "movement")                  \
+  X(TPURT_KIND_DATA_SIZED, "data_sized")              \
+  X(TPURT_KIND_RANDOM, "random")                      \
+  X(TPURT_KIND_COLLECTIVE, "collective")
+typedef enum {
+#define TPURT_X(e, name) e,
+  TPURT_OP_KIND_LIST(TPURT_X)
+#undef TPURT_X
+  TPURT_KIND_COUNT
+} tpurt_op_kind;
+/* The value a reduction's accumulator starts from; NONE: no identity (max of nothing is an
+ * error, var of nothing NaN). */
+#define TPURT_IDENTITY_LIST(X) \
+  X(TPURT_IDENTITY_NONE, "none") X(TPURT_IDENTITY_ZERO, "zero") X(TPURT_IDENTITY_ONE, "one") X(TPURT_IDENTITY_NEG_INF, "-inf")
+typedef enum {
+#define TPURT_X(e, name) e,
+  TPURT_IDENTITY_LIST(TPURT_X)
+#undef TPURT_X
+} tpurt_identity;
+
+typedef struct tpurt_op_info {
+  size_t struct_size;
+  const char* kernel; /* static storage */
+  int32_t flags;      /* TPURT_OPF_* */
+  int32_t kind;       /* tpurt_op_kind */
+  int32_t arity;      /* ELEMENTWISE: operands (tensors or scalars) it combines, else -1 */
+  int32_t identity;   /* REDUCTION: tpurt_identity, else NONE */
+  int32_t contract[2]; /* MATMUL: argument indices of the two contracted operands, else -1 */
+  int32_t fusable;    /* 1 when the op's elementwise or reduction descriptor is linked: its
+                         chunk functions can be chained by a fuser */
+} tpurt_op_info;
+tpurt_status tpurt_op_get_info(int op, tpurt_op_info* out);
+/* "elementwise" etc.; "?" for an unknown value; static storage. */
+const char* tpurt_op_kind_name(int kind);
+const char* tpurt_identity_name(int identity);
+
 /* Number of ATen overload names the runtime implements natively. */
 int tpurt_op_name_count(void);
 /* i-th ATen overload name ("add.Tensor", "add_.Tensor", ...); static storage. */
@@ -184,7 +234,7 @@ int tpurt_op_flags(int op);
 tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* call);
 /* Run an op in stream order and return its own status: waits for `stream` (an earlier
  * failure comes back as that asynchronous one), then runs the kernel on the calling thread,
- * as debug mode does. Since 1.3. */
+ * as debug mode does. Since 0.3. */
 tpurt_status tpurt_op_launch_blocking(int32_t stream, const tpurt_op_call* call);
 /* Run an op now, on the calling thread (used by tests and by the stream workers). */
 tpurt_status tpurt_op_run(const tpurt_op_call* call);
@@ -195,6 +245,84 @@ tpurt_status tpurt_op_run(const tpurt_op_call* call);
  * launches the same call. `call` is the caller's; outs and nouts are overwritten. Fails like
  * the kernel would on bad input. */
 tpurt_status tpurt_op_size_outputs(int32_t stream, tpurt_op_call* call);
+
+/* ---------------------------------------------------------------- plans (since 0.4) */
+/* What the runtime will do with a call, decided from its descriptors alone: tensor data may
+ * be NULL (then nothing is known of overlaps). Everything a kernel would refuse for shapes
+ * and dtypes alone is refused here, with the kernel's message. */
+typedef struct tpurt_plan {
+  size_t struct_size;
+  int32_t kind;             /* the op's tpurt_op_kind */
+  int32_t outputs_from_data; /* TPURT_OPF_DATA_SIZED: output sizes come from tpurt_op_size_outputs */
+  int32_t private_outputs;  /* an output overlaps an input: the kernel writes a private copy first
+                               (part of scratch_bytes) */
+  int32_t runs_blocking;    /* tpurt_op_launch runs it on the calling thread (data errors raise from it) */
+  int64_t scratch_bytes;    /* device scratch the kernel's temporaries take (see tpurt_op_call.scratch) */
+  int64_t flops;            /* floating-point (or integer) operations, 0 when not modelled */
+  int64_t bytes_moved;      /* bytes the call reads and writes of its tensors */
+  tpurt_tensor outs[TPURT_MAX_OUTS]; /* the layout each output is written in (data as given) */
+  int32_t nouts;
+} tpurt_plan;
+/* Plan `call`. TPURT_OK: supported, *out filled. TPURT_ERR_UNSUPPORTED (or the error the kernel
+ * would raise for these shapes and dtypes): not supported, tpurt_last_error() says why. */
+tpurt_status tpurt_op_plan(const tpurt_op_call* call, tpurt_plan* out);
+
+/* ---------------------------------------------------------------- graphs (since 0.4) */
+/* A sequence of planned calls over a set of buffers, validated once and launched many times.
+ * Buffers are inputs and outputs (bound at each launch) or intermediates (the graph owns them:
+ * one arena sized by liveness, so intermediates that are never live together share memory).
+ * A call's tensors name a buffer through tpurt_graph_ref instead of a data pointer. */
+typedef struct tpurt_graph tpurt_graph;
+typedef enum { TPURT_BUFFER_INPUT = 0, TPURT_BUFFER_OUTPUT = 1, TPURT_BUFFER_INTERMEDIATE = 2 } tpurt_buffer_kind;
+/* The tensor at `slot` of a call lives in `buffer` at `offset` bytes. slot >= 0: argument slot
+ * (element `element` of a tensor list, else 0); slot < 0: output -slot-1. */
+typedef struct tpurt_graph_ref {
+  int32_t slot, element, buffer;
+  int64_t offset;
+} tpurt_graph_ref;
+typedef struct tpurt_graph_stats {
+  size_t struct_size;
+  int32_t ncalls, nbuffers;
+  int64_t intermediate_bytes; /* sum of the intermediates' sizes */
+  int64_t arena_bytes;        /* what the graph allocates for them after liveness planning */
+  int64_t scratch_bytes;      /* the largest call scratch (calls run one after another) */
+  int64_t flops, bytes_moved; /* sums over the planned calls */
+} tpurt_graph_stats;
+tpurt_status tpurt_graph_create(int device, tpurt_graph** out);
+void tpurt_graph_destroy(tpurt_graph* g); /* waits for its launches */
+tpurt_status tpurt_graph_add_buffer(tpurt_graph* g, tpurt_buffer_kind kind, int64_t nbytes, int32_t* id);
+/* Append a call (copied, lists included); tensors named in refs take no data pointer. */
+tpurt_status tpurt_graph_add_call(tpurt_graph* g, const tpurt_op_call* call, const tpurt_graph_ref* refs, int nrefs);
+/* Check every reference (buffer exists, the tensor fits in it), plan every call, lay out the
+ * intermediates by liveness and allocate the arena and scratch. Once; the graph is then fixed. */
+tpurt_status tpurt_graph_instantiate(tpurt_graph* g);
+tpurt_status tpurt_graph_get_stats(const tpurt_graph* g, tpurt_graph_stats* out);
+/* Run every call in order on `stream`. buffers[id] is the device pointer of each input and
+ * output buffer (entries of intermediates are ignored). Enqueued as one command; errors are
+ * reported like a kernel's. */
+tpurt_status tpurt_graph_launch(tpurt_graph* g, int32_t stream, void* const* buffers);
+
+/* ---------------------------------------------------------------- environment (since 0.4) */
+/* Every environment variable the runtime reads: X(enum, name, what it does). */
+#define TPURT_ENV_LIST(X)                                                                                   \
+  X(TPURT_ENV_ACCELERATOR_TYPE, "TPU_ACCELERATOR_TYPE", "emulated slice, e.g. v6e-8 (default v6e-1)")       \
+  X(TPURT_ENV_VISIBLE_CHIPS, "TPU_VISIBLE_CHIPS", "comma-separated chips of this host the process sees")     \
+  X(TPURT_ENV_WORKER_ID, "TPU_WORKER_ID", "this host's index in a multi-host slice (chip numbering)")       \
+  X(TPURT_ENV_TOPOLOGY, "TPU_TOPOLOGY", "slice topology, e.g. 2x4 (default: the generation's for its size)") \
+  X(TPURT_ENV_LAUNCH_BLOCKING, "TPU_LAUNCH_BLOCKING", "1: debug eager mode, every op synchronous")           \
+  X(TPURT_ENV_NUM_THREADS, "TPU_NUM_THREADS", "host threads the emulated chip computes with (default: all CPUs)") \
+  X(TPURT_ENV_HBM_BYTES, "TPU_HBM_BYTES", "override each chip's HBM capacity in bytes (tests of OOM)")
+typedef enum {
+#define TPURT_X(e, name, doc) e,
+  TPURT_ENV_LIST(TPURT_X)
+#undef TPURT_X
+  TPURT_ENV_COUNT
+} tpurt_env;
+/* The variable's name and description (static storage), NULL outside the table. */
+const char* tpurt_env_name(int e);
+const char* tpurt_env_doc(int e);
+/* Its value in this process, NULL when unset or empty. */
+const char* tpurt_env_get(tpurt_env e);
 
 /* ---------------------------------------------------------------- chips */
 typedef struct tpurt_chip_info {

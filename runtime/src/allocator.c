@@ -69,6 +69,13 @@ static int reusable_on(const block* b, int32_t stream) {
   return 1;
 }
 
+/* No stream still has work issued that uses it. */
+static int idle(const block* b) {
+  for (int i = 0; i < b->nuses; i++)
+    if (tpurt_stream_completed_seq(b->use_stream[i]) < b->use_seq[i]) return 0;
+  return 1;
+}
+
 static void unlink_free(device_pool* p, block* b) {
   for (block** pp = &p->free_list; *pp; pp = &(*pp)->next_free)
     if (*pp == b) {
@@ -115,7 +122,22 @@ static int64_t largest_free(const device_pool* p) {
   return m;
 }
 
-tpurt_status tpurt_malloc(int device, size_t nbytes, int32_t stream, void** out) {
+/* Frees the cached blocks no stream still uses (those are safe without synchronizing). */
+static void flush_idle_locked(device_pool* p) {
+  for (block** pp = &p->free_list; *pp;) {
+    block* b = *pp;
+    if (!idle(b)) {
+      pp = &b->next_free;
+      continue;
+    }
+    *pp = b->next_free;
+    release_block(p, b);
+  }
+}
+
+/* may_wait: under memory pressure, synchronize the device and give the whole cache back
+ * (a running kernel cannot: it may be what the device waits for). */
+static tpurt_status allocate(int device, size_t nbytes, int32_t stream, int may_wait, void** out) {
   *out = NULL;
   if (device < 0 || device >= tpurt_device_count())
     return tpurt_device_count() ? tpurt_fail(TPURT_ERR_VALUE, "invalid device tpu:%d", device)
@@ -127,7 +149,9 @@ tpurt_status tpurt_malloc(int device, size_t nbytes, int32_t stream, void** out)
   for (block* b = p->free_list; b; b = b->next_free) {
     if (b->size < size) continue;
     if (b->size > size + size / 4 + SMALL_ROUND) break; /* too wasteful: make a new one */
-    if (reusable_on(b, stream)) {
+    /* A running kernel is earlier in its stream's order than work the host issued since: a
+     * block freed after such work only becomes its once that work completed. */
+    if (may_wait ? reusable_on(b, stream) : idle(b)) {
       found = b;
       break;
     }
@@ -137,10 +161,14 @@ tpurt_status tpurt_malloc(int device, size_t nbytes, int32_t stream, void** out)
   } else {
     if (p->stats.reserved_bytes + (int64_t)size > p->capacity && p->free_list) {
       /* Memory pressure: wait for the device, then give the cache back and retry. */
-      pthread_mutex_unlock(&mu);
-      tpurt_device_synchronize(device);
-      pthread_mutex_lock(&mu);
-      flush_locked(p);
+      if (may_wait) {
+        pthread_mutex_unlock(&mu);
+        tpurt_device_synchronize(device);
+        pthread_mutex_lock(&mu);
+        flush_locked(p);
+      } else {
+        flush_idle_locked(p);
+      }
       p->stats.cache_flushes++;
     }
     if (p->stats.reserved_bytes + (int64_t)size > p->capacity) {
@@ -197,19 +225,29 @@ tpurt_status tpurt_malloc(int device, size_t nbytes, int32_t stream, void** out)
   return TPURT_OK;
 }
 
+tpurt_status tpurt_malloc(int device, size_t nbytes, int32_t stream, void** out) {
+  return allocate(device, nbytes, stream, 1, out);
+}
+
+tpurt_status tpurt_malloc_in_kernel(int device, size_t nbytes, void** out) {
+  return allocate(device, nbytes, tpurt_stream_make(device, 0), 0, out);
+}
+
 static block* find_locked(const void* ptr) {
   for (block* b = by_ptr[hash_ptr(ptr)]; b; b = b->hash_next)
     if (b->ptr == ptr) return b;
   return NULL;
 }
 
-void tpurt_free(void* ptr) {
+/* in_kernel: a kernel's temporary, which nothing uses once the kernel is done with it */
+static void release(void* ptr, int in_kernel) {
   if (!ptr) return;
   pthread_mutex_lock(&mu);
   block* b = find_locked(ptr);
   if (b && b->in_use) {
     device_pool* p = &pools[b->device];
     b->in_use = 0;
+    if (in_kernel) b->nuses = 0;
     for (int i = 0; i < b->nuses; i++) b->use_seq[i] = tpurt_stream_issued_seq(b->use_stream[i]);
     p->stats.allocated_bytes -= (int64_t)b->size;
     p->stats.requested_bytes -= (int64_t)b->requested;
@@ -218,6 +256,9 @@ void tpurt_free(void* ptr) {
   }
   pthread_mutex_unlock(&mu);
 }
+
+void tpurt_free(void* ptr) { release(ptr, 0); }
+void tpurt_free_in_kernel(void* ptr) { release(ptr, 1); }
 
 void tpurt_record_stream(void* ptr, int32_t stream) {
   pthread_mutex_lock(&mu);

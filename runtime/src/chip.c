@@ -52,7 +52,7 @@ static const generation* find_generation(const char* prefix, size_t len) {
 }
 
 static void default_topology(const generation* g, int chips, char* out, size_t n) {
-  const char* env = getenv("TPU_TOPOLOGY");
+  const char* env = tpurt_env_get(TPURT_ENV_TOPOLOGY);
   if (env && *env) {
     snprintf(out, n, "%s", env);
     return;
@@ -70,7 +70,7 @@ static void default_topology(const generation* g, int chips, char* out, size_t n
 }
 
 static void configure(void) {
-  const char* type = getenv("TPU_ACCELERATOR_TYPE");
+  const char* type = tpurt_env_get(TPURT_ENV_ACCELERATOR_TYPE);
   if (!type || !*type) type = "v6e-1";
   snprintf(cfg.accelerator_type, sizeof cfg.accelerator_type, "%s", type);
   const char* dash = strrchr(type, '-');
@@ -90,9 +90,9 @@ static void configure(void) {
   cfg.slice_chips = chips;
   default_topology(cfg.gen, chips, cfg.topology, sizeof cfg.topology);
   int host_chips = chips < cfg.gen->chips_per_host ? chips : cfg.gen->chips_per_host;
-  const char* worker = getenv("TPU_WORKER_ID");
+  const char* worker = tpurt_env_get(TPURT_ENV_WORKER_ID);
   int first = worker ? atoi(worker) * host_chips : 0;
-  const char* visible = getenv("TPU_VISIBLE_CHIPS");
+  const char* visible = tpurt_env_get(TPURT_ENV_VISIBLE_CHIPS);
   if (visible && *visible) {
     const char* p = visible;
     while (*p && cfg.count < MAX_CHIPS) {
@@ -111,9 +111,26 @@ static void configure(void) {
   } else {
     for (int i = 0; i < host_chips && i < MAX_CHIPS; i++) cfg.global_index[cfg.count++] = first + i;
   }
-  const char* blocking = getenv("TPU_LAUNCH_BLOCKING");
+  const char* blocking = tpurt_env_get(TPURT_ENV_LAUNCH_BLOCKING);
   if (blocking && *blocking && strcmp(blocking, "0") != 0) tpurt_set_eager_mode(TPURT_MODE_DEBUG);
   cfg.status = TPURT_OK;
+}
+
+static const char* const env_names[] = {
+#define TPURT_X(e, name, doc) name,
+    TPURT_ENV_LIST(TPURT_X)
+#undef TPURT_X
+};
+static const char* const env_docs[] = {
+#define TPURT_X(e, name, doc) doc,
+    TPURT_ENV_LIST(TPURT_X)
+#undef TPURT_X
+};
+const char* tpurt_env_name(int e) { return e >= 0 && e < TPURT_ENV_COUNT ? env_names[e] : NULL; }
+const char* tpurt_env_doc(int e) { return e >= 0 && e < TPURT_ENV_COUNT ? env_docs[e] : NULL; }
+const char* tpurt_env_get(tpurt_env e) {
+  const char* v = e >= 0 && e < TPURT_ENV_COUNT ? getenv(env_names[e]) : NULL;
+  return v && *v ? v : NULL;
 }
 
 tpurt_status tpurt_init(void) {
@@ -144,7 +161,7 @@ tpurt_status tpurt_chip_get_info(int device, tpurt_chip_info* out) {
   snprintf(i.topology, sizeof i.topology, "%s", cfg.topology);
   i.global_index = cfg.global_index[device];
   i.hbm_bytes = cfg.gen->hbm_bytes;
-  const char* override = getenv("TPU_HBM_BYTES"); /* shrink the emulated HBM for tests */
+  const char* override = tpurt_env_get(TPURT_ENV_HBM_BYTES); /* shrink the emulated HBM for tests */
   if (override && atoll(override) > 0) i.hbm_bytes = atoll(override);
   i.bf16_tflops = cfg.gen->bf16_tflops;
   i.hbm_GBps = cfg.gen->hbm_GBps;

@@ -4,6 +4,7 @@
 #define TPURT_INTERNAL_H
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
@@ -22,8 +23,32 @@ typedef tpurt_status (*tpurt_kernel_fn)(const tpurt_op_call* call);
 /* A TPURT_OPF_DATA_SIZED kernel is also called by tpurt_op_size_outputs with nouts == 0:
  * it then validates its inputs, declares every output and returns without writing any. */
 static inline int tpurt_sizing(const tpurt_op_call* c) { return c->nouts == 0; }
+/* Elementwise plan: the dtype the descriptor computes in is one it has a chunk function for. */
+struct ew_op;
+tpurt_status tpurt_ew_plan(const tpurt_op_call* c, const struct ew_op* op);
 /* Declare output `o` of a sizing call: dtype and sizes, dense strides. */
 void tpurt_declare_output(const tpurt_op_call* c, int o, int dtype, int ndim, const int64_t* sizes);
+/* The descriptors the table links an op to (kernels/elementwise.h EW_LINK, kernels/reduce.h
+ * RED_LINK), NULL when it has none: a fuser chains their chunk functions. */
+struct ew_op;
+struct red_link;
+const struct ew_op* tpurt_op_ew_desc(int op);
+const struct red_link* tpurt_op_red_desc(int op);
+/* A kernel's plan hook (tpurt_plan_<kernel>, optional): given the generic plan of the call
+ * (outputs, bytes), it adds what only the kernel knows (its dtype checks for these shapes,
+ * scratch bytes, flops) or fails like the kernel would. */
+typedef tpurt_status (*tpurt_plan_fn)(const tpurt_op_call* call, tpurt_plan* plan);
+tpurt_plan_fn tpurt_op_plan_hook(int op);
+/* The launch path's decisions (launch.c), shared with the plan step: a call the runtime can
+ * take at all (op id, argument counts); one that runs on the calling thread; one whose output
+ * overlaps an input (the kernel then writes private temporaries that are copied out). */
+tpurt_status tpurt_check_call(const tpurt_op_call* c);
+int tpurt_op_runs_blocking(const tpurt_op_call* c);
+int tpurt_needs_private_outputs(const tpurt_op_call* c);
+/* A call copied into dst, which has tpurt_call_lists_size(c) bytes after the struct for its
+ * lists (the copy's lists point there). */
+size_t tpurt_call_lists_size(const tpurt_op_call* c);
+void tpurt_call_copy(tpurt_op_call* dst, const tpurt_op_call* c);
 
 /* ---------------------------------------------------------------- half types */
 static inline float tpurt_bf16_to_f32(uint16_t v) {
@@ -239,12 +264,43 @@ int tpurt_pool_threads(void);
  * split: chunks must write disjoint outputs (never combine partial sums across chunks). */
 void tpurt_parallel_for(int64_t n, int64_t grain, tpurt_pool_fn fn, void* ctx);
 
-/* A 64-byte aligned host buffer of at least `bytes` that belongs to the calling thread and
- * is handed out again by its next call with the same slot: valid until then, never freed
- * by the caller. Kernels' big temporaries come from here because fresh pages on every call
- * (malloc/free of megabytes maps and unmaps them) cost page faults and zeroing that take
- * longer than the kernel at moderate sizes. NULL when the host is out of memory. */
-enum { TPURT_SCRATCH_GEMM, TPURT_SCRATCH_COLS, TPURT_SCRATCH_COLS_T, TPURT_SCRATCH_SLOTS };
-void* tpurt_scratch(int slot, size_t bytes);
+/* ---------------------------------------------------------------- kernel temporaries (temp.c) */
+/* A kernel's working memory: 64-byte aligned device memory counted against the chip's HBM,
+ * from the call's planned scratch while it lasts, else the caching allocator; valid until the
+ * kernel returns (tpurt_op_run gives it all back). NULL with the error set (OOM) when the chip
+ * is full. Callable from the kernel's thread and from its parallel loops' helpers. */
+void* tpurt_temp(size_t bytes);
+void* tpurt_temp_zeroed(size_t bytes);
+/* Give a temporary back before the kernel returns (a big buffer used by one phase). */
+void tpurt_temp_release(void* p);
+typedef struct tpurt_temp_ctx {
+  int device;
+  char* arena;
+  size_t arena_size, used;
+  pthread_mutex_t mu;
+  void** blocks;
+  int n, cap;
+  struct tpurt_temp_ctx* outer;
+} tpurt_temp_ctx;
+void tpurt_temp_begin(tpurt_temp_ctx* t, const tpurt_op_call* c);
+void tpurt_temp_end(tpurt_temp_ctx* t);
+/* The running kernel's context (for the pool's helpers to adopt), or NULL. */
+tpurt_temp_ctx* tpurt_temp_current(void);
+void tpurt_temp_adopt(tpurt_temp_ctx* t);
+/* tpurt_malloc from inside a running kernel: takes only cached blocks no stream's issued work
+ * still uses (the kernel is earlier in stream order than work the host issued since), never
+ * waits for a stream (the kernel may be the work waited for); under memory pressure it gives
+ * back only such idle blocks. */
+tpurt_status tpurt_malloc_in_kernel(int device, size_t nbytes, void** out);
+/* Give back what tpurt_malloc_in_kernel gave once the kernel is done with it: nothing else
+ * uses it, so it is reusable at once, by anyone. */
+void tpurt_free_in_kernel(void* ptr);
+
+/* The GEMM's packing workspace: a 64-byte aligned host buffer of at least `bytes` that belongs
+ * to the calling thread and is handed out again by its next call: valid until then, never
+ * freed by the caller. Bounded (a few MiB: the emulator's stand-in for on-chip vector memory,
+ * not HBM), and reused because fresh pages on every call cost page faults that take longer
+ * than the kernel at moderate sizes. NULL when the host is out of memory. */
+void* tpurt_scratch(size_t bytes);
 
 #endif /* TPURT_INTERNAL_H */

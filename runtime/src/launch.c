@@ -8,19 +8,42 @@
 
 #include "internal.h"
 
-#define OP(kernel, flags, names) tpurt_status tpurt_kernel_##kernel(const tpurt_op_call* call);
+/* Every kernel; its descriptor links and plan hook where it has them (weak: NULL otherwise). */
+#define OP(kernel, kind, flags, names)                                              \
+  tpurt_status tpurt_kernel_##kernel(const tpurt_op_call* call);                    \
+  extern const struct ew_op* const tpurt_ew_desc_##kernel __attribute__((weak));    \
+  extern const struct red_link tpurt_red_desc_##kernel __attribute__((weak));       \
+  tpurt_status tpurt_plan_##kernel(const tpurt_op_call* call, tpurt_plan* plan) __attribute__((weak));
 #include "ops.def"
 #undef OP
+
+/* The kind column of the table: K_EW(operands), K_RED(identity), K_MATMUL(arg, arg), ... */
+typedef struct op_kind {
+  int kind, arity, identity, contract[2];
+} op_kind;
+#define K_OTHER {TPURT_KIND_OTHER, -1, TPURT_IDENTITY_NONE, {-1, -1}}
+#define K_EW(n) {TPURT_KIND_ELEMENTWISE, n, TPURT_IDENTITY_NONE, {-1, -1}}
+#define K_RED(id) {TPURT_KIND_REDUCTION, -1, TPURT_IDENTITY_##id, {-1, -1}}
+#define K_SCAN {TPURT_KIND_SCAN, -1, TPURT_IDENTITY_NONE, {-1, -1}}
+#define K_MATMUL(a, b) {TPURT_KIND_MATMUL, -1, TPURT_IDENTITY_NONE, {a, b}}
+#define K_MOVE {TPURT_KIND_MOVEMENT, -1, TPURT_IDENTITY_NONE, {-1, -1}}
+#define K_DATA {TPURT_KIND_DATA_SIZED, -1, TPURT_IDENTITY_NONE, {-1, -1}}
+#define K_RANDOM {TPURT_KIND_RANDOM, -1, TPURT_IDENTITY_NONE, {-1, -1}}
 
 typedef struct op_entry {
   const char* kernel;
   tpurt_kernel_fn fn;
   int flags;
   const char* names; /* space separated ATen overload names */
+  op_kind kind;
+  const struct ew_op* const* ew;
+  const struct red_link* red;
+  tpurt_status (*plan)(const tpurt_op_call* call, tpurt_plan* plan);
 } op_entry;
 
 static const op_entry ops[] = {
-#define OP(kernel, flags, names) {#kernel, tpurt_kernel_##kernel, flags, names},
+#define OP(kernel, kind, flags, names) \
+  {#kernel, tpurt_kernel_##kernel, flags, names, kind, &tpurt_ew_desc_##kernel, &tpurt_red_desc_##kernel, tpurt_plan_##kernel},
 #include "ops.def"
 #undef OP
 };
@@ -73,6 +96,36 @@ int tpurt_op_lookup(const char* name) {
 
 const char* tpurt_op_kernel_name(int op) { return op >= 0 && op < OP_COUNT ? ops[op].kernel : "?"; }
 int tpurt_op_flags(int op) { return op >= 0 && op < OP_COUNT ? ops[op].flags : 0; }
+
+const struct ew_op* tpurt_op_ew_desc(int op) { return op >= 0 && op < OP_COUNT && ops[op].ew ? *ops[op].ew : NULL; }
+const struct red_link* tpurt_op_red_desc(int op) { return op >= 0 && op < OP_COUNT ? ops[op].red : NULL; }
+tpurt_plan_fn tpurt_op_plan_hook(int op) { return op >= 0 && op < OP_COUNT ? ops[op].plan : NULL; }
+
+tpurt_status tpurt_op_get_info(int op, tpurt_op_info* out) {
+  if (op < 0 || op >= OP_COUNT) return tpurt_fail(TPURT_ERR_VALUE, "unknown op id %d", op);
+  const op_entry* e = &ops[op];
+  tpurt_op_info i = {sizeof i, e->kernel, e->flags, e->kind.kind, e->kind.arity, e->kind.identity,
+                     {e->kind.contract[0], e->kind.contract[1]}, tpurt_op_ew_desc(op) || e->red};
+  size_t n = out->struct_size && out->struct_size < sizeof i ? out->struct_size : sizeof i;
+  memcpy(out, &i, n);
+  out->struct_size = n;
+  return TPURT_OK;
+}
+
+static const char* const kind_names[] = {
+#define TPURT_X(e, name) name,
+    TPURT_OP_KIND_LIST(TPURT_X)
+#undef TPURT_X
+};
+static const char* const identity_names[] = {
+#define TPURT_X(e, name) name,
+    TPURT_IDENTITY_LIST(TPURT_X)
+#undef TPURT_X
+};
+const char* tpurt_op_kind_name(int k) { return k >= 0 && k < TPURT_KIND_COUNT ? kind_names[k] : "?"; }
+const char* tpurt_identity_name(int i) {
+  return i >= 0 && i < (int)(sizeof identity_names / sizeof *identity_names) ? identity_names[i] : "?";
+}
 
 /* ---------------------------------------------------------------- modes */
 static int eager_mode = TPURT_MODE_STRICT;
@@ -181,31 +234,31 @@ static int uses_f64(const tpurt_op_call* c) {
   return 0;
 }
 
-tpurt_status tpurt_op_run(const tpurt_op_call* c) {
-  if (c->op < 0 || c->op >= OP_COUNT) return tpurt_fail(TPURT_ERR_VALUE, "unknown op id %d", c->op);
-  tpurt_metrics_count_op(c->op, uses_f64(c));
-  if (!needs_private_outputs(c)) return ops[c->op].fn(c);
-  /* An output shares memory with an input: compute into private buffers, then copy. */
-  tpurt_op_call* tmp = malloc(sizeof *tmp);
-  memcpy(tmp, c, sizeof *tmp);
-  void* bufs[TPURT_MAX_OUTS] = {0};
-  tpurt_status s = TPURT_OK;
+int tpurt_needs_private_outputs(const tpurt_op_call* c) { return needs_private_outputs(c); }
+
+/* An output shares memory with an input: compute into private temporaries, then copy. */
+static tpurt_status run_private(const tpurt_op_call* c) {
+  tpurt_op_call* tmp = tpurt_temp(sizeof *tmp);
+  tpurt_status s = tmp ? TPURT_OK : TPURT_ERR_OOM;
+  if (tmp) memcpy(tmp, c, sizeof *tmp);
   for (int o = 0; o < c->nouts && !s; o++) {
     tpurt_tensor* t = &tmp->outs[o];
-    int64_t n = tpurt_numel(t);
-    bufs[o] = malloc((size_t)(n ? n : 1) * tpurt_dtype_size((tpurt_dtype)t->dtype));
-    if (!bufs[o]) s = tpurt_fail(TPURT_ERR_OOM, "host out of memory for a temporary output");
-    t->data = bufs[o];
-    int64_t st = 1;
-    for (int d = t->ndim - 1; d >= 0; d--) {
-      t->strides[d] = st;
-      st *= t->sizes[d];
-    }
+    t->data = tpurt_temp((size_t)tpurt_numel(t) * tpurt_dtype_size((tpurt_dtype)t->dtype));
+    if (!t->data) s = TPURT_ERR_OOM;
+    *t = tpurt_dense_like(t, t->data, t->dtype);
   }
   if (!s) s = ops[c->op].fn(tmp);
   for (int o = 0; o < c->nouts && !s; o++) s = tpurt_copy_tensor(&c->outs[o], &tmp->outs[o]);
-  for (int o = 0; o < c->nouts; o++) free(bufs[o]);
-  free(tmp);
+  return s;
+}
+
+tpurt_status tpurt_op_run(const tpurt_op_call* c) {
+  if (c->op < 0 || c->op >= OP_COUNT) return tpurt_fail(TPURT_ERR_VALUE, "unknown op id %d", c->op);
+  tpurt_metrics_count_op(c->op, uses_f64(c));
+  tpurt_temp_ctx temps;
+  tpurt_temp_begin(&temps, c);
+  tpurt_status s = needs_private_outputs(c) ? run_private(c) : ops[c->op].fn(c);
+  tpurt_temp_end(&temps);
   return s;
 }
 
@@ -230,7 +283,9 @@ static size_t lists_size(const tpurt_op_call* c) {
  * arguments and outputs in use are copied (a call struct is ~9 KiB, a small op uses a
  * few hundred bytes of it); the unused ones read as NONE / no tensor, like the caller's
  * zeroed struct. Lists move into the storage after the struct. */
-static void copy_call(tpurt_op_call* dst, const tpurt_op_call* c) {
+size_t tpurt_call_lists_size(const tpurt_op_call* c) { return lists_size(c); }
+
+void tpurt_call_copy(tpurt_op_call* dst, const tpurt_op_call* c) {
   memcpy(dst, c, offsetof(tpurt_op_call, args));
   memcpy(dst->args, c->args, sizeof(tpurt_value) * (size_t)c->nargs);
   for (int a = c->nargs; a < TPURT_MAX_ARGS; a++) dst->args[a].kind = TPURT_V_NONE;
@@ -250,7 +305,7 @@ static void copy_call(tpurt_op_call* dst, const tpurt_op_call* c) {
   }
 }
 
-static void fill_call(void* payload, const void* src) { copy_call(payload, src); }
+static void fill_call(void* payload, const void* src) { tpurt_call_copy(payload, src); }
 
 /* Elements an op touches (tensor arguments and outputs), capped at `cap`. */
 static int64_t touched_elements(const tpurt_op_call* c, int64_t cap) {
@@ -273,7 +328,15 @@ static int64_t touched_elements(const tpurt_op_call* c, int64_t cap) {
 
 static tpurt_status run_cloned(void* p) { return tpurt_op_run(p); }
 
-static tpurt_status check_call(const tpurt_op_call* c) {
+int tpurt_op_runs_blocking(const tpurt_op_call* c) {
+  int flags = ops[c->op].flags;
+  int eager = (flags & TPURT_OPF_EAGER_ERRORS) ||
+              ((flags & TPURT_OPF_EAGER_INT_ERRORS) && c->nouts > 0 && !tpurt_is_float(c->outs[0].dtype) &&
+               !tpurt_is_complex(c->outs[0].dtype));
+  return eager || tpurt_get_eager_mode() == TPURT_MODE_DEBUG;
+}
+
+tpurt_status tpurt_check_call(const tpurt_op_call* c) {
   tpurt_status s = tpurt_init();
   if (s) return s;
   if (c->op < 0 || c->op >= OP_COUNT) return tpurt_fail(TPURT_ERR_VALUE, "unknown op id %d", c->op);
@@ -283,19 +346,15 @@ static tpurt_status check_call(const tpurt_op_call* c) {
 }
 
 tpurt_status tpurt_op_launch_blocking(int32_t stream, const tpurt_op_call* c) {
-  tpurt_status s = check_call(c);
+  tpurt_status s = tpurt_check_call(c);
   if (!s) s = tpurt_stream_synchronize(stream);
   return s ? s : tpurt_op_run(c);
 }
 
 tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* c) {
-  tpurt_status s = check_call(c);
+  tpurt_status s = tpurt_check_call(c);
   if (s) return s;
-  int flags = ops[c->op].flags;
-  int eager = (flags & TPURT_OPF_EAGER_ERRORS) ||
-              ((flags & TPURT_OPF_EAGER_INT_ERRORS) && c->nouts > 0 && !tpurt_is_float(c->outs[0].dtype) &&
-               !tpurt_is_complex(c->outs[0].dtype));
-  if (tpurt_get_eager_mode() == TPURT_MODE_DEBUG || eager) return tpurt_op_launch_blocking(stream, c);
+  if (tpurt_op_runs_blocking(c)) return tpurt_op_launch_blocking(stream, c);
   if (touched_elements(c, INLINE_MAX_ELEMENTS + 1) <= INLINE_MAX_ELEMENTS &&
       tpurt_stream_run_if_idle(stream, run_cloned, (void*)c, ops[c->op].kernel))
     return TPURT_OK;
@@ -305,7 +364,7 @@ tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* c) {
   /* long lists (foreach over many tensors): a heap copy */
   tpurt_op_call* copy = malloc(sizeof *copy + extra);
   if (!copy) return tpurt_fail(TPURT_ERR_OOM, "host out of memory queueing op %s", ops[c->op].kernel);
-  copy_call(copy, c);
+  tpurt_call_copy(copy, c);
   return tpurt_stream_enqueue(stream, run_cloned, copy, free, ops[c->op].kernel);
 }
 
@@ -327,7 +386,10 @@ static tpurt_status size_cmd(void* p) {
   tpurt_op_call* c = p;
   c->nouts = 0;
   for (int o = 0; o < TPURT_MAX_OUTS; o++) c->outs[o].ndim = -1, c->outs[o].data = NULL;
+  tpurt_temp_ctx temps;
+  tpurt_temp_begin(&temps, c);
   tpurt_status s = ops[c->op].fn(c);
+  tpurt_temp_end(&temps);
   while (c->nouts < TPURT_MAX_OUTS && c->outs[c->nouts].ndim >= 0) c->nouts++;
   return s;
 }

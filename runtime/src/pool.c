@@ -48,6 +48,7 @@ static struct {
   void* ctx;
   int64_t n, grain;
   int64_t next; /* first unclaimed item */
+  tpurt_temp_ctx* temp; /* the calling kernel's temporaries, which helpers may take too */
 } pool = {.busy = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
@@ -83,7 +84,9 @@ static void* helper_main(void* p) {
       pthread_mutex_unlock(&pool.mu);
     }
     seen = g;
+    tpurt_temp_adopt(pool.temp);
     run_chunks();
+    tpurt_temp_adopt(NULL);
     __atomic_fetch_sub(&pool.pending, 1, __ATOMIC_RELEASE);
   }
   return NULL;
@@ -102,8 +105,8 @@ static void pool_init(void) {
   pthread_atfork(NULL, NULL, pool_after_fork_child);
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   int n = ncpu > 0 ? (int)ncpu : 1;
-  const char* env = getenv("TPU_NUM_THREADS");
-  if (env && *env) {
+  const char* env = tpurt_env_get(TPURT_ENV_NUM_THREADS);
+  if (env) {
     int v = atoi(env);
     if (v >= 1) n = v;
   }
@@ -138,6 +141,7 @@ void tpurt_parallel_for(int64_t n, int64_t grain, tpurt_pool_fn fn, void* ctx) {
   pool.n = n;
   pool.grain = grain;
   pool.next = 0;
+  pool.temp = tpurt_temp_current();
   __atomic_store_n(&pool.pending, nt - 1, __ATOMIC_RELAXED);
   pthread_mutex_lock(&pool.mu);
   __atomic_fetch_add(&pool.gen, 1, __ATOMIC_RELEASE);
@@ -153,20 +157,20 @@ void tpurt_parallel_for(int64_t n, int64_t grain, tpurt_pool_fn fn, void* ctx) {
 static _Thread_local struct {
   void* p;
   size_t bytes;
-} scratch[TPURT_SCRATCH_SLOTS];
+} scratch;
 
-/* A buffer above this is not kept for smaller requests: one huge convolution must not pin
- * its columns' memory to the thread for the rest of the process. */
+/* A buffer above this is not kept for smaller requests: one huge product must not pin its
+ * workspace to the thread for the rest of the process. */
 #define SCRATCH_KEEP_MAX ((size_t)64 << 20)
 
-void* tpurt_scratch(int slot, size_t bytes) {
-  size_t have = scratch[slot].bytes;
-  if (bytes <= have && (have <= SCRATCH_KEEP_MAX || bytes > SCRATCH_KEEP_MAX)) return scratch[slot].p;
-  free(scratch[slot].p);
-  scratch[slot].p = NULL;
-  scratch[slot].bytes = 0;
+void* tpurt_scratch(size_t bytes) {
+  size_t have = scratch.bytes;
+  if (bytes <= have && (have <= SCRATCH_KEEP_MAX || bytes > SCRATCH_KEEP_MAX)) return scratch.p;
+  free(scratch.p);
+  scratch.p = NULL;
+  scratch.bytes = 0;
   bytes = (bytes + 4095) & ~(size_t)4095;
-  if (posix_memalign(&scratch[slot].p, 64, bytes)) return scratch[slot].p = NULL;
-  scratch[slot].bytes = bytes;
-  return scratch[slot].p;
+  if (posix_memalign(&scratch.p, 64, bytes)) return scratch.p = NULL;
+  scratch.bytes = bytes;
+  return scratch.p;
 }

@@ -190,22 +190,19 @@ static void test_inline_when_idle(void) {
   tpurt_stream_synchronize(s);
 }
 
-/* Per-thread scratch: reused for smaller requests, grown for larger ones, and a buffer past
- * the keep limit is not held for a small request; slots are independent. */
+/* Per-thread GEMM workspace: reused for smaller requests, grown for larger ones, and a buffer
+ * past the keep limit is not held for a small request. */
 static void test_scratch(void) {
-  char* a = tpurt_scratch(TPURT_SCRATCH_GEMM, 1000);
+  char* a = tpurt_scratch(1000);
   CHECK(a && (uintptr_t)a % 64 == 0, "scratch must be 64-byte aligned");
   memset(a, 1, 1000);
-  CHECK(tpurt_scratch(TPURT_SCRATCH_GEMM, 10) == a, "a smaller request must reuse the buffer");
-  char* c = tpurt_scratch(TPURT_SCRATCH_COLS, 1000);
-  CHECK(c && c != a, "slots must not share a buffer");
-  char* big = tpurt_scratch(TPURT_SCRATCH_GEMM, (size_t)100 << 20);
+  CHECK(tpurt_scratch(10) == a, "a smaller request must reuse the buffer");
+  char* big = tpurt_scratch((size_t)100 << 20);
   CHECK(big != NULL, "a 100 MiB scratch must be allocatable");
-  CHECK(tpurt_scratch(TPURT_SCRATCH_GEMM, (size_t)90 << 20) == big, "a large request under the buffer reuses it");
-  char* small = tpurt_scratch(TPURT_SCRATCH_GEMM, 4096);
+  CHECK(tpurt_scratch((size_t)90 << 20) == big, "a large request under the buffer reuses it");
+  char* small = tpurt_scratch(4096);
   CHECK(small != NULL, "scratch after a big one");
   memset(small, 2, 4096); /* ASan: must be a live, big-enough buffer */
-  CHECK(tpurt_scratch(TPURT_SCRATCH_COLS, 1000) == c, "another slot's buffer must survive");
 }
 
 int main(void) {

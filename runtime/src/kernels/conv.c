@@ -206,13 +206,19 @@ static int flat_stride(const tpurt_tensor* t, int d0, int64_t* fs) {
   return 1;
 }
 
+/* Temporaries (kernel and plan hook take the same): the dense copy of an operand whose strides
+ * do not flatten, the column matrix (widest element), the accumulator. */
+static size_t operand_bytes(const tpurt_tensor* t, int d0) {
+  int64_t fs;
+  return flat_stride(t, d0, &fs) ? 0 : (size_t)tpurt_numel(t) * tpurt_dtype_size((tpurt_dtype)t->dtype);
+}
+
 static tpurt_status operand_init(operand* o, const tpurt_tensor* t, int d0) {
   o->t = *t;
   o->owned = NULL;
   if (flat_stride(t, d0, &o->fs)) return TPURT_OK;
-  size_t n = (size_t)tpurt_numel(t) * tpurt_dtype_size((tpurt_dtype)t->dtype);
-  o->owned = malloc(n ? n : 1);
-  if (!o->owned) return tpurt_fail(TPURT_ERR_OOM, "convolution: host out of memory for scratch");
+  o->owned = tpurt_temp(operand_bytes(t, d0));
+  if (!o->owned) return TPURT_ERR_OOM;
   o->t = tpurt_dense_like(t, o->owned, t->dtype);
   o->fs = 1;
   return tpurt_copy_tensor(&o->t, t);
@@ -230,15 +236,21 @@ typedef struct {
   void *ws, *col; /* GEMM scratch; column matrix (CbK x Ls, widest element) */
 } conv_run;
 
+static size_t col_bytes(const geom* g) { return (size_t)(g->CbK * g->Ls) * 8; }
+/* to_big_direct's column matrix and flipped weight */
+static size_t direct_col_bytes(const geom* g) { return (size_t)(g->Csg * g->Kk * g->Lb) * 8; }
+static size_t acc_dtype_size(int dtype) { return dtype == TPURT_F64 || !tpurt_is_float(dtype) ? 8 : 4; }
+
+/* The GEMM's packing workspace stays the thread's own (tpurt_scratch): bounded, the emulator's
+ * stand-in for on-chip vector memory, not HBM. */
 static tpurt_status run_init(conv_run* r, int dtype, int prec) {
   r->prec = prec;
   r->acc_dt = dtype == TPURT_F64 ? TPURT_F64 : tpurt_is_float(dtype) ? TPURT_F32 : TPURT_I64;
   r->aes = tpurt_dtype_size((tpurt_dtype)r->acc_dt);
-  size_t n = (size_t)(r->g.CbK * r->g.Ls) * 8;
-  r->ws = tpurt_scratch(TPURT_SCRATCH_GEMM, tpurt_gemm_scratch_bytes());
-  r->col = tpurt_scratch(TPURT_SCRATCH_COLS, n ? n : 1);
-  if (!r->ws || !r->col) return tpurt_fail(TPURT_ERR_OOM, "convolution: host out of memory for scratch");
-  return TPURT_OK;
+  r->ws = tpurt_scratch(tpurt_gemm_scratch_bytes());
+  if (!r->ws) return tpurt_fail(TPURT_ERR_OOM, "convolution: host out of memory for the GEMM workspace");
+  r->col = tpurt_temp(col_bytes(&r->g));
+  return r->col ? TPURT_OK : TPURT_ERR_OOM;
 }
 
 static void im2col(const conv_run* r, const tpurt_tensor* B, int64_t n, int64_t grp) {
@@ -291,9 +303,9 @@ static tpurt_status to_big_direct(const conv_run* r, const tpurt_tensor* S, cons
     h->pd[i] = g->dl[i] * (g->k[i] - 1) - g->pd[i];
   }
   size_t es = tpurt_dtype_size((tpurt_dtype)w->dtype);
-  operand W = {*w, 1, malloc((size_t)tpurt_numel(w) * es + 1)};
-  d.col = tpurt_scratch(TPURT_SCRATCH_COLS_T, (size_t)(h->CbK * h->Ls) * 8 + 1);
-  tpurt_status s = W.owned && d.col ? TPURT_OK : tpurt_fail(TPURT_ERR_OOM, "convolution: host out of memory for scratch");
+  operand W = {*w, 1, tpurt_temp((size_t)tpurt_numel(w) * es)};
+  d.col = tpurt_temp(direct_col_bytes(g));
+  tpurt_status s = W.owned && d.col ? TPURT_OK : TPURT_ERR_OOM;
   W.t.sizes[0] = h->Cs;
   W.t.sizes[1] = h->Cbg;
   W.t = tpurt_dense_like(&W.t, W.owned, w->dtype);
@@ -313,7 +325,6 @@ static tpurt_status to_big_direct(const conv_run* r, const tpurt_tensor* S, cons
     s = tpurt_copy_tensor(&dst, &src);
   }
   if (!s) to_small(&d, S, &W, acc);
-  free(W.owned);
   return s;
 }
 
@@ -418,7 +429,48 @@ static tpurt_status conv_dtype_check(const geom* g, int dtype, int transposed, i
   return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s\" not implemented for '%s'", k, tpurt_dtype_name((tpurt_dtype)dtype));
 }
 
-static void* acc_alloc(const conv_run* r, int64_t n) { return calloc((size_t)(n ? n : 1), r->aes); }
+static void* acc_alloc(const conv_run* r, int64_t n) { return tpurt_temp_zeroed((size_t)n * r->aes); }
+
+/* Bytes of the temporaries the kernels below take, in the order they take them. */
+static int64_t temp_bytes(size_t n) { return ((int64_t)n + 63) & ~(int64_t)63; }
+
+tpurt_status tpurt_plan_convolution(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor *x = &c->args[0].t, *w = &c->args[1].t, *out = &c->outs[0];
+  int transposed = (int)tpurt_value_i(&c->args[6]);
+  geom g;
+  geom_init(&g, transposed ? out : x, transposed ? x : out, w, c, 3, 8);
+  tpurt_status s = conv_dtype_check(&g, x->dtype, transposed, x->ndim - 2);
+  if (s) return s;
+  int direct = transposed && unit_strides(&g);
+  p->scratch_bytes += temp_bytes(col_bytes(&g)) + temp_bytes((size_t)tpurt_numel(out) * acc_dtype_size(x->dtype)) +
+                      temp_bytes(operand_bytes(w, 1));
+  if (transposed && !direct) p->scratch_bytes += temp_bytes(operand_bytes(x, 2));
+  if (direct)
+    p->scratch_bytes += temp_bytes((size_t)tpurt_numel(w) * tpurt_dtype_size((tpurt_dtype)w->dtype)) +
+                        temp_bytes(direct_col_bytes(&g));
+  p->flops = 2 * g.N * g.G * g.Csg * g.Ls * g.CbK;
+  return TPURT_OK;
+}
+
+tpurt_status tpurt_plan_convolution_backward(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor *go = &c->args[0].t, *x = &c->args[1].t, *w = &c->args[2].t;
+  const tpurt_tensor *gi = &c->outs[0], *gw = &c->outs[1];
+  int transposed = (int)tpurt_value_i(&c->args[6]);
+  const tpurt_tensor *B = transposed ? go : x, *Sraw = transposed ? x : go;
+  geom g;
+  geom_init(&g, B, Sraw, w, c, 3, 8);
+  size_t aes = acc_dtype_size(x->dtype);
+  p->scratch_bytes += temp_bytes(col_bytes(&g)) + temp_bytes(operand_bytes(Sraw, 2));
+  if (gi->ndim >= 0) {
+    p->scratch_bytes += temp_bytes(operand_bytes(w, 1)) + temp_bytes((size_t)tpurt_numel(gi) * aes);
+    if (!transposed && unit_strides(&g))
+      p->scratch_bytes += temp_bytes((size_t)tpurt_numel(w) * tpurt_dtype_size((tpurt_dtype)w->dtype)) +
+                          temp_bytes(direct_col_bytes(&g));
+  }
+  if (gw->ndim >= 0) p->scratch_bytes += temp_bytes((size_t)tpurt_numel(gw) * aes);
+  p->flops = 2 * g.N * g.G * g.Csg * g.Ls * g.CbK * ((gi->ndim >= 0) + (gw->ndim >= 0));
+  return TPURT_OK;
+}
 
 tpurt_status tpurt_kernel_convolution(const tpurt_op_call* c) {
   /* convolution_overrideable(input, weight, bias?, stride, padding, dilation, transposed,
@@ -431,8 +483,8 @@ tpurt_status tpurt_kernel_convolution(const tpurt_op_call* c) {
   if (s) return s;
   operand W = {0}, S = {0};
   s = run_init(&r, x->dtype, c->precision);
-  void* acc = acc_alloc(&r, tpurt_numel(out));
-  if (!s && !acc) s = tpurt_fail(TPURT_ERR_OOM, "convolution: host out of memory for scratch");
+  void* acc = s ? NULL : acc_alloc(&r, tpurt_numel(out));
+  if (!s && !acc) s = TPURT_ERR_OOM;
   if (!s) s = operand_init(&W, w, 1);
   int direct = transposed && unit_strides(&r.g);
   if (!s && transposed && !direct) s = operand_init(&S, x, 2);
@@ -440,9 +492,6 @@ tpurt_status tpurt_kernel_convolution(const tpurt_op_call* c) {
   else if (!s && transposed) to_big(&r, &S, &W, acc);
   else if (!s) to_small(&r, x, &W, acc);
   if (!s) s = store_out(&r, out, acc, &c->args[2]);
-  free(W.owned);
-  free(S.owned);
-  free(acc);
   return s;
 }
 
@@ -458,13 +507,13 @@ tpurt_status tpurt_kernel_convolution_backward(const tpurt_op_call* c) {
   conv_run r = {0};
   geom_init(&r.g, B, Sraw, w, c, 3, 8);
   operand W = {0}, S = {0};
-  void *acc_i = NULL, *acc_w = NULL;
+  void *acc_i, *acc_w;
   tpurt_status s = run_init(&r, x->dtype, c->precision);
   if (!s) s = operand_init(&S, Sraw, 2);
   if (!s && gi->ndim >= 0) {
     s = operand_init(&W, w, 1);
-    acc_i = acc_alloc(&r, tpurt_numel(gi));
-    if (!s && !acc_i) s = tpurt_fail(TPURT_ERR_OOM, "convolution_backward: host out of memory for scratch");
+    acc_i = s ? NULL : acc_alloc(&r, tpurt_numel(gi));
+    if (!s && !acc_i) s = TPURT_ERR_OOM;
     if (!s && !transposed && unit_strides(&r.g)) s = to_big_direct(&r, Sraw, w, acc_i);
     else if (!s && !transposed) to_big(&r, &S, &W, acc_i);
     else if (!s) to_small(&r, go, &W, acc_i);
@@ -475,17 +524,13 @@ tpurt_status tpurt_kernel_convolution_backward(const tpurt_op_call* c) {
   }
   if (!s && gw->ndim >= 0) {
     acc_w = acc_alloc(&r, tpurt_numel(gw));
-    if (!acc_w) s = tpurt_fail(TPURT_ERR_OOM, "convolution_backward: host out of memory for scratch");
+    if (!acc_w) s = TPURT_ERR_OOM;
     if (!s) {
       weight_grad(&r, B, &S, acc_w);
       s = store_weight(&r, gw, acc_w);
     }
   }
   if (!s && gb->ndim >= 0) s = bias_grad(go, gb);
-  free(W.owned);
-  free(S.owned);
-  free(acc_i);
-  free(acc_w);
   return s;
 }
 
@@ -532,7 +577,6 @@ static tpurt_status fold_dtype_check(const char* op, int dtype) {
   return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s_out_cpu\" not implemented for '%s'", op, tpurt_dtype_name((tpurt_dtype)dtype));
 }
 
-static void* scratch_bytes(size_t n) { return malloc(n ? n : 1); }
 
 tpurt_status tpurt_kernel_im2col(const tpurt_op_call* c) {
   /* im2col(self, kernel_size, dilation, padding, stride): raw elements, zeros outside */
@@ -544,13 +588,11 @@ tpurt_status tpurt_kernel_im2col(const tpurt_op_call* c) {
   fold_init(&f, img, &c->args[1]);
   const geom* g = &f.g;
   size_t es = tpurt_dtype_size((tpurt_dtype)img->dtype), block = (size_t)(g->CbK * g->Ls);
-  char* cols = scratch_bytes((size_t)g->N * block * es);
-  if (!cols) return tpurt_fail(TPURT_ERR_OOM, "im2col: host out of memory for scratch");
+  char* cols = tpurt_temp((size_t)g->N * block * es);
+  if (!cols) return TPURT_ERR_OOM;
   for (int64_t n = 0; n < g->N; n++) im2col_raw(cols + (size_t)n * block * es, at(img, n * f.sn), es, f.sc, f.sb, g);
   tpurt_tensor src = tpurt_dense_like(out, cols, out->dtype);
-  s = tpurt_copy_tensor(out, &src);
-  free(cols);
-  return s;
+  return tpurt_copy_tensor(out, &src);
 }
 
 tpurt_status tpurt_kernel_col2im(const tpurt_op_call* c) {
@@ -565,10 +607,10 @@ tpurt_status tpurt_kernel_col2im(const tpurt_op_call* c) {
   const geom* g = &f.g;
   int acc_dt = img->dtype == TPURT_F64 ? TPURT_F64 : TPURT_F32;
   size_t aes = tpurt_dtype_size((tpurt_dtype)acc_dt), cblock = (size_t)(g->CbK * g->Ls), iblock = (size_t)(g->Cb * g->Lb);
-  char* col = scratch_bytes((size_t)g->N * cblock * aes);
-  char* acc = calloc((size_t)g->N * iblock + 1, aes);
+  char* col = tpurt_temp((size_t)g->N * cblock * aes);
+  char* acc = tpurt_temp_zeroed((size_t)g->N * iblock * aes);
   tpurt_tensor dcol = tpurt_dense_like(cols, col, acc_dt), dimg = tpurt_dense_like(img, acc, acc_dt);
-  s = col && acc ? tpurt_copy_tensor(&dcol, cols) : tpurt_fail(TPURT_ERR_OOM, "col2im: host out of memory for scratch");
+  s = col && acc ? tpurt_copy_tensor(&dcol, cols) : TPURT_ERR_OOM;
   for (int64_t n = 0; !s && n < g->N; n++) {
     const void* cn = col + (size_t)n * cblock * aes;
     void* bn = acc + (size_t)n * iblock * aes;
@@ -580,8 +622,6 @@ tpurt_status tpurt_kernel_col2im(const tpurt_op_call* c) {
     }
   }
   if (!s) s = tpurt_copy_tensor(img, &dimg);
-  free(col);
-  free(acc);
   return s;
 }
 

@@ -20,24 +20,40 @@ static tpurt_tensor operand(const tpurt_value* v, int common, int64_t* storage) 
   return t;
 }
 
-tpurt_status ew_run_op(const tpurt_tensor* out, const ew_op* op, const tpurt_value* const* v,
-                       const ew_par* par) {
+int ew_common_dtype(const ew_op* op, const tpurt_value* const* v, int complex_result, int out_dtype) {
   tpurt_promo p;
   tpurt_promo_init(&p);
   for (int k = 0; k < op->nin; k++)
     if (op->promo & (1u << k)) tpurt_promo_add_value(&p, v[k]);
   int common = tpurt_promo_result(&p);
-  if (par->complex_result && !tpurt_is_complex(common)) common = TPURT_C64;
+  if (complex_result && !tpurt_is_complex(common)) common = TPURT_C64;
   if (op->rule == EW_FLOAT && !tpurt_is_float(common) && !tpurt_is_complex(common))
     /* CPU promotes integer inputs to the default float dtype and casts the result to out=
      * (special_zeta(int16, int32, out=float16) computes in float32): an f64 output means the
      * default dtype is float64 or out= asks for it, anything else computes in f32 */
-    common = out->dtype == TPURT_F64 ? TPURT_F64 : TPURT_F32;
+    common = out_dtype == TPURT_F64 ? TPURT_F64 : TPURT_F32;
+  return common;
+}
+
+tpurt_status ew_supported(const ew_op* op, int common) {
+  if (op->fn[tpurt_ctype_of(common)]) return TPURT_OK;
+  return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s\" not implemented for '%s'", op->name,
+                    tpurt_dtype_name((tpurt_dtype)common));
+}
+
+tpurt_status tpurt_ew_plan(const tpurt_op_call* c, const ew_op* op) {
+  const tpurt_value* v[TPURT_EW_MAX_IN];
+  ew_operands(c, op, v);
+  return ew_supported(op, ew_common_dtype(op, v, 0, c->nouts > 0 ? c->outs[0].dtype : -1));
+}
+
+tpurt_status ew_run_op(const tpurt_tensor* out, const ew_op* op, const tpurt_value* const* v,
+                       const ew_par* par) {
+  int common = ew_common_dtype(op, v, par->complex_result, out->dtype);
+  tpurt_status s = ew_supported(op, common);
+  if (s) return s;
   tpurt_ctype ct = tpurt_ctype_of(common);
   tpurt_ew_fn fn = op->fn[ct];
-  if (!fn)
-    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s\" not implemented for '%s'", op->name,
-                      tpurt_dtype_name((tpurt_dtype)common));
   int64_t storage[TPURT_EW_MAX_IN];
   tpurt_tensor in[TPURT_EW_MAX_IN];
   for (int k = 0; k < op->nin; k++) in[k] = operand(v[k], common, &storage[k]);
@@ -52,7 +68,7 @@ tpurt_status ew_run_op(const tpurt_tensor* out, const ew_op* op, const tpurt_val
     if ((local.reduced & EW_REDUCED_OPMATH_SCALAR) && one_value) via.inputs &= ~2u;
     if ((local.reduced & EW_REDUCED_STEPS) && !one_value) local.step_dt = common;
   }
-  tpurt_status s = tpurt_ew_run_via(out, op->rule == EW_BOOL_OUT ? TPURT_CT_I64 : ct, op->nin, in, ct, &via, fn,
+  s = tpurt_ew_run_via(out, op->rule == EW_BOOL_OUT ? TPURT_CT_I64 : ct, op->nin, in, ct, &via, fn,
                                     &local);
   if (!s && err) s = tpurt_fail(TPURT_ERR_RUNTIME, "ZeroDivisionError");
   return s;

@@ -56,6 +56,10 @@ typedef struct ew_op {
   int8_t arg[4];     /* argument index of each operand; the other arguments are parameters */
 } ew_op;
 
+/* The dtype op computes in for operands v (tensors or scalars) and an output of out_dtype;
+ * whether it has a chunk function for it (else CPU's "not implemented for" failure). */
+int ew_common_dtype(const ew_op* op, const tpurt_value* const* v, int complex_result, int out_dtype);
+tpurt_status ew_supported(const ew_op* op, int common);
 /* Run `op` into `out` over the operands v[0..nin) (tensors or scalars). */
 tpurt_status ew_run_op(const tpurt_tensor* out, const ew_op* op, const tpurt_value* const* v,
                        const ew_par* par);
@@ -158,8 +162,14 @@ static inline int64_t ew_zero_div(const ew_par* P) {
   EW_CHUNK(NAME##_c64, cx_t, int64_t, NIN, CEXPR)     \
   EW_DESC_C(NAME, EW_BOOL_OUT, NIN, NAME##_f32, NAME##_f64, NAME##_i64, NAME##_c64)
 
+/* The op table links a kernel to the descriptor that computes it (tpurt_op_ew_desc), so a
+ * fuser can chain its chunk functions: one link per kernel whose descriptor says everything
+ * about its math (dtype checks around it aside). */
+#define EW_LINK(KERNEL, DESC) const ew_op* const tpurt_ew_desc_##KERNEL = &(DESC);
+
 /* The kernel of an op whose descriptor says everything. */
 #define EW_KERNEL(NAME) \
+  EW_LINK(NAME, NAME##_op) \
   tpurt_status tpurt_kernel_##NAME(const tpurt_op_call* c) { return ew_apply(c, &NAME##_op); }
 
 #endif /* TPURT_KERNELS_ELEMENTWISE_H */

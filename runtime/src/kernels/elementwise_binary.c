@@ -166,6 +166,7 @@ static tpurt_status apply_reduced(const tpurt_op_call* c, const ew_op* op, unsig
   return ew_run_op(&c->outs[0], op, v, &par);
 }
 
+EW_LINK(mul, mul_op)
 tpurt_status tpurt_kernel_mul(const tpurt_op_call* c) { return apply_reduced(c, &mul_op, EW_REDUCED_OPMATH_SCALAR); }
 
 tpurt_status tpurt_kernel_div(const tpurt_op_call* c) {
@@ -225,14 +226,26 @@ tpurt_status tpurt_kernel_floor_divide(const tpurt_op_call* c) {
 }
 
 /* Integer-only ops CPU does not define for bool (bool would compute in int64 here). */
-static tpurt_status int_only(const tpurt_op_call* c, const ew_op* op) {
-  if (c->outs[0].dtype == TPURT_BOOL)
+static tpurt_status int_only_check(const tpurt_op_call* c, const ew_op* op) {
+  if (c->nouts > 0 && c->outs[0].dtype == TPURT_BOOL)
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s\" not implemented for 'Bool'", op->name);
-  return ew_apply(c, op);
+  return TPURT_OK;
 }
+static tpurt_status int_only(const tpurt_op_call* c, const ew_op* op) {
+  tpurt_status s = int_only_check(c, op);
+  return s ? s : ew_apply(c, op);
+}
+EW_LINK(gcd, gcd_op)
+tpurt_status tpurt_plan_gcd(const tpurt_op_call* c, tpurt_plan* p) { return int_only_check(c, &gcd_op); }
 tpurt_status tpurt_kernel_gcd(const tpurt_op_call* c) { return int_only(c, &gcd_op); }
+EW_LINK(lcm, lcm_op)
+tpurt_status tpurt_plan_lcm(const tpurt_op_call* c, tpurt_plan* p) { return int_only_check(c, &lcm_op); }
 tpurt_status tpurt_kernel_lcm(const tpurt_op_call* c) { return int_only(c, &lcm_op); }
+EW_LINK(lshift, lshift_op)
+tpurt_status tpurt_plan_lshift(const tpurt_op_call* c, tpurt_plan* p) { return int_only_check(c, &lshift_op); }
 tpurt_status tpurt_kernel_lshift(const tpurt_op_call* c) { return int_only(c, &lshift_op); }
+EW_LINK(rshift, rshift_op)
+tpurt_status tpurt_plan_rshift(const tpurt_op_call* c, tpurt_plan* p) { return int_only_check(c, &rshift_op); }
 tpurt_status tpurt_kernel_rshift(const tpurt_op_call* c) { return int_only(c, &rshift_op); }
 EW_KERNEL(heaviside)
 

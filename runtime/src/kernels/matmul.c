@@ -389,7 +389,7 @@ typedef struct {
 static void run_batches(void* arg, int64_t b0, int64_t b1) {
   batch_job* J = arg;
   const problem* pr = J->pr;
-  void* ws = tpurt_scratch(TPURT_SCRATCH_GEMM, J->ct == TPURT_CT_I64 ? sizeof(int64_t) * (size_t)(pr->N ? pr->N : 1)
+  void* ws = tpurt_scratch(J->ct == TPURT_CT_I64 ? sizeof(int64_t) * (size_t)(pr->N ? pr->N : 1)
                                                                    : gemm_scratch_bytes(pr->N));
   if (!ws) {
     __atomic_store_n(&J->oom, 1, __ATOMIC_RELAXED);
@@ -446,14 +446,11 @@ static tpurt_status run_matmul_complex(const tpurt_op_call* c, const problem* pr
   const tpurt_tensor* out = &c->outs[0];
   int64_t nacc = tpurt_numel(out), mn = pr->M * pr->N;
   int direct = out->dtype == TPURT_C64 && tpurt_is_contiguous(out);
-  float* parts = calloc((size_t)(4 * nacc + 1), sizeof(float));
-  tpurt_c64* acc = direct ? out->data : malloc(sizeof(tpurt_c64) * (size_t)(nacc ? nacc : 1));
-  void* ws = tpurt_scratch(TPURT_SCRATCH_GEMM, gemm_scratch_bytes(pr->N));
-  tpurt_status s = TPURT_OK;
-  if (!parts || !acc || !ws) {
-    s = tpurt_fail(TPURT_ERR_OOM, "matmul: host out of memory for scratch");
-    goto done;
-  }
+  float* parts = tpurt_temp_zeroed((size_t)(4 * nacc) * sizeof(float));
+  tpurt_c64* acc = direct ? out->data : tpurt_temp(sizeof(tpurt_c64) * (size_t)nacc);
+  void* ws = tpurt_scratch(gemm_scratch_bytes(pr->N));
+  if (!parts || !acc) return TPURT_ERR_OOM;
+  if (!ws) return tpurt_fail(TPURT_ERR_OOM, "matmul: host out of memory for the GEMM workspace");
   pass_mode pm = pass_of(TPURT_F32, c->precision);
   for (int64_t b = 0; b < pr->nb; b++) {
     mat A = pr->A, B = pr->B;
@@ -471,7 +468,7 @@ static tpurt_status run_matmul_complex(const tpurt_op_call* c, const problem* pr
   if (alpha) cx_scalar(alpha, &e.ar, &e.ai);
   if (beta) cx_scalar(beta, &e.br, &e.bi);
   int nin = self && self->kind == TPURT_V_TENSOR && (e.br != 0 || e.bi != 0) ? 2 : 1;
-  if (direct && nin == 1 && e.ar == 1 && e.ai == 0) goto done;
+  if (direct && nin == 1 && e.ar == 1 && e.ai == 0) return TPURT_OK;
   tpurt_tensor in[2] = {*out};
   in[0].data = acc;
   in[0].dtype = TPURT_C64;
@@ -480,11 +477,7 @@ static tpurt_status run_matmul_complex(const tpurt_op_call* c, const problem* pr
     st *= out->sizes[d];
   }
   if (nin == 2) in[1] = self->t;
-  s = tpurt_ew_run(out, nin, in, TPURT_CT_C64, nin == 2 ? cx_epi_2 : cx_epi_1, &e);
-done:
-  free(parts);
-  if (!direct) free(acc);
-  return s;
+  return tpurt_ew_run(out, nin, in, TPURT_CT_C64, nin == 2 ? cx_epi_2 : cx_epi_1, &e);
 }
 
 /* Run the problem into a dense accumulator shaped like out, then out = alpha*acc +
@@ -511,8 +504,8 @@ static tpurt_status run_matmul_conj(const tpurt_op_call* c, const problem* pr, c
   int direct = out->dtype == acc_dt && tpurt_is_contiguous(out);
   /* Float products with K > 0 write every element on their first K block: no zeroing. */
   int store = ct != TPURT_CT_I64 && pr->K > 0 && pr->nb > 0;
-  void* acc = direct ? out->data : store ? malloc((size_t)(nacc ? nacc : 1) * es) : calloc((size_t)(nacc ? nacc : 1), es);
-  if (!acc) return tpurt_fail(TPURT_ERR_OOM, "matmul: host out of memory for scratch");
+  void* acc = direct ? out->data : store ? tpurt_temp((size_t)nacc * es) : tpurt_temp_zeroed((size_t)nacc * es);
+  if (!acc) return TPURT_ERR_OOM;
   if (direct && !store) memset(acc, 0, (size_t)nacc * es);
   batch_job J = {pr, acc, es, ct, pass_of(pr->A.dtype, c->precision), pass_of(pr->B.dtype, c->precision), store, 0};
   /* Many small independent batches (attention's bmm): one batch per thread at a time beats
@@ -523,10 +516,7 @@ static tpurt_status run_matmul_conj(const tpurt_op_call* c, const problem* pr, c
     tpurt_parallel_for(pr->nb, (pr->nb + 2 * nt - 1) / (2 * nt), run_batches, &J);
   else
     run_batches(&J, 0, pr->nb);
-  if (J.oom) {
-    if (!direct) free(acc);
-    return tpurt_fail(TPURT_ERR_OOM, "matmul: host out of memory for scratch");
-  }
+  if (J.oom) return tpurt_fail(TPURT_ERR_OOM, "matmul: host out of memory for the GEMM workspace");
 
   tpurt_tensor in[2];
   in[0] = *out;
@@ -545,9 +535,7 @@ static tpurt_status run_matmul_conj(const tpurt_op_call* c, const problem* pr, c
                  : ct == TPURT_CT_F64 ? (nin == 2 ? epi_f64_2 : epi_f64_1)
                                       : (nin == 2 ? epi_i64_2 : epi_i64_1);
   if (direct && nin == 1 && (ct == TPURT_CT_I64 ? e.alpha_i == 1 : e.alpha == 1)) return TPURT_OK;
-  tpurt_status s = tpurt_ew_run(out, nin, in, ct, fn, &e);
-  if (!direct) free(acc);
-  return s;
+  return tpurt_ew_run(out, nin, in, ct, fn, &e);
 }
 
 static tpurt_status run_matmul(const tpurt_op_call* c, const problem* pr, const tpurt_value* self,

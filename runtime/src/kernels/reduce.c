@@ -821,9 +821,12 @@ static tpurt_status reduce_in_out_dtype(const tpurt_op_call* c, int dim_arg, con
 /* correction: Scalar? (None means 1) */
 static double correction_of(const tpurt_value* v) { return v->kind == TPURT_V_NONE ? 1.0 : tpurt_value_f(v); }
 
+#define RED_LINK(name, dim_arg, op, ...) const red_link tpurt_red_desc_##name = {&op, {__VA_ARGS__}, dim_arg};
 #define RED_KERNEL(name, dim_arg, op, ...) \
+  RED_LINK(name, dim_arg, op, __VA_ARGS__) \
   tpurt_status tpurt_kernel_##name(const tpurt_op_call* c) { return reduce(c, dim_arg, &op, (red_ctx){__VA_ARGS__}); }
 #define RED_KERNEL_OUT_DTYPE(name, dim_arg, op, ...)                     \
+  RED_LINK(name, dim_arg, op, __VA_ARGS__)                              \
   tpurt_status tpurt_kernel_##name(const tpurt_op_call* c) {             \
     return reduce_in_out_dtype(c, dim_arg, &op, (red_ctx){__VA_ARGS__}); \
   }

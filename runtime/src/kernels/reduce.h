@@ -55,6 +55,15 @@ struct red_op {
   int cx_parts; /* complex64 inputs may also be reduced as their float parts apart (sum) */
 };
 
+/* What a reduction kernel runs, linked from the op table (tpurt_op_red_desc) so a fuser can
+ * fold a producer's chunks straight into the states: the fold functions, the op's fixed
+ * parameters, and which argument holds the reduced dims (-1: all dims). */
+typedef struct red_link {
+  const red_op* op;
+  red_ctx ctx;
+  int dim_arg;
+} red_link;
+
 /* A complex64 tensor as its float32 pairs: the same dims plus a trailing dim of 2 (stride 1). */
 tpurt_tensor tpurt_red_pairs(const tpurt_tensor* t);
 

@@ -77,7 +77,7 @@ SPECIAL_BINARY_OPS(DEF_BINARY)
 
 /* CPU has no float16/bfloat16 kernel for these: the computing dtype (the operands' common one,
  * integers computing in float32) decides, not out='s (int16 inputs into a float16 out= work) */
-static tpurt_status no_half(const tpurt_op_call* c, const ew_op* op) {
+static tpurt_status no_half_check(const tpurt_op_call* c, const ew_op* op) {
   const tpurt_value* v[TPURT_EW_MAX_IN];
   tpurt_promo p;
   tpurt_promo_init(&p);
@@ -87,10 +87,15 @@ static tpurt_status no_half(const tpurt_op_call* c, const ew_op* op) {
   if (dt == TPURT_F16 || dt == TPURT_BF16)
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s_cpu\" not implemented for '%s'", op->name,
                       tpurt_dtype_name((tpurt_dtype)dt));
-  return ew_apply(c, op);
+  return TPURT_OK;
 }
-#define KERNEL_NO_HALF(NAME, E) \
-  tpurt_status tpurt_kernel_##NAME(const tpurt_op_call* c) { return no_half(c, &NAME##_op); }
+#define KERNEL_NO_HALF(NAME, E)                                                             \
+  EW_LINK(NAME, NAME##_op)                                                                  \
+  tpurt_status tpurt_plan_##NAME(const tpurt_op_call* c, tpurt_plan* p) { return no_half_check(c, &NAME##_op); } \
+  tpurt_status tpurt_kernel_##NAME(const tpurt_op_call* c) {                                \
+    tpurt_status s = no_half_check(c, &NAME##_op);                                          \
+    return s ? s : ew_apply(c, &NAME##_op);                                                 \
+  }
 SPECIAL_UNARY_NO_HALF_OPS(KERNEL_NO_HALF)
 SPECIAL_BINARY_OPS(KERNEL_NO_HALF)
 

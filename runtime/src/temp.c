@@ -1,0 +1,73 @@
+/* Kernel temporaries. A kernel's working memory (im2col columns, accumulators, dense copies of
+ * strided operands) is device memory like a tensor's: it comes from the caller's planned
+ * scratch (tpurt_op_call.scratch) while that lasts, else from the chip's caching allocator,
+ * so peak memory and "fits on the chip" see it and a chip out of HBM fails the kernel with
+ * OOM. Everything a kernel took is given back when it returns. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+#define ALIGN 64
+
+static _Thread_local tpurt_temp_ctx* current;
+
+void tpurt_temp_begin(tpurt_temp_ctx* t, const tpurt_op_call* c) {
+  memset(t, 0, sizeof *t);
+  t->device = c->device;
+  t->arena = c->scratch;
+  t->arena_size = c->scratch && c->scratch_bytes > 0 ? (size_t)c->scratch_bytes : 0;
+  pthread_mutex_init(&t->mu, NULL);
+  t->outer = current;
+  current = t;
+}
+
+void tpurt_temp_end(tpurt_temp_ctx* t) {
+  for (int i = 0; i < t->n; i++) tpurt_free_in_kernel(t->blocks[i]);
+  free(t->blocks);
+  pthread_mutex_destroy(&t->mu);
+  current = t->outer;
+}
+
+tpurt_temp_ctx* tpurt_temp_current(void) { return current; }
+void tpurt_temp_adopt(tpurt_temp_ctx* t) { current = t; }
+
+void* tpurt_temp(size_t bytes) {
+  tpurt_temp_ctx* t = current;
+  if (!t) {
+    tpurt_fail(TPURT_ERR_RUNTIME, "kernel temporary requested outside a kernel");
+    return NULL;
+  }
+  size_t need = (bytes + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+  pthread_mutex_lock(&t->mu);
+  void* p = NULL;
+  if (t->arena && t->used + need <= t->arena_size) {
+    p = t->arena + t->used;
+    t->used += need;
+  } else if (t->n < t->cap || (t->blocks = realloc(t->blocks, sizeof(void*) * (size_t)(t->cap = t->cap * 2 + 8)))) {
+    if (!tpurt_malloc_in_kernel(t->device, bytes ? bytes : 1, &p)) t->blocks[t->n++] = p;
+  } else {
+    tpurt_fail(TPURT_ERR_OOM, "host out of memory tracking kernel temporaries");
+  }
+  pthread_mutex_unlock(&t->mu);
+  return p;
+}
+
+void* tpurt_temp_zeroed(size_t bytes) {
+  void* p = tpurt_temp(bytes);
+  if (p) memset(p, 0, bytes);
+  return p;
+}
+
+void tpurt_temp_release(void* p) {
+  tpurt_temp_ctx* t = current;
+  if (!t || !p) return;
+  pthread_mutex_lock(&t->mu);
+  for (int i = 0; i < t->n; i++)
+    if (t->blocks[i] == p) {
+      t->blocks[i] = t->blocks[--t->n];
+      tpurt_free_in_kernel(p);
+      break;
+    }
+  pthread_mutex_unlock(&t->mu); /* arena memory is the caller's: nothing to give back */
+}

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "internal.h"
@@ -288,7 +289,47 @@ static void test_graph(void) {
   tpurt_free(a), tpurt_free(b), tpurt_free(y);
 }
 
+/* A kernel's temporary never takes a block the host freed while work issued after the kernel
+ * still reads it: the kernel is earlier in stream order than that work. */
+typedef struct {
+  void* x;
+  void* temp;
+  int intact;
+} hazard;
+
+static tpurt_status early_kernel(void* p) {
+  hazard* h = p;
+  struct timespec ts = {0, 50 * 1000 * 1000};
+  nanosleep(&ts, NULL); /* meanwhile the host frees x */
+  if (tpurt_malloc_in_kernel(0, 1 << 20, &h->temp)) return TPURT_ERR_OOM;
+  memset(h->temp, 0xff, 1 << 20);
+  tpurt_free_in_kernel(h->temp);
+  return TPURT_OK;
+}
+
+static tpurt_status later_reader(void* p) {
+  hazard* h = p;
+  const unsigned char* b = h->x;
+  h->intact = 1;
+  for (int i = 0; i < 1 << 20; i++) h->intact &= b[i] == 1;
+  return TPURT_OK;
+}
+
+static void test_temporary_reuse_order(void) {
+  hazard h = {0};
+  tpurt_device_synchronize(0);
+  tpurt_empty_cache();
+  tpurt_malloc(0, 1 << 20, 0, &h.x);
+  memset(h.x, 1, 1 << 20);
+  tpurt_stream_enqueue(0, early_kernel, &h, NULL, "early");
+  tpurt_stream_enqueue(0, later_reader, &h, NULL, "reader");
+  tpurt_free(h.x); /* still read by `reader`, issued after `early` */
+  CHECK(tpurt_stream_synchronize(0) == TPURT_OK, "%s", tpurt_last_error());
+  CHECK(h.temp != h.x && h.intact, "the kernel's temporary took a block queued work still reads");
+}
+
 int main(void) {
+  test_temporary_reuse_order();
   test_kinds();
   test_plan();
   test_temporaries();

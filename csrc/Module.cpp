@@ -229,6 +229,26 @@ PYBIND11_MODULE(_C, m) {
     }
     return l;
   });
+  // The runtime's (enum, value, name) tables, for Python to read rather than copy: name -> value.
+#define TPURT_NAME_VALUE(e, value, name) d[name] = value;
+  m.def("_eager_modes", [] {
+    py::dict d;
+    TPURT_EAGER_MODE_LIST(TPURT_NAME_VALUE)
+    return d;
+  });
+  m.def("_matmul_precisions", [] {
+    py::dict d;
+    TPURT_PRECISION_LIST(TPURT_NAME_VALUE)
+    return d;
+  });
+#undef TPURT_NAME_VALUE
+  m.def("_native_dtypes", [] {  // the dtypes the runtime's kernels compute in, by torch name
+    py::list l;
+#define TPURT_X(e, ctype, size, name) l.append(name);
+    TPURT_DTYPE_LIST(TPURT_X)
+#undef TPURT_X
+    return l;
+  });
   m.def("_set_eager_mode", [](int mode) { tpurt_set_eager_mode(static_cast<tpurt_eager_mode>(mode)); });
   m.def("_get_eager_mode", [] { return static_cast<int>(tpurt_get_eager_mode()); });
   m.def("_set_matmul_precision", [](int p) { tpurt_set_matmul_precision(static_cast<tpurt_precision>(p)); });

@@ -8,15 +8,14 @@ namespace torch_tpu {
 void check(tpurt_status status) {
   if (status == TPURT_OK) return;
   std::string msg = tpurt_last_error();
-  switch (status) {
-    case TPURT_ERR_OOM: TORCH_CHECK_WITH(OutOfMemoryError, false, msg);
-    case TPURT_ERR_VALUE: TORCH_CHECK_VALUE(false, msg);
-    case TPURT_ERR_INDEX: TORCH_CHECK_INDEX(false, msg);
-    case TPURT_ERR_TYPE: TORCH_CHECK_TYPE(false, msg);
-    case TPURT_ERR_UNSUPPORTED: TORCH_CHECK_NOT_IMPLEMENTED(false, msg);
-    case TPURT_ERR_LINALG: TORCH_CHECK_LINALG(false, msg);
-    default: TORCH_CHECK(false, msg);
+  switch (status) {  // the exception column of the runtime's status table
+#define TPURT_X(code, value, exc) \
+  case code:                      \
+    TORCH_CHECK_WITH(exc, false, msg);
+    TPURT_STATUS_LIST(TPURT_X)
+#undef TPURT_X
   }
+  TORCH_CHECK(false, msg);
 }
 
 namespace {

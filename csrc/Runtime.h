@@ -40,7 +40,13 @@ void run_op_check(const std::string& name, const torch::jit::Stack& args);
 // meta arguments, leaving its returns on the stack as a Meta kernel would. False if none.
 bool run_tpu_meta(const c10::FunctionSchema& schema, const std::string& name, torch::jit::Stack& stack);
 
-// Counted CPU fallback entry (Ops.cpp); also used for ops whose native path declines.
+// tpu tensors (TensorOps.cpp): refuse a dtype no tpu tensor can hold (quantized ones);
+// resize_ as its registered kernel does; the elements a view's strides span.
+void check_dtype(c10::ScalarType dtype);
+const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size, std::optional<c10::MemoryFormat> fmt);
+int64_t span_of(const at::Tensor& t);
+
+// Counted CPU fallback entry (Fallback.cpp); also used for ops whose native path declines.
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const char* why);
 
 }  // namespace torch_tpu

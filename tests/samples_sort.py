@@ -1,5 +1,6 @@
 """Samples for the sort family: sort (stable or not, descending, out=), topk, kthvalue,
-median/nanmedian, mode; argsort and msort decompose into sort.stable.
+median/nanmedian, mode; argsort and msort decompose into sort (argsort(stable=True) into
+sort.stable).
 
 CPU's unstable sort picks an unspecified index among tied values, so its samples use
 distinct values (`distinct`); stable sort is deterministic on ties and gets tied inputs, and
@@ -62,9 +63,9 @@ register("sort.stable", lambda x: torch.sort(x, dim=0, descending=True, stable=T
          name="sort stable desc ties")
 register("sort.stable", lambda x: torch.argsort(x, dim=1, stable=True), ties((5, 20)), dtypes=NUMERIC, grad=False,
          name="argsort stable")
-register("sort.stable", lambda x: torch.argsort(x, descending=True), distinct((3, 8)), dtypes=NUMERIC, grad=False,
+register("sort", lambda x: torch.argsort(x, descending=True), distinct((3, 8)), dtypes=NUMERIC, grad=False,
          name="argsort")
-register("sort.stable", lambda x: torch.msort(x), distinct((7, 3)), dtypes=NUMERIC, name="msort")
+register("sort", lambda x: torch.msort(x), distinct((7, 3)), dtypes=NUMERIC, name="msort")
 register("sort.values_stable", lambda x: torch.sort(x, stable=True, dim=0, out=(mk(x), mk(x, torch.int64))),
          ties((9, 4)), dtypes=ALL, grad=False)
 

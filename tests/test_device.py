@@ -112,3 +112,38 @@ def test_module_to_keeps_tied_weights_tied():
     q.p = p
     q.to("tpu")
     assert q.p is p  # parameters are converted in place, as on CUDA
+
+
+def test_python_reads_the_runtimes_tables():
+    """Modes, precisions and native dtypes come from the runtime's lists, not copies of them."""
+    from torch._dynamo.device_interface import get_interface_for_device
+    assert torch_tpu._C._eager_modes() == {"strict": 0, "debug": 1}
+    assert torch_tpu._C._matmul_precisions() == {"default": 1, "high": 3, "highest": 6}
+    native = torch_tpu._C._native_dtypes()
+    assert "complex64" in native and "float64" in native and "complex128" not in native
+    iface = get_interface_for_device("tpu")
+    assert iface.is_dtype_supported(torch.complex64) and iface.is_dtype_supported(torch.bfloat16)
+    assert not iface.is_dtype_supported(torch.uint16) and iface.is_dtype_supported(torch.uint16, including_emulation=True)
+    assert not iface.is_dtype_supported(torch.qint8, including_emulation=True)
+    for name in torch_tpu._C._matmul_precisions():
+        with torch.tpu.precision(name):
+            assert torch.tpu.get_matmul_precision() == name
+    with pytest.raises(ValueError, match="expected one of default, high, highest"):
+        torch.tpu.set_matmul_precision("bf16")
+
+
+def test_attention_backend_is_the_runtimes_plan():
+    """scaled_dot_product_attention takes the fused kernel when the runtime's plan takes the
+    call (GQA heads, no dropout, 4-D), and PyTorch's math path otherwise, matching CPU."""
+    import torch.nn.functional as F
+    q, k, v = torch.randn(2, 4, 8, 16), torch.randn(2, 2, 8, 16), torch.randn(2, 2, 8, 16)
+    cases = [((q, k, v), dict(enable_gqa=True), "sdpa_fused"), ((q, q, q), {}, "sdpa_fused"),
+             ((q[0], q[0], q[0]), {}, "bmm"), ((q, q, q), dict(dropout_p=0.5), "bmm")]
+    for args, kw, kernel in cases:
+        torch.tpu.metrics.reset()
+        with torch.tpu.precision("highest"):  # the math path's matmuls in f32, as CPU's
+            got = F.scaled_dot_product_attention(*(a.tpu() for a in args), **kw)
+        torch.tpu.synchronize()
+        assert kernel in torch.tpu.metrics.executed_ops(), (kw, torch.tpu.metrics.executed_ops())
+        if "dropout_p" not in kw:
+            torch.testing.assert_close(got.cpu(), F.scaled_dot_product_attention(*args, **kw), rtol=1e-5, atol=1e-5)

@@ -38,3 +38,13 @@ def test_samples_name_real_ops():
     for s in SAMPLES:
         for op in s.ops:
             assert op in known, f"sample '{s.name}' names {op}, which is not in the op table"
+
+
+def test_kernel_argument_indices_are_the_installed_torchs():
+    """runtime/src/args.gen.h (kernels read arguments by name through it) is what the installed
+    torch's schemas give, and every table line lays its overloads' arguments out alike."""
+    import subprocess
+    import sys
+    gen = pathlib.Path(__file__).resolve().parent.parent / "runtime" / "gen_args.py"
+    done = subprocess.run([sys.executable, str(gen), "--check"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -2,6 +2,11 @@
 import torch
 from torch._dynamo.device_interface import DeviceInterface
 
+from . import _C
+
+
+_QUANTIZED = (torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4)
+
 
 class TpuInterface(DeviceInterface):
     device = torch.tpu.device
@@ -42,7 +47,11 @@ class TpuInterface(DeviceInterface):
 
     @classmethod
     def is_dtype_supported(cls, dtype, including_emulation: bool = False) -> bool:
-        return dtype not in (torch.complex32, torch.complex64, torch.complex128)
+        """Native: the runtime's kernels compute in it. With emulation: any dtype a tpu tensor
+        can hold (its ops run on the counted CPU fallback); quantized ones are refused."""
+        if str(dtype).removeprefix("torch.") in _C._native_dtypes():
+            return True
+        return including_emulation and dtype not in _QUANTIZED
 
     @staticmethod
     def raise_if_triton_unavailable(device=None):

@@ -5,7 +5,7 @@ import contextlib
 
 from . import _C
 
-_MODES = {"strict": 0, "debug": 1}
+_MODES = _C._eager_modes()  # the runtime's table: name -> value
 
 
 def set_eager_mode(mode: str) -> None:

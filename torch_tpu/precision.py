@@ -3,13 +3,14 @@ pass with f32 accumulation (what a TPU does unless told otherwise), "high" three
 passes (bf16_3x), "highest" six passes (about f32). bf16 inputs are unaffected."""
 from . import _C
 
-_PRECISIONS = {"default": 1, "high": 3, "highest": 6}
+_PRECISIONS = _C._matmul_precisions()  # the runtime's table: name -> bf16 passes
+_NAMES = ", ".join(_PRECISIONS)
 
 
 def set_matmul_precision(p: str) -> None:
     key = str(p).lower()
     if key not in _PRECISIONS:
-        raise ValueError(f"unknown matmul precision {p!r}; expected one of default, high, highest")
+        raise ValueError(f"unknown matmul precision {p!r}; expected one of {_NAMES}")
     _C._set_matmul_precision(_PRECISIONS[key])
 
 
@@ -24,7 +25,7 @@ class precision:
 
     def __init__(self, p: str):
         if str(p).lower() not in _PRECISIONS:
-            raise ValueError(f"unknown matmul precision {p!r}; expected one of default, high, highest")
+            raise ValueError(f"unknown matmul precision {p!r}; expected one of {_NAMES}")
         self.p = str(p).lower()
 
     def __enter__(self):

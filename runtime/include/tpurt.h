@@ -22,16 +22,18 @@ extern "C" {
 #define TPURT_VERSION_MINOR 4
 
 /* ---------------------------------------------------------------- status codes */
-/* X(code, value, python exception the C++ boundary raises) */
-#define TPURT_STATUS_LIST(X)                 \
-  X(TPURT_OK, 0, "none")                     \
-  X(TPURT_ERR_RUNTIME, 1, "RuntimeError")    \
-  X(TPURT_ERR_VALUE, 2, "ValueError")        \
-  X(TPURT_ERR_INDEX, 3, "IndexError")        \
-  X(TPURT_ERR_TYPE, 4, "TypeError")          \
-  X(TPURT_ERR_OOM, 5, "OutOfMemoryError")    \
-  X(TPURT_ERR_UNSUPPORTED, 6, "NotImplementedError") \
-  X(TPURT_ERR_LINALG, 7, "torch.linalg.LinAlgError")
+/* X(code, value, the c10 error class the C++ boundary throws, which PyTorch turns into the
+ * Python exception: Error RuntimeError, ValueError, IndexError, TypeError, OutOfMemoryError
+ * torch.OutOfMemoryError, NotImplementedError, LinAlgError torch.linalg.LinAlgError) */
+#define TPURT_STATUS_LIST(X)                     \
+  X(TPURT_OK, 0, Error)                          \
+  X(TPURT_ERR_RUNTIME, 1, Error)                 \
+  X(TPURT_ERR_VALUE, 2, ValueError)              \
+  X(TPURT_ERR_INDEX, 3, IndexError)              \
+  X(TPURT_ERR_TYPE, 4, TypeError)                \
+  X(TPURT_ERR_OOM, 5, OutOfMemoryError)          \
+  X(TPURT_ERR_UNSUPPORTED, 6, NotImplementedError) \
+  X(TPURT_ERR_LINALG, 7, LinAlgError)
 
 typedef enum {
 #define TPURT_X(code, value, exc) code = value,
@@ -76,8 +78,9 @@ size_t tpurt_dtype_size(tpurt_dtype d);
 /* "float32" etc.; static storage; "?" for an unknown value. */
 const char* tpurt_dtype_name(tpurt_dtype d);
 
-/* ---------------------------------------------------------------- tensors and values */
+/* ---------------------------------------------------------------- limits */
 #define TPURT_MAX_DIMS 16
+#define TPURT_MAX_DEVICES 64 /* chips one process can see */
 
 /* A strided view of device memory. Borrowed: the runtime never frees `data`.
  * `data` points at element 0 (storage offset already applied); strides are in elements
@@ -124,11 +127,16 @@ typedef struct tpurt_value {
 } tpurt_value;
 
 /* ---------------------------------------------------------------- matmul precision */
-/* Number of bf16 passes the emulated MXU uses for f32 operands (TorchTPU's names). */
+/* Number of bf16 passes the emulated MXU uses for f32 operands, X(enum, passes, TorchTPU's
+ * name): one bf16 pass with f32 accumulation, bf16_3x, about f32. */
+#define TPURT_PRECISION_LIST(X)              \
+  X(TPURT_PRECISION_DEFAULT, 1, "default")   \
+  X(TPURT_PRECISION_HIGH, 3, "high")         \
+  X(TPURT_PRECISION_HIGHEST, 6, "highest")
 typedef enum {
-  TPURT_PRECISION_DEFAULT = 1, /* one bf16 pass, f32 accumulation */
-  TPURT_PRECISION_HIGH = 3,    /* bf16_3x */
-  TPURT_PRECISION_HIGHEST = 6, /* about f32 */
+#define TPURT_X(e, passes, name) e = passes,
+  TPURT_PRECISION_LIST(TPURT_X)
+#undef TPURT_X
 } tpurt_precision;
 
 /* ---------------------------------------------------------------- op calls */
@@ -422,9 +430,15 @@ tpurt_status tpurt_memcpy_h2d(int32_t stream, void* dev, const void* host, size_
 tpurt_status tpurt_memcpy_d2h(int32_t stream, void* host, const void* dev, size_t nbytes);
 
 /* ---------------------------------------------------------------- modes */
+/* X(enum, value, TorchTPU's name): strict runs asynchronously (the default), debug
+ * synchronously (TPU_LAUNCH_BLOCKING=1). */
+#define TPURT_EAGER_MODE_LIST(X)     \
+  X(TPURT_MODE_STRICT, 0, "strict")  \
+  X(TPURT_MODE_DEBUG, 1, "debug")
 typedef enum {
-  TPURT_MODE_STRICT = 0, /* asynchronous (default) */
-  TPURT_MODE_DEBUG = 1,  /* synchronous; TPU_LAUNCH_BLOCKING=1 */
+#define TPURT_X(e, value, name) e = value,
+  TPURT_EAGER_MODE_LIST(TPURT_X)
+#undef TPURT_X
 } tpurt_eager_mode;
 void tpurt_set_eager_mode(tpurt_eager_mode m);
 tpurt_eager_mode tpurt_get_eager_mode(void);

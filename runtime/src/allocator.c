@@ -7,7 +7,6 @@
 
 #include "internal.h"
 
-#define MAX_DEVICES 64
 #define MAX_USES 4
 #define SMALL_ROUND 512
 #define LARGE_ROUND (1 << 20)
@@ -32,7 +31,7 @@ typedef struct device_pool {
 
 #define HASH_SIZE 65536
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static device_pool pools[MAX_DEVICES];
+static device_pool pools[TPURT_MAX_DEVICES];
 static block* by_ptr[HASH_SIZE];
 
 static size_t hash_ptr(const void* p) { return ((uintptr_t)p >> 6) * 2654435761u % HASH_SIZE; }
@@ -276,7 +275,7 @@ int tpurt_pointer_device(const void* ptr) {
   pthread_mutex_lock(&mu);
   block* b = find_locked(ptr);
   if (b) dev = b->device;
-  for (int d = 0; dev < 0 && d < MAX_DEVICES; d++)
+  for (int d = 0; dev < 0 && d < TPURT_MAX_DEVICES; d++)
     for (b = pools[d].all; b; b = b->next_all)
       if ((const char*)ptr >= b->ptr && (const char*)ptr < b->ptr + b->size) {
         dev = d;

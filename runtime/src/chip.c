@@ -25,7 +25,6 @@ static const generation generations[] = {
 };
 enum { GENERATION_COUNT = sizeof generations / sizeof generations[0] };
 
-#define MAX_CHIPS 64
 static struct {
   tpurt_status status;
   char error[512];
@@ -34,7 +33,7 @@ static struct {
   char topology[32];
   int slice_chips;
   int count;
-  int global_index[MAX_CHIPS];
+  int global_index[TPURT_MAX_DEVICES];
 } cfg;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static _Thread_local int current_device;
@@ -95,7 +94,7 @@ static void configure(void) {
   const char* visible = tpurt_env_get(TPURT_ENV_VISIBLE_CHIPS);
   if (visible && *visible) {
     const char* p = visible;
-    while (*p && cfg.count < MAX_CHIPS) {
+    while (*p && cfg.count < TPURT_MAX_DEVICES) {
       char* end;
       long v = strtol(p, &end, 10);
       if (end == p || v < 0 || v >= host_chips) {
@@ -109,7 +108,7 @@ static void configure(void) {
       p = end + (*end == ',');
     }
   } else {
-    for (int i = 0; i < host_chips && i < MAX_CHIPS; i++) cfg.global_index[cfg.count++] = first + i;
+    for (int i = 0; i < host_chips && i < TPURT_MAX_DEVICES; i++) cfg.global_index[cfg.count++] = first + i;
   }
   const char* blocking = tpurt_env_get(TPURT_ENV_LAUNCH_BLOCKING);
   if (blocking && *blocking && strcmp(blocking, "0") != 0) tpurt_set_eager_mode(TPURT_MODE_DEBUG);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tpurt.h"
+#include "args.gen.h"
 
 /* ---------------------------------------------------------------- errors */
 /* Set the thread's error message and return `code` (printf-style). */
@@ -49,6 +50,10 @@ int tpurt_needs_private_outputs(const tpurt_op_call* c);
  * lists (the copy's lists point there). */
 size_t tpurt_call_lists_size(const tpurt_op_call* c);
 void tpurt_call_copy(tpurt_op_call* dst, const tpurt_op_call* c);
+
+/* The argument `name` of the call to `kernel` (the ATen schema's name; args.gen.h, generated
+ * by runtime/gen_args.py, holds its index, the same for every overload on the kernel's line). */
+#define TPURT_ARG(c, kernel, name) (&(c)->args[TPURT_ARG_##kernel##_##name])
 
 /* ---------------------------------------------------------------- half types */
 static inline float tpurt_bf16_to_f32(uint16_t v) {
@@ -271,6 +276,7 @@ void tpurt_parallel_for(int64_t n, int64_t grain, tpurt_pool_fn fn, void* ctx);
  * is full. Callable from the kernel's thread and from its parallel loops' helpers. */
 void* tpurt_temp(size_t bytes);
 void* tpurt_temp_zeroed(size_t bytes);
+static inline void* tpurt_temp_calloc(size_t n, size_t size) { return tpurt_temp_zeroed(n * size); }
 /* Give a temporary back before the kernel returns (a big buffer used by one phase). */
 void tpurt_temp_release(void* p);
 typedef struct tpurt_temp_ctx {

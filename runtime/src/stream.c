@@ -8,7 +8,6 @@
 
 #include "internal.h"
 
-#define MAX_DEVICES 64
 /* Commands in flight per stream (CUDA's launch queue is ~1k); a full ring makes the
  * issuing thread wait. */
 #define RING 64
@@ -51,11 +50,11 @@ typedef struct stream_state {
   command ring[RING];
 } stream_state;
 
-static stream_state* streams[MAX_DEVICES][TPURT_MAX_STREAMS_PER_DEVICE];
+static stream_state* streams[TPURT_MAX_DEVICES][TPURT_MAX_STREAMS_PER_DEVICE];
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
-static int next_pool_index[MAX_DEVICES];
-static _Thread_local int32_t current_stream[MAX_DEVICES];
-static _Thread_local int current_stream_set[MAX_DEVICES];
+static int next_pool_index[TPURT_MAX_DEVICES];
+static _Thread_local int32_t current_stream[TPURT_MAX_DEVICES];
+static _Thread_local int current_stream_set[TPURT_MAX_DEVICES];
 
 int32_t tpurt_stream_make(int device, int index) {
   return device * TPURT_MAX_STREAMS_PER_DEVICE + index;
@@ -218,13 +217,13 @@ tpurt_status tpurt_stream_create(int device, int32_t* out) {
 }
 
 int32_t tpurt_stream_get_current(int device) {
-  if (device < 0 || device >= MAX_DEVICES) return 0;
+  if (device < 0 || device >= TPURT_MAX_DEVICES) return 0;
   return current_stream_set[device] ? current_stream[device] : tpurt_stream_make(device, 0);
 }
 
 void tpurt_stream_set_current(int32_t s) {
   int dev = tpurt_stream_device(s);
-  if (dev < 0 || dev >= MAX_DEVICES) return;
+  if (dev < 0 || dev >= TPURT_MAX_DEVICES) return;
   current_stream[dev] = s;
   current_stream_set[dev] = 1;
 }

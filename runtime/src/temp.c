@@ -9,6 +9,9 @@
 #include "internal.h"
 
 #define ALIGN 64
+/* Temporaries from the allocator start this far into their block: a kernel that still calls
+ * free() on one aborts at once (not a valid heap pointer) instead of corrupting the cache. */
+#define GUARD ALIGN
 
 static _Thread_local tpurt_temp_ctx* current;
 
@@ -45,7 +48,7 @@ void* tpurt_temp(size_t bytes) {
     p = t->arena + t->used;
     t->used += need;
   } else if (t->n < t->cap || (t->blocks = realloc(t->blocks, sizeof(void*) * (size_t)(t->cap = t->cap * 2 + 8)))) {
-    if (!tpurt_malloc_in_kernel(t->device, bytes ? bytes : 1, &p)) t->blocks[t->n++] = p;
+    if (!tpurt_malloc_in_kernel(t->device, bytes + GUARD, &p)) t->blocks[t->n++] = p, p = (char*)p + GUARD;
   } else {
     tpurt_fail(TPURT_ERR_OOM, "host out of memory tracking kernel temporaries");
   }
@@ -64,9 +67,9 @@ void tpurt_temp_release(void* p) {
   if (!t || !p) return;
   pthread_mutex_lock(&t->mu);
   for (int i = 0; i < t->n; i++)
-    if (t->blocks[i] == p) {
+    if ((char*)t->blocks[i] + GUARD == (char*)p) {
       t->blocks[i] = t->blocks[--t->n];
-      tpurt_free_in_kernel(p);
+      tpurt_free_in_kernel((char*)p - GUARD);
       break;
     }
   pthread_mutex_unlock(&t->mu); /* arena memory is the caller's: nothing to give back */

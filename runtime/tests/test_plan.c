@@ -95,6 +95,21 @@ static void test_plan(void) {
   m.outs[0] = dense(NULL, TPURT_F32, 2, o_s);
   CHECK(tpurt_op_plan(&m, &p) == TPURT_OK && p.flops == 2 * 3 * 5 * 7 && p.nouts == 1 && p.outs[0].sizes[1] == 7,
         "mm plan: flops %lld", (long long)p.flops);
+  /* attention: the fused kernel's limits are its plan hook's */
+  int64_t qs[4] = {2, 4, 8, 16}, ks[4] = {2, 2, 8, 16};
+  tpurt_op_call a = {.struct_size = sizeof a, .op = tpurt_op_lookup("_scaled_dot_product_fused_attention_overrideable"),
+                     .nargs = 8};
+  a.args[0] = tensor_value(dense(NULL, TPURT_F32, 4, qs));
+  a.args[1] = a.args[2] = tensor_value(dense(NULL, TPURT_F32, 4, ks));
+  a.args[3] = a.args[7] = (tpurt_value){.kind = TPURT_V_NONE, .scalar_dtype = -1};
+  a.args[4] = (tpurt_value){.kind = TPURT_V_FLOAT, .scalar_dtype = -1, .f = 0};
+  a.args[5] = a.args[6] = (tpurt_value){.kind = TPURT_V_BOOL, .scalar_dtype = -1};
+  CHECK(tpurt_op_plan(&a, &p) == TPURT_OK && p.flops == 2LL * 2 * 4 * 8 * 8 * 32, "GQA attention plan: %s, flops %lld",
+        tpurt_last_error(), (long long)p.flops);
+  a.args[4].f = 0.1;
+  CHECK(tpurt_op_plan(&a, &p) == TPURT_ERR_UNSUPPORTED && strstr(tpurt_last_error(), "dropout"), "dropout: math path");
+  a.args[4].f = 0, a.args[1].t.sizes[1] = 3;
+  CHECK(tpurt_op_plan(&a, &p) == TPURT_ERR_RUNTIME && strstr(tpurt_last_error(), "multiple"), "heads 4 over 3");
   c.op = tpurt_op_lookup("nonzero");
   c.args[0].t.dtype = TPURT_F32;
   c.nouts = 0;

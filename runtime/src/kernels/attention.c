@@ -28,7 +28,7 @@ typedef struct {
   tpurt_status status;
 } attn_job;
 
-/* Elements to allocate for n (at least one, so malloc never sees 0). */
+/* Elements to allocate for n (at least one). */
 static size_t cells(int64_t n) { return (size_t)(n > 0 ? n : 1); }
 static int64_t pad8(int64_t n) { return (n + 7) / 8 * 8; }
 
@@ -159,14 +159,14 @@ static int scratch_init(const attn_job* J, attn_scratch* w) {
                        RB * J->S8,   RB * J->S8,   RB * d,        d};
   int64_t total = 0;
   for (int i = 0; i < 10; i++) total += sizes[i];
-  double* p = calloc(cells(total), sizeof(double));
+  double* p = tpurt_temp_zeroed((size_t)(cells(total)) * (sizeof(double)));
   if (!p) return 0;
   double** parts[10] = {&w->k, &w->kt, &w->vt, &w->v, &w->q, &w->dout, &w->s, &w->t, &w->acc, &w->zero};
   for (int i = 0; i < 10; i++) *parts[i] = p, p += sizes[i];
   w->head = -1;
   return 1;
 }
-static void scratch_free(attn_scratch* w) { free(w->k); }
+static void scratch_free(attn_scratch* w) { tpurt_temp_release(w->k); }
 
 /* Loads key/value head t = b * Hk + hk in the layouts a pass reads, unless already there. */
 TPURT_VEC_ATTRS static void load_head(const attn_job* J, attn_scratch* w, int64_t t, int backward) {
@@ -275,13 +275,30 @@ static attn_job job_of(const tpurt_tensor* q, const tpurt_tensor* k, const tpurt
 static float* out_buf(const tpurt_tensor* t, int64_t n) {
   if (t->ndim >= 0 && t->data && t->dtype == TPURT_F32 && tpurt_is_contiguous(t) && tpurt_numel(t) == n)
     return t->data;
-  return malloc(cells(n) * sizeof(float));
+  return tpurt_temp(cells(n) * sizeof(float));
 }
 static tpurt_status out_done(const tpurt_tensor* t, float* buf, tpurt_status s) {
   if (buf == t->data) return s;
   if (!s && t->ndim >= 0 && t->data && tpurt_numel(t)) s = tpurt_store_dense(t, buf, TPURT_F32);
-  free(buf);
+  tpurt_temp_release(buf);
   return s;
+}
+
+/* What the fused kernel takes (its plan hook; the C++ layer's backend choice asks the plan,
+ * so these limits live here only): no dropout, 4-D query/key/value, query heads a multiple
+ * of key heads. */
+tpurt_status tpurt_plan_sdpa_fused(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor *q = &c->args[0].t, *k = &c->args[1].t, *v = &c->args[2].t;
+  if (c->args[4].f != 0.0)
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "tpu fused attention: dropout_p must be 0 (the math path handles dropout)");
+  if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "tpu fused attention expects 4-D query/key/value, got %s, %s, %s",
+                      tpurt_shape_str(q), tpurt_shape_str(k), tpurt_shape_str(v));
+  if (k->sizes[1] == 0 || q->sizes[1] % k->sizes[1])
+    return tpurt_fail(TPURT_ERR_RUNTIME, "tpu fused attention: query heads (%lld) must be a multiple of key heads (%lld)",
+                      (long long)q->sizes[1], (long long)k->sizes[1]);
+  if (p) p->flops = 2 * q->sizes[0] * q->sizes[1] * q->sizes[2] * k->sizes[2] * (q->sizes[3] + v->sizes[3]);
+  return TPURT_OK;
 }
 
 tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
@@ -289,30 +306,23 @@ tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
    * is_causal, return_debug_mask, *, scale?) -> (out, logsumexp, cum_seq_q, cum_seq_k,
    * max_q, max_k, philox_seed, philox_offset, debug_attn_mask) */
   const tpurt_tensor *q = &c->args[0].t, *k = &c->args[1].t, *v = &c->args[2].t;
-  if (c->args[4].f != 0.0)
-    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "tpu fused attention: dropout_p must be 0 (the math path handles dropout)");
-  if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4)
-    return tpurt_fail(TPURT_ERR_RUNTIME, "tpu fused attention expects 4-D query/key/value, got %s, %s, %s",
-                      tpurt_shape_str(q), tpurt_shape_str(k), tpurt_shape_str(v));
+  tpurt_status s = tpurt_plan_sdpa_fused(c, NULL);
+  if (s) return s;
   attn_job J = job_of(q, k, v, c->args[5].i != 0);
-  if (J.Hk == 0 || J.Hq % J.Hk)
-    return tpurt_fail(TPURT_ERR_RUNTIME, "tpu fused attention: query heads (%lld) must be a multiple of key heads (%lld)",
-                      (long long)J.Hq, (long long)J.Hk);
   J.scale = c->args[7].kind == TPURT_V_FLOAT ? c->args[7].f : 1.0 / sqrt((double)J.E);
   J.bias = c->args[3].kind == TPURT_V_TENSOR ? &c->args[3].t : NULL;
   int64_t rows = J.B * J.Hq * J.L, blocks = J.B * J.Hq * ((J.L + RB - 1) / RB);
   float* out = out_buf(&c->outs[0], rows * J.Ev);
   float* lse = out_buf(&c->outs[1], rows);
-  tpurt_status s = TPURT_OK;
   if (!out || !lse) {
-    s = tpurt_fail(TPURT_ERR_OOM, "tpu fused attention: host out of memory for scratch");
+    s = TPURT_ERR_OOM;
   } else {
     J.out = out, J.lse = lse;
     /* About 4 tasks per thread: each task sets up its scratch and converts every key/value
      * head it touches, so one task per block would redo that for every 6 query rows. */
     int64_t grain = (blocks + 4 * tpurt_pool_threads() - 1) / (4 * tpurt_pool_threads());
     tpurt_parallel_for(blocks, grain, fwd_blocks, &J);
-    if (J.status) s = tpurt_fail(J.status, "tpu fused attention: host out of memory for scratch");
+    if (J.status) s = tpurt_fail(J.status, "tpu fused attention: TPU out of memory for per-block scratch");
   }
   if (out) s = out_done(&c->outs[0], out, s);
   if (lse) s = out_done(&c->outs[1], lse, s);
@@ -324,11 +334,11 @@ tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
 TPURT_VEC_ATTRS static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
   attn_job* J = ctx;
   attn_scratch w;
-  double* dk = malloc(cells(J->S * J->E8) * sizeof(double));
-  double* dv = malloc(cells(J->S * J->Ev8) * sizeof(double));
+  double* dk = tpurt_temp(cells(J->S * J->E8) * sizeof(double));
+  double* dv = tpurt_temp(cells(J->S * J->Ev8) * sizeof(double));
   if (!dk || !dv || !scratch_init(J, &w)) {
     J->status = TPURT_ERR_OOM;
-    free(dk), free(dv);
+    tpurt_temp_release(dk), tpurt_temp_release(dv);
     return;
   }
   int64_t g = J->Hq / J->Hk;
@@ -382,7 +392,7 @@ TPURT_VEC_ATTRS static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
       for (int64_t e = 0; e < J->Ev; e++) dvb[j * J->Ev + e] = (float)dv[j * J->Ev8 + e];
     }
   }
-  free(dk), free(dv);
+  tpurt_temp_release(dk), tpurt_temp_release(dv);
   scratch_free(&w);
 }
 
@@ -399,26 +409,26 @@ tpurt_status tpurt_kernel_sdpa_fused_backward(const tpurt_op_call* c) {
   J.dout = go;
   J.scale = c->args[16].kind == TPURT_V_FLOAT ? c->args[16].f : 1.0 / sqrt((double)J.E);
   J.bias = c->args[4].kind == TPURT_V_TENSOR ? &c->args[4].t : NULL;
-  float* flse = malloc(cells(tpurt_numel(lse)) * sizeof(float));
+  float* flse = tpurt_temp(cells(tpurt_numel(lse)) * sizeof(float));
   float* dq = out_buf(&c->outs[0], tpurt_numel(q));
   float* dk = out_buf(&c->outs[1], tpurt_numel(k));
   float* dv = out_buf(&c->outs[2], tpurt_numel(v));
   tpurt_status s = TPURT_OK;
   if (flse) {
     tpurt_tensor d = tpurt_dense_like(lse, flse, TPURT_F32);
-    if (tpurt_copy_tensor(&d, lse)) free(flse), flse = NULL;
+    if (tpurt_copy_tensor(&d, lse)) tpurt_temp_release(flse), flse = NULL;
   }
   if (!flse || !dq || !dk || !dv) {
-    s = tpurt_fail(TPURT_ERR_OOM, "tpu fused attention backward: host out of memory for scratch");
+    s = TPURT_ERR_OOM;
   } else {
     J.lse_in = flse, J.dq = dq, J.dk = dk, J.dv = dv;
     int64_t groups = J.B * J.Hk; /* about 4 tasks per thread, each with its scratch */
     tpurt_parallel_for(groups, (groups + 4 * tpurt_pool_threads() - 1) / (4 * tpurt_pool_threads()), bwd_groups, &J);
-    if (J.status) s = tpurt_fail(J.status, "tpu fused attention backward: host out of memory for scratch");
+    if (J.status) s = tpurt_fail(J.status, "tpu fused attention backward: TPU out of memory for per-group scratch");
   }
   float* grads[3] = {dq, dk, dv};
   for (int o = 0; o < 3; o++)
     if (grads[o]) s = out_done(&c->outs[o], grads[o], s);
-  free(flse);
+  tpurt_temp_release(flse);
   return s;
 }

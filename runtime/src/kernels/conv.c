@@ -43,6 +43,12 @@ static int64_t sp_stride(const tpurt_tensor* t, int i) {
 }
 
 /* args: stride, padding, dilation at a, a+1, a+2; groups at ag. */
+/* geom_init reads stride, padding, dilation as consecutive arguments in both schemas */
+_Static_assert(TPURT_ARG_convolution_padding == TPURT_ARG_convolution_stride + 1 &&
+                   TPURT_ARG_convolution_dilation == TPURT_ARG_convolution_stride + 2 &&
+                   TPURT_ARG_convolution_backward_padding == TPURT_ARG_convolution_backward_stride + 1 &&
+                   TPURT_ARG_convolution_backward_dilation == TPURT_ARG_convolution_backward_stride + 2,
+               "convolution schemas: stride, padding, dilation in a row");
 static void geom_init(geom* g, const tpurt_tensor* big, const tpurt_tensor* small, const tpurt_tensor* w,
                       const tpurt_op_call* c, int a, int ag) {
   int nsp = big->ndim - 2;
@@ -435,10 +441,10 @@ static void* acc_alloc(const conv_run* r, int64_t n) { return tpurt_temp_zeroed(
 static int64_t temp_bytes(size_t n) { return ((int64_t)n + 63) & ~(int64_t)63; }
 
 tpurt_status tpurt_plan_convolution(const tpurt_op_call* c, tpurt_plan* p) {
-  const tpurt_tensor *x = &c->args[0].t, *w = &c->args[1].t, *out = &c->outs[0];
-  int transposed = (int)tpurt_value_i(&c->args[6]);
+  const tpurt_tensor *x = &TPURT_ARG(c, convolution, input)->t, *w = &TPURT_ARG(c, convolution, weight)->t, *out = &c->outs[0];
+  int transposed = (int)tpurt_value_i(TPURT_ARG(c, convolution, transposed));
   geom g;
-  geom_init(&g, transposed ? out : x, transposed ? x : out, w, c, 3, 8);
+  geom_init(&g, transposed ? out : x, transposed ? x : out, w, c, TPURT_ARG_convolution_stride, TPURT_ARG_convolution_groups);
   tpurt_status s = conv_dtype_check(&g, x->dtype, transposed, x->ndim - 2);
   if (s) return s;
   int direct = transposed && unit_strides(&g);
@@ -453,12 +459,13 @@ tpurt_status tpurt_plan_convolution(const tpurt_op_call* c, tpurt_plan* p) {
 }
 
 tpurt_status tpurt_plan_convolution_backward(const tpurt_op_call* c, tpurt_plan* p) {
-  const tpurt_tensor *go = &c->args[0].t, *x = &c->args[1].t, *w = &c->args[2].t;
+  const tpurt_tensor *go = &TPURT_ARG(c, convolution_backward, grad_output)->t, *x = &TPURT_ARG(c, convolution_backward, input)->t,
+                     *w = &TPURT_ARG(c, convolution_backward, weight)->t;
   const tpurt_tensor *gi = &c->outs[0], *gw = &c->outs[1];
-  int transposed = (int)tpurt_value_i(&c->args[6]);
+  int transposed = (int)tpurt_value_i(TPURT_ARG(c, convolution_backward, transposed));
   const tpurt_tensor *B = transposed ? go : x, *Sraw = transposed ? x : go;
   geom g;
-  geom_init(&g, B, Sraw, w, c, 3, 8);
+  geom_init(&g, B, Sraw, w, c, TPURT_ARG_convolution_backward_stride, TPURT_ARG_convolution_backward_groups);
   size_t aes = acc_dtype_size(x->dtype);
   p->scratch_bytes += temp_bytes(col_bytes(&g)) + temp_bytes(operand_bytes(Sraw, 2));
   if (gi->ndim >= 0) {
@@ -475,10 +482,10 @@ tpurt_status tpurt_plan_convolution_backward(const tpurt_op_call* c, tpurt_plan*
 tpurt_status tpurt_kernel_convolution(const tpurt_op_call* c) {
   /* convolution_overrideable(input, weight, bias?, stride, padding, dilation, transposed,
    *                          output_padding, groups) */
-  const tpurt_tensor *x = &c->args[0].t, *w = &c->args[1].t, *out = &c->outs[0];
-  int transposed = (int)tpurt_value_i(&c->args[6]);
+  const tpurt_tensor *x = &TPURT_ARG(c, convolution, input)->t, *w = &TPURT_ARG(c, convolution, weight)->t, *out = &c->outs[0];
+  int transposed = (int)tpurt_value_i(TPURT_ARG(c, convolution, transposed));
   conv_run r = {0};
-  geom_init(&r.g, transposed ? out : x, transposed ? x : out, w, c, 3, 8);
+  geom_init(&r.g, transposed ? out : x, transposed ? x : out, w, c, TPURT_ARG_convolution_stride, TPURT_ARG_convolution_groups);
   tpurt_status s = conv_dtype_check(&r.g, x->dtype, transposed, x->ndim - 2);
   if (s) return s;
   operand W = {0}, S = {0};
@@ -491,7 +498,7 @@ tpurt_status tpurt_kernel_convolution(const tpurt_op_call* c) {
   if (!s && direct) s = to_big_direct(&r, x, w, acc);
   else if (!s && transposed) to_big(&r, &S, &W, acc);
   else if (!s) to_small(&r, x, &W, acc);
-  if (!s) s = store_out(&r, out, acc, &c->args[2]);
+  if (!s) s = store_out(&r, out, acc, TPURT_ARG(c, convolution, bias));
   return s;
 }
 
@@ -499,13 +506,14 @@ tpurt_status tpurt_kernel_convolution_backward(const tpurt_op_call* c) {
   /* convolution_backward_overrideable(grad_output, input, weight, stride, padding, dilation,
    *   transposed, output_padding, groups, output_mask) -> (grad_input, grad_weight, grad_bias);
    * outputs not asked for arrive undefined (ndim -1). */
-  const tpurt_tensor *go = &c->args[0].t, *x = &c->args[1].t, *w = &c->args[2].t;
+  const tpurt_tensor *go = &TPURT_ARG(c, convolution_backward, grad_output)->t, *x = &TPURT_ARG(c, convolution_backward, input)->t,
+                     *w = &TPURT_ARG(c, convolution_backward, weight)->t;
   const tpurt_tensor *gi = &c->outs[0], *gw = &c->outs[1], *gb = &c->outs[2];
-  int transposed = (int)tpurt_value_i(&c->args[6]);
+  int transposed = (int)tpurt_value_i(TPURT_ARG(c, convolution_backward, transposed));
   /* regular: B = input, S = grad_output; transposed: B = grad_output, S = input */
   const tpurt_tensor *B = transposed ? go : x, *Sraw = transposed ? x : go;
   conv_run r = {0};
-  geom_init(&r.g, B, Sraw, w, c, 3, 8);
+  geom_init(&r.g, B, Sraw, w, c, TPURT_ARG_convolution_backward_stride, TPURT_ARG_convolution_backward_groups);
   operand W = {0}, S = {0};
   void *acc_i, *acc_w;
   tpurt_status s = run_init(&r, x->dtype, c->precision);

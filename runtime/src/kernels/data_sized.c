@@ -137,8 +137,8 @@ tpurt_status tpurt_kernel_bincount(const tpurt_op_call* c) {
     return TPURT_OK;
   }
   const tpurt_tensor* out = &c->outs[0];
-  double* acc = calloc((size_t)(bins ? bins : 1), sizeof(double));
-  if (!acc) return tpurt_fail(TPURT_ERR_OOM, "bincount: host out of memory for %lld bins", (long long)bins);
+  double* acc = tpurt_temp_calloc((size_t)(bins ? bins : 1), sizeof(double));
+  if (!acc) return TPURT_ERR_OOM;
   for (int64_t j = 0; j < n; j++) {
     int64_t v = tpurt_load_i64((const char*)self->data + j * self->strides[0] * (int64_t)esize(self), self->dtype);
     acc[v] += has_w ? tpurt_load_f64((const char*)wv->t.data + j * wv->t.strides[0] * (int64_t)esize(&wv->t), wv->t.dtype)
@@ -146,7 +146,7 @@ tpurt_status tpurt_kernel_bincount(const tpurt_op_call* c) {
   }
   tpurt_tensor a = {.data = acc, .dtype = TPURT_F64, .ndim = 1, .sizes = {bins}, .strides = {1}};
   tpurt_status s = tpurt_copy_tensor(out, &a);
-  free(acc);
+  tpurt_temp_release(acc);
   return s;
 }
 
@@ -192,13 +192,13 @@ tpurt_status tpurt_kernel_unique(const tpurt_op_call* c) {
   int with_counts = c->nargs > 3, want_inv = c->args[2].i != 0, want_cnt = with_counts && c->args[3].i != 0;
   int64_t n = tpurt_numel(self);
   tpurt_line l = {.n = n, .as_int = !tpurt_is_float(self->dtype)};
-  l.keys = malloc((size_t)(n ? n : 1) * 8);
-  l.idx = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
-  l.tmp = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
-  int64_t* group = malloc((size_t)(n ? n : 1) * sizeof(int64_t)); /* group of each sorted position */
+  l.keys = tpurt_temp((size_t)(n ? n : 1) * 8);
+  l.idx = tpurt_temp((size_t)(n ? n : 1) * sizeof(int64_t));
+  l.tmp = tpurt_temp((size_t)(n ? n : 1) * sizeof(int64_t));
+  int64_t* group = tpurt_temp((size_t)(n ? n : 1) * sizeof(int64_t)); /* group of each sorted position */
   tpurt_status s = TPURT_OK;
   if (!l.keys || !l.idx || !l.tmp || !group) {
-    s = tpurt_fail(TPURT_ERR_OOM, "unique: host out of memory for scratch");
+    s = TPURT_ERR_OOM;
     goto done;
   }
   int64_t i[TPURT_MAX_DIMS] = {0}, j = 0;
@@ -245,7 +245,7 @@ tpurt_status tpurt_kernel_unique(const tpurt_op_call* c) {
     }
   }
 done:
-  free(l.keys), free(l.idx), free(l.tmp), free(group);
+  tpurt_temp_release(l.keys), tpurt_temp_release(l.idx), tpurt_temp_release(l.tmp), tpurt_temp_release(group);
   return s;
 }
 
@@ -369,8 +369,8 @@ tpurt_status tpurt_kernel_unique_dim(const tpurt_op_call* c) {
   if (n == 0 && zero_dims > 1)
     return tpurt_fail(TPURT_ERR_RUNTIME, "Number of zero sized dimensions is more than one, so unique cannot be applied ");
   o.per = n ? tpurt_numel(self) / n : 0;
-  int64_t* idx = malloc(cells_of(n) * sizeof(int64_t));
-  if (!idx) return tpurt_fail(TPURT_ERR_OOM, "unique_dim: host out of memory for scratch");
+  int64_t* idx = tpurt_temp(cells_of(n) * sizeof(int64_t));
+  if (!idx) return TPURT_ERR_OOM;
   for (int64_t k = 0; k < n; k++) idx[k] = k;
   tpurt_std_sort(idx, n, slice_less, &o);
   /* as CPU, each slice is compared with the first of the current group */
@@ -384,7 +384,7 @@ tpurt_status tpurt_kernel_unique_dim(const tpurt_op_call* c) {
     tpurt_declare_output(c, 0, self->dtype, self->ndim, vs);
     tpurt_declare_output(c, 1, TPURT_I64, 1, &n);
     tpurt_declare_output(c, 2, TPURT_I64, 1, &groups);
-    free(idx);
+    tpurt_temp_release(idx);
     return TPURT_OK;
   }
   const tpurt_tensor *vals = &c->outs[0], *inv = &c->outs[1], *cnt = &c->outs[2];
@@ -402,6 +402,6 @@ tpurt_status tpurt_kernel_unique_dim(const tpurt_op_call* c) {
     ((int64_t*)cnt->data)[g * cnt->strides[0]]++;
     ((int64_t*)inv->data)[idx[k] * inv->strides[0]] = g;
   }
-  free(idx);
+  tpurt_temp_release(idx);
   return TPURT_OK;
 }

@@ -74,9 +74,9 @@ typedef struct fft_plan {
 
 static void plan_free(fft_plan* p) {
   if (!p) return;
-  free(p->roots), free(p->chirp), free(p->kernel);
+  tpurt_temp_release(p->roots), tpurt_temp_release(p->chirp), tpurt_temp_release(p->kernel);
   plan_free(p->sub);
-  free(p);
+  tpurt_temp_release(p);
 }
 
 static void fft_exec(const fft_plan* p, cplx* x, cplx* tmp);
@@ -95,7 +95,7 @@ static int64_t smooth_size(int64_t n) {
 }
 
 static fft_plan* plan_new(int64_t n) {
-  fft_plan* p = calloc(1, sizeof *p);
+  fft_plan* p = tpurt_temp_zeroed((size_t)(1) * (sizeof *p));
   if (!p) return NULL;
   p->n = n;
   int64_t r = n;
@@ -110,7 +110,7 @@ static fft_plan* plan_new(int64_t n) {
     }
   }
   if (!big_prime) {
-    p->roots = malloc((size_t)(n ? n : 1) * sizeof(cplx));
+    p->roots = tpurt_temp((size_t)(n ? n : 1) * sizeof(cplx));
     if (!p->roots) return plan_free(p), NULL;
     for (int64_t t = 0; t < n; t++) p->roots[t] = root_of_unity(t, n);
     p->scratch = n;
@@ -119,10 +119,10 @@ static fft_plan* plan_new(int64_t n) {
   p->nf = 0;
   int64_t m = p->m = smooth_size(2 * n - 1);
   p->sub = plan_new(m);
-  p->chirp = malloc((size_t)n * sizeof(cplx));
-  p->kernel = calloc((size_t)m, sizeof(cplx));
-  cplx* tmp = malloc((size_t)m * sizeof(cplx));
-  if (!p->sub || !p->chirp || !p->kernel || !tmp) return free(tmp), plan_free(p), NULL;
+  p->chirp = tpurt_temp((size_t)n * sizeof(cplx));
+  p->kernel = tpurt_temp_calloc((size_t)m, sizeof(cplx));
+  cplx* tmp = tpurt_temp((size_t)m * sizeof(cplx));
+  if (!p->sub || !p->chirp || !p->kernel || !tmp) return tpurt_temp_release(tmp), plan_free(p), NULL;
   /* k^2 mod 2n, kept exact by (k+1)^2 = k^2 + 2k + 1; exp(-pi i t/n) = exp(-2 pi i t/(2n)) */
   for (int64_t k = 0, t = 0; k < n; t = (t + 2 * k + 1) % (2 * n), k++) p->chirp[k] = root_of_unity(t, 2 * n);
   for (int64_t k = 0; k < n; k++) {
@@ -131,7 +131,7 @@ static fft_plan* plan_new(int64_t n) {
   }
   fft_exec(p->sub, p->kernel, tmp);
   for (int64_t k = 0; k < m; k++) p->kernel[k].re /= (double)m, p->kernel[k].im /= (double)m;
-  free(tmp);
+  tpurt_temp_release(tmp);
   p->scratch = m + p->sub->scratch;
   return p;
 }
@@ -318,7 +318,7 @@ static void pass_chunk(void* ctx, int64_t begin, int64_t end) {
   const int64_t n = J->plan->n, ss = J->src.strides[J->dim], ds = J->dst.strides[J->dim];
   int64_t group = ss == 1 && ds == 1 ? 1 : (1 << 16) / n;
   group = group < 1 ? 1 : group > FFT_GROUP ? FFT_GROUP : group;
-  cplx* x = malloc((size_t)(group * n + J->plan->scratch + 1) * sizeof(cplx));
+  cplx* x = tpurt_temp((size_t)(group * n + J->plan->scratch + 1) * sizeof(cplx));
   if (!x) {
     __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
     return;
@@ -349,7 +349,7 @@ static void pass_chunk(void* ctx, int64_t begin, int64_t end) {
     }
     write_lines(&J->dst, dof, g, ds, J->kept, x, n, J->inverse, J->scale);
   }
-  free(x);
+  tpurt_temp_release(x);
 }
 
 static tpurt_status run_pass(pass_job* J, int64_t n) {
@@ -358,11 +358,12 @@ static tpurt_status run_pass(pass_job* J, int64_t n) {
     if (d != J->dim) lines *= J->region[d];
   if (lines == 0) return TPURT_OK;
   fft_plan* plan = plan_new(n);
-  if (!plan) return tpurt_fail(TPURT_ERR_OOM, "fft: out of host memory for a %lld-point plan", (long long)n);
+  if (!plan) return TPURT_ERR_OOM;
   J->plan = plan;
   tpurt_parallel_for(lines, 1 + 32768 / n, pass_chunk, J);
   plan_free(plan);
-  if (J->failed) return tpurt_fail(TPURT_ERR_OOM, "fft: out of host memory for %lld-point lines", (long long)n);
+  if (J->failed) /* a helper thread's temporary: its message stays with that thread */
+    return tpurt_fail(TPURT_ERR_OOM, "fft: TPU out of memory for the work buffers of %lld-point lines", (long long)n);
   return TPURT_OK;
 }
 
@@ -412,9 +413,8 @@ static tpurt_status pass(fft_run* R, int i, const int64_t* region, int64_t n, in
   if (!last && !R->buf) {
     int64_t total = 1;
     for (int d = ndim - 1; d >= 0; d--) R->bstrides[d] = total, total *= R->bsizes[d];
-    R->buf = malloc((size_t)(total ? total : 1) * sizeof(cplx));
-    if (!R->buf) return tpurt_fail(TPURT_ERR_OOM, "%s: out of host memory for a %s work buffer", R->op,
-                                   tpurt_shape_str(R->out));
+    R->buf = tpurt_temp((size_t)(total ? total : 1) * sizeof(cplx));
+    if (!R->buf) return TPURT_ERR_OOM;
   }
   const endpoint work = {(char*)R->buf, -1, sizeof(cplx), R->bstrides};
   pass_job J = {.src = i == 0 ? tensor_end(R->in) : work, .dst = last ? tensor_end(R->out) : work,
@@ -424,7 +424,7 @@ static tpurt_status pass(fft_run* R, int i, const int64_t* region, int64_t n, in
 }
 
 static tpurt_status finish(fft_run* R, tpurt_status s) {
-  free(R->buf);
+  tpurt_temp_release(R->buf);
   return s;
 }
 

@@ -192,8 +192,8 @@ static tpurt_status backward(const tpurt_op_call* c, int nsp) {
   const tpurt_tensor *gi = &c->outs[0], *gg = &c->outs[1];
   int want_gi = gi->ndim >= 0 && gi->data != NULL;
   int64_t ni = want_gi ? tpurt_numel(gi) : 0, ng = tpurt_numel(gg);
-  double* acc = calloc((size_t)(ni + ng + 1), sizeof(double));
-  if (!acc) return tpurt_fail(TPURT_ERR_OOM, "grid_sampler_%dd_backward: host out of memory for scratch", nsp);
+  double* acc = tpurt_temp_calloc((size_t)(ni + ng + 1), sizeof(double));
+  if (!acc) return TPURT_ERR_OOM;
   double *agi = acc, *agg = acc + ni;
   size_t ies = tpurt_dtype_size((tpurt_dtype)in->dtype), ges = tpurt_dtype_size((tpurt_dtype)go->dtype);
   int64_t sgo[5] = {go->strides[0], go->strides[1], 0, 0, 0};
@@ -227,7 +227,7 @@ static tpurt_status backward(const tpurt_op_call* c, int nsp) {
   })
   tpurt_status s = want_gi ? tpurt_store_dense(gi, agi, TPURT_F64) : TPURT_OK;
   if (!s) s = tpurt_store_dense(gg, agg, TPURT_F64);
-  free(acc);
+  tpurt_temp_release(acc);
   return s;
 }
 

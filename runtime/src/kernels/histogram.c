@@ -91,7 +91,7 @@ typedef struct {
 } edge_set;
 
 static void edges_free(edge_set* es, int64_t D) {
-  for (int64_t d = 0; d < D; d++) free(es->e[d]);
+  for (int64_t d = 0; d < D; d++) tpurt_temp_release(es->e[d]);
 }
 
 /* Edges from bin counts (bins: an int list, or one int for histogram). */
@@ -102,8 +102,8 @@ static tpurt_status edges_from_counts(const points* p, const int64_t* bins, cons
   for (int64_t d = 0; d < p->d; d++) {
     double lo = 0, hi = 1;
     tpurt_status s = outer_edges(p, range, d, &lo, &hi);
-    if (!s && !(es->e[d] = malloc(sizeof(double) * (size_t)(bins[d] + 1))))
-      s = tpurt_fail(TPURT_ERR_OOM, "histogram: host out of memory for bin edges");
+    if (!s && !(es->e[d] = tpurt_temp(sizeof(double) * (size_t)(bins[d] + 1))))
+      s = TPURT_ERR_OOM;
     if (s) {
       edges_free(es, p->d);
       return s;
@@ -120,9 +120,9 @@ static tpurt_status edges_from_tensors(const points* p, const tpurt_tensor* cons
   for (int64_t d = 0; d < p->d; d++) {
     const tpurt_tensor* b = bins[d];
     int64_t n = tpurt_numel(b);
-    if (!(es->e[d] = malloc(sizeof(double) * (size_t)(n ? n : 1)))) {
+    if (!(es->e[d] = tpurt_temp(sizeof(double) * (size_t)(n ? n : 1)))) {
       edges_free(es, p->d);
-      return tpurt_fail(TPURT_ERR_OOM, "histogram: host out of memory for bin edges");
+      return TPURT_ERR_OOM;
     }
     es->n[d] = n;
     for (int64_t k = 0; k < n; k++) es->e[d][k] = load_at(b, b->ndim ? k * b->strides[0] : 0);

@@ -115,11 +115,11 @@ tpurt_status tpurt_kernel_embedding_dense_backward(const tpurt_op_call* c) {
   int64_t D = out->sizes[1], n = tpurt_numel(ind);
   tpurt_status s = check_indices(ind, 0, nw, 0, "index out of range in self", TPURT_ERR_INDEX);
   if (s) return s;
-  double* acc = calloc((size_t)(nw * D > 0 ? nw * D : 1), sizeof(double));
-  int64_t* count = calloc((size_t)(nw ? nw : 1), sizeof(int64_t));
+  double* acc = tpurt_temp_calloc((size_t)(nw * D > 0 ? nw * D : 1), sizeof(double));
+  int64_t* count = tpurt_temp_calloc((size_t)(nw ? nw : 1), sizeof(int64_t));
   if (!acc || !count) {
-    free(acc), free(count);
-    return tpurt_fail(TPURT_ERR_OOM, "embedding_dense_backward: host out of memory for scratch");
+    tpurt_temp_release(acc), tpurt_temp_release(count);
+    return TPURT_ERR_OOM;
   }
   int64_t i[TPURT_MAX_DIMS] = {0};
   if (scale && n)
@@ -142,7 +142,7 @@ tpurt_status tpurt_kernel_embedding_dense_backward(const tpurt_op_call* c) {
   } while (tpurt_next_index(i, ind->sizes, ind->ndim));
   tpurt_tensor a = {.data = acc, .dtype = TPURT_F64, .ndim = 2, .sizes = {nw, D}, .strides = {D, 1}};
   s = tpurt_copy_tensor(out, &a);
-  free(acc), free(count);
+  tpurt_temp_release(acc), tpurt_temp_release(count);
   return s;
 }
 
@@ -336,8 +336,8 @@ static tpurt_status plan_index(index_plan* p, const tpurt_tensor* self, const tp
     const tpurt_tensor* t = &list->tensors[e];
     if (t->ndim >= 0 && (t->dtype == TPURT_BOOL || t->dtype == TPURT_U8)) cells += tpurt_numel(t) * t->ndim;
   }
-  p->masks = malloc(sizeof(int64_t) * (size_t)(cells ? cells : 1));
-  if (!p->masks) return tpurt_fail(TPURT_ERR_OOM, "index: host out of memory for scratch");
+  p->masks = tpurt_temp(sizeof(int64_t) * (size_t)(cells ? cells : 1));
+  if (!p->masks) return TPURT_ERR_OOM;
   int64_t* cursor = p->masks;
   int sd = 0;
   for (int e = 0; e < list->n; e++) {
@@ -400,7 +400,7 @@ tpurt_status tpurt_kernel_index(const tpurt_op_call* c) {
   tpurt_status s = plan_index(&p, self, &c->args[1]);
   if (!s && tpurt_sizing(c)) { /* bool masks: PyTorch's meta function cannot size the result */
     tpurt_declare_output(c, 0, self->dtype, p.ndim, p.shape);
-    free(p.masks);
+    tpurt_temp_release(p.masks);
     return TPURT_OK;
   }
   if (!s && (p.ndim != out->ndim || memcmp(p.shape, out->sizes, sizeof(int64_t) * (size_t)p.ndim)))
@@ -411,7 +411,7 @@ tpurt_status tpurt_kernel_index(const tpurt_op_call* c) {
     do memcpy(at(out, offset_of(out, i)), at(self, plan_offset(&p, self, i)), es);
     while (tpurt_next_index(i, out->sizes, out->ndim));
   }
-  free(p.masks);
+  tpurt_temp_release(p.masks);
   return s;
 }
 
@@ -453,7 +453,7 @@ tpurt_status tpurt_kernel_index_put(const tpurt_op_call* c) {
                acc ? RED_ADD : RED_NONE);
     while (tpurt_next_index(i, p.shape, p.ndim));
   }
-  free(p.masks);
+  tpurt_temp_release(p.masks);
   return s;
 }
 

@@ -132,12 +132,12 @@ tpurt_status tpurt_kernel_index_reduce(const tpurt_op_call* c) {
   if (s || total == 0) return s;
   /* accumulate in a dense f64 / i64 copy of out, with a count per element for mean */
   int fl = tpurt_is_float(out->dtype);
-  union acc_u { double f; int64_t i; }* acc = malloc((size_t)total * sizeof *acc);
-  int64_t* cnt = calloc((size_t)total, sizeof *cnt);
-  char* touched = calloc((size_t)total, 1);
+  union acc_u { double f; int64_t i; }* acc = tpurt_temp((size_t)total * sizeof *acc);
+  int64_t* cnt = tpurt_temp_calloc((size_t)total, sizeof *cnt);
+  char* touched = tpurt_temp_calloc((size_t)total, 1);
   if (!acc || !cnt || !touched) {
-    free(acc), free(cnt), free(touched);
-    return tpurt_fail(TPURT_ERR_OOM, "index_reduce: host out of memory for scratch");
+    tpurt_temp_release(acc), tpurt_temp_release(cnt), tpurt_temp_release(touched);
+    return TPURT_ERR_OOM;
   }
   tpurt_tensor dense = *out; /* row-major positions of out */
   int64_t st = 1;
@@ -181,7 +181,7 @@ tpurt_status tpurt_kernel_index_reduce(const tpurt_op_call* c) {
     if (fl) tpurt_store_f64(e, out->dtype, acc[p].f);
     else tpurt_store_i64(e, out->dtype, acc[p].i);
   } while (tpurt_next_index(i, out->sizes, out->ndim));
-  free(acc), free(cnt), free(touched);
+  tpurt_temp_release(acc), tpurt_temp_release(cnt), tpurt_temp_release(touched);
   return TPURT_OK;
 }
 
@@ -245,8 +245,8 @@ tpurt_status tpurt_kernel_scatter_reduce(const tpurt_op_call* c) {
   tpurt_status s = tpurt_copy_tensor(out, &c->args[0].t);
   if (s || n == 0) return s;
   int64_t* count = NULL;
-  if (r == SRD_MEAN && !(count = calloc((size_t)total, sizeof *count)))
-    return tpurt_fail(TPURT_ERR_OOM, "scatter_reduce: host out of memory for scratch");
+  if (r == SRD_MEAN && !(count = tpurt_temp_calloc((size_t)total, sizeof *count)))
+    return TPURT_ERR_OOM;
   /* dense row-major position of an out element, for the counts */
   tpurt_tensor dense = o;
   int64_t st = 1;
@@ -279,7 +279,7 @@ tpurt_status tpurt_kernel_scatter_reduce(const tpurt_op_call* c) {
         tpurt_store_i64(d, dt, v / k - ((v % k != 0) && (v < 0)));
       }
     } while (tpurt_next_index(i, o.sizes, o.ndim));
-    free(count);
+    tpurt_temp_release(count);
   }
   return TPURT_OK;
 }

@@ -105,7 +105,7 @@ tpurt_status tpurt_kernel_lu_factor_ex(const tpurt_op_call* c) {
       break;
     }
   }
-  free(s.a);
+  tpurt_temp_release(s.a);
   return st;
 }
 
@@ -160,7 +160,7 @@ tpurt_status tpurt_kernel_lu(const tpurt_op_call* c) {
     getrf(s.a, m, n, s.piv);
     lu_unpack_one(s.a, s.piv, m, n, &P, &L, &U, b, nb, s.b, s.piv + k);
   }
-  free(s.a);
+  tpurt_temp_release(s.a);
   return TPURT_OK;
 }
 
@@ -198,7 +198,7 @@ tpurt_status tpurt_kernel_lu_unpack(const tpurt_op_call* c) {
     if (st) break;
     lu_unpack_one(s.a, s.piv, m, n, &P, &L, &U, b, nb, s.b, s.piv + k);
   }
-  free(s.a);
+  tpurt_temp_release(s.a);
   return st;
 }
 
@@ -225,7 +225,7 @@ tpurt_status tpurt_kernel_lu_solve(const tpurt_op_call* c) {
     getrs(s.a, s.piv, n, s.b, r, left ? adjoint : !adjoint);
     mv_store(&X, b, nb, s.b, left ? LA_PLAIN : LA_ADJ);
   }
-  free(s.a);
+  tpurt_temp_release(s.a);
   return TPURT_OK;
 }
 
@@ -270,7 +270,7 @@ static tpurt_status det_family(const tpurt_op_call* c, int slog) {
       la_store(batch_ptr(&c->outs[0], b, nb), c->outs[0].dtype, det);
     }
   }
-  free(s.a);
+  tpurt_temp_release(s.a);
   return TPURT_OK;
 }
 tpurt_status tpurt_kernel_det(const tpurt_op_call* c) { return det_family(c, 0); }
@@ -318,7 +318,7 @@ static tpurt_status solve(const tpurt_op_call* c, const tpurt_tensor* B, int lef
     getrs(s.a, s.piv, n, s.b, r, !left);
     mv_store(&x, b, nb, s.b, left ? LA_PLAIN : LA_ADJ);
   }
-  free(s.a);
+  tpurt_temp_release(s.a);
   return st;
 }
 
@@ -381,7 +381,7 @@ static tpurt_status cholesky_run(const char* name, const tpurt_tensor* A, int up
       break;
     }
   }
-  free(s.a);
+  tpurt_temp_release(s.a);
   return st;
 }
 
@@ -461,7 +461,7 @@ tpurt_status tpurt_kernel_geqrf(const tpurt_op_call* c) {
     mv_store(&o, b, nb, s.a, LA_PLAIN);
     if (k) mv_store(&t, b, nb, s.a + m * n, LA_PLAIN);
   }
-  free(s.a);
+  tpurt_temp_release(s.a);
   return TPURT_OK;
 }
 
@@ -489,7 +489,7 @@ tpurt_status tpurt_kernel_ormqr(const tpurt_op_call* c) {
     la_apply_q(s.a, a.cols, s.a + a.rows * a.cols, k, s.b, rows, r, left ? trans : !trans);
     mv_store(&o, b, nb, s.b, left ? LA_PLAIN : LA_ADJ);
   }
-  free(s.a);
+  tpurt_temp_release(s.a);
   return TPURT_OK;
 }
 
@@ -526,7 +526,7 @@ tpurt_status tpurt_kernel_qr(const tpurt_op_call* c) {
     la_apply_q(x, n, tau, k, o, m, qc, 0);
     mv_store(&q, b, nb, o, LA_PLAIN);
   }
-  free(s.a);
+  tpurt_temp_release(s.a);
   return TPURT_OK;
 }
 
@@ -566,7 +566,7 @@ static tpurt_status tri_solve(const tpurt_op_call* c, int a_arg, int b_arg, int 
     trsm(s.a, n, ta ? !upper : upper, unit, s.b, r);
     mv_store(&X, b, nb, s.b, left ? LA_PLAIN : LA_TRANS);
   }
-  free(s.a);
+  tpurt_temp_release(s.a);
   return TPURT_OK;
 }
 
@@ -613,7 +613,7 @@ static tpurt_status cholesky_apply(const tpurt_op_call* c, const tpurt_tensor* F
     trsm(s.a, n, 1, 0, s.b, r);
     mv_store(&X, b, nb, s.b, LA_PLAIN);
   }
-  free(s.a);
+  tpurt_temp_release(s.a);
   return TPURT_OK;
 }
 

@@ -136,8 +136,8 @@ typedef struct scratch {
 } scratch;
 
 static inline tpurt_status scratch_alloc(scratch* s, int64_t na, int64_t nb, int64_t np) {
-  s->a = malloc(sizeof(la_t) * (size_t)(na + nb + 2) + sizeof(int) * (size_t)(np + 1));
-  if (!s->a) return tpurt_fail(TPURT_ERR_OOM, "linalg: out of host memory for scratch");
+  s->a = tpurt_temp(sizeof(la_t) * (size_t)(na + nb + 2) + sizeof(int) * (size_t)(np + 1));
+  if (!s->a) return TPURT_ERR_OOM;
   s->b = s->a + na + 1;
   s->piv = (int*)(s->b + nb + 1);
   return TPURT_OK;
@@ -159,7 +159,7 @@ typedef struct la_batch_job {
 
 static inline void la_batch_chunk(void* p, int64_t begin, int64_t end) {
   la_batch_job* J = (la_batch_job*)p;
-  la_t* ws = malloc(sizeof(la_t) * (size_t)(J->ws_elems + 1));
+  la_t* ws = tpurt_temp(sizeof(la_t) * (size_t)(J->ws_elems + 1));
   int64_t b[TPURT_MAX_DIMS];
   for (int64_t i = begin; i < end; i++) {
     for (int64_t d = J->nb - 1, r = i; d >= 0; d--) { /* batch index i, row-major over bs */
@@ -168,7 +168,7 @@ static inline void la_batch_chunk(void* p, int64_t begin, int64_t end) {
     }
     J->codes[i] = ws ? J->fn(J->ctx, b, ws) : -1;
   }
-  free(ws);
+  tpurt_temp_release(ws);
 }
 
 /* fn on every matrix of the batch bs[0..nb), split across the worker pool (each matrix writes
@@ -179,13 +179,13 @@ static inline tpurt_status la_for_batch(int nb, const int64_t* bs, int64_t ws_el
   int64_t count = 1;
   for (int d = 0; d < nb; d++) count *= bs[d];
   *code = 0;
-  int* codes = malloc(sizeof(int) * (size_t)count);
-  if (!codes) return tpurt_fail(TPURT_ERR_OOM, "linalg: out of host memory for scratch");
+  int* codes = tpurt_temp(sizeof(int) * (size_t)count);
+  if (!codes) return TPURT_ERR_OOM;
   la_batch_job J = {fn, ctx, nb, bs, ws_elems, codes};
   tpurt_parallel_for(count, 1 + (1 << 16) / (flops + 1), la_batch_chunk, &J);
   for (int64_t i = 0; i < count && !*code; i++)
     if (codes[i]) *code = codes[i], *at = i;
-  free(codes);
+  tpurt_temp_release(codes);
   return *code == -1 ? tpurt_fail(TPURT_ERR_OOM, "linalg: out of host memory for scratch") : TPURT_OK;
 }
 

@@ -385,7 +385,7 @@ tpurt_status tpurt_kernel_lstsq(const tpurt_op_call* c) {
       mv_store_real(&res, b, nb, rs);
     }
   }
-  free(s.a);
+  tpurt_temp_release(s.a);
   return st;
 }
 
@@ -547,7 +547,7 @@ tpurt_status tpurt_kernel_ldl_factor_ex(const tpurt_op_call* c) {
       break;
     }
   }
-  free(s.a);
+  tpurt_temp_release(s.a);
   return st;
 }
 
@@ -583,7 +583,7 @@ tpurt_status tpurt_kernel_ldl_solve(const tpurt_op_call* c) {
     sytrs_lower(s.a, n, s.piv, s.b, r, herm);
     mv_store(&X, b, nb, s.b, LA_PLAIN);
   }
-  free(s.a);
+  tpurt_temp_release(s.a);
   return st;
 }
 
@@ -658,7 +658,7 @@ tpurt_status tpurt_kernel_matrix_exp(const tpurt_op_call* c) {
     else mexp_one(s.a, n, A->dtype == TPURT_F64 ? mexp_theta_f64 : mexp_theta_f32, s.b, s.b + n * n);
     mv_store(&o, b, nb, s.b, LA_PLAIN);
   }
-  free(s.a);
+  tpurt_temp_release(s.a);
   return TPURT_OK;
 }
 
@@ -685,6 +685,6 @@ tpurt_status tpurt_kernel_householder_product(const tpurt_op_call* c) {
     la_apply_q(s.a, n, s.a + m * n, k, s.b, m, n, 0);
     mv_store(&o, b, nb, s.b, LA_PLAIN);
   }
-  free(s.a);
+  tpurt_temp_release(s.a);
   return TPURT_OK;
 }

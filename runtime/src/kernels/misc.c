@@ -381,8 +381,8 @@ tpurt_status tpurt_kernel_randperm(const tpurt_op_call* c) {
   const tpurt_tensor* out = &c->outs[0];
   int64_t n = c->args[0].i;
   if (n < 0) return tpurt_fail(TPURT_ERR_RUNTIME, "n must be non-negative, got%lld", (long long)n);
-  int64_t* p = malloc(sizeof(int64_t) * (size_t)(n + 1));
-  if (!p) return tpurt_fail(TPURT_ERR_OOM, "randperm: out of host memory for scratch");
+  int64_t* p = tpurt_temp(sizeof(int64_t) * (size_t)(n + 1));
+  if (!p) return TPURT_ERR_OOM;
   for (int64_t i = 0; i < n; i++) p[i] = i;
   for (int64_t i = n - 1; i > 0; i--) {
     uint32_t r[4];
@@ -393,7 +393,7 @@ tpurt_status tpurt_kernel_randperm(const tpurt_op_call* c) {
   }
   int64_t st = out->ndim ? out->strides[0] : 0;
   for (int64_t i = 0; i < n; i++) tpurt_store_i64(at(out, i * st), out->dtype, p[i]);
-  free(p);
+  tpurt_temp_release(p);
   return TPURT_OK;
 }
 
@@ -420,8 +420,8 @@ tpurt_status tpurt_kernel_multinomial(const tpurt_op_call* c) {
   int repl = (int)c->args[2].i;
   int64_t ist = in->strides[in->ndim - 1], irs = in->ndim == 2 ? in->strides[0] : 0;
   int64_t ost = out->strides[out->ndim - 1], ors = out->ndim == 2 ? out->strides[0] : 0;
-  double* w = malloc(sizeof(double) * (size_t)n + (size_t)n + 8);
-  if (!w) return tpurt_fail(TPURT_ERR_OOM, "multinomial: out of host memory for scratch");
+  double* w = tpurt_temp(sizeof(double) * (size_t)n + (size_t)n + 8);
+  if (!w) return TPURT_ERR_OOM;
   uint8_t* taken = (uint8_t*)(w + n);
   tpurt_status s = TPURT_OK;
   for (int64_t r = 0; r < rows && !s; r++) {
@@ -443,7 +443,7 @@ tpurt_status tpurt_kernel_multinomial(const tpurt_op_call* c) {
       tpurt_store_i64(at(out, r * ors + j * ost), out->dtype, cat);
     }
   }
-  free(w);
+  tpurt_temp_release(w);
   return s;
 }
 
@@ -473,8 +473,8 @@ tpurt_status tpurt_kernel_embedding_bag(const tpurt_op_call* c) {
     return tpurt_fail(TPURT_ERR_RUNTIME, "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                       "supported for mode='sum' (got mode='%s'). Please open a feature request on GitHub.",
                       mode == BAG_MEAN ? "mean" : "max");
-  double* acc = malloc(sizeof(double) * (size_t)(D + 1));
-  if (!acc) return tpurt_fail(TPURT_ERR_OOM, "embedding_bag: out of host memory for scratch");
+  double* acc = tpurt_temp(sizeof(double) * (size_t)(D + 1));
+  if (!acc) return TPURT_ERR_OOM;
   tpurt_status s = TPURT_OK;
   for (int64_t i = 0; i < tpurt_numel(bsz); i++) tpurt_store_i64(at(bsz, i * bsz->strides[0]), bsz->dtype, 0);
   for (int64_t b = 0; b < nbags && !s; b++) {
@@ -512,27 +512,34 @@ tpurt_status tpurt_kernel_embedding_bag(const tpurt_op_call* c) {
     }
     tpurt_store_i64(at(bsz, b * bsz->strides[0]), bsz->dtype, count);
   }
-  free(acc);
+  tpurt_temp_release(acc);
   return s;
 }
 
-tpurt_status tpurt_kernel_embedding_bag_backward(const tpurt_op_call* c) {
-  /* _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, max_indices,
-   * num_weights, scale_grad_by_freq, mode, sparse, per_sample_weights?, padding_idx) and
-   * _embedding_bag_dense_backward (the same without offsets and sparse) -> [num_weights, D] */
-  int full = c->nargs == 12, a = full ? 1 : 0; /* arg shift after indices */
-  const tpurt_tensor *g = &c->args[0].t, *ind = &c->args[1].t, *o2b = &c->args[2 + a].t, *bsz = &c->args[3 + a].t;
-  const tpurt_tensor *maxi = &c->args[4 + a].t, *out = &c->outs[0];
-  int freq = (int)c->args[6 + a].i, mode = (int)c->args[7 + a].i;
-  const tpurt_value* pv = &c->args[full ? 10 : 8];
-  const tpurt_tensor* psw = pv->kind == TPURT_V_TENSOR ? &pv->t : NULL;
-  int64_t pad = c->args[full ? 11 : 9].i, n = ind->sizes[0], nw = out->sizes[0], D = out->sizes[1];
-  if (full && c->args[9].i)
-    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "embedding_bag: sparse gradients are not supported on tpu");
+/* The arguments both backward overloads share, by name. */
+typedef struct {
+  const tpurt_tensor *grad, *indices, *offset2bag, *bag_size, *maximum_indices, *per_sample_weights;
+  int scale_grad_by_freq, mode;
+  int64_t padding_idx;
+} bag_grad_args;
+#define BAG_GRAD_ARGS(c, K)                                                                            \
+  (bag_grad_args) {                                                                                    \
+    &TPURT_ARG(c, K, grad)->t, &TPURT_ARG(c, K, indices)->t, &TPURT_ARG(c, K, offset2bag)->t,          \
+        &TPURT_ARG(c, K, bag_size)->t, &TPURT_ARG(c, K, maximum_indices)->t,                          \
+        TPURT_ARG(c, K, per_sample_weights)->kind == TPURT_V_TENSOR ? &TPURT_ARG(c, K, per_sample_weights)->t : NULL, \
+        (int)TPURT_ARG(c, K, scale_grad_by_freq)->i, (int)TPURT_ARG(c, K, mode)->i, TPURT_ARG(c, K, padding_idx)->i \
+  }
+
+/* -> [num_weights, D] */
+static tpurt_status bag_backward(const tpurt_op_call* c, bag_grad_args A) {
+  const tpurt_tensor *g = A.grad, *ind = A.indices, *o2b = A.offset2bag, *bsz = A.bag_size;
+  const tpurt_tensor *maxi = A.maximum_indices, *out = &c->outs[0], *psw = A.per_sample_weights;
+  int freq = A.scale_grad_by_freq, mode = A.mode;
+  int64_t pad = A.padding_idx, n = ind->sizes[0], nw = out->sizes[0], D = out->sizes[1];
   tpurt_status s = fill_zero(out);
-  int64_t* cnt = s ? NULL : calloc((size_t)nw + 1, sizeof(int64_t));
-  double* acc = s ? NULL : calloc((size_t)(nw * D + 1), sizeof(double));
-  if (!s && (!cnt || !acc)) s = tpurt_fail(TPURT_ERR_OOM, "embedding_bag backward: out of host memory for scratch");
+  int64_t* cnt = s ? NULL : tpurt_temp_calloc((size_t)nw + 1, sizeof(int64_t));
+  double* acc = s ? NULL : tpurt_temp_calloc((size_t)(nw * D + 1), sizeof(double));
+  if (!s && (!cnt || !acc)) s = TPURT_ERR_OOM;
   if (!s && mode == BAG_MAX) {
     for (int64_t b = 0; b < g->sizes[0]; b++) {
       if (ld_i(bsz, b) == 0) continue;
@@ -554,9 +561,18 @@ tpurt_status tpurt_kernel_embedding_bag_backward(const tpurt_op_call* c) {
   }
   for (int64_t k = 0; !s && k < nw; k++)
     for (int64_t j = 0; j < D; j++) st_f(out, k, j, acc[k * D + j]);
-  free(cnt);
-  free(acc);
+  tpurt_temp_release(cnt);
+  tpurt_temp_release(acc);
   return s;
+}
+
+tpurt_status tpurt_kernel_embedding_bag_backward(const tpurt_op_call* c) { /* ... offsets ..., sparse, ... */
+  if (TPURT_ARG(c, embedding_bag_backward, sparse)->i)
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "embedding_bag: sparse gradients are not supported on tpu");
+  return bag_backward(c, BAG_GRAD_ARGS(c, embedding_bag_backward));
+}
+tpurt_status tpurt_kernel_embedding_bag_dense_backward(const tpurt_op_call* c) {
+  return bag_backward(c, BAG_GRAD_ARGS(c, embedding_bag_dense_backward));
 }
 
 tpurt_status tpurt_kernel_embedding_bag_psw_backward(const tpurt_op_call* c) {

@@ -53,7 +53,7 @@ static int64_t prod_dims(const tpurt_tensor* t, int from, int to) {
 
 static int defined(const tpurt_tensor* t) { return t->ndim >= 0 && t->data; }
 
-static double* scratch(int64_t n) { return malloc(sizeof(double) * (size_t)(n > 0 ? n : 1)); }
+static double* scratch(int64_t n) { return tpurt_temp(sizeof(double) * (size_t)(n > 0 ? n : 1)); }
 #define OOM(op) tpurt_fail(TPURT_ERR_OOM, op ": out of host memory for scratch")
 
 /* ---------------------------------------------------------------- lines along one dim */
@@ -136,7 +136,7 @@ static void line_tiles(void* arg, int64_t lo, int64_t hi) {
         tile_io(t[k], base[k], nd ? t[k]->strides[d] : 0, p >= 0 ? t[k]->strides[p] : 0, len, b, buf + k * len * B,
                 row, 1);
   }
-  free(buf);
+  tpurt_temp_release(buf);
 }
 
 /* Work per pool claim and the least total worth splitting, in elements per tensor. */
@@ -336,7 +336,7 @@ TPURT_VEC_ATTRS static void ln_rows(void* arg, int64_t lo, int64_t hi) {
     store_block(&c->outs[1], J->k, o, &mean);
     store_block(&c->outs[2], J->k, o, &rstd);
   }
-  free(x);
+  tpurt_temp_release(x);
 }
 
 tpurt_status tpurt_kernel_layer_norm(const tpurt_op_call* c) {
@@ -355,7 +355,7 @@ tpurt_status tpurt_kernel_layer_norm(const tpurt_op_call* c) {
     tpurt_parallel_for(m, (NN_PAR_GRAIN + n - 1) / (n ? n : 1), ln_rows, &J);
   else
     ln_rows(&J, 0, m);
-  free(buf);
+  tpurt_temp_release(buf);
   return J.oom ? OOM("layer_norm") : TPURT_OK;
 }
 
@@ -422,7 +422,7 @@ tpurt_status tpurt_kernel_layer_norm_backward(const tpurt_op_call* c) {
   ln_bwd_rows(c, k, m, n, buf);
   if (defined(&c->outs[1])) store_block(&c->outs[1], 0, 0, dw);
   if (defined(&c->outs[2])) store_block(&c->outs[2], 0, 0, db);
-  free(buf);
+  tpurt_temp_release(buf);
   return TPURT_OK;
 }
 
@@ -647,7 +647,7 @@ tpurt_status tpurt_kernel_group_norm(const tpurt_op_call* c) {
     }
     if (C * HW > 0) store_block(&c->outs[0], 1, n, x);
   }
-  free(buf);
+  tpurt_temp_release(buf);
   return TPURT_OK;
 }
 
@@ -687,7 +687,7 @@ tpurt_status tpurt_kernel_group_norm_backward(const tpurt_op_call* c) {
   }
   if (defined(&c->outs[1])) store_block(&c->outs[1], 0, 0, dw);
   if (defined(&c->outs[2])) store_block(&c->outs[2], 0, 0, db);
-  free(buf);
+  tpurt_temp_release(buf);
   return TPURT_OK;
 }
 
@@ -750,7 +750,7 @@ static tpurt_status batch_norm(const tpurt_op_call* c, bn_args a) {
       vec_set(&c->outs[2], ch, invstd);
     }
   }
-  free(x);
+  tpurt_temp_release(x);
   return TPURT_OK;
 }
 
@@ -801,7 +801,7 @@ tpurt_status tpurt_kernel_batch_norm_backward(const tpurt_op_call* c) {
       x[k] = train ? w * invstd * (dy[k] - mdy - x[k] * mdyx) : w * invstd * dy[k];
     channel_io(&c->outs[0], ch, x, 1);
   }
-  free(buf);
+  tpurt_temp_release(buf);
   return TPURT_OK;
 }
 
@@ -889,7 +889,7 @@ tpurt_status tpurt_kernel_multilabel_margin_loss(const tpurt_op_call* c) {
     if (red == 1) total /= (double)m.N;
     tpurt_store_f64(out->data, out->dtype, total);
   }
-  free(is_target);
+  tpurt_temp_release(is_target);
   return TPURT_OK;
 }
 
@@ -919,6 +919,6 @@ tpurt_status tpurt_kernel_multilabel_margin_loss_backward(const tpurt_op_call* c
     double scale = tpurt_load_f64(row_elem(go, 0, go->ndim == 1 ? n : 0), go->dtype); /* per row or one */
     for (int64_t d = 0; d < m.D; d++) tpurt_store_f64(row_elem(gi, n, d), dt, round_to(row[d] * scale, dt));
   }
-  free(buf);
+  tpurt_temp_release(buf);
   return TPURT_OK;
 }

@@ -55,7 +55,7 @@ static void windows(win* w, int mode, int64_t O, int64_t I, int64_t k, int64_t s
 static tpurt_status geom_init(pgeom* g, int nsp, int mode, const tpurt_tensor* in, const tpurt_tensor* out,
                               const tpurt_op_call* c, int ak, int as, int ap, int ad) {
   if (!spatial_init(&g->sp, nsp, in, out, sizeof(win), (void**)g->w))
-    return tpurt_fail(TPURT_ERR_OOM, "pooling: host out of memory for scratch");
+    return TPURT_ERR_OOM;
   for (int i = 0; i < 3; i++) {
     int j = i - (3 - nsp);
     int64_t k = 1, s = 1, p = 0, d = 1;
@@ -196,14 +196,14 @@ static tpurt_status fractional_max_pool(const tpurt_op_call* c, int nsp) {
     if (tpurt_is_float(in->dtype)) max_fwd_f(&g, &v[0], &v[1], &v[2]);
     else max_fwd_i(&g, &v[0], &v[1], &v[2]);
   }
-  free(g.w[0]);
+  tpurt_temp_release(g.w[0]);
   return s;
 }
 
 /* ---------------------------------------------------------------- backward */
 static double* acc_alloc(const tpurt_tensor* gi) {
   int64_t n = tpurt_numel(gi);
-  return calloc((size_t)(n ? n : 1), sizeof(double));
+  return tpurt_temp_calloc((size_t)(n ? n : 1), sizeof(double));
 }
 
 /* grad_input[plane, indices] += grad_output (max and adaptive max pooling). */
@@ -213,7 +213,7 @@ static tpurt_status max_bwd(const pgeom* g, const tpurt_tensor* go, const tpurt_
   if (tpurt_numel(gi) != g->sp.P * plane)
     return tpurt_fail(TPURT_ERR_RUNTIME, "%s: grad_input %s does not match the input", what, tpurt_shape_str(gi));
   double* acc = acc_alloc(gi);
-  if (!acc) return tpurt_fail(TPURT_ERR_OOM, "%s: host out of memory for scratch", what);
+  if (!acc) return TPURT_ERR_OOM;
   size_t ges = tpurt_dtype_size((tpurt_dtype)go->dtype), ies = tpurt_dtype_size((tpurt_dtype)idx->dtype);
   FOR_OUTPUTS(g, {
     (void)a;
@@ -221,21 +221,21 @@ static tpurt_status max_bwd(const pgeom* g, const tpurt_tensor* go, const tpurt_
     (void)w;
     int64_t k = tpurt_load_i64((const char*)idx->data + out_off(idx, g, p, od, oh, ow) * (int64_t)ies, idx->dtype);
     if (k < 0 || k >= plane) {
-      free(acc);
+      tpurt_temp_release(acc);
       return tpurt_fail(TPURT_ERR_RUNTIME, "%s: found an invalid max index: %lld (output volumes are of size %lld)",
                         what, (long long)k, (long long)plane);
     }
     acc[p * plane + k] += tpurt_load_f64((const char*)go->data + out_off(go, g, p, od, oh, ow) * (int64_t)ges, go->dtype);
   })
   tpurt_status s = tpurt_store_dense(gi, acc, TPURT_F64);
-  free(acc);
+  tpurt_temp_release(acc);
   return s;
 }
 
 /* grad_input[window] += grad_output / divisor (average and adaptive average pooling). */
 static tpurt_status avg_bwd(const pgeom* g, const tpurt_tensor* go, const tpurt_tensor* gi, int include_pad, int64_t div) {
   double* acc = acc_alloc(gi);
-  if (!acc) return tpurt_fail(TPURT_ERR_OOM, "avg_pool_backward: host out of memory for scratch");
+  if (!acc) return TPURT_ERR_OOM;
   int64_t plane = g->sp.is[0] * g->sp.is[1] * g->sp.is[2];
   size_t ges = tpurt_dtype_size((tpurt_dtype)go->dtype);
   FOR_OUTPUTS(g, {
@@ -249,7 +249,7 @@ static tpurt_status avg_bwd(const pgeom* g, const tpurt_tensor* go, const tpurt_
         for (int64_t k = w->lo; k < w->hi; k++) ap[(i * g->sp.is[1] + j) * g->sp.is[2] + k] += v;
   })
   tpurt_status s = tpurt_store_dense(gi, acc, TPURT_F64);
-  free(acc);
+  tpurt_temp_release(acc);
   return s;
 }
 
@@ -264,7 +264,7 @@ static tpurt_status max_pool(const tpurt_op_call* c, int nsp, int mode) {
   if (s) return s;
   if (tpurt_is_float(c->args[0].t.dtype)) max_fwd_f(&g, &c->args[0].t, &c->outs[0], &c->outs[1]);
   else max_fwd_i(&g, &c->args[0].t, &c->outs[0], &c->outs[1]);
-  free(g.w[0]);
+  tpurt_temp_release(g.w[0]);
   return TPURT_OK;
 }
 
@@ -274,7 +274,7 @@ static tpurt_status max_pool_backward(const tpurt_op_call* c, int nsp, int aidx,
   tpurt_status s = geom_init(&g, nsp, W_ADAPT, &c->args[1].t, &c->args[0].t, c, -1, -1, -1, -1);
   if (s) return s;
   s = max_bwd(&g, &c->args[0].t, &c->args[aidx].t, &c->outs[0], what);
-  free(g.w[0]);
+  tpurt_temp_release(g.w[0]);
   return s;
 }
 
@@ -284,7 +284,7 @@ static tpurt_status avg_pool(const tpurt_op_call* c, int nsp) {
   tpurt_status s = geom_init(&g, nsp, W_AVG, &c->args[0].t, &c->outs[0], c, 1, 2, 3, -1);
   if (s) return s;
   avg_fwd(&g, &c->args[0].t, &c->outs[0], (int)tpurt_value_i(&c->args[5]), opt_int(&c->args[6]));
-  free(g.w[0]);
+  tpurt_temp_release(g.w[0]);
   return TPURT_OK;
 }
 
@@ -295,7 +295,7 @@ static tpurt_status avg_pool_backward(const tpurt_op_call* c, int nsp) {
   tpurt_status s = geom_init(&g, nsp, W_AVG, &c->args[1].t, &c->args[0].t, c, 2, 3, 4, -1);
   if (s) return s;
   s = avg_bwd(&g, &c->args[0].t, &c->outs[0], (int)tpurt_value_i(&c->args[6]), opt_int(&c->args[7]));
-  free(g.w[0]);
+  tpurt_temp_release(g.w[0]);
   return s;
 }
 
@@ -305,7 +305,7 @@ static tpurt_status adaptive_avg(const tpurt_op_call* c, int nsp) {
   tpurt_status s = geom_init(&g, nsp, W_ADAPT, &c->args[0].t, &c->outs[0], c, -1, -1, -1, -1);
   if (s) return s;
   avg_fwd(&g, &c->args[0].t, &c->outs[0], 0, 0);
-  free(g.w[0]);
+  tpurt_temp_release(g.w[0]);
   return TPURT_OK;
 }
 
@@ -315,7 +315,7 @@ static tpurt_status adaptive_avg_backward(const tpurt_op_call* c, int nsp) {
   tpurt_status s = geom_init(&g, nsp, W_ADAPT, &c->args[1].t, &c->args[0].t, c, -1, -1, -1, -1);
   if (s) return s;
   s = avg_bwd(&g, &c->args[0].t, &c->outs[0], 0, 0);
-  free(g.w[0]);
+  tpurt_temp_release(g.w[0]);
   return s;
 }
 

@@ -63,10 +63,9 @@ tpurt_status tpurt_kernel_bernoulli_scalar(const tpurt_op_call* c) {
   return fill_random(c, &c->outs[0], draw_bernoulli, &p, 0);
 }
 
-tpurt_status tpurt_kernel_bernoulli_tensor(const tpurt_op_call* c) {
-  /* bernoulli_.Tensor(self, Tensor p, *, gen) / bernoulli(Tensor self, *, gen), self holding the probabilities */
+/* out[i] ~ Bernoulli(prob broadcast to out) */
+static tpurt_status bernoulli_draws(const tpurt_op_call* c, const tpurt_tensor* prob) {
   const tpurt_tensor* out = &c->outs[0];
-  const tpurt_tensor* prob = c->args[1].kind == TPURT_V_TENSOR ? &c->args[1].t : &c->args[0].t;
   int64_t n = tpurt_numel(out), idx[TPURT_MAX_DIMS] = {0}, pidx[TPURT_MAX_DIMS];
   for (int64_t i = 0; i < n; i++) {
     for (int d = 0; d < prob->ndim; d++) { /* prob broadcasts to out (trailing dims) */
@@ -84,6 +83,13 @@ tpurt_status tpurt_kernel_bernoulli_tensor(const tpurt_op_call* c) {
   return TPURT_OK;
 }
 
+tpurt_status tpurt_kernel_bernoulli_tensor(const tpurt_op_call* c) {
+  return bernoulli_draws(c, &TPURT_ARG(c, bernoulli_tensor, p)->t); /* bernoulli_.Tensor(self, p, *, gen) */
+}
+tpurt_status tpurt_kernel_bernoulli_self(const tpurt_op_call* c) {
+  return bernoulli_draws(c, &TPURT_ARG(c, bernoulli_self, self)->t); /* bernoulli(self, *, gen): self holds p */
+}
+
 /* Largest integer that the dtype holds exactly (floats: 2^mantissa bits). */
 static double dtype_int_max(int dt) {
   switch (dt) {
@@ -99,19 +105,18 @@ static double dtype_int_max(int dt) {
   }
 }
 
-tpurt_status tpurt_kernel_random_int(const tpurt_op_call* c) {
-  /* random_(self, *, gen) / random_.to(self, int to, *, gen) / random_.from(self, int from, int? to, *, gen) */
+/* Integers from [from, to); to = NULL: up to the dtype's largest exactly held integer */
+static tpurt_status random_range(const tpurt_op_call* c, double from, const tpurt_value* to) {
   const tpurt_tensor* out = &c->outs[0];
-  double p[2] = {0, dtype_int_max(out->dtype) + 1};
-  if (c->nargs == 3) { /* random_.to */
-    p[1] = (double)c->args[1].i;
-  } else if (c->nargs == 4) { /* random_.from; to=None means up to the dtype's largest integer */
-    p[0] = (double)c->args[1].i;
-    p[1] = (c->args[2].kind == TPURT_V_NONE ? dtype_int_max(out->dtype) + 1 : (double)c->args[2].i) - p[0];
-  }
+  double p[2] = {from, (!to || to->kind == TPURT_V_NONE ? dtype_int_max(out->dtype) + 1 : (double)to->i) - from};
   if (p[1] <= 0)
     return tpurt_fail(TPURT_ERR_RUNTIME, "random_ expects 'from' to be less than 'to', but got from=%g >= to=%g", p[0], p[0] + p[1]);
   return fill_random(c, out, draw_int, p, 1);
+}
+tpurt_status tpurt_kernel_random_int(const tpurt_op_call* c) { return random_range(c, 0, NULL); }
+tpurt_status tpurt_kernel_random_to(const tpurt_op_call* c) { return random_range(c, 0, TPURT_ARG(c, random_to, to)); }
+tpurt_status tpurt_kernel_random_from(const tpurt_op_call* c) {
+  return random_range(c, (double)TPURT_ARG(c, random_from, from)->i, TPURT_ARG(c, random_from, to));
 }
 
 tpurt_status tpurt_kernel_exponential(const tpurt_op_call* c) {

@@ -770,7 +770,7 @@ static tpurt_status scratch_like(const tpurt_tensor* t, int dt, tpurt_tensor* s)
 
 /* CPU reduces (and scans) in the output's dtype: a float input summed into an integer out=
  * is cast to that dtype first, element by element (sum(x, out=int64) is sum(x.long())).
- * When that changes values, *conv is the converted input (free conv->data), else NULL. */
+ * When that changes values, *conv is the converted input (a temporary). */
 static tpurt_status in_out_dtype(const tpurt_tensor* in, const tpurt_tensor* out, tpurt_tensor* conv,
                                  const tpurt_tensor** use) {
   *use = in;
@@ -780,11 +780,7 @@ static tpurt_status in_out_dtype(const tpurt_tensor* in, const tpurt_tensor* out
     return TPURT_OK;
   tpurt_status s = scratch_like(in, out->dtype, conv);
   if (!s) s = tpurt_copy_tensor(conv, in);
-  if (s) {
-    free(conv->data);
-    conv->data = NULL;
-    return s;
-  }
+  if (s) return s;
   *use = conv;
   return TPURT_OK;
 }
@@ -805,17 +801,11 @@ static tpurt_status reduce_in_out_dtype(const tpurt_op_call* c, int dim_arg, con
   const tpurt_tensor* in;
   tpurt_status s = in_out_dtype(&c->args[0].t, &c->outs[0], &conv, &in);
   if (s || in == &c->args[0].t) return s ? s : reduce(c, dim_arg, op, ctx);
-  tpurt_op_call* view = malloc(sizeof *view); /* the same call over the converted input */
-  if (!view) {
-    free(conv.data);
-    return tpurt_fail(TPURT_ERR_OOM, "out of host memory");
-  }
+  tpurt_op_call* view = tpurt_temp(sizeof *view); /* the same call over the converted input */
+  if (!view) return TPURT_ERR_OOM;
   memcpy(view, c, sizeof *view);
   view->args[0].t = conv;
-  s = reduce(view, dim_arg, op, ctx);
-  free(view);
-  free(conv.data);
-  return s;
+  return reduce(view, dim_arg, op, ctx);
 }
 
 /* correction: Scalar? (None means 1) */
@@ -868,7 +858,7 @@ tpurt_status tpurt_kernel_aminmax(const tpurt_op_call* c) {
   return s;
 }
 
-/* A dense scratch tensor of t's sizes in dtype dt (malloc'd data; the caller frees it). */
+/* A dense scratch tensor of t's sizes in dtype dt (a kernel temporary). */
 static tpurt_status scratch_like(const tpurt_tensor* t, int dt, tpurt_tensor* s) {
   *s = *t;
   s->dtype = dt;
@@ -877,8 +867,8 @@ static tpurt_status scratch_like(const tpurt_tensor* t, int dt, tpurt_tensor* s)
     s->strides[d] = n;
     n *= t->sizes[d];
   }
-  s->data = malloc((size_t)(n ? n : 1) * tpurt_dtype_size((tpurt_dtype)dt));
-  return s->data ? TPURT_OK : tpurt_fail(TPURT_ERR_OOM, "out of host memory for a %s scratch", tpurt_shape_str(t));
+  s->data = tpurt_temp((size_t)n * tpurt_dtype_size((tpurt_dtype)dt));
+  return s->data ? TPURT_OK : TPURT_ERR_OOM;
 }
 
 /* complex64 var/std as CPU computes them: var(real) + var(imag), each in float32 */
@@ -904,7 +894,6 @@ static tpurt_status var_complex(const tpurt_op_call* c, int flags) {
   s = in->ndim < TPURT_MAX_DIMS ? red_run_parts(in, mask, o, flags & 2 ? 2 : 1, &op_var, &ctx)
                                 : tpurt_fail(TPURT_ERR_UNSUPPORTED, "var of a %d-dim complex64 tensor", in->ndim);
   if (!s) s = tpurt_ew_run2(&c->outs[0], TPURT_CT_F32, 1, &parts, TPURT_CT_C64, flags & 1 ? cx_add_parts_sqrt : cx_add_parts, NULL);
-  free(parts.data);
   return s;
 }
 
@@ -936,7 +925,6 @@ static tpurt_status norm_run(const tpurt_op_call* c, int dim_arg, double p) {
   if (s || (s = scratch_like(in, TPURT_F32, &mag))) return s;
   s = tpurt_ew_run2(&mag, TPURT_CT_F32, 1, in, TPURT_CT_C64, cx_abs, NULL);
   if (!s) s = tpurt_red_run(&mag, mask, c->outs, 1, &op_norm, &ctx);
-  free(mag.data);
   return s;
 }
 
@@ -960,10 +948,7 @@ static tpurt_status logsumexp_complex(const tpurt_op_call* c, uint32_t mask) {
     if (mask >> d & 1) keep.sizes[d] = 1;
   tpurt_status s = scratch_like(&keep, TPURT_F32, &m);
   if (s) return s;
-  if ((s = scratch_like(in, TPURT_C64, &e))) {
-    free(m.data);
-    return s;
-  }
+  if ((s = scratch_like(in, TPURT_C64, &e))) return s;
   tpurt_tensor re = cx_part(in, 0, 0);
   red_ctx ext = {.flag = 0}, sum = {0};
   s = tpurt_red_run(&re, mask, &m, 1, &op_ext_val, &ext);
@@ -981,8 +966,6 @@ static tpurt_status logsumexp_complex(const tpurt_op_call* c, uint32_t mask) {
     st *= out->sizes[d];
   }
   if (!s) s = tpurt_ew_run(out, 2, sm, TPURT_CT_C64, lse_log_add, NULL);
-  free(m.data);
-  free(e.data);
   return s;
 }
 
@@ -1023,8 +1006,8 @@ tpurt_status tpurt_kernel_renorm(const tpurt_op_call* c) {
   tpurt_status s = tpurt_wrap_dim(c->args[2].i, in->ndim, &dim);
   if (s || tpurt_numel(in) == 0) return s;
   int64_t n = in->sizes[dim];
-  double* norm = malloc(sizeof(double) * (size_t)(2 * n));
-  if (!norm) return tpurt_fail(TPURT_ERR_OOM, "renorm: out of host memory for %lld norms", (long long)n);
+  double* norm = tpurt_temp(sizeof(double) * (size_t)(2 * n));
+  if (!norm) return TPURT_ERR_OOM;
   tpurt_tensor nt = {.data = norm, .dtype = TPURT_F64, .ndim = in->ndim}, ft;
   for (int d = 0; d < in->ndim; d++) {
     nt.sizes[d] = d == dim ? n : 1;
@@ -1041,7 +1024,6 @@ tpurt_status tpurt_kernel_renorm(const tpurt_op_call* c) {
   tpurt_ctype ct = tpurt_ctype_of(in->dtype);
   tpurt_tensor ins[2] = {*in, ft};
   if (!s) s = tpurt_ew_run(out, 2, ins, ct, ct == TPURT_CT_F64 ? renorm_mul_double : renorm_mul_float, NULL);
-  free(norm);
   return s;
 }
 
@@ -1087,7 +1069,6 @@ tpurt_status tpurt_kernel_cumsum(const tpurt_op_call* c) {
     const tpurt_tensor* use;
     s = in_out_dtype(in, out, &conv, &use);
     if (!s) cumsum_run(use, out, dim);
-    free(conv.data);
     return s;
   }
   if (in->dtype != out->dtype || in->ndim >= TPURT_MAX_DIMS)

@@ -149,17 +149,17 @@ static int max_taps(const rparams* rp, int fake, int64_t I, int64_t O, double sc
 static tpurt_status geom_init(rgeom* g, int nsp, const rparams* rp, const tpurt_tensor* in, const tpurt_tensor* out) {
   g->store = NULL;
   if (!spatial_init(&g->sp, nsp, in, out, sizeof(tap), (void**)g->t))
-    return tpurt_fail(TPURT_ERR_OOM, "upsample/pad: host out of memory for scratch");
+    return TPURT_ERR_OOM;
   int maxn[3];
   int64_t total = 0;
   for (int i = 0; i < 3; i++) {
     maxn[i] = max_taps(rp, i < 3 - nsp, g->sp.is[i], g->sp.os[i], rp->scale[i]);
     total += maxn[i] * g->sp.os[i];
   }
-  g->store = malloc((sizeof(int64_t) + sizeof(double)) * (size_t)(total ? total : 1));
+  g->store = tpurt_temp((sizeof(int64_t) + sizeof(double)) * (size_t)(total ? total : 1));
   if (!g->store) {
-    free(g->t[0]);
-    return tpurt_fail(TPURT_ERR_OOM, "upsample/pad: host out of memory for scratch");
+    tpurt_temp_release(g->t[0]);
+    return TPURT_ERR_OOM;
   }
   int64_t* idx = g->store;
   double* wts = (double*)(idx + total);
@@ -184,8 +184,8 @@ static tpurt_status geom_init(rgeom* g, int nsp, const rparams* rp, const tpurt_
 }
 
 static void geom_free(rgeom* g) {
-  free(g->t[0]);
-  free(g->store);
+  tpurt_temp_release(g->t[0]);
+  tpurt_temp_release(g->store);
 }
 
 #define FOR_OUTPUTS(g, ...)                                                                    \
@@ -246,8 +246,8 @@ static tpurt_status forward(const rgeom* g, const tpurt_tensor* in, const tpurt_
 /* grad_input (in's spatial sizes) <- scatter of grad_output through the taps. */
 static tpurt_status backward(const rgeom* g, const tpurt_tensor* go, const tpurt_tensor* gi) {
   int64_t n = tpurt_numel(gi);
-  double* acc = calloc((size_t)(n ? n : 1), sizeof(double));
-  if (!acc) return tpurt_fail(TPURT_ERR_OOM, "upsample/pad backward: host out of memory for scratch");
+  double* acc = tpurt_temp_calloc((size_t)(n ? n : 1), sizeof(double));
+  if (!acc) return TPURT_ERR_OOM;
   int64_t so[3], plane = g->sp.is[0] * g->sp.is[1] * g->sp.is[2];
   for (int i = 0; i < 3; i++) so[i] = sp_stride(go, g->sp.nsp, i);
   size_t ges = tpurt_dtype_size((tpurt_dtype)go->dtype);
@@ -261,7 +261,7 @@ static tpurt_status backward(const rgeom* g, const tpurt_tensor* go, const tpurt
           ap[(ta->i[a] * g->sp.is[1] + tb->i[b]) * g->sp.is[2] + tc->i[c]] += ta->w[a] * tb->w[b] * tc->w[c] * v;
   })
   tpurt_status s = tpurt_store_dense(gi, acc, TPURT_F64);
-  free(acc);
+  tpurt_temp_release(acc);
   return s;
 }
 

@@ -89,11 +89,11 @@ static tpurt_status dense_copy(const tpurt_tensor* t, int dt, tpurt_tensor* d) {
     d->strides[k] = st;
     st *= t->sizes[k];
   }
-  d->data = malloc(sizeof(int64_t) * (size_t)(n + 1));
-  if (!d->data) return tpurt_fail(TPURT_ERR_OOM, "out of host memory for scratch");
+  d->data = tpurt_temp(sizeof(int64_t) * (size_t)(n + 1));
+  if (!d->data) return TPURT_ERR_OOM;
   tpurt_status s = tpurt_copy_tensor(d, t);
   if (s) {
-    free(d->data);
+    tpurt_temp_release(d->data);
     d->data = NULL;
   }
   return s;
@@ -109,7 +109,7 @@ static tpurt_status dense_keys(const tpurt_tensor* t, int dt, tpurt_tensor* d) {
     return TPURT_OK;
   }
   s = dense_copy(&r, tpurt_is_float(dt) ? TPURT_F64 : TPURT_I64, d);
-  free(r.data);
+  tpurt_temp_release(r.data);
   return s;
 }
 
@@ -141,8 +141,8 @@ static tpurt_status search(const tpurt_tensor* out, const tpurt_tensor* seq, con
   tpurt_status st = dense_keys(seq, common, &s);
   if (!st) st = dense_keys(vals, common, &v);
   if (!st && sorter) st = dense_copy(sorter, TPURT_I64, &so);
-  int64_t* res = st ? NULL : malloc(sizeof(int64_t) * (size_t)(nv + 1));
-  if (!st && !res) st = tpurt_fail(TPURT_ERR_OOM, "searchsorted: out of host memory for scratch");
+  int64_t* res = st ? NULL : tpurt_temp(sizeof(int64_t) * (size_t)(nv + 1));
+  if (!st && !res) st = TPURT_ERR_OOM;
   const int64_t* srt = so.data;
   for (int64_t i = 0; !st && i < nv; i++) {
     int64_t base = seq->ndim > 1 ? (i / row) * m : 0;
@@ -160,10 +160,10 @@ static tpurt_status search(const tpurt_tensor* out, const tpurt_tensor* seq, con
                                    ((const double*)v.data)[i], right);
   }
   if (!st) st = tpurt_store_dense(out, res, TPURT_I64);
-  free(res);
-  free(s.data);
-  free(v.data);
-  free(so.data);
+  tpurt_temp_release(res);
+  tpurt_temp_release(s.data);
+  tpurt_temp_release(v.data);
+  tpurt_temp_release(so.data);
   return st;
 }
 
@@ -230,11 +230,11 @@ tpurt_status tpurt_kernel_histc(const tpurt_op_call* c) {
     lo -= 1;
     hi += 1;
   }
-  double* e = malloc(sizeof(double) * (size_t)(2 * bins + 1));
+  double* e = tpurt_temp(sizeof(double) * (size_t)(2 * bins + 1));
   if (!isfinite(lo) || !isfinite(hi))
     s = tpurt_fail(TPURT_ERR_RUNTIME, "torch.histc: range of [%g, %g] is not finite", lo, hi);
   else if (!(lo < hi)) s = tpurt_fail(TPURT_ERR_RUNTIME, "torch.histc: max must be larger than min");
-  else if (!e) s = tpurt_fail(TPURT_ERR_OOM, "histc: out of host memory for scratch");
+  else if (!e) s = TPURT_ERR_OOM;
   if (!s) {
     double* h = e + bins + 1;
     memset(h, 0, sizeof(double) * (size_t)bins);
@@ -264,8 +264,8 @@ tpurt_status tpurt_kernel_histc(const tpurt_op_call* c) {
     tpurt_tensor hd = {.data = h, .dtype = TPURT_F64, .ndim = 1, .sizes = {bins}, .strides = {1}};
     s = tpurt_copy_tensor(&c->outs[0], &hd);
   }
-  free(e);
-  free(x.data);
+  tpurt_temp_release(e);
+  tpurt_temp_release(x.data);
   return s;
 }
 
@@ -293,8 +293,8 @@ tpurt_status tpurt_kernel_isin(const tpurt_op_call* c) {
   tpurt_status s = dense_keys(&el, common, &e);
   if (!s) s = dense_keys(&te, common, &t);
   int64_t ne = tpurt_numel(&el), nt = tpurt_numel(&te);
-  uint8_t* r = s ? NULL : malloc((size_t)ne + 1);
-  if (!s && !r) s = tpurt_fail(TPURT_ERR_OOM, "isin: out of host memory for scratch");
+  uint8_t* r = s ? NULL : tpurt_temp((size_t)ne + 1);
+  if (!s && !r) s = TPURT_ERR_OOM;
   if (!s) {
     if (!as_int) { /* NaN matches nothing, and would break the sort's ordering */
       double* tv = t.data;
@@ -311,8 +311,8 @@ tpurt_status tpurt_kernel_isin(const tpurt_op_call* c) {
     }
     s = tpurt_store_dense(&c->outs[0], r, TPURT_BOOL);
   }
-  free(r);
-  free(e.data);
-  free(t.data);
+  tpurt_temp_release(r);
+  tpurt_temp_release(e.data);
+  tpurt_temp_release(t.data);
   return s;
 }

@@ -43,8 +43,8 @@ tpurt_status tpurt_lines_run(const tpurt_tensor* in0, int dim, int as_int, const
     if (sizes[d] == 0) return TPURT_OK;
   }
   tpurt_line l = {.n = in.sizes[dim], .as_int = as_int, .nouts = nouts};
-  int64_t* scratch = malloc(sizeof(int64_t) * (size_t)(3 * l.n + 1));
-  if (!scratch) return tpurt_fail(TPURT_ERR_OOM, "line kernel: out of host memory for scratch");
+  int64_t* scratch = tpurt_temp(sizeof(int64_t) * (size_t)(3 * l.n + 1));
+  if (!scratch) return TPURT_ERR_OOM;
   l.keys = scratch;
   l.idx = scratch + l.n;
   l.tmp = scratch + 2 * l.n;
@@ -62,7 +62,7 @@ tpurt_status tpurt_lines_run(const tpurt_tensor* in0, int dim, int as_int, const
     for (int o = 0; o < nouts; o++) l.out[o] = tpurt_elem_ptr(&outs[o], idx);
     s = fn(&l, ctx);
   } while (!s && tpurt_next_index(idx, sizes, in.ndim));
-  free(scratch);
+  tpurt_temp_release(scratch);
   return s;
 }
 
@@ -400,15 +400,19 @@ static tpurt_status dim_of(const tpurt_op_call* c, int arg, int* dim) {
 }
 static int int_keys(const tpurt_tensor* t) { return !tpurt_is_float(t->dtype); }
 
-tpurt_status tpurt_kernel_sort(const tpurt_op_call* c) {
-  /* sort(self, dim, descending) / sort.stable(self, *, stable?, dim, descending) + values/indices
-   * outs. Every sort here is stable, which unstable sorts may be too. */
-  int a = c->args[1].kind == TPURT_V_INT ? 1 : 2, dim;
-  tpurt_status s = dim_of(c, a, &dim);
+/* Every sort here is stable, which unstable sorts may be too. */
+static tpurt_status sort_run(const tpurt_op_call* c, int dim_arg, int desc) {
+  int dim;
+  tpurt_status s = dim_of(c, dim_arg, &dim);
   if (s) return s;
-  int desc = (int)c->args[a + 1].i;
   const tpurt_tensor* in = &c->args[0].t;
   return tpurt_lines_run(in, dim, int_keys(in), c->outs, 2, sorted_line, &desc);
+}
+tpurt_status tpurt_kernel_sort(const tpurt_op_call* c) { /* sort(self, dim, descending) */
+  return sort_run(c, TPURT_ARG_sort_dim, (int)TPURT_ARG(c, sort, descending)->i);
+}
+tpurt_status tpurt_kernel_sort_stable(const tpurt_op_call* c) { /* sort.stable(self, *, stable?, dim, descending) */
+  return sort_run(c, TPURT_ARG_sort_stable_dim, (int)TPURT_ARG(c, sort_stable, descending)->i);
 }
 
 tpurt_status tpurt_kernel_topk(const tpurt_op_call* c) {
@@ -444,12 +448,12 @@ static tpurt_status median_all(const tpurt_op_call* c, int skip_nan) {
   memcpy(flat.sizes, in->sizes, sizeof flat.sizes);
   int64_t st = 1;
   for (int d = in->ndim - 1; d >= 0; st *= in->sizes[d], d--) flat.strides[d] = st;
-  flat.data = malloc(sizeof(int64_t) * (size_t)(n + 1));
-  if (!flat.data) return tpurt_fail(TPURT_ERR_OOM, "median: out of host memory for scratch");
+  flat.data = tpurt_temp(sizeof(int64_t) * (size_t)(n + 1));
+  if (!flat.data) return TPURT_ERR_OOM;
   tpurt_status s = tpurt_copy_tensor(&flat, in);
   tpurt_tensor line = {.data = flat.data, .dtype = flat.dtype, .ndim = 1, .sizes = {n}, .strides = {1}};
   if (!s) s = tpurt_lines_run(&line, 0, int_keys(in), c->outs, 1, median_line, &skip_nan);
-  free(flat.data);
+  tpurt_temp_release(flat.data);
   return s;
 }
 

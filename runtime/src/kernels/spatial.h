@@ -36,7 +36,7 @@ static inline int64_t plane_off(const tpurt_tensor* t, int lead, int64_t p) {
 }
 
 /* in / out: tensors with the input's / output's spatial sizes. Points tab[i] at os[i]
- * entries of `entry` bytes each, in one block (returned, for free(); NULL when out of
+ * entries of `entry` bytes each, in one block (returned, for tpurt_temp_release(); NULL when out of
  * memory). */
 static inline void* spatial_init(spatial* s, int nsp, const tpurt_tensor* in, const tpurt_tensor* out, size_t entry,
                                  void* tab[3]) {
@@ -49,7 +49,7 @@ static inline void* spatial_init(spatial* s, int nsp, const tpurt_tensor* in, co
     s->os[i] = sp_size(out, nsp, i);
     tot += s->os[i];
   }
-  char* block = malloc(entry * (size_t)(tot ? tot : 1));
+  char* block = tpurt_temp(entry * (size_t)(tot ? tot : 1));
   int64_t at = 0;
   for (int i = 0; i < 3; at += s->os[i], i++) tab[i] = block ? block + entry * (size_t)at : NULL;
   return block;

@@ -48,3 +48,8 @@ def test_kernel_argument_indices_are_the_installed_torchs():
     gen = pathlib.Path(__file__).resolve().parent.parent / "runtime" / "gen_args.py"
     done = subprocess.run([sys.executable, str(gen), "--check"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+    # and a line whose overloads disagree is refused: sort's dim is #1, sort.stable's #2
+    probe = ("import importlib.util, sys; s = importlib.util.spec_from_file_location('g', sys.argv[1]); "
+             "g = importlib.util.module_from_spec(s); s.loader.exec_module(g); g.layout('sort', ['sort', 'sort.stable'])")
+    done = subprocess.run([sys.executable, "-c", probe, str(gen)], capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0 and "argument 'dim' is #2 in sort.stable but #1 in sort" in done.stderr, done.stderr

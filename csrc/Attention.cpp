@@ -71,7 +71,6 @@ int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Ten
   return tpurt_op_plan(&call, &plan) == TPURT_OK ? static_cast<int64_t>(at::SDPBackend::overrideable) : math;
 }
 
-
 }  // namespace
 }  // namespace torch_tpu
 

@@ -242,6 +242,7 @@ PYBIND11_MODULE(_C, m) {
     return d;
   });
 #undef TPURT_NAME_VALUE
+  m.def("_can_hold_dtype", [](at::ScalarType dtype) { return storable(dtype); });
   m.def("_native_dtypes", [] {  // the dtypes the runtime's kernels compute in, by torch name
     py::list l;
 #define TPURT_X(e, ctype, size, name) l.append(name);

@@ -40,8 +40,9 @@ void run_op_check(const std::string& name, const torch::jit::Stack& args);
 // meta arguments, leaving its returns on the stack as a Meta kernel would. False if none.
 bool run_tpu_meta(const c10::FunctionSchema& schema, const std::string& name, torch::jit::Stack& stack);
 
-// tpu tensors (TensorOps.cpp): refuse a dtype no tpu tensor can hold (quantized ones);
-// resize_ as its registered kernel does; the elements a view's strides span.
+// tpu tensors (TensorOps.cpp): whether a tpu tensor can hold a dtype (all but quantized ones)
+// and the refusal when not; resize_ as its registered kernel does; the elements a view's strides span.
+bool storable(c10::ScalarType dtype);
 void check_dtype(c10::ScalarType dtype);
 const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size, std::optional<c10::MemoryFormat> fmt);
 int64_t span_of(const at::Tensor& t);

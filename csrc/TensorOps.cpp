@@ -40,9 +40,9 @@ namespace {
 // tensor type). Dtypes the runtime has no kernels for (complex128, complex32, uint16/32/64,
 // the float8 formats, bits) live on tpu as storage and copies: every op on them takes the
 // counted CPU fallback, so they compute exactly as on CPU, and raise where CPU raises.
-bool storable(c10::ScalarType dtype) { return dtype != c10::ScalarType::Undefined && !c10::isQIntType(dtype); }
-
 }  // namespace
+
+bool storable(c10::ScalarType dtype) { return dtype != c10::ScalarType::Undefined && !c10::isQIntType(dtype); }
 
 void check_dtype(c10::ScalarType dtype) {
   TORCH_CHECK_NOT_IMPLEMENTED(storable(dtype), "tpu tensors cannot have dtype torch.",

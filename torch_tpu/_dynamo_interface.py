@@ -5,9 +5,6 @@ from torch._dynamo.device_interface import DeviceInterface
 from . import _C
 
 
-_QUANTIZED = (torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4)
-
-
 class TpuInterface(DeviceInterface):
     device = torch.tpu.device
     Event = torch.tpu.Event
@@ -51,7 +48,7 @@ class TpuInterface(DeviceInterface):
         can hold (its ops run on the counted CPU fallback); quantized ones are refused."""
         if str(dtype).removeprefix("torch.") in _C._native_dtypes():
             return True
-        return including_emulation and dtype not in _QUANTIZED
+        return including_emulation and _C._can_hold_dtype(dtype)
 
     @staticmethod
     def raise_if_triton_unavailable(device=None):

@@ -134,9 +134,10 @@ static char* planning_base(int buffer) { return (char*)((uintptr_t)(buffer + 1) 
 static int lifetimes_overlap(const gbuf* a, const gbuf* b) { return a->first <= b->last && b->first <= a->last; }
 
 /* First-fit by decreasing size: each intermediate at the lowest 64-aligned offset that clears
- * every placed one whose lifetime overlaps its own. */
+ * every placed one whose lifetime overlaps its own. The arena's size, -1 out of host memory. */
 static int64_t layout(gbuf* bufs, int n) {
   int* order = malloc(sizeof(int) * (size_t)(n + 1));
+  if (!order) return -1;
   int m = 0;
   for (int i = 0; i < n; i++)
     if (bufs[i].kind == TPURT_BUFFER_INTERMEDIATE && bufs[i].first >= 0) order[m++] = i;
@@ -198,6 +199,7 @@ tpurt_status tpurt_graph_instantiate(tpurt_graph* g) {
   for (int i = 0; i < g->nbufs; i++)
     if (g->bufs[i].kind == TPURT_BUFFER_INTERMEDIATE) st.intermediate_bytes += g->bufs[i].nbytes;
   st.arena_bytes = layout(g->bufs, g->nbufs);
+  if (st.arena_bytes < 0) return tpurt_fail(TPURT_ERR_OOM, "host out of memory laying out a graph");
   int32_t s0 = tpurt_stream_make(g->device, 0);
   if ((st.arena_bytes && (s = tpurt_malloc(g->device, (size_t)st.arena_bytes, s0, &g->arena))) ||
       (st.scratch_bytes && (s = tpurt_malloc(g->device, (size_t)st.scratch_bytes, s0, &g->scratch))))

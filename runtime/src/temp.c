@@ -35,6 +35,16 @@ void tpurt_temp_end(tpurt_temp_ctx* t) {
 tpurt_temp_ctx* tpurt_temp_current(void) { return current; }
 void tpurt_temp_adopt(tpurt_temp_ctx* t) { current = t; }
 
+/* Room for one more allocator block in the context's list (under t->mu). */
+static int reserve_slot(tpurt_temp_ctx* t) {
+  if (t->n < t->cap) return 1;
+  int cap = t->cap * 2 + 8;
+  void** blocks = realloc(t->blocks, sizeof(void*) * (size_t)cap);
+  if (!blocks) return 0;
+  t->blocks = blocks, t->cap = cap;
+  return 1;
+}
+
 void* tpurt_temp(size_t bytes) {
   tpurt_temp_ctx* t = current;
   if (!t) {
@@ -47,7 +57,7 @@ void* tpurt_temp(size_t bytes) {
   if (t->arena && t->used + need <= t->arena_size) {
     p = t->arena + t->used;
     t->used += need;
-  } else if (t->n < t->cap || (t->blocks = realloc(t->blocks, sizeof(void*) * (size_t)(t->cap = t->cap * 2 + 8)))) {
+  } else if (reserve_slot(t)) {
     if (!tpurt_malloc_in_kernel(t->device, bytes + GUARD, &p)) t->blocks[t->n++] = p, p = (char*)p + GUARD;
   } else {
     tpurt_fail(TPURT_ERR_OOM, "host out of memory tracking kernel temporaries");

@@ -50,10 +50,10 @@ static int64_t glu_dim(int64_t dim, const tpurt_tensor* t) { return dim < 0 ? di
 
 tpurt_status tpurt_kernel_glu(const tpurt_op_call* c) {
   /* glu(self, dim); the meta function has checked that self.size(dim) is even */
-  const tpurt_tensor* self = &c->args[0].t;
+  const tpurt_tensor* self = &TPURT_ARG(c, glu, self)->t;
   if (self->ndim == 0) return tpurt_fail(TPURT_ERR_RUNTIME, "glu does not support scalars because halving size must be even");
   tpurt_value a, b;
-  halves(self, glu_dim(c->args[1].i, self), &a, &b);
+  halves(self, glu_dim(TPURT_ARG(c, glu, dim)->i, self), &a, &b);
   const tpurt_value* v[2] = {&a, &b};
   ew_par par = {0};
   return ew_run_op(&c->outs[0], &glu_fwd_op, v, &par);
@@ -61,12 +61,12 @@ tpurt_status tpurt_kernel_glu(const tpurt_op_call* c) {
 
 tpurt_status tpurt_kernel_glu_backward(const tpurt_op_call* c) {
   /* glu_backward(grad_output, self, dim) -> grad_input (self's shape) */
-  const tpurt_tensor *self = &c->args[1].t, *gi = &c->outs[0];
-  int64_t dim = glu_dim(c->args[2].i, self);
+  const tpurt_tensor *self = &TPURT_ARG(c, glu_backward, self)->t, *gi = &c->outs[0];
+  int64_t dim = glu_dim(TPURT_ARG(c, glu_backward, dim)->i, self);
   tpurt_value a, b, ga, gb;
   halves(self, dim, &a, &b);
   halves(gi, dim, &ga, &gb);
-  const tpurt_value* v[3] = {&c->args[0], &a, &b};
+  const tpurt_value* v[3] = {TPURT_ARG(c, glu_backward, grad_output), &a, &b};
   ew_par par = {0};
   tpurt_status s = ew_run_op(&ga.t, &glu_grad_a_op, v, &par);
   return s ? s : ew_run_op(&gb.t, &glu_grad_b_op, v, &par);

@@ -288,8 +288,8 @@ static tpurt_status out_done(const tpurt_tensor* t, float* buf, tpurt_status s) 
  * so these limits live here only): no dropout, 4-D query/key/value, query heads a multiple
  * of key heads. */
 tpurt_status tpurt_plan_sdpa_fused(const tpurt_op_call* c, tpurt_plan* p) {
-  const tpurt_tensor *q = &c->args[0].t, *k = &c->args[1].t, *v = &c->args[2].t;
-  if (c->args[4].f != 0.0)
+  const tpurt_tensor *q = &TPURT_ARG(c, sdpa_fused, query)->t, *k = &TPURT_ARG(c, sdpa_fused, key)->t, *v = &TPURT_ARG(c, sdpa_fused, value)->t;
+  if (TPURT_ARG(c, sdpa_fused, dropout_p)->f != 0.0)
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "tpu fused attention: dropout_p must be 0 (the math path handles dropout)");
   if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4)
     return tpurt_fail(TPURT_ERR_RUNTIME, "tpu fused attention expects 4-D query/key/value, got %s, %s, %s",
@@ -305,12 +305,12 @@ tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
   /* _scaled_dot_product_fused_attention_overrideable(q, k, v, attn_bias?, dropout_p,
    * is_causal, return_debug_mask, *, scale?) -> (out, logsumexp, cum_seq_q, cum_seq_k,
    * max_q, max_k, philox_seed, philox_offset, debug_attn_mask) */
-  const tpurt_tensor *q = &c->args[0].t, *k = &c->args[1].t, *v = &c->args[2].t;
+  const tpurt_tensor *q = &TPURT_ARG(c, sdpa_fused, query)->t, *k = &TPURT_ARG(c, sdpa_fused, key)->t, *v = &TPURT_ARG(c, sdpa_fused, value)->t;
   tpurt_status s = tpurt_plan_sdpa_fused(c, NULL);
   if (s) return s;
-  attn_job J = job_of(q, k, v, c->args[5].i != 0);
-  J.scale = c->args[7].kind == TPURT_V_FLOAT ? c->args[7].f : 1.0 / sqrt((double)J.E);
-  J.bias = c->args[3].kind == TPURT_V_TENSOR ? &c->args[3].t : NULL;
+  attn_job J = job_of(q, k, v, TPURT_ARG(c, sdpa_fused, is_causal)->i != 0);
+  J.scale = TPURT_ARG(c, sdpa_fused, scale)->kind == TPURT_V_FLOAT ? TPURT_ARG(c, sdpa_fused, scale)->f : 1.0 / sqrt((double)J.E);
+  J.bias = TPURT_ARG(c, sdpa_fused, attn_bias)->kind == TPURT_V_TENSOR ? &TPURT_ARG(c, sdpa_fused, attn_bias)->t : NULL;
   int64_t rows = J.B * J.Hq * J.L, blocks = J.B * J.Hq * ((J.L + RB - 1) / RB);
   float* out = out_buf(&c->outs[0], rows * J.Ev);
   float* lse = out_buf(&c->outs[1], rows);
@@ -400,15 +400,15 @@ tpurt_status tpurt_kernel_sdpa_fused_backward(const tpurt_op_call* c) {
   /* _scaled_dot_product_fused_attention_overrideable_backward(grad_out, q, k, v, attn_bias,
    * grad_input_mask[4], out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
    * is_causal, philox_seed, philox_offset, *, scale?) -> (dq, dk, dv, d_attn_bias) */
-  const tpurt_tensor *go = &c->args[0].t, *q = &c->args[1].t, *k = &c->args[2].t, *v = &c->args[3].t;
-  const tpurt_tensor* lse = &c->args[7].t;
-  const tpurt_value* mask = &c->args[5];
-  if (mask->n > 3 && mask->ints[3] && c->args[4].kind == TPURT_V_TENSOR)
+  const tpurt_tensor *go = &TPURT_ARG(c, sdpa_fused_backward, grad_out)->t, *q = &TPURT_ARG(c, sdpa_fused_backward, query)->t, *k = &TPURT_ARG(c, sdpa_fused_backward, key)->t, *v = &TPURT_ARG(c, sdpa_fused_backward, value)->t;
+  const tpurt_tensor* lse = &TPURT_ARG(c, sdpa_fused_backward, logsumexp)->t;
+  const tpurt_value* mask = TPURT_ARG(c, sdpa_fused_backward, grad_input_mask);
+  if (mask->n > 3 && mask->ints[3] && TPURT_ARG(c, sdpa_fused_backward, attn_bias)->kind == TPURT_V_TENSOR)
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "tpu fused attention: no gradient for attn_bias (use the math path)");
-  attn_job J = job_of(q, k, v, c->args[13].i != 0);
+  attn_job J = job_of(q, k, v, TPURT_ARG(c, sdpa_fused_backward, is_causal)->i != 0);
   J.dout = go;
-  J.scale = c->args[16].kind == TPURT_V_FLOAT ? c->args[16].f : 1.0 / sqrt((double)J.E);
-  J.bias = c->args[4].kind == TPURT_V_TENSOR ? &c->args[4].t : NULL;
+  J.scale = TPURT_ARG(c, sdpa_fused_backward, scale)->kind == TPURT_V_FLOAT ? TPURT_ARG(c, sdpa_fused_backward, scale)->f : 1.0 / sqrt((double)J.E);
+  J.bias = TPURT_ARG(c, sdpa_fused_backward, attn_bias)->kind == TPURT_V_TENSOR ? &TPURT_ARG(c, sdpa_fused_backward, attn_bias)->t : NULL;
   float* flse = tpurt_temp(cells(tpurt_numel(lse)) * sizeof(float));
   float* dq = out_buf(&c->outs[0], tpurt_numel(q));
   float* dk = out_buf(&c->outs[1], tpurt_numel(k));

@@ -553,6 +553,13 @@ typedef struct {
 } fold;
 
 /* args: kernel_size, dilation, padding, stride */
+_Static_assert(TPURT_ARG_im2col_dilation == TPURT_ARG_im2col_kernel_size + 1 &&
+                   TPURT_ARG_im2col_padding == TPURT_ARG_im2col_kernel_size + 2 &&
+                   TPURT_ARG_im2col_stride == TPURT_ARG_im2col_kernel_size + 3 &&
+                   TPURT_ARG_col2im_dilation == TPURT_ARG_col2im_kernel_size + 1 &&
+                   TPURT_ARG_col2im_padding == TPURT_ARG_col2im_kernel_size + 2 &&
+                   TPURT_ARG_col2im_stride == TPURT_ARG_col2im_kernel_size + 3,
+               "im2col / col2im schemas: kernel_size, dilation, padding, stride in a row");
 static void fold_init(fold* f, const tpurt_tensor* img, const tpurt_value* args) {
   int b = img->ndim == 4;
   geom* g = &f->g;
@@ -588,12 +595,12 @@ static tpurt_status fold_dtype_check(const char* op, int dtype) {
 
 tpurt_status tpurt_kernel_im2col(const tpurt_op_call* c) {
   /* im2col(self, kernel_size, dilation, padding, stride): raw elements, zeros outside */
-  const tpurt_tensor *img = &c->args[0].t, *out = &c->outs[0];
+  const tpurt_tensor *img = &TPURT_ARG(c, im2col, self)->t, *out = &c->outs[0];
   /* raw elements, so complex64 moves like any 8-byte type */
   tpurt_status s = img->dtype == TPURT_C64 ? TPURT_OK : fold_dtype_check("im2col", img->dtype);
   if (s) return s;
   fold f;
-  fold_init(&f, img, &c->args[1]);
+  fold_init(&f, img, TPURT_ARG(c, im2col, kernel_size));
   const geom* g = &f.g;
   size_t es = tpurt_dtype_size((tpurt_dtype)img->dtype), block = (size_t)(g->CbK * g->Ls);
   char* cols = tpurt_temp((size_t)g->N * block * es);
@@ -607,11 +614,11 @@ tpurt_status tpurt_kernel_col2im(const tpurt_op_call* c) {
   /* col2im(self, output_size, kernel_size, dilation, padding, stride): sums overlapping
    * columns in CPU's order, in float (double for float64); bool sums are counts, which store
    * as "any" like CPU's bool += */
-  const tpurt_tensor *cols = &c->args[0].t, *img = &c->outs[0];
+  const tpurt_tensor *cols = &TPURT_ARG(c, col2im, self)->t, *img = &c->outs[0];
   tpurt_status s = fold_dtype_check("col2im", cols->dtype);
   if (s) return s;
   fold f;
-  fold_init(&f, img, &c->args[2]);
+  fold_init(&f, img, TPURT_ARG(c, col2im, kernel_size));
   const geom* g = &f.g;
   int acc_dt = img->dtype == TPURT_F64 ? TPURT_F64 : TPURT_F32;
   size_t aes = tpurt_dtype_size((tpurt_dtype)acc_dt), cblock = (size_t)(g->CbK * g->Ls), iblock = (size_t)(g->Cb * g->Lb);
@@ -645,9 +652,9 @@ tpurt_status tpurt_kernel_unfold_backward(const tpurt_op_call* c) {
    * `dim` counting windows, plus a last dim of `size`; window w, offset j lands on index
    * w * step + j of `dim`. grad_in walks in row-major order, so each output element
    * receives its windows in increasing order, rounding after each add as CPU does. */
-  const tpurt_tensor *g = &c->args[0].t, *out = &c->outs[0];
-  int64_t step = tpurt_value_i(&c->args[4]);
-  int dim = (int)tpurt_value_i(&c->args[2]);
+  const tpurt_tensor *g = &TPURT_ARG(c, unfold_backward, grad_in)->t, *out = &c->outs[0];
+  int64_t step = tpurt_value_i(TPURT_ARG(c, unfold_backward, step));
+  int dim = (int)tpurt_value_i(TPURT_ARG(c, unfold_backward, dim));
   if (dim < 0) dim += out->ndim > 0 ? out->ndim : 1;
   size_t es = tpurt_dtype_size((tpurt_dtype)out->dtype);
   int64_t idx[TPURT_MAX_DIMS] = {0};

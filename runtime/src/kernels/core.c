@@ -16,7 +16,7 @@ tpurt_status tpurt_kernel_fill(const tpurt_op_call* c) {
     tpurt_tensor z = tpurt_scalar_tensor(&zero, st);
     return tpurt_copy_tensor(out, &z);
   }
-  const tpurt_value* v = &c->args[1];
+  const tpurt_value* v = TPURT_ARG(c, fill, value);
   if (v->kind == TPURT_V_TENSOR && v->t.ndim != 0)
     return tpurt_fail(TPURT_ERR_RUNTIME,
                       "fill_ only supports 0-dimension value tensor but got tensor with %d dimensions.",
@@ -38,7 +38,7 @@ static void neg_f32(int64_t n, void* o, const void* const* in, const void* ctx) 
 tpurt_status tpurt_kernel_conj_physical(const tpurt_op_call* c) {
   /* conj_physical.out(self, *, out): complex64 as (re, -im) on the float parts; real
    * tensors are their own conjugate */
-  const tpurt_tensor *self = &c->args[0].t, *out = &c->outs[0];
+  const tpurt_tensor *self = &TPURT_ARG(c, conj_physical, self)->t, *out = &c->outs[0];
   if (self->dtype != TPURT_C64 || out->dtype != TPURT_C64) return tpurt_copy_tensor(out, self);
   tpurt_tensor ore = tpurt_c64_part(out, 0), oim = tpurt_c64_part(out, 1);
   tpurt_tensor sre = tpurt_c64_part(self, 0), sim = tpurt_c64_part(self, 1);
@@ -67,18 +67,18 @@ tpurt_status tpurt_kernel_add(const tpurt_op_call* c) {
   /* add(Tensor self, Tensor|Scalar other, *, Scalar alpha=1) */
   tpurt_promo p;
   tpurt_promo_init(&p);
-  tpurt_promo_add_value(&p, &c->args[0]);
-  tpurt_promo_add_value(&p, &c->args[1]);
+  tpurt_promo_add_value(&p, TPURT_ARG(c, add, self));
+  tpurt_promo_add_value(&p, TPURT_ARG(c, add, other));
   int common = tpurt_promo_result(&p);
   if (common == TPURT_C64) return tpurt_add_complex(c);
   tpurt_ctype ct = tpurt_ctype_of(common);
   if (common == TPURT_BOOL) ct = TPURT_CT_I64;
   int64_t s0[1], s1[1];
-  tpurt_tensor in[2] = {tpurt_scalar_tensor(&c->args[0], s0), tpurt_scalar_tensor(&c->args[1], s1)};
+  tpurt_tensor in[2] = {tpurt_scalar_tensor(TPURT_ARG(c, add, self), s0), tpurt_scalar_tensor(TPURT_ARG(c, add, other), s1)};
   add_ctx ctx = {1.0, 1};
-  if (c->nargs > 2 && c->args[2].kind != TPURT_V_NONE) {
-    ctx.alpha_f = tpurt_value_f(&c->args[2]);
-    ctx.alpha_i = tpurt_value_i(&c->args[2]);
+  if (c->nargs > 2 && TPURT_ARG(c, add, alpha)->kind != TPURT_V_NONE) {
+    ctx.alpha_f = tpurt_value_f(TPURT_ARG(c, add, alpha));
+    ctx.alpha_i = tpurt_value_i(TPURT_ARG(c, add, alpha));
   }
   tpurt_ew_fn fn = ct == TPURT_CT_F32 ? add_f32 : ct == TPURT_CT_F64 ? add_f64 : add_i64;
   const tpurt_ew_via via = {common, 3, 1};

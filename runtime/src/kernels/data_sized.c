@@ -44,7 +44,7 @@ static int64_t write_coords(const tpurt_tensor* self, const tpurt_tensor* out, i
 
 tpurt_status tpurt_kernel_nonzero(const tpurt_op_call* c) {
   /* nonzero(self) -> int64 [n, self.dim()]: coordinates of the nonzero elements, row-major */
-  const tpurt_tensor* self = &c->args[0].t;
+  const tpurt_tensor* self = &TPURT_ARG(c, nonzero, self)->t;
   int64_t n = count_nonzero(self);
   if (tpurt_sizing(c)) {
     int64_t sizes[2] = {n, self->ndim};
@@ -58,8 +58,8 @@ tpurt_status tpurt_kernel_nonzero(const tpurt_op_call* c) {
 tpurt_status tpurt_kernel_nonzero_static(const tpurt_op_call* c) {
   /* nonzero_static(self, *, size, fill_value) -> int64 [size, self.dim()]: nonzero's first
    * `size` rows, then rows of fill_value. Sized by the meta function, not by the data. */
-  const tpurt_tensor *self = &c->args[0].t, *out = &c->outs[0];
-  int64_t rows = write_coords(self, out, out->sizes[0]), fill = c->args[2].i;
+  const tpurt_tensor *self = &TPURT_ARG(c, nonzero_static, self)->t, *out = &c->outs[0];
+  int64_t rows = write_coords(self, out, out->sizes[0]), fill = TPURT_ARG(c, nonzero_static, fill_value)->i;
   for (int64_t r = rows; r < out->sizes[0]; r++)
     for (int64_t d = 0; d < out->sizes[1]; d++) ((int64_t*)out->data)[r * out->strides[0] + d * out->strides[1]] = fill;
   return TPURT_OK;
@@ -90,7 +90,7 @@ static tpurt_status broadcast_pair(tpurt_tensor* a, tpurt_tensor* b) {
 tpurt_status tpurt_kernel_masked_select(const tpurt_op_call* c) {
   /* masked_select(self, mask) -> 1-D: the elements of self (broadcast with mask) where
    * mask is true, row-major */
-  tpurt_tensor self = c->args[0].t, mask = c->args[1].t;
+  tpurt_tensor self = TPURT_ARG(c, masked_select, self)->t, mask = TPURT_ARG(c, masked_select, mask)->t;
   if (mask.dtype != TPURT_BOOL) return tpurt_fail(TPURT_ERR_RUNTIME, "masked_select: expected BoolTensor for mask");
   tpurt_status s = broadcast_pair(&mask, &self);
   if (s) return s;
@@ -114,9 +114,9 @@ tpurt_status tpurt_kernel_masked_select(const tpurt_op_call* c) {
 tpurt_status tpurt_kernel_bincount(const tpurt_op_call* c) {
   /* bincount(self, weights?, minlength) -> counts (int64), or sums of weights (float32 for
    * float32 weights, else float64, as CPU) per value of the non-negative 1-D int self */
-  const tpurt_tensor* self = &c->args[0].t;
-  const tpurt_value* wv = &c->args[1];
-  int64_t minlength = c->args[2].i;
+  const tpurt_tensor* self = &TPURT_ARG(c, bincount, self)->t;
+  const tpurt_value* wv = TPURT_ARG(c, bincount, weights);
+  int64_t minlength = TPURT_ARG(c, bincount, minlength)->i;
   if (!is_integral(self->dtype))
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"bincount_cpu\" not implemented for '%s'", tpurt_dtype_name(self->dtype));
   if (minlength < 0) return tpurt_fail(TPURT_ERR_RUNTIME, "minlength should be >= 0");
@@ -154,7 +154,7 @@ tpurt_status tpurt_kernel_bincount(const tpurt_op_call* c) {
 tpurt_status tpurt_kernel_repeat_interleave(const tpurt_op_call* c) {
   /* repeat_interleave.Tensor(repeats, output_size?) -> [sum(repeats)] of repeats' dtype:
    * i repeated repeats[i] times */
-  const tpurt_tensor* r = &c->args[0].t;
+  const tpurt_tensor* r = &TPURT_ARG(c, repeat_interleave, repeats)->t;
   if (tpurt_is_float(r->dtype))
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"repeat_interleave_cpu\" not implemented for '%s'", tpurt_dtype_name(r->dtype));
   if (r->dtype != TPURT_I32 && r->dtype != TPURT_I64)
@@ -167,7 +167,7 @@ tpurt_status tpurt_kernel_repeat_interleave(const tpurt_op_call* c) {
     if (v < 0) return tpurt_fail(TPURT_ERR_RUNTIME, "repeats can not be negative");
     total += v;
   }
-  const tpurt_value* osz = &c->args[1];
+  const tpurt_value* osz = TPURT_ARG(c, repeat_interleave, output_size);
   if (osz->kind == TPURT_V_INT && osz->i != total)
     return tpurt_fail(TPURT_ERR_RUNTIME, "allocated size does not match required size");
   if (tpurt_sizing(c)) {
@@ -188,8 +188,8 @@ tpurt_status tpurt_kernel_unique(const tpurt_op_call* c) {
   /* _unique2(self, sorted, return_inverse, return_counts) -> (values sorted ascending as CPU
    * always does, inverse (self's shape, or [0]), counts ([n], or [0])); the older
    * _unique(self, sorted, return_inverse) is the same without counts */
-  const tpurt_tensor* self = &c->args[0].t;
-  int with_counts = c->nargs > 3, want_inv = c->args[2].i != 0, want_cnt = with_counts && c->args[3].i != 0;
+  const tpurt_tensor* self = &TPURT_ARG(c, unique, self)->t;
+  int with_counts = c->nargs > 3, want_inv = TPURT_ARG(c, unique, return_inverse)->i != 0, want_cnt = with_counts && TPURT_ARG(c, unique, return_counts)->i != 0;
   int64_t n = tpurt_numel(self);
   tpurt_line l = {.n = n, .as_int = !tpurt_is_float(self->dtype)};
   l.keys = tpurt_temp((size_t)(n ? n : 1) * 8);
@@ -279,11 +279,11 @@ static int slices_equal(const tpurt_tensor* t, int dim, int64_t a, int64_t b, in
 tpurt_status tpurt_kernel_unique_consecutive(const tpurt_op_call* c) {
   /* unique_consecutive(self, return_inverse, return_counts, dim?) -> (values, inverse,
    * counts): runs of equal elements (or of equal slices along dim) collapse to one */
-  const tpurt_tensor* self = &c->args[0].t;
-  int want_inv = c->args[1].i != 0, want_cnt = c->args[2].i != 0;
+  const tpurt_tensor* self = &TPURT_ARG(c, unique_consecutive, self)->t;
+  int want_inv = TPURT_ARG(c, unique_consecutive, return_inverse)->i != 0, want_cnt = TPURT_ARG(c, unique_consecutive, return_counts)->i != 0;
   int dim = -1;
-  if (c->args[3].kind == TPURT_V_INT) {
-    int64_t d = c->args[3].i, nd = self->ndim ? self->ndim : 1;
+  if (TPURT_ARG(c, unique_consecutive, dim)->kind == TPURT_V_INT) {
+    int64_t d = TPURT_ARG(c, unique_consecutive, dim)->i, nd = self->ndim ? self->ndim : 1;
     if (d < -nd || d >= nd)
       return tpurt_fail(TPURT_ERR_INDEX, "Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
                         (long long)-nd, (long long)nd - 1, (long long)d);
@@ -354,8 +354,8 @@ tpurt_status tpurt_kernel_unique_dim(const tpurt_op_call* c) {
   /* unique_dim(self, dim, sorted, return_inverse, return_counts) -> (the distinct slices
    * along dim in lexicographic order, inverse [size(dim)], counts) — CPU fills inverse and
    * counts whatever the flags say */
-  const tpurt_tensor* self = &c->args[0].t;
-  int64_t d = c->args[1].i, nd = self->ndim ? self->ndim : 1;
+  const tpurt_tensor* self = &TPURT_ARG(c, unique_dim, self)->t;
+  int64_t d = TPURT_ARG(c, unique_dim, dim)->i, nd = self->ndim ? self->ndim : 1;
   if (d < -nd || d >= nd)
     return tpurt_fail(TPURT_ERR_INDEX, "Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
                       (long long)-nd, (long long)nd - 1, (long long)d);

@@ -236,9 +236,10 @@ EW_DEF_FI(abs, EW_SAME, 1, fabs(x), x < 0 ? ew_wneg(x) : x)
 EW_DEF_F(angle, EW_FLOAT, 1, isnan(x) ? x : x < 0 ? (ew_t)M_PI : 0)
 
 /* A complex64 input with a real result: the chunk function maps c64 to f32. */
+_Static_assert(TPURT_ARG_angle_self == TPURT_ARG_abs_self, "cx_to_real serves abs and angle");
 static tpurt_status cx_to_real(const tpurt_op_call* c, const ew_op* op, tpurt_ew_fn cfn) {
-  if (c->args[0].kind == TPURT_V_TENSOR && c->args[0].t.dtype == TPURT_C64)
-    return tpurt_ew_run2(&c->outs[0], TPURT_CT_F32, 1, &c->args[0].t, TPURT_CT_C64, cfn, NULL);
+  if (TPURT_ARG(c, abs, self)->kind == TPURT_V_TENSOR && TPURT_ARG(c, abs, self)->t.dtype == TPURT_C64)
+    return tpurt_ew_run2(&c->outs[0], TPURT_CT_F32, 1, &TPURT_ARG(c, abs, self)->t, TPURT_CT_C64, cfn, NULL);
   return ew_apply(c, op);
 }
 EW_CHUNK(abs_c64, cx_t, float, 1, cabsf(x))
@@ -252,7 +253,7 @@ EW_DEF_I(bitwise_not_int, EW_SAME, 1, ~x)
 
 tpurt_status tpurt_kernel_bitwise_not(const tpurt_op_call* c) {
   /* ~ on bool is logical not (~1 would read back as true) */
-  int bool_in = c->args[0].kind == TPURT_V_TENSOR && c->args[0].t.dtype == TPURT_BOOL;
+  int bool_in = TPURT_ARG(c, bitwise_not, self)->kind == TPURT_V_TENSOR && TPURT_ARG(c, bitwise_not, self)->t.dtype == TPURT_BOOL;
   return ew_apply(c, bool_in ? &logical_not_op : &bitwise_not_int_op);
 }
 
@@ -287,7 +288,7 @@ EW_CHUNK(frexp_exp_f64, double, int64_t, 1, ew_frexp_e(x))
 static const ew_op frexp_exp_op = {"frexp", {frexp_exp_f32, frexp_exp_f64, NULL}, EW_BOOL_OUT, 1, 1, {0}};
 
 tpurt_status tpurt_kernel_frexp(const tpurt_op_call* c) {
-  const tpurt_value* v[1] = {&c->args[0]};
+  const tpurt_value* v[1] = {TPURT_ARG(c, frexp, self)};
   ew_par par;
   memset(&par, 0, sizeof par);
   tpurt_status s = ew_run_op(&c->outs[0], &frexp_mantissa_op, v, &par);

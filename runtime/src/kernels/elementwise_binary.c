@@ -250,7 +250,7 @@ tpurt_status tpurt_kernel_rshift(const tpurt_op_call* c) { return int_only(c, &r
 EW_KERNEL(heaviside)
 
 tpurt_status tpurt_kernel_pow(const tpurt_op_call* c) {
-  const tpurt_value *base = &c->args[0], *e = &c->args[1];
+  const tpurt_value *base = TPURT_ARG(c, pow, self), *e = TPURT_ARG(c, pow, exponent);
   if (base->kind == TPURT_V_TENSOR && !tpurt_is_float(base->t.dtype) && !tpurt_is_complex(base->t.dtype) &&
       e->kind == TPURT_V_INT && e->i < 0)
     return tpurt_fail(TPURT_ERR_RUNTIME, "Integers to negative integer powers are not allowed.");
@@ -287,8 +287,10 @@ EW_KERNEL(masked_fill)
 /* clamp(self, min, max) = minimum(maximum(self, min), max): NaN anywhere propagates */
 EW_DEF_FI(clamp_both, EW_SAME, 3, EW_MINN(EW_MAXN(x, y), z), EW_MINI(EW_MAXI(x, y), z))
 
+_Static_assert(TPURT_ARG_clamp_min_self == TPURT_ARG_clamp_self && TPURT_ARG_clamp_max_self == TPURT_ARG_clamp_self,
+               "clamp_run serves clamp, clamp_min and clamp_max");
 static tpurt_status clamp_run(const tpurt_op_call* c, const tpurt_value* lo, const tpurt_value* hi) {
-  const tpurt_value* self = &c->args[0];
+  const tpurt_value* self = TPURT_ARG(c, clamp, self);
   ew_par par;
   memset(&par, 0, sizeof par);
   if (lo->kind != TPURT_V_NONE && hi->kind != TPURT_V_NONE)
@@ -298,14 +300,14 @@ static tpurt_status clamp_run(const tpurt_op_call* c, const tpurt_value* lo, con
   return tpurt_fail(TPURT_ERR_RUNTIME, "torch.clamp: At least one of 'min' or 'max' must not be None");
 }
 
-tpurt_status tpurt_kernel_clamp(const tpurt_op_call* c) { return clamp_run(c, &c->args[1], &c->args[2]); }
+tpurt_status tpurt_kernel_clamp(const tpurt_op_call* c) { return clamp_run(c, TPURT_ARG(c, clamp, min), TPURT_ARG(c, clamp, max)); }
 tpurt_status tpurt_kernel_clamp_min(const tpurt_op_call* c) {
   const tpurt_value none = {.kind = TPURT_V_NONE, .scalar_dtype = -1};
-  return clamp_run(c, &c->args[1], &none);
+  return clamp_run(c, TPURT_ARG(c, clamp_min, min), &none);
 }
 tpurt_status tpurt_kernel_clamp_max(const tpurt_op_call* c) {
   const tpurt_value none = {.kind = TPURT_V_NONE, .scalar_dtype = -1};
-  return clamp_run(c, &none, &c->args[1]);
+  return clamp_run(c, &none, TPURT_ARG(c, clamp_max, max));
 }
 
 /* addcmul / addcdiv(self, tensor1, tensor2, *, value): PF/PI(0) = value */

@@ -381,10 +381,15 @@ typedef struct {
 } fft_run;
 
 /* dims (wrapped, distinct) and the normalization scale of a signal of `sizes` */
+_Static_assert(TPURT_ARG_fft_r2c_self == TPURT_ARG_fft_c2c_self && TPURT_ARG_fft_r2c_dim == TPURT_ARG_fft_c2c_dim &&
+                   TPURT_ARG_fft_r2c_normalization == TPURT_ARG_fft_c2c_normalization &&
+                   TPURT_ARG_fft_c2r_self == TPURT_ARG_fft_c2c_self && TPURT_ARG_fft_c2r_dim == TPURT_ARG_fft_c2c_dim &&
+                   TPURT_ARG_fft_c2r_normalization == TPURT_ARG_fft_c2c_normalization,
+               "parse serves _fft_c2c, _fft_r2c and _fft_c2r: self, dim, normalization alike");
 static tpurt_status parse(const tpurt_op_call* c, const char* op, const int64_t* sizes, fft_run* R) {
-  const tpurt_value* dv = &c->args[1];
-  const int ndim = c->args[0].t.ndim;
-  R->op = op, R->in = &c->args[0].t, R->out = &c->outs[0], R->ndims = dv->n, R->buf = NULL;
+  const tpurt_value* dv = TPURT_ARG(c, fft_c2c, dim);
+  const int ndim = TPURT_ARG(c, fft_c2c, self)->t.ndim;
+  R->op = op, R->in = &TPURT_ARG(c, fft_c2c, self)->t, R->out = &c->outs[0], R->ndims = dv->n, R->buf = NULL;
   if (dv->n == 0 && strcmp(op, "_fft_c2c"))
     return tpurt_fail(TPURT_ERR_RUNTIME, "%s: at least one dim to transform is required", op);
   if (dv->n > ndim) return tpurt_fail(TPURT_ERR_RUNTIME, "%s: %d dims for a %d-dim tensor", op, dv->n, ndim);
@@ -396,11 +401,11 @@ static tpurt_status parse(const tpurt_op_call* c, const char* op, const int64_t*
       if (R->dims[k] == R->dims[i]) return tpurt_fail(TPURT_ERR_RUNTIME, "%s: dim %d repeated", op, R->dims[i]);
     signal *= (double)sizes[R->dims[i]];
   }
-  switch (c->args[2].i) {
+  switch (TPURT_ARG(c, fft_c2c, normalization)->i) {
     case 0: R->scale = 1; break;
     case 1: R->scale = 1 / sqrt(signal); break;
     case 2: R->scale = 1 / signal; break;
-    default: return tpurt_fail(TPURT_ERR_RUNTIME, "%s: unsupported normalization %lld", op, (long long)c->args[2].i);
+    default: return tpurt_fail(TPURT_ERR_RUNTIME, "%s: unsupported normalization %lld", op, (long long)TPURT_ARG(c, fft_c2c, normalization)->i);
   }
   return TPURT_OK;
 }
@@ -431,7 +436,7 @@ static tpurt_status finish(fft_run* R, tpurt_status s) {
 /* _fft_c2c(self, dim[], normalization, forward) */
 tpurt_status tpurt_kernel_fft_c2c(const tpurt_op_call* c) {
   fft_run R;
-  tpurt_status s = parse(c, "_fft_c2c", c->args[0].t.sizes, &R);
+  tpurt_status s = parse(c, "_fft_c2c", TPURT_ARG(c, fft_c2c, self)->t.sizes, &R);
   if (s || tpurt_numel(R.out) == 0) return s;
   memcpy(R.bsizes, R.in->sizes, sizeof R.bsizes);
   if (R.ndims == 0) {
@@ -442,7 +447,7 @@ tpurt_status tpurt_kernel_fft_c2c(const tpurt_op_call* c) {
   }
   for (int i = 0; i < R.ndims && !s; i++) {
     int64_t n = R.in->sizes[R.dims[i]];
-    s = pass(&R, i, R.in->sizes, n, !c->args[3].i, LINE_C2C, n, n);
+    s = pass(&R, i, R.in->sizes, n, !TPURT_ARG(c, fft_c2c, forward)->i, LINE_C2C, n, n);
   }
   return finish(&R, s);
 }
@@ -451,7 +456,7 @@ tpurt_status tpurt_kernel_fft_c2c(const tpurt_op_call* c) {
  * other dims over the part of it the output keeps */
 tpurt_status tpurt_kernel_fft_r2c(const tpurt_op_call* c) {
   fft_run R;
-  tpurt_status s = parse(c, "_fft_r2c", c->args[0].t.sizes, &R);
+  tpurt_status s = parse(c, "_fft_r2c", TPURT_ARG(c, fft_r2c, self)->t.sizes, &R);
   if (s || tpurt_numel(R.out) == 0) return s;
   /* passes in the order last dim, dims[0], dims[1], ... */
   int last = R.dims[R.ndims - 1];

@@ -190,8 +190,8 @@ tpurt_status tpurt_kernel_foreach_copy(const tpurt_op_call* c) {
   /* _foreach_copy_(Tensor(a!)[] self, Tensor[] src, bool non_blocking) */
   const tpurt_value* outs = fe_outs(c);
   if (!outs || c->nargs < 3) return tpurt_fail(TPURT_ERR_VALUE, "_foreach_copy_: malformed call");
-  tpurt_status s = fe_check_len(&c->args[1], outs->n, "_foreach_copy_");
-  for (int i = 0; i < outs->n && !s; i++) s = tpurt_copy_tensor(&outs->tensors[i], &c->args[1].tensors[i]);
+  tpurt_status s = fe_check_len(TPURT_ARG(c, foreach_copy, src), outs->n, "_foreach_copy_");
+  for (int i = 0; i < outs->n && !s; i++) s = tpurt_copy_tensor(&outs->tensors[i], &TPURT_ARG(c, foreach_copy, src)->tensors[i]);
   return s;
 }
 
@@ -239,16 +239,18 @@ static fe_red_mode fe_norm_mode(double p) {
   return RED_SUM_POW;
 }
 
+_Static_assert(TPURT_ARG_foreach_powsum_self == TPURT_ARG_foreach_norm_self && TPURT_ARG_foreach_powsum_ord == TPURT_ARG_foreach_norm_ord,
+               "fe_norm serves _foreach_norm and _foreach_powsum");
 static tpurt_status fe_norm(const tpurt_op_call* c, int root, const char* op) {
   /* _foreach_norm.Scalar / _foreach_powsum.Scalar(Tensor[] self, Scalar ord, ScalarType? dtype) */
   const tpurt_value* outs = fe_outs(c);
   if (!outs || c->nargs < 3) return tpurt_fail(TPURT_ERR_VALUE, "%s: malformed call", op);
-  tpurt_status s = fe_check_len(&c->args[0], outs->n, op);
+  tpurt_status s = fe_check_len(TPURT_ARG(c, foreach_norm, self), outs->n, op);
   if (s) return s;
-  double p = tpurt_value_f(&c->args[1]);
+  double p = tpurt_value_f(TPURT_ARG(c, foreach_norm, ord));
   fe_red_mode mode = fe_norm_mode(p);
   for (int i = 0; i < outs->n; i++) {
-    double r = fe_reduce(&c->args[0].tensors[i], mode, p);
+    double r = fe_reduce(&TPURT_ARG(c, foreach_norm, self)->tensors[i], mode, p);
     if (root && mode == RED_SUM_SQ) r = sqrt(r);
     else if (root && mode == RED_SUM_POW) r = pow(r, 1.0 / p);
     tpurt_store_f64(outs->tensors[i].data, outs->tensors[i].dtype, r);
@@ -264,7 +266,7 @@ tpurt_status tpurt_kernel_foreach_max(const tpurt_op_call* c) {
   const tpurt_value* outs = fe_outs(c);
   if (!outs || c->nargs < 2) return tpurt_fail(TPURT_ERR_VALUE, "_foreach_max: malformed call");
   for (int i = 0; i < outs->n; i++) {
-    const tpurt_tensor* t = &c->args[0].tensors[i];
+    const tpurt_tensor* t = &TPURT_ARG(c, foreach_max, self)->tensors[i];
     if (tpurt_numel(t) == 0)
       return tpurt_fail(TPURT_ERR_RUNTIME, "max(): Expected reduction dim to be specified for input.numel() == 0.");
     tpurt_store_f64(outs->tensors[i].data, outs->tensors[i].dtype, fe_reduce(t, RED_MAX, 0));

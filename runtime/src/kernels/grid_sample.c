@@ -112,6 +112,16 @@ typedef struct {
   int64_t si[5], sg[5]; /* input (N, C, d, h, w), grid (N, d, h, w, coord) element strides */
 } ggeom;
 
+/* a0: input; grid, interpolation_mode, padding_mode, align_corners follow it */
+#define GRID_LAYOUT(k)                                                                              \
+  (TPURT_ARG_##k##_grid == TPURT_ARG_##k##_input + 1 &&                                             \
+   TPURT_ARG_##k##_interpolation_mode == TPURT_ARG_##k##_input + 2 &&                               \
+   TPURT_ARG_##k##_padding_mode == TPURT_ARG_##k##_input + 3 &&                                     \
+   TPURT_ARG_##k##_align_corners == TPURT_ARG_##k##_input + 4)
+_Static_assert(GRID_LAYOUT(grid_sampler_2d) && GRID_LAYOUT(grid_sampler_3d) && GRID_LAYOUT(grid_sampler_2d_backward) &&
+                   GRID_LAYOUT(grid_sampler_3d_backward),
+               "grid_sampler schemas: input, grid, interpolation_mode, padding_mode, align_corners in a row");
+#undef GRID_LAYOUT
 static void geom_init(ggeom* G, const tpurt_op_call* c, int nsp, int a0) {
   const tpurt_tensor *in = &c->args[a0].t, *grid = &c->args[a0 + 1].t;
   G->m = (gmode){nsp, (int)tpurt_value_i(&c->args[a0 + 2]), (int)tpurt_value_i(&c->args[a0 + 3]),
@@ -155,11 +165,16 @@ static int inside(int64_t i, int64_t n) { return i >= 0 && i < n; }
       for (int64_t h = 0; h < (G)->os[1]; h++)             \
         for (int64_t w = 0; w < (G)->os[2]; w++) __VA_ARGS__
 
+_Static_assert(TPURT_ARG_grid_sampler_3d_input == TPURT_ARG_grid_sampler_2d_input && TPURT_ARG_grid_sampler_3d_grid == TPURT_ARG_grid_sampler_2d_grid &&
+                   TPURT_ARG_grid_sampler_3d_interpolation_mode == TPURT_ARG_grid_sampler_2d_interpolation_mode &&
+                   TPURT_ARG_grid_sampler_3d_padding_mode == TPURT_ARG_grid_sampler_2d_padding_mode &&
+                   TPURT_ARG_grid_sampler_3d_align_corners == TPURT_ARG_grid_sampler_2d_align_corners,
+               "forward serves grid_sampler_2d and grid_sampler_3d");
 static tpurt_status forward(const tpurt_op_call* c, int nsp) {
   /* grid_sampler_Nd(input, grid, interpolation_mode, padding_mode, align_corners) */
   ggeom G;
-  geom_init(&G, c, nsp, 0);
-  const tpurt_tensor *in = &c->args[0].t, *grid = &c->args[1].t, *out = &c->outs[0];
+  geom_init(&G, c, nsp, TPURT_ARG_grid_sampler_2d_input);
+  const tpurt_tensor *in = &TPURT_ARG(c, grid_sampler_2d, input)->t, *grid = &TPURT_ARG(c, grid_sampler_2d, grid)->t, *out = &c->outs[0];
   size_t ies = tpurt_dtype_size((tpurt_dtype)in->dtype), oes = tpurt_dtype_size((tpurt_dtype)out->dtype);
   int64_t so[5] = {out->strides[0], out->strides[1], 0, 0, 0};
   for (int i = 0; i < 3; i++) so[2 + i] = i < 3 - nsp ? 0 : out->strides[2 + i - (3 - nsp)];
@@ -183,12 +198,19 @@ static tpurt_status forward(const tpurt_op_call* c, int nsp) {
   return TPURT_OK;
 }
 
+_Static_assert(TPURT_ARG_grid_sampler_3d_backward_grad_output == TPURT_ARG_grid_sampler_2d_backward_grad_output &&
+                   TPURT_ARG_grid_sampler_3d_backward_input == TPURT_ARG_grid_sampler_2d_backward_input &&
+                   TPURT_ARG_grid_sampler_3d_backward_grid == TPURT_ARG_grid_sampler_2d_backward_grid &&
+                   TPURT_ARG_grid_sampler_3d_backward_interpolation_mode == TPURT_ARG_grid_sampler_2d_backward_interpolation_mode &&
+                   TPURT_ARG_grid_sampler_3d_backward_padding_mode == TPURT_ARG_grid_sampler_2d_backward_padding_mode &&
+                   TPURT_ARG_grid_sampler_3d_backward_align_corners == TPURT_ARG_grid_sampler_2d_backward_align_corners,
+               "backward serves grid_sampler_2d_backward and grid_sampler_3d_backward");
 static tpurt_status backward(const tpurt_op_call* c, int nsp) {
   /* grid_sampler_Nd_backward(grad_output, input, grid, interpolation_mode, padding_mode,
    * align_corners, output_mask) -> (grad_input, grad_grid) */
   ggeom G;
-  geom_init(&G, c, nsp, 1);
-  const tpurt_tensor *go = &c->args[0].t, *in = &c->args[1].t, *grid = &c->args[2].t;
+  geom_init(&G, c, nsp, TPURT_ARG_grid_sampler_2d_backward_input);
+  const tpurt_tensor *go = &TPURT_ARG(c, grid_sampler_2d_backward, grad_output)->t, *in = &TPURT_ARG(c, grid_sampler_2d_backward, input)->t, *grid = &TPURT_ARG(c, grid_sampler_2d_backward, grid)->t;
   const tpurt_tensor *gi = &c->outs[0], *gg = &c->outs[1];
   int want_gi = gi->ndim >= 0 && gi->data != NULL;
   int64_t ni = want_gi ? tpurt_numel(gi) : 0, ng = tpurt_numel(gg);

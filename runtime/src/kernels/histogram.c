@@ -196,31 +196,43 @@ static tpurt_status store_edges(const edge_set* es, int64_t d, const tpurt_tenso
 }
 
 /* histogramdd from bin counts; `edges_out` (D tensors) or `hist` may be NULL. */
+#define HIST_COUNTS_LAYOUT(k)                                                                     \
+  (TPURT_ARG_##k##_self == TPURT_ARG_histogram_bin_ct_self &&                                      \
+   TPURT_ARG_##k##_range == TPURT_ARG_histogram_bin_ct_range &&                                    \
+   TPURT_ARG_##k##_weight == TPURT_ARG_histogram_bin_ct_weight &&                                  \
+   TPURT_ARG_##k##_density == TPURT_ARG_histogram_bin_ct_density)
+_Static_assert(HIST_COUNTS_LAYOUT(histogramdd_bin_edges) && HIST_COUNTS_LAYOUT(histogramdd_from_bin_cts),
+               "from_counts serves histogram.bin_ct, _histogramdd_bin_edges and _histogramdd_from_bin_cts");
+#undef HIST_COUNTS_LAYOUT
 static tpurt_status from_counts(const tpurt_op_call* c, int flat, const int64_t* bins, const tpurt_tensor* hist,
                                 const tpurt_tensor* edges_out) {
   /* (self, bins, *, range, weight, density) */
-  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, histogram_bin_ct, self)->t;
   tpurt_status s = check_float(in);
   if (s) return s;
-  points p = points_of(in, flat, &c->args[3]);
+  points p = points_of(in, flat, TPURT_ARG(c, histogram_bin_ct, weight));
   edge_set es;
-  if ((s = edges_from_counts(&p, bins, &c->args[2], &es))) return s;
-  if (hist) s = fill_hist(&p, &es, (int)c->args[4].i, hist);
+  if ((s = edges_from_counts(&p, bins, TPURT_ARG(c, histogram_bin_ct, range), &es))) return s;
+  if (hist) s = fill_hist(&p, &es, (int)TPURT_ARG(c, histogram_bin_ct, density)->i, hist);
   for (int64_t d = 0; !s && edges_out && d < p.d; d++) s = store_edges(&es, d, &edges_out[d]);
   edges_free(&es, p.d);
   return s;
 }
 
+_Static_assert(TPURT_ARG_histogramdd_from_bin_tensors_self == TPURT_ARG_histogram_bins_tensor_self &&
+                   TPURT_ARG_histogramdd_from_bin_tensors_weight == TPURT_ARG_histogram_bins_tensor_weight &&
+                   TPURT_ARG_histogramdd_from_bin_tensors_density == TPURT_ARG_histogram_bins_tensor_density,
+               "from_tensors serves histogram.bins_tensor and _histogramdd_from_bin_tensors");
 static tpurt_status from_tensors(const tpurt_op_call* c, int flat, const tpurt_tensor* const* bins,
                                  const tpurt_tensor* hist, const tpurt_tensor* edges_out) {
   /* (self, bins, *, weight, density) */
-  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, histogram_bins_tensor, self)->t;
   tpurt_status s = check_float(in);
   if (s) return s;
-  points p = points_of(in, flat, &c->args[2]);
+  points p = points_of(in, flat, TPURT_ARG(c, histogram_bins_tensor, weight));
   edge_set es;
   if ((s = edges_from_tensors(&p, bins, &es))) return s;
-  s = fill_hist(&p, &es, (int)c->args[3].i, hist);
+  s = fill_hist(&p, &es, (int)TPURT_ARG(c, histogram_bins_tensor, density)->i, hist);
   if (!s && edges_out) s = store_edges(&es, 0, edges_out);
   edges_free(&es, p.d);
   return s;
@@ -228,13 +240,13 @@ static tpurt_status from_tensors(const tpurt_op_call* c, int flat, const tpurt_t
 
 tpurt_status tpurt_kernel_histogram_bin_ct(const tpurt_op_call* c) {
   /* histogram.bin_ct(self, bins, *, range, weight, density) -> (hist, bin_edges) */
-  int64_t bins = c->args[1].i;
+  int64_t bins = TPURT_ARG(c, histogram_bin_ct, bins)->i;
   return from_counts(c, 1, &bins, &c->outs[0], &c->outs[1]);
 }
 
 tpurt_status tpurt_kernel_histogram_bins_tensor(const tpurt_op_call* c) {
   /* histogram.bins_tensor(self, bins, *, weight, density) -> (hist, bin_edges = bins) */
-  const tpurt_tensor* bins = &c->args[1].t;
+  const tpurt_tensor* bins = &TPURT_ARG(c, histogram_bins_tensor, bins)->t;
   return from_tensors(c, 1, &bins, &c->outs[0], &c->outs[1]);
 }
 
@@ -242,19 +254,19 @@ tpurt_status tpurt_kernel_histogramdd_bin_edges(const tpurt_op_call* c) {
   /* _histogramdd_bin_edges(self, bins, *, range, weight, density) -> Tensor[] (the output
    * list is the last argument) */
   const tpurt_value* outs = &c->args[c->nargs - 1];
-  if (outs->kind != TPURT_V_TENSORS || outs->n != c->args[1].n)
+  if (outs->kind != TPURT_V_TENSORS || outs->n != TPURT_ARG(c, histogramdd_bin_edges, bins)->n)
     return tpurt_fail(TPURT_ERR_VALUE, "_histogramdd_bin_edges: malformed call");
-  return from_counts(c, 0, c->args[1].ints, NULL, outs->tensors);
+  return from_counts(c, 0, TPURT_ARG(c, histogramdd_bin_edges, bins)->ints, NULL, outs->tensors);
 }
 
 tpurt_status tpurt_kernel_histogramdd_from_bin_cts(const tpurt_op_call* c) {
   /* _histogramdd_from_bin_cts(self, bins, *, range, weight, density) -> hist */
-  return from_counts(c, 0, c->args[1].ints, &c->outs[0], NULL);
+  return from_counts(c, 0, TPURT_ARG(c, histogramdd_from_bin_cts, bins)->ints, &c->outs[0], NULL);
 }
 
 tpurt_status tpurt_kernel_histogramdd_from_bin_tensors(const tpurt_op_call* c) {
   /* _histogramdd_from_bin_tensors(self, bins, *, weight, density) -> hist */
-  const tpurt_value* b = &c->args[1];
+  const tpurt_value* b = TPURT_ARG(c, histogramdd_from_bin_tensors, bins);
   const tpurt_tensor* bins[TPURT_MAX_DIMS];
   if (b->n > TPURT_MAX_DIMS) return tpurt_fail(TPURT_ERR_RUNTIME, "histogramdd: at most %d dimensions", TPURT_MAX_DIMS);
   for (int d = 0; d < b->n; d++) bins[d] = &b->tensors[d];

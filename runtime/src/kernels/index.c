@@ -77,18 +77,18 @@ static tpurt_status select_rows(const tpurt_tensor* out, const tpurt_tensor* sel
 
 tpurt_status tpurt_kernel_index_select(const tpurt_op_call* c) {
   /* index_select(self, dim, index) */
-  const tpurt_tensor* self = &c->args[0].t;
-  if (self->ndim == 0 && tpurt_numel(&c->args[2].t) != 1)
+  const tpurt_tensor* self = &TPURT_ARG(c, index_select, self)->t;
+  if (self->ndim == 0 && tpurt_numel(&TPURT_ARG(c, index_select, index)->t) != 1)
     return tpurt_fail(TPURT_ERR_RUNTIME, "index_select(): Index to scalar can have only 1 value, got %lld value(s)",
-                      (long long)tpurt_numel(&c->args[2].t));
-  return select_rows(&c->outs[0], self, wrap_dim(c->args[1].i, self->ndim), &c->args[2].t);
+                      (long long)tpurt_numel(&TPURT_ARG(c, index_select, index)->t));
+  return select_rows(&c->outs[0], self, wrap_dim(TPURT_ARG(c, index_select, dim)->i, self->ndim), &TPURT_ARG(c, index_select, index)->t);
 }
 
 tpurt_status tpurt_kernel_embedding(const tpurt_op_call* c) {
   /* embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse): rows of weight;
    * out is indices.shape + [D], viewed as [numel(indices), D] when indices are contiguous
    * in out's leading dims (always: out is freshly allocated and dense). */
-  const tpurt_tensor *w = &c->args[0].t, *ind = &c->args[1].t, *out = &c->outs[0];
+  const tpurt_tensor *w = &TPURT_ARG(c, embedding, weight)->t, *ind = &TPURT_ARG(c, embedding, indices)->t, *out = &c->outs[0];
   tpurt_status s = check_indices(ind, 0, w->sizes[0], 0, "index out of range in self", TPURT_ERR_INDEX);
   if (s || tpurt_numel(out) == 0) return s;
   size_t es = esize(out);
@@ -110,8 +110,8 @@ tpurt_status tpurt_kernel_embedding_dense_backward(const tpurt_op_call* c) {
   /* embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
    * rows of grad summed per index in double; padding rows get nothing; with
    * scale_grad_by_freq each row is divided by how often its index occurs. */
-  const tpurt_tensor *g = &c->args[0].t, *ind = &c->args[1].t, *out = &c->outs[0];
-  int64_t nw = c->args[2].i, pad = c->args[3].i, scale = c->args[4].i;
+  const tpurt_tensor *g = &TPURT_ARG(c, embedding_dense_backward, grad_output)->t, *ind = &TPURT_ARG(c, embedding_dense_backward, indices)->t, *out = &c->outs[0];
+  int64_t nw = TPURT_ARG(c, embedding_dense_backward, num_weights)->i, pad = TPURT_ARG(c, embedding_dense_backward, padding_idx)->i, scale = TPURT_ARG(c, embedding_dense_backward, scale_grad_by_freq)->i;
   int64_t D = out->sizes[1], n = tpurt_numel(ind);
   tpurt_status s = check_indices(ind, 0, nw, 0, "index out of range in self", TPURT_ERR_INDEX);
   if (s) return s;
@@ -148,8 +148,8 @@ tpurt_status tpurt_kernel_embedding_dense_backward(const tpurt_op_call* c) {
 
 tpurt_status tpurt_kernel_gather(const tpurt_op_call* c) {
   /* gather(self, dim, index, sparse_grad): out[i] = self[i with i[dim] = index[i]] */
-  tpurt_tensor self = at_least_1d(&c->args[0].t), ix = at_least_1d(&c->args[2].t), o = at_least_1d(&c->outs[0]);
-  int64_t dim = wrap_dim(c->args[1].i, c->args[0].t.ndim);
+  tpurt_tensor self = at_least_1d(&TPURT_ARG(c, gather, self)->t), ix = at_least_1d(&TPURT_ARG(c, gather, index)->t), o = at_least_1d(&c->outs[0]);
+  int64_t dim = wrap_dim(TPURT_ARG(c, gather, dim)->i, TPURT_ARG(c, gather, self)->t.ndim);
   tpurt_status s = check_indices(&ix, 0, self.sizes[dim], (int)dim, NULL, TPURT_ERR_RUNTIME);
   if (s || tpurt_numel(&o) == 0) return s;
   size_t es = esize(&o);
@@ -184,13 +184,16 @@ static void combine(char* dst, const char* src, int src_dt, int dt, reduce_op r)
 }
 
 /* out = self; then out[i with i[dim] = index[i]] (reduce)= src[i] (or the scalar). */
+_Static_assert(TPURT_ARG_scatter_add_self == TPURT_ARG_scatter_self && TPURT_ARG_scatter_add_dim == TPURT_ARG_scatter_dim &&
+                   TPURT_ARG_scatter_add_index == TPURT_ARG_scatter_index && TPURT_ARG_scatter_add_src == TPURT_ARG_scatter_src,
+               "scatter_into serves scatter and scatter_add");
 static tpurt_status scatter_into(const tpurt_op_call* c, reduce_op red) {
-  const tpurt_value* srcv = &c->args[3];
-  tpurt_tensor o = at_least_1d(&c->outs[0]), ix = at_least_1d(&c->args[2].t);
-  int64_t dim = wrap_dim(c->args[1].i, c->outs[0].ndim);
+  const tpurt_value* srcv = TPURT_ARG(c, scatter, src);
+  tpurt_tensor o = at_least_1d(&c->outs[0]), ix = at_least_1d(&TPURT_ARG(c, scatter, index)->t);
+  int64_t dim = wrap_dim(TPURT_ARG(c, scatter, dim)->i, c->outs[0].ndim);
   tpurt_status s = check_indices(&ix, 0, o.sizes[dim], (int)dim, NULL, TPURT_ERR_RUNTIME);
   if (!s) s = tpurt_check_scalar_fits(srcv, o.dtype);
-  if (!s) s = tpurt_copy_tensor(&c->outs[0], &c->args[0].t);
+  if (!s) s = tpurt_copy_tensor(&c->outs[0], &TPURT_ARG(c, scatter, self)->t);
   if (s || tpurt_numel(&ix) == 0) return s;
   char scalar[8];
   tpurt_tensor src = tpurt_scalar_tensor(srcv, scalar);
@@ -210,8 +213,8 @@ static tpurt_status scatter_into(const tpurt_op_call* c, reduce_op red) {
 tpurt_status tpurt_kernel_scatter(const tpurt_op_call* c) {
   /* scatter(self, dim, index, src|value, *, reduce="add"|"multiply") */
   reduce_op red = RED_NONE;
-  if (c->nargs > 4 && c->args[4].kind == TPURT_V_STRING) {
-    const char* r = c->args[4].s;
+  if (c->nargs > 4 && TPURT_ARG(c, scatter, reduce)->kind == TPURT_V_STRING) {
+    const char* r = TPURT_ARG(c, scatter, reduce)->s;
     if (strcmp(r, "add") == 0) red = RED_ADD;
     else if (strcmp(r, "multiply") == 0) red = RED_MUL;
     else return tpurt_fail(TPURT_ERR_RUNTIME, "reduce argument must be either add or multiply. Got %s", r);
@@ -226,13 +229,13 @@ tpurt_status tpurt_kernel_scatter_add(const tpurt_op_call* c) {
 
 tpurt_status tpurt_kernel_index_add(const tpurt_op_call* c) {
   /* index_add(self, dim, index, source, *, alpha): out = self; out[index[i]] += alpha*source[i] */
-  tpurt_tensor o = at_least_1d(&c->outs[0]), ix = at_least_1d(&c->args[2].t), src = at_least_1d(&c->args[3].t);
-  int64_t dim = wrap_dim(c->args[1].i, c->outs[0].ndim);
+  tpurt_tensor o = at_least_1d(&c->outs[0]), ix = at_least_1d(&TPURT_ARG(c, index_add, index)->t), src = at_least_1d(&TPURT_ARG(c, index_add, source)->t);
+  int64_t dim = wrap_dim(TPURT_ARG(c, index_add, dim)->i, c->outs[0].ndim);
   tpurt_status s = check_indices(&ix, 0, o.sizes[dim], (int)dim, "index out of range in self", TPURT_ERR_INDEX);
-  if (!s) s = tpurt_copy_tensor(&c->outs[0], &c->args[0].t);
+  if (!s) s = tpurt_copy_tensor(&c->outs[0], &TPURT_ARG(c, index_add, self)->t);
   if (s || tpurt_numel(&src) == 0) return s;
-  double alpha = c->nargs > 4 ? tpurt_value_f(&c->args[4]) : 1.0;
-  int64_t alpha_i = c->nargs > 4 ? tpurt_value_i(&c->args[4]) : 1;
+  double alpha = c->nargs > 4 ? tpurt_value_f(TPURT_ARG(c, index_add, alpha)) : 1.0;
+  int64_t alpha_i = c->nargs > 4 ? tpurt_value_i(TPURT_ARG(c, index_add, alpha)) : 1;
   int64_t i[TPURT_MAX_DIMS] = {0};
   do {
     int64_t dst[TPURT_MAX_DIMS];
@@ -395,9 +398,9 @@ static int64_t plan_offset(const index_plan* p, const tpurt_tensor* self, const 
 
 tpurt_status tpurt_kernel_index(const tpurt_op_call* c) {
   /* index.Tensor(self, Tensor?[] indices) */
-  const tpurt_tensor *self = &c->args[0].t, *out = tpurt_sizing(c) ? NULL : &c->outs[0];
+  const tpurt_tensor *self = &TPURT_ARG(c, index, self)->t, *out = tpurt_sizing(c) ? NULL : &c->outs[0];
   index_plan p;
-  tpurt_status s = plan_index(&p, self, &c->args[1]);
+  tpurt_status s = plan_index(&p, self, TPURT_ARG(c, index, indices));
   if (!s && tpurt_sizing(c)) { /* bool masks: PyTorch's meta function cannot size the result */
     tpurt_declare_output(c, 0, self->dtype, p.ndim, p.shape);
     tpurt_temp_release(p.masks);
@@ -420,12 +423,12 @@ tpurt_status tpurt_kernel_index_put(const tpurt_op_call* c) {
    * out = self; out[indices] = values (broadcast to the indexing result), or += with
    * accumulate (duplicates add up). values may be a CPU scalar (as CUDA allows). */
   char storage[8];
-  tpurt_tensor scalar_vals = tpurt_scalar_tensor(&c->args[2], storage);
+  tpurt_tensor scalar_vals = tpurt_scalar_tensor(TPURT_ARG(c, index_put, values), storage);
   const tpurt_tensor *out = &c->outs[0], *vals = &scalar_vals;
-  int acc = c->args[3].i != 0;
+  int acc = TPURT_ARG(c, index_put, accumulate)->i != 0;
   index_plan p;
-  tpurt_status s = plan_index(&p, out, &c->args[1]);
-  if (!s) s = tpurt_copy_tensor(out, &c->args[0].t);
+  tpurt_status s = plan_index(&p, out, TPURT_ARG(c, index_put, indices));
+  if (!s) s = tpurt_copy_tensor(out, &TPURT_ARG(c, index_put, self)->t);
   int64_t n = 1;
   for (int d = 0; d < p.ndim; d++) n *= p.shape[d];
   /* values broadcast to the result shape */
@@ -462,8 +465,8 @@ tpurt_status tpurt_kernel_cat(const tpurt_op_call* c) {
   /* cat(Tensor[] tensors, dim): each input is copied into its slice of out (with dtype
    * promotion); legacy 1-D empty inputs are skipped as on CPU. */
   const tpurt_tensor* out = &c->outs[0];
-  const tpurt_value* list = &c->args[0];
-  int64_t dim = wrap_dim(c->args[1].i, out->ndim), pos = 0;
+  const tpurt_value* list = TPURT_ARG(c, cat, tensors);
+  int64_t dim = wrap_dim(TPURT_ARG(c, cat, dim)->i, out->ndim), pos = 0;
   for (int k = 0; k < list->n; k++) {
     const tpurt_tensor* t = &list->tensors[k];
     if (t->ndim == 1 && t->sizes[0] == 0 && out->ndim != 1) continue;
@@ -479,10 +482,12 @@ tpurt_status tpurt_kernel_cat(const tpurt_op_call* c) {
 }
 
 /* out = self with the elements outside the triangle zeroed (zero bits are 0 in every dtype). */
+_Static_assert(TPURT_ARG_triu_self == TPURT_ARG_tril_self && TPURT_ARG_triu_diagonal == TPURT_ARG_tril_diagonal,
+               "triangle serves tril and triu");
 static tpurt_status triangle(const tpurt_op_call* c, int lower) {
   const tpurt_tensor* out = &c->outs[0];
-  int64_t diag = c->args[1].i;
-  tpurt_status s = tpurt_copy_tensor(out, &c->args[0].t);
+  int64_t diag = TPURT_ARG(c, tril, diagonal)->i;
+  tpurt_status s = tpurt_copy_tensor(out, &TPURT_ARG(c, tril, self)->t);
   if (s || tpurt_numel(out) == 0) return s;
   size_t es = esize(out);
   int nd = out->ndim;
@@ -502,10 +507,10 @@ tpurt_status tpurt_kernel_arange(const tpurt_op_call* c) {
   const tpurt_tensor* out = &c->outs[0];
   int64_t n = tpurt_numel(out), st = out->ndim ? out->strides[0] : 0;
   if (tpurt_is_float(out->dtype)) {
-    double a = tpurt_value_f(&c->args[0]), step = tpurt_value_f(&c->args[2]);
+    double a = tpurt_value_f(TPURT_ARG(c, arange, start)), step = tpurt_value_f(TPURT_ARG(c, arange, step));
     for (int64_t i = 0; i < n; i++) tpurt_store_f64(at(out, i * st), out->dtype, a + (double)i * step);
   } else {
-    int64_t a = tpurt_value_i(&c->args[0]), step = tpurt_value_i(&c->args[2]);
+    int64_t a = tpurt_value_i(TPURT_ARG(c, arange, start)), step = tpurt_value_i(TPURT_ARG(c, arange, step));
     for (int64_t i = 0; i < n; i++) tpurt_store_i64(at(out, i * st), out->dtype, a + i * step);
   }
   return TPURT_OK;
@@ -513,8 +518,8 @@ tpurt_status tpurt_kernel_arange(const tpurt_op_call* c) {
 
 tpurt_status tpurt_kernel_flip(const tpurt_op_call* c) {
   /* flip(self, dims): a reversed view of self (negative strides) copied to out */
-  tpurt_tensor v = c->args[0].t;
-  const tpurt_value* dims = &c->args[1];
+  tpurt_tensor v = TPURT_ARG(c, flip, self)->t;
+  const tpurt_value* dims = TPURT_ARG(c, flip, dims);
   for (int k = 0; k < dims->n && v.ndim > 0; k++) { /* a 0-dim tensor flips to itself */
     int64_t d = wrap_dim(dims->ints[k], v.ndim);
     if (v.sizes[d] == 0) return TPURT_OK;
@@ -527,11 +532,11 @@ tpurt_status tpurt_kernel_flip(const tpurt_op_call* c) {
 tpurt_status tpurt_kernel_narrow_copy(const tpurt_op_call* c) {
   /* narrow_copy(self, dim, start, length): the meta function made CPU's checks; a view
    * of self copied to out */
-  tpurt_tensor v = c->args[0].t;
-  int64_t d = wrap_dim(c->args[1].i, v.ndim), start = c->args[2].i;
+  tpurt_tensor v = TPURT_ARG(c, narrow_copy, self)->t;
+  int64_t d = wrap_dim(TPURT_ARG(c, narrow_copy, dim)->i, v.ndim), start = TPURT_ARG(c, narrow_copy, start)->i;
   if (start < 0) start += v.sizes[d];
   v.data = at(&v, start * v.strides[d]);
-  v.sizes[d] = c->args[3].i;
+  v.sizes[d] = TPURT_ARG(c, narrow_copy, length)->i;
   return tpurt_copy_tensor(&c->outs[0], &v);
 }
 
@@ -540,8 +545,8 @@ static int64_t mod(int64_t a, int64_t n) { return ((a % n) + n) % n; }
 tpurt_status tpurt_kernel_roll(const tpurt_op_call* c) {
   /* roll(self, shifts, dims): out[i] = self[i - shift] per rolled dim; without dims the
    * tensor is rolled as if flattened. */
-  const tpurt_tensor *self = &c->args[0].t, *out = &c->outs[0];
-  const tpurt_value *shifts = &c->args[1], *dims = &c->args[2];
+  const tpurt_tensor *self = &TPURT_ARG(c, roll, self)->t, *out = &c->outs[0];
+  const tpurt_value *shifts = TPURT_ARG(c, roll, shifts), *dims = TPURT_ARG(c, roll, dims);
   int64_t n = tpurt_numel(out);
   if (n == 0) return TPURT_OK;
   size_t es = esize(out);

@@ -30,10 +30,10 @@ tpurt_status tpurt_kernel_index_fill(const tpurt_op_call* c) {
   /* index_fill(self, dim, index, value): out = self; out[..., index[k], ...] = value
    * (negative indices count from the end) */
   const tpurt_tensor* out = &c->outs[0];
-  const tpurt_tensor* ix = &c->args[2].t;
-  int64_t dim = wrap_dim(c->args[1].i, out->ndim), n = tpurt_numel(ix);
+  const tpurt_tensor* ix = &TPURT_ARG(c, index_fill, index)->t;
+  int64_t dim = wrap_dim(TPURT_ARG(c, index_fill, dim)->i, out->ndim), n = tpurt_numel(ix);
   int64_t size = out->ndim ? out->sizes[dim] : 1;
-  if (c->args[3].kind == TPURT_V_COMPLEX && out->dtype != TPURT_C64)
+  if (TPURT_ARG(c, index_fill, value)->kind == TPURT_V_COMPLEX && out->dtype != TPURT_C64)
     return tpurt_fail(TPURT_ERR_RUNTIME, "index_fill_(): Converting complex Scalar to non-complex type is not supported");
   for (int64_t k = 0; k < n; k++) {
     int64_t v = index_at(ix, k);
@@ -41,10 +41,10 @@ tpurt_status tpurt_kernel_index_fill(const tpurt_op_call* c) {
       return tpurt_fail(TPURT_ERR_INDEX, "index %lld is out of bounds for dimension %lld with size %lld", (long long)v,
                         (long long)dim, (long long)size);
   }
-  tpurt_status s = tpurt_copy_tensor(out, &c->args[0].t);
+  tpurt_status s = tpurt_copy_tensor(out, &TPURT_ARG(c, index_fill, self)->t);
   if (s || tpurt_numel(out) == 0) return s;
   char storage[8], val[8];
-  tpurt_tensor v = c->args[3].kind == TPURT_V_TENSOR ? c->args[3].t : tpurt_scalar_tensor(&c->args[3], storage);
+  tpurt_tensor v = TPURT_ARG(c, index_fill, value)->kind == TPURT_V_TENSOR ? TPURT_ARG(c, index_fill, value)->t : tpurt_scalar_tensor(TPURT_ARG(c, index_fill, value), storage);
   tpurt_convert_elem(val, out->dtype, v.data, v.dtype);
   /* a slice of out at index value along dim, walked over its other dims */
   tpurt_tensor slice = *out;
@@ -67,8 +67,8 @@ tpurt_status tpurt_kernel_index_fill(const tpurt_op_call* c) {
 tpurt_status tpurt_kernel_index_copy(const tpurt_op_call* c) {
   /* index_copy(self, dim, index, source): out = self; out[..., index[k], ...] =
    * source[..., k, ...], a repeated index keeping the last copy as CPU's loop does */
-  const tpurt_tensor *out = &c->outs[0], *ix = &c->args[2].t, *src = &c->args[3].t;
-  int64_t dim = wrap_dim(c->args[1].i, out->ndim), n = tpurt_numel(ix);
+  const tpurt_tensor *out = &c->outs[0], *ix = &TPURT_ARG(c, index_copy, index)->t, *src = &TPURT_ARG(c, index_copy, source)->t;
+  int64_t dim = wrap_dim(TPURT_ARG(c, index_copy, dim)->i, out->ndim), n = tpurt_numel(ix);
   int64_t size = out->ndim ? out->sizes[dim] : 1;
   for (int64_t k = 0; k < n; k++) {
     int64_t v = index_at(ix, k);
@@ -76,7 +76,7 @@ tpurt_status tpurt_kernel_index_copy(const tpurt_op_call* c) {
       return tpurt_fail(TPURT_ERR_INDEX, "index_copy_(): index %lld is out of bounds for dimension %lld with size %lld",
                         (long long)v, (long long)dim, (long long)size);
   }
-  tpurt_status s = tpurt_copy_tensor(out, &c->args[0].t);
+  tpurt_status s = tpurt_copy_tensor(out, &TPURT_ARG(c, index_copy, self)->t);
   if (s || tpurt_numel(src) == 0) return s;
   size_t es = esize(out);
   int64_t i[TPURT_MAX_DIMS] = {0};
@@ -114,21 +114,21 @@ tpurt_status tpurt_kernel_index_reduce(const tpurt_op_call* c) {
    * out[..., index[k], ...] (reduce)= source[..., k, ...]; without include_self the indexed
    * slots start from the reduction's identity. mean divides by the count (floor for ints). */
   const tpurt_tensor* out = &c->outs[0];
-  const tpurt_tensor *ix = &c->args[2].t, *src = &c->args[3].t;
-  const char* rs = c->args[4].s;
-  int include_self = c->args[5].i != 0;
+  const tpurt_tensor *ix = &TPURT_ARG(c, index_reduce, index)->t, *src = &TPURT_ARG(c, index_reduce, source)->t;
+  const char* rs = TPURT_ARG(c, index_reduce, reduce)->s;
+  int include_self = TPURT_ARG(c, index_reduce, include_self)->i != 0;
   ir_op r = strcmp(rs, "prod") == 0 ? IR_PROD : strcmp(rs, "mean") == 0 ? IR_MEAN
           : strcmp(rs, "amax") == 0 ? IR_AMAX : strcmp(rs, "amin") == 0 ? IR_AMIN : -1;
   if ((int)r < 0)
     return tpurt_fail(TPURT_ERR_RUNTIME, "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got %s.", rs);
-  int64_t dim = wrap_dim(c->args[1].i, out->ndim), n = tpurt_numel(ix);
+  int64_t dim = wrap_dim(TPURT_ARG(c, index_reduce, dim)->i, out->ndim), n = tpurt_numel(ix);
   int64_t size = out->ndim ? out->sizes[dim] : 1;
   for (int64_t k = 0; k < n; k++) {
     int64_t v = index_at(ix, k);
     if (v < 0 || v >= size) return tpurt_fail(TPURT_ERR_INDEX, "index out of range in self");
   }
   int64_t total = tpurt_numel(out);
-  tpurt_status s = tpurt_copy_tensor(out, &c->args[0].t);
+  tpurt_status s = tpurt_copy_tensor(out, &TPURT_ARG(c, index_reduce, self)->t);
   if (s || total == 0) return s;
   /* accumulate in a dense f64 / i64 copy of out, with a count per element for mean */
   int fl = tpurt_is_float(out->dtype);
@@ -222,19 +222,19 @@ tpurt_status tpurt_kernel_scatter_reduce(const tpurt_op_call* c) {
    * along dim as CPU's loop does; without include_self the scattered slots start from the
    * identity. mean divides the sum by the count (self included), floor for integers. */
   const tpurt_tensor* out = &c->outs[0];
-  tpurt_tensor o = *out, ix = c->args[2].t, src = c->args[3].t;
+  tpurt_tensor o = *out, ix = TPURT_ARG(c, scatter_reduce, index)->t, src = TPURT_ARG(c, scatter_reduce, src)->t;
   if (o.ndim == 0) o.ndim = 1, o.sizes[0] = 1, o.strides[0] = 0;
   if (ix.ndim == 0) ix.ndim = 1, ix.sizes[0] = 1, ix.strides[0] = 0;
   if (src.ndim == 0) src.ndim = 1, src.sizes[0] = 1, src.strides[0] = 0;
   int r = 0;
-  while (r < 5 && strcmp(c->args[4].s, SRD_NAMES[r])) r++;
+  while (r < 5 && strcmp(TPURT_ARG(c, scatter_reduce, reduce)->s, SRD_NAMES[r])) r++;
   if (r == 5)
     return tpurt_fail(TPURT_ERR_RUNTIME, "reduce argument must be either sum, prod, mean, amax or amin, got %s",
-                      c->args[4].s);
+                      TPURT_ARG(c, scatter_reduce, reduce)->s);
   if (r == SRD_MEAN && out->dtype == TPURT_BOOL)
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'");
-  int include_self = c->args[5].i != 0, dt = out->dtype;
-  int64_t dim = wrap_dim(c->args[1].i, out->ndim), size = o.sizes[dim];
+  int include_self = TPURT_ARG(c, scatter_reduce, include_self)->i != 0, dt = out->dtype;
+  int64_t dim = wrap_dim(TPURT_ARG(c, scatter_reduce, dim)->i, out->ndim), size = o.sizes[dim];
   int64_t n = tpurt_numel(&ix), total = tpurt_numel(out), i[TPURT_MAX_DIMS] = {0};
   for (int64_t k = 0; k < n; k++) {
     int64_t v = tpurt_load_i64(at(&ix, flat_offset(&ix, k)), ix.dtype);
@@ -242,7 +242,7 @@ tpurt_status tpurt_kernel_scatter_reduce(const tpurt_op_call* c) {
       return tpurt_fail(TPURT_ERR_RUNTIME, "index %lld is out of bounds for dimension %lld with size %lld", (long long)v,
                         (long long)dim, (long long)size);
   }
-  tpurt_status s = tpurt_copy_tensor(out, &c->args[0].t);
+  tpurt_status s = tpurt_copy_tensor(out, &TPURT_ARG(c, scatter_reduce, self)->t);
   if (s || n == 0) return s;
   int64_t* count = NULL;
   if (r == SRD_MEAN && !(count = tpurt_temp_calloc((size_t)total, sizeof *count)))
@@ -299,7 +299,7 @@ static tpurt_status check_flat_indices(const tpurt_tensor* ix, int64_t numel) {
 
 tpurt_status tpurt_kernel_take(const tpurt_op_call* c) {
   /* take(self, index): out (index's shape) = self.flatten()[index] */
-  const tpurt_tensor *self = &c->args[0].t, *ix = &c->args[1].t, *out = &c->outs[0];
+  const tpurt_tensor *self = &TPURT_ARG(c, take, self)->t, *ix = &TPURT_ARG(c, take, index)->t, *out = &c->outs[0];
   int64_t numel = tpurt_numel(self), n = tpurt_numel(ix);
   tpurt_status s = check_flat_indices(ix, numel);
   if (s) return s;
@@ -314,11 +314,11 @@ tpurt_status tpurt_kernel_take(const tpurt_op_call* c) {
 tpurt_status tpurt_kernel_put(const tpurt_op_call* c) {
   /* put_(self, index, source, accumulate): self.flatten()[index] = source.flatten() (+= with
    * accumulate, duplicates adding up) */
-  const tpurt_tensor *out = &c->outs[0], *ix = &c->args[1].t, *src = &c->args[2].t;
-  int acc = c->args[3].i != 0;
+  const tpurt_tensor *out = &c->outs[0], *ix = &TPURT_ARG(c, put, index)->t, *src = &TPURT_ARG(c, put, source)->t;
+  int acc = TPURT_ARG(c, put, accumulate)->i != 0;
   int64_t numel = tpurt_numel(out), n = tpurt_numel(ix);
   tpurt_status s = check_flat_indices(ix, numel);
-  if (!s) s = tpurt_copy_tensor(out, &c->args[0].t); /* out may be a private buffer (self overlaps it) */
+  if (!s) s = tpurt_copy_tensor(out, &TPURT_ARG(c, put, self)->t); /* out may be a private buffer (self overlaps it) */
   if (s) return s;
   for (int64_t k = 0; k < n; k++) {
     int64_t v = tpurt_load_i64(at(ix, flat_offset(ix, k)), ix->dtype);
@@ -341,8 +341,8 @@ tpurt_status tpurt_kernel_put(const tpurt_op_call* c) {
 tpurt_status tpurt_kernel_masked_scatter(const tpurt_op_call* c) {
   /* masked_scatter(self, mask, source): out = self; the positions where mask (broadcast to
    * self) is true take source's elements in order, row-major */
-  const tpurt_tensor *out = &c->outs[0], *src = &c->args[2].t;
-  tpurt_tensor mask = c->args[1].t;
+  const tpurt_tensor *out = &c->outs[0], *src = &TPURT_ARG(c, masked_scatter, source)->t;
+  tpurt_tensor mask = TPURT_ARG(c, masked_scatter, mask)->t;
   if (mask.dtype != TPURT_BOOL)
     return tpurt_fail(TPURT_ERR_RUNTIME, "masked_scatter_ only supports boolean masks, but got mask with dtype %s",
                       tpurt_dtype_name(mask.dtype));
@@ -356,7 +356,7 @@ tpurt_status tpurt_kernel_masked_scatter(const tpurt_op_call* c) {
   if (tpurt_numel(out))
     do ones += *(const uint8_t*)at(&m, offset_of(&m, i)) != 0; while (tpurt_next_index(i, out->sizes, out->ndim));
   if (ones > nsrc) return tpurt_fail(TPURT_ERR_RUNTIME, "Number of elements of source < number of ones in mask");
-  tpurt_status s = tpurt_copy_tensor(out, &c->args[0].t);
+  tpurt_status s = tpurt_copy_tensor(out, &TPURT_ARG(c, masked_scatter, self)->t);
   if (s || ones == 0) return s;
   int64_t k = 0;
   memset(i, 0, sizeof i);
@@ -372,8 +372,8 @@ tpurt_status tpurt_kernel_masked_scatter(const tpurt_op_call* c) {
 /* ---------------------------------------------------------------- channel_shuffle */
 tpurt_status tpurt_kernel_channel_shuffle(const tpurt_op_call* c) {
   /* channel_shuffle(self [N, C, *], groups): out channel j*groups + g = in channel g*(C/groups) + j */
-  const tpurt_tensor *self = &c->args[0].t, *out = &c->outs[0];
-  int64_t groups = c->args[1].i, C = self->sizes[1], per = C / groups;
+  const tpurt_tensor *self = &TPURT_ARG(c, channel_shuffle, self)->t, *out = &c->outs[0];
+  int64_t groups = TPURT_ARG(c, channel_shuffle, groups)->i, C = self->sizes[1], per = C / groups;
   if (tpurt_numel(out) == 0) return TPURT_OK;
   size_t es = esize(out);
   int64_t i[TPURT_MAX_DIMS] = {0};
@@ -389,8 +389,10 @@ tpurt_status tpurt_kernel_channel_shuffle(const tpurt_op_call* c) {
 /* ---------------------------------------------------------------- max_unpool */
 /* out [.., *spatial] = 0, then each plane's out.flatten()[indices[k]] = self's plane[k]; the
  * last `sd` dims are spatial, everything before is planes. */
+_Static_assert(TPURT_ARG_max_unpool3d_self == TPURT_ARG_max_unpool2d_self && TPURT_ARG_max_unpool3d_indices == TPURT_ARG_max_unpool2d_indices,
+               "max_unpool serves max_unpool2d and max_unpool3d");
 static tpurt_status max_unpool(const tpurt_op_call* c, int sd) {
-  const tpurt_tensor *self = &c->args[0].t, *ix = &c->args[1].t, *out = &c->outs[0];
+  const tpurt_tensor *self = &TPURT_ARG(c, max_unpool2d, self)->t, *ix = &TPURT_ARG(c, max_unpool2d, indices)->t, *out = &c->outs[0];
   int nd = out->ndim, pd = nd - sd;
   int64_t planes = 1, ospatial = 1, ispatial = 1;
   for (int d = 0; d < pd; d++) planes *= out->sizes[d];

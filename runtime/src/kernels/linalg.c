@@ -79,10 +79,10 @@ static void getrs(const la_t* lu, const int* piv, int64_t n, la_t* b, int64_t r,
 /* ---------------------------------------------------------------- LU family */
 tpurt_status tpurt_kernel_lu_factor_ex(const tpurt_op_call* c) {
   /* linalg_lu_factor_ex(A, *, pivot, check_errors) -> (LU, pivots, info) */
-  const tpurt_tensor* A = &c->args[0].t;
+  const tpurt_tensor* A = &TPURT_ARG(c, lu_factor_ex, A)->t;
   tpurt_status st = dtype_check("linalg.lu_factor", A);
   if (st) return st;
-  if (!c->args[1].i) return tpurt_fail(TPURT_ERR_RUNTIME, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+  if (!TPURT_ARG(c, lu_factor_ex, pivot)->i) return tpurt_fail(TPURT_ERR_RUNTIME, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
   int nb;
   int64_t bs[TPURT_MAX_DIMS];
   if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
@@ -98,7 +98,7 @@ tpurt_status tpurt_kernel_lu_factor_ex(const tpurt_op_call* c) {
     mv_store(&lu, b, nb, s.a, LA_PLAIN);
     put_pivots(&c->outs[1], b, nb, s.piv, k);
     put_info(&c->outs[2], b, nb, info);
-    if (info && c->args[2].i) {
+    if (info && TPURT_ARG(c, lu_factor_ex, check_errors)->i) {
       st = tpurt_fail(TPURT_ERR_RUNTIME, "torch.linalg.lu_factor_ex: U[%lld,%lld] is zero and using it on lu_solve would "
                       "result in a division by zero. If you still want to perform the factorization, consider calling "
                       "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)", (long long)info, (long long)info);
@@ -140,10 +140,10 @@ static void lu_unpack_one(const la_t* lu, const int* piv, int64_t m, int64_t n, 
 
 tpurt_status tpurt_kernel_lu(const tpurt_op_call* c) {
   /* linalg_lu(A, *, pivot) -> (P [m, m], L [m, k], U [k, n]) with A = P L U */
-  const tpurt_tensor* A = &c->args[0].t;
+  const tpurt_tensor* A = &TPURT_ARG(c, lu, A)->t;
   tpurt_status st = dtype_check("linalg.lu", A);
   if (st) return st;
-  if (!c->args[1].i) return tpurt_fail(TPURT_ERR_RUNTIME, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+  if (!TPURT_ARG(c, lu, pivot)->i) return tpurt_fail(TPURT_ERR_RUNTIME, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
   int nb;
   int64_t bs[TPURT_MAX_DIMS];
   if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
@@ -167,7 +167,7 @@ tpurt_status tpurt_kernel_lu(const tpurt_op_call* c) {
 tpurt_status tpurt_kernel_lu_unpack(const tpurt_op_call* c) {
   /* lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots) -> (P, L, U); the outputs
    * not asked for have no elements */
-  const tpurt_tensor* LU = &c->args[0].t;
+  const tpurt_tensor* LU = &TPURT_ARG(c, lu_unpack, LU_data)->t;
   tpurt_status st = dtype_check("lu_unpack", LU);
   if (st) return st;
   int nb;
@@ -175,7 +175,7 @@ tpurt_status tpurt_kernel_lu_unpack(const tpurt_op_call* c) {
   if (!batch_of(LU, 2, &nb, bs)) return TPURT_OK;
   mview lu, pv, P, L, U;
   mv_init(&lu, LU, nb, 0);
-  mv_init(&pv, &c->args[1].t, nb, 1);
+  mv_init(&pv, &TPURT_ARG(c, lu_unpack, LU_pivots)->t, nb, 1);
   mview* outs[3] = {&P, &L, &U};
   for (int o = 0; o < 3; o++) { /* an empty output may have fewer dims: give it a harmless view */
     if (tpurt_numel(&c->outs[o])) mv_init(outs[o], &c->outs[o], nb, 0);
@@ -204,15 +204,15 @@ tpurt_status tpurt_kernel_lu_unpack(const tpurt_op_call* c) {
 
 tpurt_status tpurt_kernel_lu_solve(const tpurt_op_call* c) {
   /* linalg_lu_solve(LU, pivots, B, *, left, adjoint) */
-  const tpurt_tensor *LU = &c->args[0].t, *out = &c->outs[0];
-  int left = (int)c->args[3].i, adjoint = (int)c->args[4].i;
+  const tpurt_tensor *LU = &TPURT_ARG(c, lu_solve, LU)->t, *out = &c->outs[0];
+  int left = (int)TPURT_ARG(c, lu_solve, left)->i, adjoint = (int)TPURT_ARG(c, lu_solve, adjoint)->i;
   int nb;
   int64_t bs[TPURT_MAX_DIMS];
   if (!batch_of(out, 2, &nb, bs)) return TPURT_OK;
   mview lu, piv, B, X;
   mv_init(&lu, LU, nb, 0);
-  mv_init(&piv, &c->args[1].t, nb, 1);
-  mv_init(&B, &c->args[2].t, nb, 0);
+  mv_init(&piv, &TPURT_ARG(c, lu_solve, pivots)->t, nb, 1);
+  mv_init(&B, &TPURT_ARG(c, lu_solve, B)->t, nb, 0);
   mv_init(&X, out, nb, 0);
   int64_t n = lu.rows, r = left ? B.cols : B.rows;
   scratch s = {0};
@@ -231,8 +231,9 @@ tpurt_status tpurt_kernel_lu_solve(const tpurt_op_call* c) {
 
 /* det and slogdet: LU of A^T when A is real and contiguous (ATen's choice), then the diagonal;
  * the sign is the product of the pivots' phases (+-1 for real A) */
+_Static_assert(TPURT_ARG_slogdet_A == TPURT_ARG_det_A, "det_family serves det and slogdet");
 static tpurt_status det_family(const tpurt_op_call* c, int slog) {
-  const tpurt_tensor* A = &c->args[0].t;
+  const tpurt_tensor* A = &TPURT_ARG(c, det, A)->t;
   tpurt_status st = dtype_check(slog ? "linalg.slogdet" : "linalg.det", A);
   if (st) return st;
   int nb, trans = tpurt_is_contiguous(A) && A->dtype != TPURT_C64;
@@ -279,10 +280,11 @@ tpurt_status tpurt_kernel_slogdet(const tpurt_op_call* c) { return det_family(c,
 /* ---------------------------------------------------------------- solve / inverse */
 /* X with A X = B (left) or X A = B, B = identity when ident; LU/pivots/info report A's
  * factorization. */
+_Static_assert(TPURT_ARG_inv_ex_A == TPURT_ARG_solve_ex_A, "solve serves _linalg_solve_ex and linalg_inv_ex");
 static tpurt_status solve(const tpurt_op_call* c, const tpurt_tensor* B, int left, int ident, const tpurt_tensor* o_x,
                           const tpurt_tensor* o_lu, const tpurt_tensor* o_piv, const tpurt_tensor* o_info,
                           int check, const char* api) {
-  const tpurt_tensor* A = &c->args[0].t;
+  const tpurt_tensor* A = &TPURT_ARG(c, solve_ex, A)->t;
   tpurt_status st = dtype_check(api, A);
   if (st) return st;
   int vec = o_x->ndim == A->ndim - 1, nb;
@@ -324,13 +326,13 @@ static tpurt_status solve(const tpurt_op_call* c, const tpurt_tensor* B, int lef
 
 tpurt_status tpurt_kernel_solve_ex(const tpurt_op_call* c) {
   /* _linalg_solve_ex(A, B, *, left, check_errors) -> (result, LU, pivots, info) */
-  return solve(c, &c->args[1].t, (int)c->args[2].i, 0, &c->outs[0], &c->outs[1], &c->outs[2], &c->outs[3],
-               (int)c->args[3].i, "torch.linalg.solve");
+  return solve(c, &TPURT_ARG(c, solve_ex, B)->t, (int)TPURT_ARG(c, solve_ex, left)->i, 0, &c->outs[0], &c->outs[1], &c->outs[2], &c->outs[3],
+               (int)TPURT_ARG(c, solve_ex, check_errors)->i, "torch.linalg.solve");
 }
 
 tpurt_status tpurt_kernel_inv_ex(const tpurt_op_call* c) {
   /* linalg_inv_ex(A, *, check_errors) -> (inverse, info): solve A X = I */
-  return solve(c, NULL, 1, 1, &c->outs[0], NULL, NULL, &c->outs[1], (int)c->args[1].i, "linalg.inv");
+  return solve(c, NULL, 1, 1, &c->outs[0], NULL, NULL, &c->outs[1], (int)TPURT_ARG(c, inv_ex, check_errors)->i, "linalg.inv");
 }
 
 /* ---------------------------------------------------------------- Cholesky */
@@ -387,13 +389,13 @@ static tpurt_status cholesky_run(const char* name, const tpurt_tensor* A, int up
 
 tpurt_status tpurt_kernel_cholesky_ex(const tpurt_op_call* c) {
   /* linalg_cholesky_ex(A, *, upper, check_errors) -> (L or L^H, info) */
-  return cholesky_run("linalg.cholesky", &c->args[0].t, (int)c->args[1].i, &c->outs[0], &c->outs[1],
-                      (int)c->args[2].i);
+  return cholesky_run("linalg.cholesky", &TPURT_ARG(c, cholesky_ex, self)->t, (int)TPURT_ARG(c, cholesky_ex, upper)->i, &c->outs[0], &c->outs[1],
+                      (int)TPURT_ARG(c, cholesky_ex, check_errors)->i);
 }
 
 tpurt_status tpurt_kernel_cholesky(const tpurt_op_call* c) {
   /* cholesky(A, upper) (deprecated): always checks */
-  return cholesky_run("cholesky", &c->args[0].t, (int)c->args[1].i, &c->outs[0], NULL, 1);
+  return cholesky_run("cholesky", &TPURT_ARG(c, cholesky, self)->t, (int)TPURT_ARG(c, cholesky, upper)->i, &c->outs[0], NULL, 1);
 }
 
 /* ---------------------------------------------------------------- QR */
@@ -442,7 +444,7 @@ void la_apply_q(const la_t* v, int64_t ldv, const la_t* tau, int64_t k, la_t* y,
 
 tpurt_status tpurt_kernel_geqrf(const tpurt_op_call* c) {
   /* geqrf(A) -> (a, tau) */
-  const tpurt_tensor* A = &c->args[0].t;
+  const tpurt_tensor* A = &TPURT_ARG(c, geqrf, self)->t;
   tpurt_status st = dtype_check("geqrf", A);
   if (st) return st;
   int nb;
@@ -468,16 +470,16 @@ tpurt_status tpurt_kernel_geqrf(const tpurt_op_call* c) {
 tpurt_status tpurt_kernel_ormqr(const tpurt_op_call* c) {
   /* ormqr(A, tau, C, left, transpose): op(Q) C or C op(Q), op(Q) = Q^H when transpose;
    * C op(Q) = (op(Q)^H C^H)^H */
-  const tpurt_tensor *A = &c->args[0].t, *out = &c->outs[0];
+  const tpurt_tensor *A = &TPURT_ARG(c, ormqr, self)->t, *out = &c->outs[0];
   tpurt_status st = dtype_check("ormqr", A);
   if (st) return st;
-  int left = (int)c->args[3].i, trans = (int)c->args[4].i, nb;
+  int left = (int)TPURT_ARG(c, ormqr, left)->i, trans = (int)TPURT_ARG(c, ormqr, transpose)->i, nb;
   int64_t bs[TPURT_MAX_DIMS];
   if (!batch_of(out, 2, &nb, bs)) return TPURT_OK;
   mview a, t, C, o;
   mv_init(&a, A, nb, 0);
-  mv_init(&t, &c->args[1].t, nb, 1);
-  mv_init(&C, &c->args[2].t, nb, 0);
+  mv_init(&t, &TPURT_ARG(c, ormqr, input2)->t, nb, 1);
+  mv_init(&C, &TPURT_ARG(c, ormqr, input3)->t, nb, 0);
   mv_init(&o, out, nb, 0);
   int64_t rows = a.rows, k = t.rows, r = left ? C.cols : C.rows;
   scratch s = {0};
@@ -496,10 +498,10 @@ tpurt_status tpurt_kernel_ormqr(const tpurt_op_call* c) {
 tpurt_status tpurt_kernel_qr(const tpurt_op_call* c) {
   /* linalg_qr(A, mode) -> (Q, R): Householder reflections with geqrf's conventions
    * (beta = -sign(alpha) * norm, no reflection for an already-zero column) */
-  const tpurt_tensor* A = &c->args[0].t;
+  const tpurt_tensor* A = &TPURT_ARG(c, qr, A)->t;
   tpurt_status st = dtype_check("linalg.qr", A);
   if (st) return st;
-  const char* mode = c->args[1].kind == TPURT_V_STRING ? c->args[1].s : "reduced";
+  const char* mode = TPURT_ARG(c, qr, mode)->kind == TPURT_V_STRING ? TPURT_ARG(c, qr, mode)->s : "reduced";
   int complete = strcmp(mode, "complete") == 0, want_q = strcmp(mode, "r") != 0, nb;
   int64_t bs[TPURT_MAX_DIMS];
   if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
@@ -573,13 +575,13 @@ static tpurt_status tri_solve(const tpurt_op_call* c, int a_arg, int b_arg, int 
 tpurt_status tpurt_kernel_solve_triangular(const tpurt_op_call* c) {
   /* linalg_solve_triangular(A, B, *, upper, left, unitriangular): only A's upper (lower)
    * triangle is read */
-  return tri_solve(c, 0, 1, (int)c->args[2].i, (int)c->args[3].i, 0, (int)c->args[4].i, "linalg.solve_triangular");
+  return tri_solve(c, TPURT_ARG_solve_triangular_self, TPURT_ARG_solve_triangular_B, (int)TPURT_ARG(c, solve_triangular, upper)->i, (int)TPURT_ARG(c, solve_triangular, left)->i, 0, (int)TPURT_ARG(c, solve_triangular, unitriangular)->i, "linalg.solve_triangular");
 }
 
 tpurt_status tpurt_kernel_triangular_solve(const tpurt_op_call* c) {
   /* triangular_solve(B, A, upper, transpose, unitriangular) -> (solution, copy of A) */
-  tpurt_status st = tri_solve(c, 1, 0, (int)c->args[2].i, 1, (int)c->args[3].i, (int)c->args[4].i, "triangular_solve");
-  return st ? st : tpurt_copy_tensor(&c->outs[1], &c->args[1].t);
+  tpurt_status st = tri_solve(c, TPURT_ARG_triangular_solve_A, TPURT_ARG_triangular_solve_self, (int)TPURT_ARG(c, triangular_solve, upper)->i, 1, (int)TPURT_ARG(c, triangular_solve, transpose)->i, (int)TPURT_ARG(c, triangular_solve, unitriangular)->i, "triangular_solve");
+  return st ? st : tpurt_copy_tensor(&c->outs[1], &TPURT_ARG(c, triangular_solve, A)->t);
 }
 
 /* (L L^H)^-1 B, or (U^H U)^-1 B when upper, for Cholesky factors; B = identity when NULL */
@@ -619,10 +621,10 @@ static tpurt_status cholesky_apply(const tpurt_op_call* c, const tpurt_tensor* F
 
 tpurt_status tpurt_kernel_cholesky_solve(const tpurt_op_call* c) {
   /* _cholesky_solve_helper(B, A, upper) */
-  return cholesky_apply(c, &c->args[1].t, &c->args[0].t, (int)c->args[2].i, "cholesky_solve");
+  return cholesky_apply(c, &TPURT_ARG(c, cholesky_solve, A)->t, &TPURT_ARG(c, cholesky_solve, self)->t, (int)TPURT_ARG(c, cholesky_solve, upper)->i, "cholesky_solve");
 }
 
 tpurt_status tpurt_kernel_cholesky_inverse(const tpurt_op_call* c) {
   /* cholesky_inverse(L, upper) */
-  return cholesky_apply(c, &c->args[0].t, NULL, (int)c->args[1].i, "cholesky_inverse");
+  return cholesky_apply(c, &TPURT_ARG(c, cholesky_inverse, self)->t, NULL, (int)TPURT_ARG(c, cholesky_inverse, upper)->i, "cholesky_inverse");
 }

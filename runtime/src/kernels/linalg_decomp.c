@@ -189,10 +189,10 @@ static int svd_matrix(void* ctx, const int64_t* b, la_t* ws) {
 tpurt_status tpurt_kernel_svd(const tpurt_op_call* c) {
   /* _linalg_svd(A, full_matrices, compute_uv, driver) -> (U, S, Vh); U and Vh have no elements
    * unless compute_uv */
-  const tpurt_tensor* A = &c->args[0].t;
+  const tpurt_tensor* A = &TPURT_ARG(c, svd, A)->t;
   tpurt_status st = dtype_check("linalg.svd", A);
   if (st) return st;
-  svd_job J = {.full = (int)c->args[1].i, .uv = (int)c->args[2].i};
+  svd_job J = {.full = (int)TPURT_ARG(c, svd, full_matrices)->i, .uv = (int)TPURT_ARG(c, svd, compute_uv)->i};
   int64_t bs[TPURT_MAX_DIMS], at = 0;
   if (!batch_of(A, 2, &J.nb, bs)) return TPURT_OK;
   mv_init(&J.a, A, J.nb, 0);
@@ -293,11 +293,11 @@ static int eigh_matrix(void* ctx, const int64_t* b, la_t* ws) {
 tpurt_status tpurt_kernel_eigh(const tpurt_op_call* c) {
   /* _linalg_eigh(A, UPLO, compute_v) -> (eigenvalues ascending, eigenvectors); only the UPLO
    * triangle of A is read */
-  const tpurt_tensor* A = &c->args[0].t;
+  const tpurt_tensor* A = &TPURT_ARG(c, eigh, A)->t;
   tpurt_status st = dtype_check("linalg.eigh", A);
   if (st) return st;
-  eigh_job J = {.upper = c->args[1].kind == TPURT_V_STRING && (c->args[1].s[0] == 'U' || c->args[1].s[0] == 'u'),
-                .want_v = (int)c->args[2].i};
+  eigh_job J = {.upper = TPURT_ARG(c, eigh, UPLO)->kind == TPURT_V_STRING && (TPURT_ARG(c, eigh, UPLO)->s[0] == 'U' || TPURT_ARG(c, eigh, UPLO)->s[0] == 'u'),
+                .want_v = (int)TPURT_ARG(c, eigh, compute_v)->i};
   int64_t bs[TPURT_MAX_DIMS], at = 0;
   if (!batch_of(A, 2, &J.nb, bs)) return TPURT_OK;
   mv_init(&J.a, A, J.nb, 0);
@@ -318,12 +318,12 @@ tpurt_status tpurt_kernel_lstsq(const tpurt_op_call* c) {
    * minimum-norm solution through the SVD, singular values at most rcond times the largest
    * counting as zero (gelsy/gelsd/gelss's rank rule; gels assumes full rank). The outputs a
    * driver does not produce have no elements (the meta function's shapes). */
-  const tpurt_tensor *A = &c->args[0].t, *B = &c->args[1].t, *X = &c->outs[0], *R = &c->outs[1], *K = &c->outs[2],
+  const tpurt_tensor *A = &TPURT_ARG(c, lstsq, self)->t, *B = &TPURT_ARG(c, lstsq, b)->t, *X = &c->outs[0], *R = &c->outs[1], *K = &c->outs[2],
                      *SV = &c->outs[3];
   tpurt_status st = dtype_check("torch.linalg.lstsq", A);
   if (st) return st;
   int vec = B->ndim == A->ndim - 1, nb; /* lstsq's rule: one dim fewer is a vector rhs */
-  const char* driver = c->args[3].kind == TPURT_V_STRING ? c->args[3].s : "gelsy";
+  const char* driver = TPURT_ARG(c, lstsq, driver)->kind == TPURT_V_STRING ? TPURT_ARG(c, lstsq, driver)->s : "gelsy";
   int gels = strcmp(driver, "gels") == 0;
   int64_t bs[TPURT_MAX_DIMS];
   if (!batch_of(X, vec ? 1 : 2, &nb, bs)) return TPURT_OK;
@@ -334,7 +334,7 @@ tpurt_status tpurt_kernel_lstsq(const tpurt_op_call* c) {
   if (tpurt_numel(R)) mv_init(&res, R, nb, 1);
   if (tpurt_numel(SV)) mv_init(&sv, SV, nb, 1);
   int64_t m = a.rows, n = a.cols, k = m < n ? m : n, r = x.cols;
-  double rcond = c->args[2].kind == TPURT_V_FLOAT ? c->args[2].f
+  double rcond = TPURT_ARG(c, lstsq, rcond)->kind == TPURT_V_FLOAT ? TPURT_ARG(c, lstsq, rcond)->f
                  : (A->dtype == TPURT_F64 ? DBL_EPSILON : FLT_EPSILON) * (double)(m > n ? m : n);
   scratch s = {0};
   if ((st = scratch_alloc(&s, m * n + k + m * k + n * k + k * r + n * r + r, m * r + svd_scratch(m, n), 0)))
@@ -521,10 +521,10 @@ static void sytrs_lower(const la_t* a, int64_t n, const int* piv, la_t* b, int64
 tpurt_status tpurt_kernel_ldl_factor_ex(const tpurt_op_call* c) {
   /* linalg_ldl_factor_ex(A, *, hermitian, check_errors) -> (LD, pivots, info): hermitian selects
    * hetrf for complex inputs; real ones use sytrf either way, as on CPU */
-  const tpurt_tensor* A = &c->args[0].t;
+  const tpurt_tensor* A = &TPURT_ARG(c, ldl_factor_ex, self)->t;
   tpurt_status st = dtype_check("torch.linalg.ldl_factor_ex", A);
   if (st) return st;
-  int nb, herm = c->args[1].i && A->dtype == TPURT_C64;
+  int nb, herm = TPURT_ARG(c, ldl_factor_ex, hermitian)->i && A->dtype == TPURT_C64;
   int64_t bs[TPURT_MAX_DIMS];
   if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
   mview a, ld, pv;
@@ -542,7 +542,7 @@ tpurt_status tpurt_kernel_ldl_factor_ex(const tpurt_op_call* c) {
     mv_store(&ld, b, nb, s.a, LA_PLAIN);
     for (int64_t i = 0; i < n; i++) tpurt_store_i64(mv_ptr(&pv, b, nb, i, 0), pv.t->dtype, s.piv[i]);
     put_info(&c->outs[2], b, nb, info);
-    if (info && c->args[2].i) {
+    if (info && TPURT_ARG(c, ldl_factor_ex, check_errors)->i) {
       st = tpurt_fail(TPURT_ERR_RUNTIME, "torch.linalg.ldl_factor_ex: Unknown error code: %lld.", (long long)info);
       break;
     }
@@ -553,16 +553,16 @@ tpurt_status tpurt_kernel_ldl_factor_ex(const tpurt_op_call* c) {
 
 tpurt_status tpurt_kernel_ldl_solve(const tpurt_op_call* c) {
   /* linalg_ldl_solve(LD, pivots, B, *, hermitian) */
-  const tpurt_tensor *LD = &c->args[0].t, *out = &c->outs[0];
+  const tpurt_tensor *LD = &TPURT_ARG(c, ldl_solve, LD)->t, *out = &c->outs[0];
   tpurt_status st = dtype_check("torch.linalg.ldl_solve", LD);
   if (st) return st;
-  int nb, herm = c->args[3].i && LD->dtype == TPURT_C64;
+  int nb, herm = TPURT_ARG(c, ldl_solve, hermitian)->i && LD->dtype == TPURT_C64;
   int64_t bs[TPURT_MAX_DIMS];
   if (!batch_of(out, 2, &nb, bs)) return TPURT_OK;
   mview ld, pv, B, X;
   mv_init(&ld, LD, nb, 0);
-  mv_init(&pv, &c->args[1].t, nb, 1);
-  mv_init(&B, &c->args[2].t, nb, 0);
+  mv_init(&pv, &TPURT_ARG(c, ldl_solve, pivots)->t, nb, 1);
+  mv_init(&B, &TPURT_ARG(c, ldl_solve, B)->t, nb, 0);
   mv_init(&X, out, nb, 0);
   int64_t n = ld.rows, r = X.cols;
   scratch s = {0};
@@ -640,7 +640,7 @@ static void mexp_one(la_t* a, int64_t n, const double* theta, la_t* e, la_t* w) 
 
 tpurt_status tpurt_kernel_matrix_exp(const tpurt_op_call* c) {
   /* linalg_matrix_exp(A) */
-  const tpurt_tensor* A = &c->args[0].t;
+  const tpurt_tensor* A = &TPURT_ARG(c, matrix_exp, self)->t;
   tpurt_status st = dtype_check("linalg.matrix_exp", A);
   if (st) return st;
   int nb;
@@ -665,7 +665,7 @@ tpurt_status tpurt_kernel_matrix_exp(const tpurt_op_call* c) {
 /* ---------------------------------------------------------------- householder_product */
 tpurt_status tpurt_kernel_householder_product(const tpurt_op_call* c) {
   /* linalg_householder_product(A, tau) -> the first n columns of H_0 ... H_{k-1} (orgqr) */
-  const tpurt_tensor *A = &c->args[0].t, *out = &c->outs[0];
+  const tpurt_tensor *A = &TPURT_ARG(c, householder_product, input)->t, *out = &c->outs[0];
   tpurt_status st = dtype_check("torch.linalg.householder_product", A);
   if (st) return st;
   int nb;
@@ -673,7 +673,7 @@ tpurt_status tpurt_kernel_householder_product(const tpurt_op_call* c) {
   if (!batch_of(out, 2, &nb, bs)) return TPURT_OK;
   mview a, t, o;
   mv_init(&a, A, nb, 0);
-  mv_init(&t, &c->args[1].t, nb, 1);
+  mv_init(&t, &TPURT_ARG(c, householder_product, tau)->t, nb, 1);
   mv_init(&o, out, nb, 0);
   int64_t m = a.rows, n = a.cols, k = t.rows;
   scratch s = {0};

@@ -57,8 +57,12 @@ static tpurt_status broadcast(int n, const tpurt_tensor* const* t, tpurt_tensor*
 static double ld(const tpurt_tensor* t, const int64_t* i) { return tpurt_load_f64(tpurt_elem_ptr(t, i), t->dtype); }
 
 /* forward: (self, target, [weight,] reduction, [param]) */
+_Static_assert(TPURT_ARG_smooth_l1_loss_self == TPURT_ARG_huber_loss_self && TPURT_ARG_smooth_l1_loss_target == TPURT_ARG_huber_loss_target &&
+                   TPURT_ARG_binary_cross_entropy_self == TPURT_ARG_huber_loss_self &&
+                   TPURT_ARG_binary_cross_entropy_target == TPURT_ARG_huber_loss_target,
+               "pointwise_loss serves huber_loss, smooth_l1_loss and binary_cross_entropy");
 static tpurt_status pointwise_loss(const tpurt_op_call* c, loss_kind k, int weight_arg, int red_arg, int par_arg) {
-  const tpurt_tensor *x = &c->args[0].t, *y = &c->args[1].t, *out = &c->outs[0];
+  const tpurt_tensor *x = &TPURT_ARG(c, huber_loss, self)->t, *y = &TPURT_ARG(c, huber_loss, target)->t, *out = &c->outs[0];
   const tpurt_tensor* w = weight_arg >= 0 && c->args[weight_arg].kind == TPURT_V_TENSOR ? &c->args[weight_arg].t : NULL;
   const tpurt_tensor* ops[3] = {x, y, w};
   tpurt_tensor shape;
@@ -83,10 +87,17 @@ static tpurt_status pointwise_loss(const tpurt_op_call* c, loss_kind k, int weig
 
 /* backward: (grad_output, self, target, [weight,] reduction, [param]) -> grad_input (self's
  * shape); grad_output is a scalar when reduced. */
+#define PW_BACKWARD_LAYOUT(k)                                                           \
+  (TPURT_ARG_##k##_grad_output == TPURT_ARG_huber_loss_backward_grad_output &&           \
+   TPURT_ARG_##k##_self == TPURT_ARG_huber_loss_backward_self &&                         \
+   TPURT_ARG_##k##_target == TPURT_ARG_huber_loss_backward_target)
+_Static_assert(PW_BACKWARD_LAYOUT(smooth_l1_loss_backward) && PW_BACKWARD_LAYOUT(binary_cross_entropy_backward),
+               "pointwise_loss_backward serves huber_loss_backward, smooth_l1_loss_backward and binary_cross_entropy_backward");
+#undef PW_BACKWARD_LAYOUT
 static tpurt_status pointwise_loss_backward(const tpurt_op_call* c, loss_kind k, int weight_arg, int red_arg, int par_arg) {
-  const tpurt_tensor *g = &c->args[0].t, *y = &c->args[2].t, *gi = &c->outs[0];
+  const tpurt_tensor *g = &TPURT_ARG(c, huber_loss_backward, grad_output)->t, *y = &TPURT_ARG(c, huber_loss_backward, target)->t, *gi = &c->outs[0];
   const tpurt_tensor* w = weight_arg >= 0 && c->args[weight_arg].kind == TPURT_V_TENSOR ? &c->args[weight_arg].t : NULL;
-  tpurt_tensor xv = expand_to(&c->args[1].t, gi), yv = expand_to(y, gi), gv = expand_to(g, gi);
+  tpurt_tensor xv = expand_to(&TPURT_ARG(c, huber_loss_backward, self)->t, gi), yv = expand_to(y, gi), gv = expand_to(g, gi);
   tpurt_tensor wv = w ? expand_to(w, gi) : *gi;
   int64_t red = c->args[red_arg].i, i[TPURT_MAX_DIMS] = {0}, n = tpurt_numel(gi);
   double p = par_arg >= 0 ? tpurt_value_f(&c->args[par_arg]) : 0, norm = red == RED_MEAN ? 1.0 / (double)n : 1.0;
@@ -99,27 +110,27 @@ static tpurt_status pointwise_loss_backward(const tpurt_op_call* c, loss_kind k,
 
 tpurt_status tpurt_kernel_huber_loss(const tpurt_op_call* c) {
   /* huber_loss(self, target, reduction, delta) */
-  return pointwise_loss(c, L_HUBER, -1, 2, 3);
+  return pointwise_loss(c, L_HUBER, -1, TPURT_ARG_huber_loss_reduction, TPURT_ARG_huber_loss_delta);
 }
 tpurt_status tpurt_kernel_huber_loss_backward(const tpurt_op_call* c) {
   /* huber_loss_backward(grad_output, self, target, reduction, delta) */
-  return pointwise_loss_backward(c, L_HUBER, -1, 3, 4);
+  return pointwise_loss_backward(c, L_HUBER, -1, TPURT_ARG_huber_loss_backward_reduction, TPURT_ARG_huber_loss_backward_delta);
 }
 tpurt_status tpurt_kernel_smooth_l1_loss(const tpurt_op_call* c) {
   /* smooth_l1_loss(self, target, reduction, beta) */
-  return pointwise_loss(c, L_SMOOTH_L1, -1, 2, 3);
+  return pointwise_loss(c, L_SMOOTH_L1, -1, TPURT_ARG_smooth_l1_loss_reduction, TPURT_ARG_smooth_l1_loss_beta);
 }
 tpurt_status tpurt_kernel_smooth_l1_loss_backward(const tpurt_op_call* c) {
   /* smooth_l1_loss_backward(grad_output, self, target, reduction, beta) */
-  return pointwise_loss_backward(c, L_SMOOTH_L1, -1, 3, 4);
+  return pointwise_loss_backward(c, L_SMOOTH_L1, -1, TPURT_ARG_smooth_l1_loss_backward_reduction, TPURT_ARG_smooth_l1_loss_backward_beta);
 }
 tpurt_status tpurt_kernel_binary_cross_entropy(const tpurt_op_call* c) {
   /* binary_cross_entropy(self, target, weight, reduction) */
-  return pointwise_loss(c, L_BCE, 2, 3, -1);
+  return pointwise_loss(c, L_BCE, TPURT_ARG_binary_cross_entropy_weight, TPURT_ARG_binary_cross_entropy_reduction, -1);
 }
 tpurt_status tpurt_kernel_binary_cross_entropy_backward(const tpurt_op_call* c) {
   /* binary_cross_entropy_backward(grad_output, self, target, weight, reduction) */
-  return pointwise_loss_backward(c, L_BCE, 3, 4, -1);
+  return pointwise_loss_backward(c, L_BCE, TPURT_ARG_binary_cross_entropy_backward_weight, TPURT_ARG_binary_cross_entropy_backward_reduction, -1);
 }
 
 /* ---------------------------------------------------------------- multi_margin_loss */
@@ -160,12 +171,12 @@ static double weight_at(const tpurt_value* w, int64_t k) {
 tpurt_status tpurt_kernel_multi_margin_loss(const tpurt_op_call* c) {
   /* multi_margin_loss(self, target, p, margin, weight, reduction): per sample the mean over
    * classes j != y of max(0, margin - x[y] + x[j])^p, weighted by weight[y] */
-  const tpurt_tensor *t = &c->args[1].t, *out = &c->outs[0];
-  const tpurt_value* w = &c->args[4];
-  int64_t p = tpurt_value_i(&c->args[2]), red = c->args[5].i, n, cdim;
-  double margin = tpurt_value_f(&c->args[3]), total = 0;
+  const tpurt_tensor *t = &TPURT_ARG(c, multi_margin_loss, target)->t, *out = &c->outs[0];
+  const tpurt_value* w = TPURT_ARG(c, multi_margin_loss, weight);
+  int64_t p = tpurt_value_i(TPURT_ARG(c, multi_margin_loss, p)), red = TPURT_ARG(c, multi_margin_loss, reduction)->i, n, cdim;
+  double margin = tpurt_value_f(TPURT_ARG(c, multi_margin_loss, margin)), total = 0;
   tpurt_tensor x;
-  tpurt_status s = margin_plan(&c->args[0].t, t, w, p, &x, &n, &cdim);
+  tpurt_status s = margin_plan(&TPURT_ARG(c, multi_margin_loss, self)->t, t, w, p, &x, &n, &cdim);
   if (s) return s;
   for (int64_t i = 0; i < n; i++) {
     int64_t y = target_at(t, i);
@@ -187,12 +198,12 @@ tpurt_status tpurt_kernel_multi_margin_loss(const tpurt_op_call* c) {
 
 tpurt_status tpurt_kernel_multi_margin_loss_backward(const tpurt_op_call* c) {
   /* multi_margin_loss_backward(grad_output, self, target, p, margin, weight, reduction) */
-  const tpurt_tensor *g = &c->args[0].t, *t = &c->args[2].t;
-  const tpurt_value* w = &c->args[5];
-  int64_t p = tpurt_value_i(&c->args[3]), red = c->args[6].i, n, cdim;
-  double margin = tpurt_value_f(&c->args[4]);
+  const tpurt_tensor *g = &TPURT_ARG(c, multi_margin_loss_backward, grad_output)->t, *t = &TPURT_ARG(c, multi_margin_loss_backward, target)->t;
+  const tpurt_value* w = TPURT_ARG(c, multi_margin_loss_backward, weight);
+  int64_t p = tpurt_value_i(TPURT_ARG(c, multi_margin_loss_backward, p)), red = TPURT_ARG(c, multi_margin_loss_backward, reduction)->i, n, cdim;
+  double margin = tpurt_value_f(TPURT_ARG(c, multi_margin_loss_backward, margin));
   tpurt_tensor x, gi;
-  tpurt_status s = margin_plan(&c->args[1].t, t, w, p, &x, &n, &cdim);
+  tpurt_status s = margin_plan(&TPURT_ARG(c, multi_margin_loss_backward, self)->t, t, w, p, &x, &n, &cdim);
   if (s) return s;
   margin_plan(&c->outs[0], t, w, p, &gi, &n, &cdim);
   double scale = red == RED_MEAN ? 1.0 / (double)(n * cdim) : 1.0 / (double)cdim;

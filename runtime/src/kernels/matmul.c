@@ -562,44 +562,44 @@ static problem problem_mv(const tpurt_tensor* a, const tpurt_tensor* v) {
 
 tpurt_status tpurt_kernel_mm(const tpurt_op_call* c) {
   /* mm(self, mat2) */
-  problem p = problem_2d(&c->args[0].t, &c->args[1].t);
+  problem p = problem_2d(&TPURT_ARG(c, mm, self)->t, &TPURT_ARG(c, mm, mat2)->t);
   return run_matmul(c, &p, NULL, NULL, NULL);
 }
 
 tpurt_status tpurt_kernel_bmm(const tpurt_op_call* c) {
   /* bmm(self, mat2) */
-  problem p = problem_3d(&c->args[0].t, &c->args[1].t, 1);
+  problem p = problem_3d(&TPURT_ARG(c, bmm, self)->t, &TPURT_ARG(c, bmm, mat2)->t, 1);
   return run_matmul(c, &p, NULL, NULL, NULL);
 }
 
 tpurt_status tpurt_kernel_addmm(const tpurt_op_call* c) {
   /* addmm(self, mat1, mat2, *, beta, alpha) */
-  problem p = problem_2d(&c->args[1].t, &c->args[2].t);
-  return run_matmul(c, &p, &c->args[0], &c->args[3], &c->args[4]);
+  problem p = problem_2d(&TPURT_ARG(c, addmm, mat1)->t, &TPURT_ARG(c, addmm, mat2)->t);
+  return run_matmul(c, &p, TPURT_ARG(c, addmm, self), TPURT_ARG(c, addmm, beta), TPURT_ARG(c, addmm, alpha));
 }
 
 tpurt_status tpurt_kernel_baddbmm(const tpurt_op_call* c) {
   /* baddbmm(self, batch1, batch2, *, beta, alpha) */
-  problem p = problem_3d(&c->args[1].t, &c->args[2].t, 1);
-  return run_matmul(c, &p, &c->args[0], &c->args[3], &c->args[4]);
+  problem p = problem_3d(&TPURT_ARG(c, baddbmm, batch1)->t, &TPURT_ARG(c, baddbmm, batch2)->t, 1);
+  return run_matmul(c, &p, TPURT_ARG(c, baddbmm, self), TPURT_ARG(c, baddbmm, beta), TPURT_ARG(c, baddbmm, alpha));
 }
 
 tpurt_status tpurt_kernel_addbmm(const tpurt_op_call* c) {
   /* addbmm(self, batch1, batch2, *, beta, alpha): the batch sum is one longer K-sum */
-  problem p = problem_3d(&c->args[1].t, &c->args[2].t, 0);
-  return run_matmul(c, &p, &c->args[0], &c->args[3], &c->args[4]);
+  problem p = problem_3d(&TPURT_ARG(c, addbmm, batch1)->t, &TPURT_ARG(c, addbmm, batch2)->t, 0);
+  return run_matmul(c, &p, TPURT_ARG(c, addbmm, self), TPURT_ARG(c, addbmm, beta), TPURT_ARG(c, addbmm, alpha));
 }
 
 tpurt_status tpurt_kernel_mv(const tpurt_op_call* c) {
   /* mv(self, vec) */
-  problem p = problem_mv(&c->args[0].t, &c->args[1].t);
+  problem p = problem_mv(&TPURT_ARG(c, mv, self)->t, &TPURT_ARG(c, mv, vec)->t);
   return run_matmul(c, &p, NULL, NULL, NULL);
 }
 
 tpurt_status tpurt_kernel_addmv(const tpurt_op_call* c) {
   /* addmv(self, mat, vec, *, beta, alpha) */
-  problem p = problem_mv(&c->args[1].t, &c->args[2].t);
-  return run_matmul(c, &p, &c->args[0], &c->args[3], &c->args[4]);
+  problem p = problem_mv(&TPURT_ARG(c, addmv, mat)->t, &TPURT_ARG(c, addmv, vec)->t);
+  return run_matmul(c, &p, TPURT_ARG(c, addmv, self), TPURT_ARG(c, addmv, beta), TPURT_ARG(c, addmv, alpha));
 }
 
 /* dot(self, tensor): a 1 x K times K x 1 problem; vdot conjugates self. Products are f32 at
@@ -607,8 +607,9 @@ tpurt_status tpurt_kernel_addmv(const tpurt_op_call* c) {
  * reduction), which runs on the vector unit, and PyTorch's own inner/tensordot reaches dot
  * for contiguous vectors but mul + sum for strided ones, so the precision must not follow
  * the layout. */
+_Static_assert(TPURT_ARG_vdot_self == TPURT_ARG_dot_self && TPURT_ARG_vdot_other == TPURT_ARG_dot_tensor, "dot_run serves dot and vdot");
 static tpurt_status dot_run(const tpurt_op_call* c, int conj_a) {
-  const tpurt_tensor *a = &c->args[0].t, *b = &c->args[1].t;
+  const tpurt_tensor *a = &TPURT_ARG(c, dot, self)->t, *b = &TPURT_ARG(c, dot, tensor)->t;
   problem p = {1, 1, 1, a->sizes[0], mat_of(a, -1, 0), mat_of(b, 0, -1), 0, 0, 1};
   tpurt_op_call vector_unit = *c;
   vector_unit.precision = TPURT_PRECISION_HIGHEST;

@@ -37,11 +37,11 @@ static tpurt_status fill_zero(const tpurt_tensor* t) {
 tpurt_status tpurt_kernel_diag_embed(const tpurt_op_call* c) {
   /* diag_embed(self, offset, dim1, dim2): zeros, then self's last dim copied onto the
    * (offset) diagonal of out's dims dim1/dim2 through a strided view of that diagonal */
-  const tpurt_tensor *in = &c->args[0].t, *out = &c->outs[0];
-  int64_t off = c->args[1].i;
+  const tpurt_tensor *in = &TPURT_ARG(c, diag_embed, self)->t, *out = &c->outs[0];
+  int64_t off = TPURT_ARG(c, diag_embed, offset)->i;
   int d1, d2;
-  tpurt_status s = tpurt_wrap_dim(c->args[2].i, out->ndim, &d1);
-  if (!s) s = tpurt_wrap_dim(c->args[3].i, out->ndim, &d2);
+  tpurt_status s = tpurt_wrap_dim(TPURT_ARG(c, diag_embed, dim1)->i, out->ndim, &d1);
+  if (!s) s = tpurt_wrap_dim(TPURT_ARG(c, diag_embed, dim2)->i, out->ndim, &d2);
   if (!s) s = fill_zero(out);
   if (s || tpurt_numel(in) == 0) return s;
   tpurt_tensor diag = {.dtype = out->dtype, .ndim = 0};
@@ -115,11 +115,14 @@ static double complex pow_real_base(double base, double complex y) {
  * (end - start) by steps - 1 part by part; logspace divides by complex(steps - 1), which c10
  * does as a multiplication by the reciprocal, and raises the double base to each point in
  * double (a single point: base^start with start in double). */
+_Static_assert(TPURT_ARG_logspace_start == TPURT_ARG_linspace_start && TPURT_ARG_logspace_end == TPURT_ARG_linspace_end &&
+                   TPURT_ARG_logspace_steps == TPURT_ARG_linspace_steps,
+               "spaced and spaced_c64 serve linspace and logspace (base: logspace only)");
 static void spaced_c64(const tpurt_op_call* c, int64_t steps, int log_base) {
   const tpurt_tensor* out = &c->outs[0];
   int64_t st = out->ndim ? out->strides[0] : 0;
-  double base = log_base ? tpurt_value_f(&c->args[3]) : 0;
-  tpurt_c64 a = value_c64(&c->args[0]), b = value_c64(&c->args[1]), step = {0, 0};
+  double base = log_base ? tpurt_value_f(TPURT_ARG(c, logspace, base)) : 0;
+  tpurt_c64 a = value_c64(TPURT_ARG(c, linspace, start)), b = value_c64(TPURT_ARG(c, linspace, end)), step = {0, 0};
   if (steps > 1) {
     float n1 = (float)(steps - 1), dre = b.re - a.re, dim = b.im - a.im;
     if (log_base) {
@@ -137,7 +140,7 @@ static void spaced_c64(const tpurt_op_call* c, int64_t steps, int log_base) {
     v = up ? (tpurt_c64){a.re + sk.re, a.im + sk.im} : (tpurt_c64){b.re - sk.re, b.im - sk.im};
     if (steps == 1) v = a;
     if (log_base) {
-      const tpurt_value* s0 = &c->args[0];
+      const tpurt_value* s0 = TPURT_ARG(c, linspace, start);
       double complex y = steps == 1 ? CMPLX(s0->kind == TPURT_V_COMPLEX ? s0->c[0] : tpurt_value_f(s0),
                                             s0->kind == TPURT_V_COMPLEX ? s0->c[1] : 0)
                                     : CMPLX((double)v.re, (double)v.im);
@@ -150,14 +153,14 @@ static void spaced_c64(const tpurt_op_call* c, int64_t steps, int log_base) {
 
 static tpurt_status spaced(const tpurt_op_call* c, int log_base) {
   const tpurt_tensor* out = &c->outs[0];
-  int64_t steps = c->args[2].i, st = out->ndim ? out->strides[0] : 0;
+  int64_t steps = TPURT_ARG(c, linspace, steps)->i, st = out->ndim ? out->strides[0] : 0;
   if (steps < 0) return tpurt_fail(TPURT_ERR_RUNTIME, "number of steps must be non-negative");
   if (out->dtype == TPURT_C64) {
     spaced_c64(c, steps, log_base);
     return TPURT_OK;
   }
-  double a = tpurt_value_f(&c->args[0]), b = tpurt_value_f(&c->args[1]);
-  double base = log_base ? tpurt_value_f(&c->args[3]) : 0;
+  double a = tpurt_value_f(TPURT_ARG(c, linspace, start)), b = tpurt_value_f(TPURT_ARG(c, linspace, end));
+  double base = log_base ? tpurt_value_f(TPURT_ARG(c, logspace, base)) : 0;
   int integer = !tpurt_is_float(out->dtype);
   if (integer) a = trunc(a), b = trunc(b);
   for (int64_t i = 0; i < steps; i++) {
@@ -181,7 +184,7 @@ tpurt_status tpurt_kernel_logspace(const tpurt_op_call* c) {
 
 tpurt_status tpurt_kernel_trace(const tpurt_op_call* c) {
   /* trace(self): sum of the main diagonal of a matrix, in double or int64 */
-  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, trace, self)->t;
   if (in->ndim != 2) return tpurt_fail(TPURT_ERR_RUNTIME, "trace: expected a matrix, but got tensor with dim %d", in->ndim);
   int64_t n = in->sizes[0] < in->sizes[1] ? in->sizes[0] : in->sizes[1], st = in->strides[0] + in->strides[1];
   int as_int = !tpurt_is_float(in->dtype);
@@ -199,9 +202,9 @@ tpurt_status tpurt_kernel_trace(const tpurt_op_call* c) {
 /* ---------------------------------------------------------------- linalg_cross */
 tpurt_status tpurt_kernel_linalg_cross(const tpurt_op_call* c) {
   /* linalg_cross(self, other, *, dim): inputs broadcast to out; dim has size 3 */
-  const tpurt_tensor *a = &c->args[0].t, *b = &c->args[1].t, *out = &c->outs[0];
+  const tpurt_tensor *a = &TPURT_ARG(c, linalg_cross, self)->t, *b = &TPURT_ARG(c, linalg_cross, other)->t, *out = &c->outs[0];
   int dim, nd = out->ndim;
-  tpurt_status s = tpurt_wrap_dim(c->args[2].i, nd, &dim);
+  tpurt_status s = tpurt_wrap_dim(TPURT_ARG(c, linalg_cross, dim)->i, nd, &dim);
   if (s) return s;
   if (out->sizes[dim] != 3)
     return tpurt_fail(TPURT_ERR_RUNTIME, "linalg.cross: inputs dimension %d must have length 3. Got %lld and %lld",
@@ -281,12 +284,12 @@ static double pdist(const mat* x1, const mat* x2, const int64_t* b, int nb, int6
 tpurt_status tpurt_kernel_cdist_forward(const tpurt_op_call* c) {
   /* _cdist_forward(x1 [..., P, M], x2 [..., R, M], float p, int? compute_mode) -> [..., P, R] */
   const tpurt_tensor* out = &c->outs[0];
-  double p = tpurt_value_f(&c->args[2]);
+  double p = tpurt_value_f(TPURT_ARG(c, cdist_forward, p));
   if (p < 0) return tpurt_fail(TPURT_ERR_RUNTIME, "cdist only supports non-negative p values");
   if (tpurt_numel(out) == 0) return TPURT_OK;
   mat x1, x2;
-  mat_init(&x1, &c->args[0].t, out);
-  mat_init(&x2, &c->args[1].t, out);
+  mat_init(&x1, &TPURT_ARG(c, cdist_forward, x1)->t, out);
+  mat_init(&x2, &TPURT_ARG(c, cdist_forward, x2)->t, out);
   int nb = out->ndim - 2;
   int64_t m = x1.t->sizes[x1.t->ndim - 1], b[TPURT_MAX_DIMS] = {0};
   do {
@@ -314,13 +317,13 @@ static double cdist_grad(double diff, double dist, double grad, double p) {
 
 tpurt_status tpurt_kernel_cdist_backward(const tpurt_op_call* c) {
   /* _cdist_backward(grad [..., P, R], x1 [..., P, M], x2 [..., R, M], float p, cdist) -> [..., P, M] */
-  const tpurt_tensor *out = &c->outs[0], *g = &c->args[0].t, *dist = &c->args[4].t;
-  double p = tpurt_value_f(&c->args[3]);
+  const tpurt_tensor *out = &c->outs[0], *g = &TPURT_ARG(c, cdist_backward, grad)->t, *dist = &TPURT_ARG(c, cdist_backward, cdist)->t;
+  double p = tpurt_value_f(TPURT_ARG(c, cdist_backward, p));
   if (tpurt_numel(out) == 0) return TPURT_OK;
   if (tpurt_numel(g) == 0) return fill_zero(out); /* an empty batch (or P, R = 0): no contributions */
   mat x1, x2, gm, dm;
-  mat_init(&x1, &c->args[1].t, g);
-  mat_init(&x2, &c->args[2].t, g);
+  mat_init(&x1, &TPURT_ARG(c, cdist_backward, x1)->t, g);
+  mat_init(&x2, &TPURT_ARG(c, cdist_backward, x2)->t, g);
   mat_init(&gm, g, g);
   mat_init(&dm, dist, g);
   int nb = g->ndim - 2;
@@ -358,7 +361,7 @@ tpurt_status tpurt_kernel_normal_tensor(const tpurt_op_call* c) {
    * normal.Tensor_Tensor(mean, std), + out: mean and std broadcast to out */
   const tpurt_tensor* out = &c->outs[0];
   int64_t s0[1], s1[1];
-  tpurt_tensor mean = tpurt_scalar_tensor(&c->args[0], s0), sd = tpurt_scalar_tensor(&c->args[1], s1);
+  tpurt_tensor mean = tpurt_scalar_tensor(TPURT_ARG(c, normal_tensor, mean), s0), sd = tpurt_scalar_tensor(TPURT_ARG(c, normal_tensor, std), s1);
   int nd = out->ndim;
   int64_t sm[TPURT_MAX_DIMS], ss[TPURT_MAX_DIMS], idx[TPURT_MAX_DIMS] = {0}, n = tpurt_numel(out);
   bcast_strides(&mean, nd, sm);
@@ -379,7 +382,7 @@ tpurt_status tpurt_kernel_normal_tensor(const tpurt_op_call* c) {
 tpurt_status tpurt_kernel_randperm(const tpurt_op_call* c) {
   /* randperm.generator_out(n, *, generator, out): Fisher-Yates, swap i draws counter i */
   const tpurt_tensor* out = &c->outs[0];
-  int64_t n = c->args[0].i;
+  int64_t n = TPURT_ARG(c, randperm, n)->i;
   if (n < 0) return tpurt_fail(TPURT_ERR_RUNTIME, "n must be non-negative, got%lld", (long long)n);
   int64_t* p = tpurt_temp(sizeof(int64_t) * (size_t)(n + 1));
   if (!p) return TPURT_ERR_OOM;
@@ -415,9 +418,9 @@ tpurt_status tpurt_kernel_multinomial(const tpurt_op_call* c) {
   /* multinomial(self [n] or [rows, n], num_samples, replacement, *, generator) + out.
    * Sample j of row r draws counter r * num_samples + j; without replacement each draw
    * picks from the mass not taken yet. */
-  const tpurt_tensor *in = &c->args[0].t, *out = &c->outs[0];
-  int64_t k = c->args[1].i, n = in->sizes[in->ndim - 1], rows = in->ndim == 2 ? in->sizes[0] : 1;
-  int repl = (int)c->args[2].i;
+  const tpurt_tensor *in = &TPURT_ARG(c, multinomial, self)->t, *out = &c->outs[0];
+  int64_t k = TPURT_ARG(c, multinomial, num_samples)->i, n = in->sizes[in->ndim - 1], rows = in->ndim == 2 ? in->sizes[0] : 1;
+  int repl = (int)TPURT_ARG(c, multinomial, replacement)->i;
   int64_t ist = in->strides[in->ndim - 1], irs = in->ndim == 2 ? in->strides[0] : 0;
   int64_t ost = out->strides[out->ndim - 1], ors = out->ndim == 2 ? out->strides[0] : 0;
   double* w = tpurt_temp(sizeof(double) * (size_t)n + (size_t)n + 8);
@@ -463,11 +466,11 @@ tpurt_status tpurt_kernel_embedding_bag(const tpurt_op_call* c) {
    * per_sample_weights?, include_last_offset, padding_idx) -> (out, offset2bag, bag_size,
    * max_indices). offset2bag and bag_size (non-padding count) are always filled: the
    * backward here reads them (CPU's own fast path leaves them empty). */
-  const tpurt_tensor *w = &c->args[0].t, *ind = &c->args[1].t, *off = &c->args[2].t;
+  const tpurt_tensor *w = &TPURT_ARG(c, embedding_bag, weight)->t, *ind = &TPURT_ARG(c, embedding_bag, indices)->t, *off = &TPURT_ARG(c, embedding_bag, offsets)->t;
   const tpurt_tensor *out = &c->outs[0], *o2b = &c->outs[1], *bsz = &c->outs[2], *maxi = &c->outs[3];
-  const tpurt_tensor* psw = c->args[6].kind == TPURT_V_TENSOR ? &c->args[6].t : NULL;
-  int mode = (int)c->args[4].i;
-  int64_t pad = c->args[8].i, n = ind->sizes[0], nw = w->sizes[0], D = w->sizes[1];
+  const tpurt_tensor* psw = TPURT_ARG(c, embedding_bag, per_sample_weights)->kind == TPURT_V_TENSOR ? &TPURT_ARG(c, embedding_bag, per_sample_weights)->t : NULL;
+  int mode = (int)TPURT_ARG(c, embedding_bag, mode)->i;
+  int64_t pad = TPURT_ARG(c, embedding_bag, padding_idx)->i, n = ind->sizes[0], nw = w->sizes[0], D = w->sizes[1];
   int64_t nbags = out->sizes[0];
   if (psw && mode != BAG_SUM)
     return tpurt_fail(TPURT_ERR_RUNTIME, "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
@@ -578,10 +581,10 @@ tpurt_status tpurt_kernel_embedding_bag_dense_backward(const tpurt_op_call* c) {
 tpurt_status tpurt_kernel_embedding_bag_psw_backward(const tpurt_op_call* c) {
   /* _embedding_bag_per_sample_weights_backward(grad, weight, indices, offsets, offset2bag,
    * mode, padding_idx) -> [n]: grad[bag] . weight[index], 0 for padding */
-  const tpurt_tensor *g = &c->args[0].t, *w = &c->args[1].t, *ind = &c->args[2].t, *o2b = &c->args[4].t;
+  const tpurt_tensor *g = &TPURT_ARG(c, embedding_bag_psw_backward, grad)->t, *w = &TPURT_ARG(c, embedding_bag_psw_backward, weight)->t, *ind = &TPURT_ARG(c, embedding_bag_psw_backward, indices)->t, *o2b = &TPURT_ARG(c, embedding_bag_psw_backward, offset2bag)->t;
   const tpurt_tensor* out = &c->outs[0];
-  int64_t pad = c->args[6].i, D = w->sizes[1];
-  if (c->args[5].i != BAG_SUM)
+  int64_t pad = TPURT_ARG(c, embedding_bag_psw_backward, padding_idx)->i, D = w->sizes[1];
+  if (TPURT_ARG(c, embedding_bag_psw_backward, mode)->i != BAG_SUM)
     return tpurt_fail(TPURT_ERR_RUNTIME, "embedding_bag_backward: per_sample_weights only supported for mode='sum'");
   for (int64_t i = 0; i < ind->sizes[0]; i++) {
     int64_t k = ld_i(ind, i), b = ld_i(o2b, i);
@@ -597,8 +600,8 @@ tpurt_status tpurt_kernel_complex(const tpurt_op_call* c) {
   /* complex.out(real, imag, *, out): the two float parts of out, each broadcast from its input */
   const tpurt_tensor* out = &c->outs[0];
   tpurt_tensor re = tpurt_c64_part(out, 0), im = tpurt_c64_part(out, 1);
-  tpurt_status s = tpurt_copy_tensor(&re, &c->args[0].t);
-  return s ? s : tpurt_copy_tensor(&im, &c->args[1].t);
+  tpurt_status s = tpurt_copy_tensor(&re, &TPURT_ARG(c, complex, real)->t);
+  return s ? s : tpurt_copy_tensor(&im, &TPURT_ARG(c, complex, imag)->t);
 }
 
 static void polar_re(int64_t n, void* o, const void* const* in, const void* ctx) {
@@ -615,7 +618,7 @@ static void polar_im(int64_t n, void* o, const void* const* in, const void* ctx)
 tpurt_status tpurt_kernel_polar(const tpurt_op_call* c) {
   /* polar.out(abs, angle, *, out): (abs * cos(angle), abs * sin(angle)) in float, as CPU */
   const tpurt_tensor* out = &c->outs[0];
-  tpurt_tensor in[2] = {c->args[0].t, c->args[1].t};
+  tpurt_tensor in[2] = {TPURT_ARG(c, polar, abs)->t, TPURT_ARG(c, polar, angle)->t};
   tpurt_tensor re = tpurt_c64_part(out, 0), im = tpurt_c64_part(out, 1);
   tpurt_status s = tpurt_ew_run(&re, 2, in, TPURT_CT_F32, polar_re, NULL);
   return s ? s : tpurt_ew_run(&im, 2, in, TPURT_CT_F32, polar_im, NULL);

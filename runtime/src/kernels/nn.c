@@ -227,21 +227,21 @@ TPURT_VEC_ATTRS static void log_softmax_bwd_line(double* const* l, int64_t n) {
 
 /* _softmax(self, dim, half_to_float) / _log_softmax likewise */
 tpurt_status tpurt_kernel_softmax(const tpurt_op_call* c) {
-  const tpurt_tensor* t[2] = {&c->args[0].t, &c->outs[0]};
-  return for_lines(2, t, 2, c->args[1].i, softmax_line);
+  const tpurt_tensor* t[2] = {&TPURT_ARG(c, softmax, self)->t, &c->outs[0]};
+  return for_lines(2, t, 2, TPURT_ARG(c, softmax, dim)->i, softmax_line);
 }
 tpurt_status tpurt_kernel_log_softmax(const tpurt_op_call* c) {
-  const tpurt_tensor* t[2] = {&c->args[0].t, &c->outs[0]};
-  return for_lines(2, t, 2, c->args[1].i, log_softmax_line);
+  const tpurt_tensor* t[2] = {&TPURT_ARG(c, log_softmax, self)->t, &c->outs[0]};
+  return for_lines(2, t, 2, TPURT_ARG(c, log_softmax, dim)->i, log_softmax_line);
 }
 /* _softmax_backward_data(grad_output, output, dim, input_dtype) */
 tpurt_status tpurt_kernel_softmax_backward(const tpurt_op_call* c) {
-  const tpurt_tensor* t[3] = {&c->args[0].t, &c->args[1].t, &c->outs[0]};
-  return for_lines(3, t, 4, c->args[2].i, softmax_bwd_line);
+  const tpurt_tensor* t[3] = {&TPURT_ARG(c, softmax_backward, grad_output)->t, &TPURT_ARG(c, softmax_backward, output)->t, &c->outs[0]};
+  return for_lines(3, t, 4, TPURT_ARG(c, softmax_backward, dim)->i, softmax_bwd_line);
 }
 tpurt_status tpurt_kernel_log_softmax_backward(const tpurt_op_call* c) {
-  const tpurt_tensor* t[3] = {&c->args[0].t, &c->args[1].t, &c->outs[0]};
-  return for_lines(3, t, 4, c->args[2].i, log_softmax_bwd_line);
+  const tpurt_tensor* t[3] = {&TPURT_ARG(c, log_softmax_backward, grad_output)->t, &TPURT_ARG(c, log_softmax_backward, output)->t, &c->outs[0]};
+  return for_lines(3, t, 4, TPURT_ARG(c, log_softmax_backward, dim)->i, log_softmax_bwd_line);
 }
 
 /* ---------------------------------------------------------------- layer norm */
@@ -315,11 +315,11 @@ TPURT_VEC_ATTRS static void ln_rows(void* arg, int64_t lo, int64_t hi) {
     __atomic_store_n(&J->oom, 1, __ATOMIC_RELAXED);
     return;
   }
-  int dense = ln_dense(&c->args[0].t) && ln_dense(&c->outs[0]) && ln_dense(&c->outs[1]) && ln_dense(&c->outs[2]);
+  int dense = ln_dense(&TPURT_ARG(c, layer_norm, input)->t) && ln_dense(&c->outs[0]) && ln_dense(&c->outs[1]) && ln_dense(&c->outs[2]);
   for (int64_t o = lo; o < hi; o++) {
     double mean, rstd;
     if (dense) {
-      const float* xr = (const float*)c->args[0].t.data + o * n;
+      const float* xr = (const float*)TPURT_ARG(c, layer_norm, input)->t.data + o * n;
       float* yr = (float*)c->outs[0].data + o * n;
       double var;
       mean_var_float(xr, n, &mean, &var);
@@ -329,7 +329,7 @@ TPURT_VEC_ATTRS static void ln_rows(void* arg, int64_t lo, int64_t hi) {
       ((float*)c->outs[2].data)[o] = (float)rstd;
       continue;
     }
-    load_block(&c->args[0].t, J->k, o, x);
+    load_block(&TPURT_ARG(c, layer_norm, input)->t, J->k, o, x);
     mean_rstd(x, n, J->eps, &mean, &rstd);
     for (int64_t j = 0; j < n; j++) x[j] = (x[j] - mean) * rstd * J->w[j] + J->b[j];
     store_block(&c->outs[0], J->k, o, x);
@@ -340,17 +340,17 @@ TPURT_VEC_ATTRS static void ln_rows(void* arg, int64_t lo, int64_t hi) {
 }
 
 tpurt_status tpurt_kernel_layer_norm(const tpurt_op_call* c) {
-  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, layer_norm, input)->t;
   int k;
-  tpurt_status s = norm_axis(in, &c->args[1], &k);
+  tpurt_status s = norm_axis(in, TPURT_ARG(c, layer_norm, normalized_shape), &k);
   if (s) return s;
   int64_t m = prod_dims(in, 0, k), n = prod_dims(in, k, in->ndim);
   double* buf = scratch(2 * n);
   if (!buf) return OOM("layer_norm");
   double *w = buf, *b = buf + n;
-  load_param(&c->args[2], w, n, 1);
-  load_param(&c->args[3], b, n, 0);
-  ln_job J = {c, k, n, tpurt_value_f(&c->args[4]), w, b, 0};
+  load_param(TPURT_ARG(c, layer_norm, weight), w, n, 1);
+  load_param(TPURT_ARG(c, layer_norm, bias), b, n, 0);
+  ln_job J = {c, k, n, tpurt_value_f(TPURT_ARG(c, layer_norm, eps)), w, b, 0};
   if (m > 1 && m * n >= NN_PAR_MIN)
     tpurt_parallel_for(m, (NN_PAR_GRAIN + n - 1) / (n ? n : 1), ln_rows, &J);
   else
@@ -377,23 +377,23 @@ TPURT_VEC_ATTRS static void ln_bwd_row(int64_t n, double mean, double rstd, doub
  * Rows in order (grad_weight / grad_bias sum over them); the row sums fold in line_dot's
  * fixed lanes. */
 TPURT_VEC_ATTRS static void ln_bwd_rows(const tpurt_op_call* c, int k, int64_t m, int64_t n, double* buf) {
-  const tpurt_tensor *dy_t = &c->args[0].t, *in = &c->args[1].t;
+  const tpurt_tensor *dy_t = &TPURT_ARG(c, layer_norm_backward, grad_out)->t, *in = &TPURT_ARG(c, layer_norm_backward, input)->t;
   double *x = buf, *dy = buf + n, *w = buf + 2 * n, *dw = buf + 3 * n, *db = buf + 4 * n, *g = buf + 5 * n;
   int want_dx = defined(&c->outs[0]);
-  int dense = ln_dense(in) && ln_dense(dy_t) && ln_dense(&c->args[3].t) && ln_dense(&c->args[4].t) &&
+  int dense = ln_dense(in) && ln_dense(dy_t) && ln_dense(&TPURT_ARG(c, layer_norm_backward, mean)->t) && ln_dense(&TPURT_ARG(c, layer_norm_backward, rstd)->t) &&
               (!want_dx || ln_dense(&c->outs[0]));
   for (int64_t o = 0; o < m; o++) {
     double mean, rstd;
     if (dense) {
       const float *xr = (const float*)in->data + o * n, *dyr = (const float*)dy_t->data + o * n;
       for (int64_t j = 0; j < n; j++) x[j] = xr[j], dy[j] = dyr[j];
-      mean = ((const float*)c->args[3].t.data)[o];
-      rstd = ((const float*)c->args[4].t.data)[o];
+      mean = ((const float*)TPURT_ARG(c, layer_norm_backward, mean)->t.data)[o];
+      rstd = ((const float*)TPURT_ARG(c, layer_norm_backward, rstd)->t.data)[o];
     } else {
       load_block(in, k, o, x);
       load_block(dy_t, k, o, dy);
-      load_block(&c->args[3].t, k, o, &mean);
-      load_block(&c->args[4].t, k, o, &rstd);
+      load_block(&TPURT_ARG(c, layer_norm_backward, mean)->t, k, o, &mean);
+      load_block(&TPURT_ARG(c, layer_norm_backward, rstd)->t, k, o, &rstd);
     }
     ln_bwd_row(n, mean, rstd, x, dy, w, dw, db, g);
     if (!want_dx) continue;
@@ -409,15 +409,15 @@ TPURT_VEC_ATTRS static void ln_bwd_rows(const tpurt_op_call* c, int k, int64_t m
 }
 
 tpurt_status tpurt_kernel_layer_norm_backward(const tpurt_op_call* c) {
-  const tpurt_tensor* in = &c->args[1].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, layer_norm_backward, input)->t;
   int k;
-  tpurt_status s = norm_axis(in, &c->args[2], &k);
+  tpurt_status s = norm_axis(in, TPURT_ARG(c, layer_norm_backward, normalized_shape), &k);
   if (s) return s;
   int64_t m = prod_dims(in, 0, k), n = prod_dims(in, k, in->ndim);
   double* buf = scratch(6 * n);
   if (!buf) return OOM("layer_norm_backward");
   double *dw = buf + 3 * n, *db = buf + 4 * n;
-  load_param(&c->args[5], buf + 2 * n, n, 1);
+  load_param(TPURT_ARG(c, layer_norm_backward, weight), buf + 2 * n, n, 1);
   for (int64_t j = 0; j < 2 * n; j++) dw[j] = 0;
   ln_bwd_rows(c, k, m, n, buf);
   if (defined(&c->outs[1])) store_block(&c->outs[1], 0, 0, dw);
@@ -438,6 +438,13 @@ typedef struct nll_args {
   int cdim;
 } nll_args;
 
+/* self_arg: self; target, weight and ignore_index at +1, +2 and +4 */
+#define NLL_LAYOUT(k)                                             \
+  (TPURT_ARG_##k##_target == TPURT_ARG_##k##_self + 1 &&          \
+   TPURT_ARG_##k##_weight == TPURT_ARG_##k##_self + 2 &&          \
+   TPURT_ARG_##k##_ignore_index == TPURT_ARG_##k##_self + 4)
+_Static_assert(NLL_LAYOUT(nll_loss) && NLL_LAYOUT(nll_loss_backward), "nll_loss schemas: self, target, weight, _, ignore_index");
+#undef NLL_LAYOUT
 static nll_args nll_parse(const tpurt_op_call* c, int self_arg) {
   nll_args a = {&c->args[self_arg].t, &c->args[self_arg + 1].t, &c->args[self_arg + 2], c->args[self_arg + 4].i,
                 0};
@@ -499,8 +506,8 @@ static void nll_fwd_elem(void* p, const int64_t* idx, int64_t cls, int64_t off, 
 /* nll_loss_forward(self, target, weight?, reduction, ignore_index) -> (output, total_weight);
  * also nll_loss2d_forward. */
 tpurt_status tpurt_kernel_nll_loss(const tpurt_op_call* c) {
-  nll_args a = nll_parse(c, 0);
-  int64_t red = c->args[3].i;
+  nll_args a = nll_parse(c, TPURT_ARG_nll_loss_self);
+  int64_t red = TPURT_ARG(c, nll_loss, reduction)->i;
   nll_fwd_ctx ctx = {&a, red == RED_NONE ? &c->outs[0] : NULL, 0, 0};
   tpurt_status s = nll_walk(&a, nll_fwd_elem, &ctx);
   if (s) return s;
@@ -526,9 +533,9 @@ static void nll_bwd_elem(void* p, const int64_t* idx, int64_t cls, int64_t off, 
 /* nll_loss_backward(grad_output, self, target, weight?, reduction, ignore_index, total_weight)
  * -> grad_input; also nll_loss2d_backward. */
 tpurt_status tpurt_kernel_nll_loss_backward(const tpurt_op_call* c) {
-  nll_args a = nll_parse(c, 1);
-  const tpurt_tensor *go = &c->args[0].t, *gi = &c->outs[0];
-  int64_t red = c->args[4].i;
+  nll_args a = nll_parse(c, TPURT_ARG_nll_loss_backward_self);
+  const tpurt_tensor *go = &TPURT_ARG(c, nll_loss_backward, grad_output)->t, *gi = &c->outs[0];
+  int64_t red = TPURT_ARG(c, nll_loss_backward, reduction)->i;
   tpurt_value zero = {.kind = TPURT_V_INT, .scalar_dtype = -1, .i = 0};
   int64_t st[1]; /* 8-byte aligned scalar storage */
   tpurt_tensor z = tpurt_scalar_tensor(&zero, st);
@@ -541,7 +548,7 @@ tpurt_status tpurt_kernel_nll_loss_backward(const tpurt_op_call* c) {
   nll_bwd_ctx ctx = {gi, go, 0};
   if (red != RED_NONE || go->ndim == 0) {
     ctx.scale = tpurt_load_f64(go->data, go->dtype);
-    if (red == RED_MEAN) ctx.scale /= tpurt_load_f64(c->args[6].t.data, c->args[6].t.dtype);
+    if (red == RED_MEAN) ctx.scale /= tpurt_load_f64(TPURT_ARG(c, nll_loss_backward, total_weight)->t.data, TPURT_ARG(c, nll_loss_backward, total_weight)->t.dtype);
   }
   return nll_walk(&ag, nll_bwd_elem, &ctx);
 }
@@ -578,8 +585,8 @@ static tpurt_status broadcast_shape(const tpurt_tensor* a, const tpurt_tensor* b
 
 /* mse_loss(self, target, reduction) */
 tpurt_status tpurt_kernel_mse_loss(const tpurt_op_call* c) {
-  tpurt_tensor in[2] = {c->args[0].t, c->args[1].t};
-  int64_t red = c->args[2].i;
+  tpurt_tensor in[2] = {TPURT_ARG(c, mse_loss, self)->t, TPURT_ARG(c, mse_loss, target)->t};
+  int64_t red = TPURT_ARG(c, mse_loss, reduction)->i;
   if (red == RED_NONE) return tpurt_ew_run(&c->outs[0], 2, in, TPURT_CT_F64, sq_diff_sum, &(mse_ctx){NULL, 0});
   /* Reduced: run the elementwise engine over the broadcast shape into a zero-stride sink. */
   double sum = 0, sink = 0;
@@ -605,8 +612,8 @@ static void mse_bwd(int64_t n, void* o, const void* const* in, const void* p) {
 /* mse_loss_backward(grad_output, self, target, reduction) -> grad_input (self's shape) */
 tpurt_status tpurt_kernel_mse_loss_backward(const tpurt_op_call* c) {
   const tpurt_tensor* gi = &c->outs[0];
-  double scale = c->args[3].i == RED_MEAN ? 2.0 / (double)tpurt_numel(gi) : 2.0;
-  tpurt_tensor in[3] = {c->args[0].t, c->args[1].t, c->args[2].t};
+  double scale = TPURT_ARG(c, mse_loss_backward, reduction)->i == RED_MEAN ? 2.0 / (double)tpurt_numel(gi) : 2.0;
+  tpurt_tensor in[3] = {TPURT_ARG(c, mse_loss_backward, grad_output)->t, TPURT_ARG(c, mse_loss_backward, self)->t, TPURT_ARG(c, mse_loss_backward, target)->t};
   return tpurt_ew_run(gi, 3, in, TPURT_CT_F64, mse_bwd, &(mse_ctx){NULL, scale});
 }
 
@@ -624,15 +631,15 @@ static double load_2d(const tpurt_tensor* t, int64_t i, int64_t j) {
 /* native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) -> (out, mean, rstd).
  * Sample n is the dense block of C * HxW values; group g is a contiguous range of it. */
 tpurt_status tpurt_kernel_group_norm(const tpurt_op_call* c) {
-  const tpurt_tensor* in = &c->args[0].t;
-  int64_t N = c->args[3].i, C = c->args[4].i, HW = c->args[5].i, G = c->args[6].i;
-  double eps = tpurt_value_f(&c->args[7]);
+  const tpurt_tensor* in = &TPURT_ARG(c, group_norm, input)->t;
+  int64_t N = TPURT_ARG(c, group_norm, N)->i, C = TPURT_ARG(c, group_norm, C)->i, HW = TPURT_ARG(c, group_norm, HxW)->i, G = TPURT_ARG(c, group_norm, group)->i;
+  double eps = tpurt_value_f(TPURT_ARG(c, group_norm, eps));
   int64_t D = C / G * HW; /* elements per group */
   double* buf = scratch(C * HW + 2 * C);
   if (!buf) return OOM("group_norm");
   double *x = buf, *w = buf + C * HW, *b = w + C;
-  load_param(&c->args[1], w, C, 1);
-  load_param(&c->args[2], b, C, 0);
+  load_param(TPURT_ARG(c, group_norm, weight), w, C, 1);
+  load_param(TPURT_ARG(c, group_norm, bias), b, C, 0);
   for (int64_t n = 0; n < N; n++) {
     load_block(in, 1, n, x);
     for (int64_t g = 0; g < G; g++) {
@@ -654,19 +661,19 @@ tpurt_status tpurt_kernel_group_norm(const tpurt_op_call* c) {
 /* native_group_norm_backward(grad_out, input, mean, rstd, weight?, N, C, HxW, group,
  * output_mask) -> (grad_input, grad_weight, grad_bias) */
 tpurt_status tpurt_kernel_group_norm_backward(const tpurt_op_call* c) {
-  const tpurt_tensor *dy_t = &c->args[0].t, *in = &c->args[1].t;
-  int64_t N = c->args[5].i, C = c->args[6].i, HW = c->args[7].i, G = c->args[8].i;
+  const tpurt_tensor *dy_t = &TPURT_ARG(c, group_norm_backward, grad_out)->t, *in = &TPURT_ARG(c, group_norm_backward, input)->t;
+  int64_t N = TPURT_ARG(c, group_norm_backward, N)->i, C = TPURT_ARG(c, group_norm_backward, C)->i, HW = TPURT_ARG(c, group_norm_backward, HxW)->i, G = TPURT_ARG(c, group_norm_backward, group)->i;
   int64_t D = C / G * HW;
   double* buf = scratch(2 * C * HW + 3 * C);
   if (!buf) return OOM("group_norm_backward");
   double *x = buf, *dy = x + C * HW, *w = dy + C * HW, *dw = w + C, *db = dw + C;
-  load_param(&c->args[4], w, C, 1);
+  load_param(TPURT_ARG(c, group_norm_backward, weight), w, C, 1);
   for (int64_t k = 0; k < 2 * C; k++) dw[k] = 0;
   for (int64_t n = 0; n < N; n++) {
     load_block(in, 1, n, x);
     load_block(dy_t, 1, n, dy);
     for (int64_t g = 0; g < G; g++) {
-      double mean = load_2d(&c->args[2].t, n, g), rstd = load_2d(&c->args[3].t, n, g);
+      double mean = load_2d(&TPURT_ARG(c, group_norm_backward, mean)->t, n, g), rstd = load_2d(&TPURT_ARG(c, group_norm_backward, rstd)->t, n, g);
       double *xg = x + g * D, *dyg = dy + g * D, sg = 0, sgx = 0;
       for (int64_t j = 0; j < D; j++) {
         int64_t ch = (g * D + j) / HW;
@@ -716,9 +723,16 @@ typedef struct bn_args {
   int training; /* arg index of the flag, BN_ALWAYS or BN_NEVER */
 } bn_args;
 
+#define BN_LAYOUT(k)                                              \
+  (TPURT_ARG_##k##_input == TPURT_ARG_batch_norm_input &&         \
+   TPURT_ARG_##k##_weight == TPURT_ARG_batch_norm_weight &&       \
+   TPURT_ARG_##k##_bias == TPURT_ARG_batch_norm_bias)
+_Static_assert(BN_LAYOUT(batch_norm_no_stats) && BN_LAYOUT(batch_norm_no_training) && BN_LAYOUT(batch_norm_with_update),
+               "batch_norm serves the four batch-norm forward lines: input, weight, bias alike");
+#undef BN_LAYOUT
 static tpurt_status batch_norm(const tpurt_op_call* c, bn_args a) {
   static const tpurt_value none = {.kind = TPURT_V_NONE, .scalar_dtype = -1};
-  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, batch_norm, input)->t;
   const tpurt_value* rm = a.running_mean >= 0 ? &c->args[a.running_mean] : &none;
   const tpurt_value* rv = a.running_var >= 0 ? &c->args[a.running_var] : &none;
   int train = a.training == BN_ALWAYS || (a.training >= 0 && c->args[a.training].i);
@@ -742,7 +756,7 @@ static tpurt_status batch_norm(const tpurt_op_call* c, bn_args a) {
       mean = vec_get(rm, ch, 0);
       invstd = 1.0 / sqrt(vec_get(rv, ch, 1) + eps);
     }
-    double w = vec_get(&c->args[1], ch, 1), b = vec_get(&c->args[2], ch, 0);
+    double w = vec_get(TPURT_ARG(c, batch_norm, weight), ch, 1), b = vec_get(TPURT_ARG(c, batch_norm, bias), ch, 0);
     for (int64_t k = 0; k < M; k++) x[k] = (x[k] - mean) * invstd * w + b;
     channel_io(&c->outs[0], ch, x, 1);
     if (train) {
@@ -756,36 +770,36 @@ static tpurt_status batch_norm(const tpurt_op_call* c, bn_args a) {
 
 /* native_batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum, eps)
  * and _native_batch_norm_legit (same arguments, running stats mutable) */
-tpurt_status tpurt_kernel_batch_norm(const tpurt_op_call* c) { return batch_norm(c, (bn_args){3, 4, 6, 7, 5}); }
+tpurt_status tpurt_kernel_batch_norm(const tpurt_op_call* c) { return batch_norm(c, (bn_args){TPURT_ARG_batch_norm_running_mean, TPURT_ARG_batch_norm_running_var, TPURT_ARG_batch_norm_momentum, TPURT_ARG_batch_norm_eps, TPURT_ARG_batch_norm_training}); }
 /* _native_batch_norm_legit.no_stats(input, weight?, bias?, training, momentum, eps) */
 tpurt_status tpurt_kernel_batch_norm_no_stats(const tpurt_op_call* c) {
-  return batch_norm(c, (bn_args){-1, -1, 4, 5, 3});
+  return batch_norm(c, (bn_args){-1, -1, TPURT_ARG_batch_norm_no_stats_momentum, TPURT_ARG_batch_norm_no_stats_eps, TPURT_ARG_batch_norm_no_stats_training});
 }
 /* _native_batch_norm_legit_no_training(input, weight?, bias?, running_mean, running_var, momentum, eps) */
 tpurt_status tpurt_kernel_batch_norm_no_training(const tpurt_op_call* c) {
-  return batch_norm(c, (bn_args){3, 4, 5, 6, BN_NEVER});
+  return batch_norm(c, (bn_args){TPURT_ARG_batch_norm_no_training_running_mean, TPURT_ARG_batch_norm_no_training_running_var, TPURT_ARG_batch_norm_no_training_momentum, TPURT_ARG_batch_norm_no_training_eps, BN_NEVER});
 }
 /* _batch_norm_with_update(input, weight?, bias?, running_mean, running_var, momentum, eps)
  * -> (out, save_mean, save_invstd, reserve); reserve is empty on CPU */
 tpurt_status tpurt_kernel_batch_norm_with_update(const tpurt_op_call* c) {
-  return batch_norm(c, (bn_args){3, 4, 5, 6, BN_ALWAYS});
+  return batch_norm(c, (bn_args){TPURT_ARG_batch_norm_with_update_running_mean, TPURT_ARG_batch_norm_with_update_running_var, TPURT_ARG_batch_norm_with_update_momentum, TPURT_ARG_batch_norm_with_update_eps, BN_ALWAYS});
 }
 
 /* native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?, save_mean?,
  * save_invstd?, train, eps, output_mask) -> (grad_input, grad_weight, grad_bias), and
  * batch_norm_backward (same arguments with `update` for train, then the unused reserve) */
 tpurt_status tpurt_kernel_batch_norm_backward(const tpurt_op_call* c) {
-  const tpurt_tensor *dy_t = &c->args[0].t, *in = &c->args[1].t;
-  int train = (int)c->args[7].i;
-  double eps = tpurt_value_f(&c->args[8]);
+  const tpurt_tensor *dy_t = &TPURT_ARG(c, batch_norm_backward, grad_out)->t, *in = &TPURT_ARG(c, batch_norm_backward, input)->t;
+  int train = (int)TPURT_ARG(c, batch_norm_backward, train)->i;
+  double eps = tpurt_value_f(TPURT_ARG(c, batch_norm_backward, eps));
   int64_t C = in->sizes[1], M = in->sizes[0] * prod_dims(in, 2, in->ndim);
   double* buf = scratch(2 * M);
   if (!buf) return OOM("batch_norm_backward");
   double *x = buf, *dy = buf + M;
   for (int64_t ch = 0; ch < C; ch++) {
-    double mean = train ? vec_get(&c->args[5], ch, 0) : vec_get(&c->args[3], ch, 0);
-    double invstd = train ? vec_get(&c->args[6], ch, 1) : 1.0 / sqrt(vec_get(&c->args[4], ch, 1) + eps);
-    double w = vec_get(&c->args[2], ch, 1), sdy = 0, sdyx = 0;
+    double mean = train ? vec_get(TPURT_ARG(c, batch_norm_backward, save_mean), ch, 0) : vec_get(TPURT_ARG(c, batch_norm_backward, running_mean), ch, 0);
+    double invstd = train ? vec_get(TPURT_ARG(c, batch_norm_backward, save_invstd), ch, 1) : 1.0 / sqrt(vec_get(TPURT_ARG(c, batch_norm_backward, running_var), ch, 1) + eps);
+    double w = vec_get(TPURT_ARG(c, batch_norm_backward, weight), ch, 1), sdy = 0, sdyx = 0;
     channel_io(in, ch, x, 0);
     channel_io(dy_t, ch, dy, 0);
     for (int64_t k = 0; k < M; k++) {
@@ -868,9 +882,9 @@ static void mlm_is_target(const mlm* m, int64_t n, double* is_target) {
  * sum of margins over D, summed in double as CPU's accscalar_t; mean divides by N too. */
 tpurt_status tpurt_kernel_multilabel_margin_loss(const tpurt_op_call* c) {
   mlm m;
-  tpurt_status s = mlm_init(&m, &c->args[0].t, &c->args[1].t, "multilabel_margin_loss_forward_out_frame");
+  tpurt_status s = mlm_init(&m, &TPURT_ARG(c, multilabel_margin_loss, self)->t, &TPURT_ARG(c, multilabel_margin_loss, target)->t, "multilabel_margin_loss_forward_out_frame");
   if (s) return s;
-  int64_t red = tpurt_value_i(&c->args[2]);
+  int64_t red = tpurt_value_i(TPURT_ARG(c, multilabel_margin_loss, reduction));
   const tpurt_tensor *out = &c->outs[0], *ist = &c->outs[1];
   double* is_target = scratch(m.D);
   if (!is_target) return OOM("multilabel_margin_loss");
@@ -898,10 +912,10 @@ tpurt_status tpurt_kernel_multilabel_margin_loss(const tpurt_op_call* c) {
  * in the input's dtype in CPU's order, then scaled by grad_output. */
 tpurt_status tpurt_kernel_multilabel_margin_loss_backward(const tpurt_op_call* c) {
   mlm m;
-  tpurt_status s = mlm_init(&m, &c->args[1].t, &c->args[2].t, "multilabel_margin_loss_backward_out_frame");
+  tpurt_status s = mlm_init(&m, &TPURT_ARG(c, multilabel_margin_loss_backward, self)->t, &TPURT_ARG(c, multilabel_margin_loss_backward, target)->t, "multilabel_margin_loss_backward_out_frame");
   if (s) return s;
-  const tpurt_tensor *go = &c->args[0].t, *gi = &c->outs[0];
-  int64_t red = tpurt_value_i(&c->args[3]);
+  const tpurt_tensor *go = &TPURT_ARG(c, multilabel_margin_loss_backward, grad_output)->t, *gi = &c->outs[0];
+  int64_t red = tpurt_value_i(TPURT_ARG(c, multilabel_margin_loss_backward, reduction));
   int dt = gi->dtype;
   double g = round_to(red == 1 ? 1.0 / (double)(m.N * m.D) : 1.0 / (double)m.D, dt);
   double* buf = scratch(2 * m.D);
@@ -909,7 +923,7 @@ tpurt_status tpurt_kernel_multilabel_margin_loss_backward(const tpurt_op_call* c
   double *is_target = buf, *row = buf + m.D;
   for (int64_t n = 0; n < m.N; n++) {
     for (int64_t d = 0; d < m.D; d++) {
-      is_target[d] = tpurt_load_f64(row_elem(&c->args[4].t, n, d), c->args[4].t.dtype);
+      is_target[d] = tpurt_load_f64(row_elem(&TPURT_ARG(c, multilabel_margin_loss_backward, is_target)->t, n, d), TPURT_ARG(c, multilabel_margin_loss_backward, is_target)->t.dtype);
       row[d] = 0;
     }
     FOR_MARGINS(&m, n, is_target, {

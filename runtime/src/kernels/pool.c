@@ -171,8 +171,12 @@ static tpurt_status fractional_windows(win* w, double u, int dt, int64_t O, int6
 /* fractional_max_poolNd(self, kernel_size, output_size, random_samples) -> (out, indices).
  * Each plane (n, c) has its own windows, from samples[n, c, :] (depth, height, width order
  * for 3-d; width first for 2-d), so the engine runs once per plane on one-plane views. */
+_Static_assert(TPURT_ARG_fractional_max_pool3d_self == TPURT_ARG_fractional_max_pool2d_self &&
+                   TPURT_ARG_fractional_max_pool3d_kernel_size == TPURT_ARG_fractional_max_pool2d_kernel_size &&
+                   TPURT_ARG_fractional_max_pool3d_random_samples == TPURT_ARG_fractional_max_pool2d_random_samples,
+               "fractional_max_pool serves fractional_max_pool2d and fractional_max_pool3d");
 static tpurt_status fractional_max_pool(const tpurt_op_call* c, int nsp) {
-  const tpurt_tensor *in = &c->args[0].t, *rs = &c->args[3].t;
+  const tpurt_tensor *in = &TPURT_ARG(c, fractional_max_pool2d, self)->t, *rs = &TPURT_ARG(c, fractional_max_pool2d, random_samples)->t;
   pgeom g;
   tpurt_status s = geom_init(&g, nsp, W_ADAPT, in, &c->outs[0], c, -1, -1, -1, -1);
   if (s) return s;
@@ -184,7 +188,7 @@ static tpurt_status fractional_max_pool(const tpurt_op_call* c, int nsp) {
     for (int i = 3 - nsp; i < 3; i++) {
       int j = i - (3 - nsp), k = nsp == 2 ? 1 - j : j; /* sample index of spatial dim j */
       double ui = tpurt_load_f64(u + k * rs->strides[2] * (int64_t)rses, rs->dtype);
-      s = fractional_windows(g.w[i], ui, rs->dtype, g.sp.os[i], g.sp.is[i], li(&c->args[1], j, 1), nsp);
+      s = fractional_windows(g.w[i], ui, rs->dtype, g.sp.os[i], g.sp.is[i], li(TPURT_ARG(c, fractional_max_pool2d, kernel_size), j, 1), nsp);
       if (s) break;
     }
     if (s) break;
@@ -256,65 +260,99 @@ static tpurt_status avg_bwd(const pgeom* g, const tpurt_tensor* go, const tpurt_
 /* ---------------------------------------------------------------- kernels */
 static int64_t opt_int(const tpurt_value* v) { return v->kind == TPURT_V_NONE ? 0 : tpurt_value_i(v); }
 
+_Static_assert(TPURT_ARG_max_pool3d_self == TPURT_ARG_max_pool2d_self && TPURT_ARG_adaptive_max_pool2d_self == TPURT_ARG_max_pool2d_self &&
+                   TPURT_ARG_adaptive_max_pool3d_self == TPURT_ARG_max_pool2d_self &&
+                   TPURT_ARG_max_pool3d_kernel_size == TPURT_ARG_max_pool2d_kernel_size &&
+                   TPURT_ARG_max_pool3d_stride == TPURT_ARG_max_pool2d_stride &&
+                   TPURT_ARG_max_pool3d_padding == TPURT_ARG_max_pool2d_padding &&
+                   TPURT_ARG_max_pool3d_dilation == TPURT_ARG_max_pool2d_dilation,
+               "max_pool serves max_pool2d/3d_with_indices (window arguments) and adaptive_max_pool2d/3d (self only)");
 static tpurt_status max_pool(const tpurt_op_call* c, int nsp, int mode) {
   /* max_poolNd_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode) or
    * adaptive_max_poolNd(self, output_size) -> (out, indices) */
   pgeom g;
-  tpurt_status s = geom_init(&g, nsp, mode, &c->args[0].t, &c->outs[0], c, 1, 2, 3, 4);
+  tpurt_status s = geom_init(&g, nsp, mode, &TPURT_ARG(c, max_pool2d, self)->t, &c->outs[0], c, TPURT_ARG_max_pool2d_kernel_size, TPURT_ARG_max_pool2d_stride, TPURT_ARG_max_pool2d_padding, TPURT_ARG_max_pool2d_dilation);
   if (s) return s;
-  if (tpurt_is_float(c->args[0].t.dtype)) max_fwd_f(&g, &c->args[0].t, &c->outs[0], &c->outs[1]);
-  else max_fwd_i(&g, &c->args[0].t, &c->outs[0], &c->outs[1]);
+  if (tpurt_is_float(TPURT_ARG(c, max_pool2d, self)->t.dtype)) max_fwd_f(&g, &TPURT_ARG(c, max_pool2d, self)->t, &c->outs[0], &c->outs[1]);
+  else max_fwd_i(&g, &TPURT_ARG(c, max_pool2d, self)->t, &c->outs[0], &c->outs[1]);
   tpurt_temp_release(g.w[0]);
   return TPURT_OK;
 }
 
+#define POOL_BWD_LAYOUT(k)                                                                    \
+  (TPURT_ARG_##k##_grad_output == TPURT_ARG_max_pool2d_backward_grad_output &&                \
+   TPURT_ARG_##k##_self == TPURT_ARG_max_pool2d_backward_self)
+_Static_assert(POOL_BWD_LAYOUT(max_pool3d_backward) && POOL_BWD_LAYOUT(adaptive_max_pool2d_backward) &&
+                   POOL_BWD_LAYOUT(adaptive_max_pool3d_backward) && POOL_BWD_LAYOUT(fractional_max_pool2d_backward) &&
+                   POOL_BWD_LAYOUT(fractional_max_pool3d_backward),
+               "max_pool_backward serves the max_pool, adaptive_max_pool and fractional_max_pool backward lines");
+#undef POOL_BWD_LAYOUT
 static tpurt_status max_pool_backward(const tpurt_op_call* c, int nsp, int aidx, const char* what) {
   /* (grad_output, self, ..., indices at aidx) -> grad_input */
   pgeom g;
-  tpurt_status s = geom_init(&g, nsp, W_ADAPT, &c->args[1].t, &c->args[0].t, c, -1, -1, -1, -1);
+  tpurt_status s = geom_init(&g, nsp, W_ADAPT, &TPURT_ARG(c, max_pool2d_backward, self)->t, &TPURT_ARG(c, max_pool2d_backward, grad_output)->t, c, -1, -1, -1, -1);
   if (s) return s;
-  s = max_bwd(&g, &c->args[0].t, &c->args[aidx].t, &c->outs[0], what);
+  s = max_bwd(&g, &TPURT_ARG(c, max_pool2d_backward, grad_output)->t, &c->args[aidx].t, &c->outs[0], what);
   tpurt_temp_release(g.w[0]);
   return s;
 }
 
+_Static_assert(TPURT_ARG_avg_pool3d_self == TPURT_ARG_avg_pool2d_self && TPURT_ARG_avg_pool3d_kernel_size == TPURT_ARG_avg_pool2d_kernel_size &&
+                   TPURT_ARG_avg_pool3d_stride == TPURT_ARG_avg_pool2d_stride &&
+                   TPURT_ARG_avg_pool3d_padding == TPURT_ARG_avg_pool2d_padding &&
+                   TPURT_ARG_avg_pool3d_count_include_pad == TPURT_ARG_avg_pool2d_count_include_pad &&
+                   TPURT_ARG_avg_pool3d_divisor_override == TPURT_ARG_avg_pool2d_divisor_override,
+               "avg_pool serves avg_pool2d and avg_pool3d");
 static tpurt_status avg_pool(const tpurt_op_call* c, int nsp) {
   /* avg_poolNd(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override) */
   pgeom g;
-  tpurt_status s = geom_init(&g, nsp, W_AVG, &c->args[0].t, &c->outs[0], c, 1, 2, 3, -1);
+  tpurt_status s = geom_init(&g, nsp, W_AVG, &TPURT_ARG(c, avg_pool2d, self)->t, &c->outs[0], c, TPURT_ARG_avg_pool2d_kernel_size, TPURT_ARG_avg_pool2d_stride, TPURT_ARG_avg_pool2d_padding, -1);
   if (s) return s;
-  avg_fwd(&g, &c->args[0].t, &c->outs[0], (int)tpurt_value_i(&c->args[5]), opt_int(&c->args[6]));
+  avg_fwd(&g, &TPURT_ARG(c, avg_pool2d, self)->t, &c->outs[0], (int)tpurt_value_i(TPURT_ARG(c, avg_pool2d, count_include_pad)), opt_int(TPURT_ARG(c, avg_pool2d, divisor_override)));
   tpurt_temp_release(g.w[0]);
   return TPURT_OK;
 }
 
+_Static_assert(TPURT_ARG_avg_pool3d_backward_grad_output == TPURT_ARG_avg_pool2d_backward_grad_output &&
+                   TPURT_ARG_avg_pool3d_backward_self == TPURT_ARG_avg_pool2d_backward_self &&
+                   TPURT_ARG_avg_pool3d_backward_kernel_size == TPURT_ARG_avg_pool2d_backward_kernel_size &&
+                   TPURT_ARG_avg_pool3d_backward_stride == TPURT_ARG_avg_pool2d_backward_stride &&
+                   TPURT_ARG_avg_pool3d_backward_padding == TPURT_ARG_avg_pool2d_backward_padding &&
+                   TPURT_ARG_avg_pool3d_backward_count_include_pad == TPURT_ARG_avg_pool2d_backward_count_include_pad &&
+                   TPURT_ARG_avg_pool3d_backward_divisor_override == TPURT_ARG_avg_pool2d_backward_divisor_override,
+               "avg_pool_backward serves avg_pool2d_backward and avg_pool3d_backward");
 static tpurt_status avg_pool_backward(const tpurt_op_call* c, int nsp) {
   /* avg_poolNd_backward(grad_output, self, kernel_size, stride, padding, ceil_mode,
    *                     count_include_pad, divisor_override) */
   pgeom g;
-  tpurt_status s = geom_init(&g, nsp, W_AVG, &c->args[1].t, &c->args[0].t, c, 2, 3, 4, -1);
+  tpurt_status s = geom_init(&g, nsp, W_AVG, &TPURT_ARG(c, avg_pool2d_backward, self)->t, &TPURT_ARG(c, avg_pool2d_backward, grad_output)->t, c, TPURT_ARG_avg_pool2d_backward_kernel_size, TPURT_ARG_avg_pool2d_backward_stride, TPURT_ARG_avg_pool2d_backward_padding, -1);
   if (s) return s;
-  s = avg_bwd(&g, &c->args[0].t, &c->outs[0], (int)tpurt_value_i(&c->args[6]), opt_int(&c->args[7]));
+  s = avg_bwd(&g, &TPURT_ARG(c, avg_pool2d_backward, grad_output)->t, &c->outs[0], (int)tpurt_value_i(TPURT_ARG(c, avg_pool2d_backward, count_include_pad)), opt_int(TPURT_ARG(c, avg_pool2d_backward, divisor_override)));
   tpurt_temp_release(g.w[0]);
   return s;
 }
 
+_Static_assert(TPURT_ARG_adaptive_avg_pool3d_self == TPURT_ARG_adaptive_avg_pool2d_self,
+               "adaptive_avg serves _adaptive_avg_pool2d and _adaptive_avg_pool3d");
 static tpurt_status adaptive_avg(const tpurt_op_call* c, int nsp) {
   /* _adaptive_avg_poolNd(self, output_size) */
   pgeom g;
-  tpurt_status s = geom_init(&g, nsp, W_ADAPT, &c->args[0].t, &c->outs[0], c, -1, -1, -1, -1);
+  tpurt_status s = geom_init(&g, nsp, W_ADAPT, &TPURT_ARG(c, adaptive_avg_pool2d, self)->t, &c->outs[0], c, -1, -1, -1, -1);
   if (s) return s;
-  avg_fwd(&g, &c->args[0].t, &c->outs[0], 0, 0);
+  avg_fwd(&g, &TPURT_ARG(c, adaptive_avg_pool2d, self)->t, &c->outs[0], 0, 0);
   tpurt_temp_release(g.w[0]);
   return TPURT_OK;
 }
 
+_Static_assert(TPURT_ARG_adaptive_avg_pool3d_backward_grad_output == TPURT_ARG_adaptive_avg_pool2d_backward_grad_output &&
+                   TPURT_ARG_adaptive_avg_pool3d_backward_self == TPURT_ARG_adaptive_avg_pool2d_backward_self,
+               "adaptive_avg_backward serves _adaptive_avg_pool2d_backward and _adaptive_avg_pool3d_backward");
 static tpurt_status adaptive_avg_backward(const tpurt_op_call* c, int nsp) {
   /* _adaptive_avg_poolNd_backward(grad_output, self) */
   pgeom g;
-  tpurt_status s = geom_init(&g, nsp, W_ADAPT, &c->args[1].t, &c->args[0].t, c, -1, -1, -1, -1);
+  tpurt_status s = geom_init(&g, nsp, W_ADAPT, &TPURT_ARG(c, adaptive_avg_pool2d_backward, self)->t, &TPURT_ARG(c, adaptive_avg_pool2d_backward, grad_output)->t, c, -1, -1, -1, -1);
   if (s) return s;
-  s = avg_bwd(&g, &c->args[0].t, &c->outs[0], 0, 0);
+  s = avg_bwd(&g, &TPURT_ARG(c, adaptive_avg_pool2d_backward, grad_output)->t, &c->outs[0], 0, 0);
   tpurt_temp_release(g.w[0]);
   return s;
 }
@@ -322,11 +360,11 @@ static tpurt_status adaptive_avg_backward(const tpurt_op_call* c, int nsp) {
 #define POOL_KERNELS(N)                                                                                    \
   tpurt_status tpurt_kernel_max_pool##N##d(const tpurt_op_call* c) { return max_pool(c, N, W_MAX); }       \
   tpurt_status tpurt_kernel_max_pool##N##d_backward(const tpurt_op_call* c) {                              \
-    return max_pool_backward(c, N, 7, "max_pool" #N "d_with_indices_backward");                            \
+    return max_pool_backward(c, N, TPURT_ARG_max_pool##N##d_backward_indices, "max_pool" #N "d_with_indices_backward"); \
   }                                                                                                        \
   tpurt_status tpurt_kernel_adaptive_max_pool##N##d(const tpurt_op_call* c) { return max_pool(c, N, W_ADAPT); } \
   tpurt_status tpurt_kernel_adaptive_max_pool##N##d_backward(const tpurt_op_call* c) {                     \
-    return max_pool_backward(c, N, 2, "adaptive_max_pool" #N "d_backward");                                \
+    return max_pool_backward(c, N, TPURT_ARG_adaptive_max_pool##N##d_backward_indices, "adaptive_max_pool" #N "d_backward"); \
   }                                                                                                        \
   tpurt_status tpurt_kernel_avg_pool##N##d(const tpurt_op_call* c) { return avg_pool(c, N); }              \
   tpurt_status tpurt_kernel_avg_pool##N##d_backward(const tpurt_op_call* c) { return avg_pool_backward(c, N); } \
@@ -340,7 +378,7 @@ POOL_KERNELS(3)
 #define FRACTIONAL_KERNELS(N)                                                                             \
   tpurt_status tpurt_kernel_fractional_max_pool##N##d(const tpurt_op_call* c) { return fractional_max_pool(c, N); } \
   tpurt_status tpurt_kernel_fractional_max_pool##N##d_backward(const tpurt_op_call* c) {                  \
-    return max_pool_backward(c, N, 4, "fractional_max_pool" #N "d_backward");                             \
+    return max_pool_backward(c, N, TPURT_ARG_fractional_max_pool##N##d_backward_indices, "fractional_max_pool" #N "d_backward"); \
   }
 FRACTIONAL_KERNELS(2)
 FRACTIONAL_KERNELS(3)

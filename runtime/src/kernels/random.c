@@ -45,20 +45,20 @@ static double draw_int(const uint32_t r[4], const double* p) {
 
 tpurt_status tpurt_kernel_normal(const tpurt_op_call* c) {
   /* normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) */
-  double p[2] = {tpurt_value_f(&c->args[1]), tpurt_value_f(&c->args[2])};
+  double p[2] = {tpurt_value_f(TPURT_ARG(c, normal, mean)), tpurt_value_f(TPURT_ARG(c, normal, std))};
   if (p[1] < 0) return tpurt_fail(TPURT_ERR_RUNTIME, "normal expects std >= 0.0, but found std %g", p[1]);
   return fill_random(c, &c->outs[0], draw_normal, p, 0);
 }
 
 tpurt_status tpurt_kernel_uniform(const tpurt_op_call* c) {
   /* uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) */
-  double p[2] = {tpurt_value_f(&c->args[1]), tpurt_value_f(&c->args[2])};
+  double p[2] = {tpurt_value_f(TPURT_ARG(c, uniform, from)), tpurt_value_f(TPURT_ARG(c, uniform, to))};
   return fill_random(c, &c->outs[0], draw_uniform, p, 0);
 }
 
 tpurt_status tpurt_kernel_bernoulli_scalar(const tpurt_op_call* c) {
   /* bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) */
-  double p = tpurt_value_f(&c->args[1]);
+  double p = tpurt_value_f(TPURT_ARG(c, bernoulli_scalar, p));
   if (!(p >= 0 && p <= 1)) return tpurt_fail(TPURT_ERR_RUNTIME, "bernoulli_ expects p to be in [0, 1], but got p=%g", p);
   return fill_random(c, &c->outs[0], draw_bernoulli, &p, 0);
 }
@@ -121,28 +121,28 @@ tpurt_status tpurt_kernel_random_from(const tpurt_op_call* c) {
 
 tpurt_status tpurt_kernel_exponential(const tpurt_op_call* c) {
   /* exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) */
-  double l = tpurt_value_f(&c->args[1]);
+  double l = tpurt_value_f(TPURT_ARG(c, exponential, lambd));
   if (!(l > 0)) return tpurt_fail(TPURT_ERR_RUNTIME, "exponential_ expects lambda > 0.0, but found lambda=%g", l);
   return fill_random(c, &c->outs[0], draw_exponential, &l, 0);
 }
 
 tpurt_status tpurt_kernel_geometric(const tpurt_op_call* c) {
   /* geometric_(Tensor(a!) self, float p, *, Generator? generator=None) */
-  double p = tpurt_value_f(&c->args[1]);
+  double p = tpurt_value_f(TPURT_ARG(c, geometric, p));
   if (!(p > 0 && p < 1)) return tpurt_fail(TPURT_ERR_RUNTIME, "geometric_ expects p to be in (0, 1), but got p=%g", p);
   return fill_random(c, &c->outs[0], draw_geometric, &p, 0);
 }
 
 tpurt_status tpurt_kernel_cauchy(const tpurt_op_call* c) {
   /* cauchy_(Tensor(a!) self, float median=0, float sigma=1, *, Generator? generator=None) */
-  double p[2] = {tpurt_value_f(&c->args[1]), tpurt_value_f(&c->args[2])};
+  double p[2] = {tpurt_value_f(TPURT_ARG(c, cauchy, median)), tpurt_value_f(TPURT_ARG(c, cauchy, sigma))};
   if (!(p[1] > 0)) return tpurt_fail(TPURT_ERR_RUNTIME, "cauchy_ expects sigma > 0.0, but found sigma=%g", p[1]);
   return fill_random(c, &c->outs[0], draw_cauchy, p, 0);
 }
 
 tpurt_status tpurt_kernel_log_normal(const tpurt_op_call* c) {
   /* log_normal_(Tensor(a!) self, float mean=1, float std=2, *, Generator? generator=None) */
-  double p[2] = {tpurt_value_f(&c->args[1]), tpurt_value_f(&c->args[2])};
+  double p[2] = {tpurt_value_f(TPURT_ARG(c, log_normal, mean)), tpurt_value_f(TPURT_ARG(c, log_normal, std))};
   if (!(p[1] > 0)) return tpurt_fail(TPURT_ERR_RUNTIME, "log_normal_ expects std > 0.0, but found std=%g", p[1]);
   return fill_random(c, &c->outs[0], draw_log_normal, p, 0);
 }
@@ -169,9 +169,9 @@ static tpurt_status masked_scale(const tpurt_tensor* out, const tpurt_tensor* x,
 
 tpurt_status tpurt_kernel_native_dropout(const tpurt_op_call* c) {
   /* native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor mask) */
-  const tpurt_tensor *x = &c->args[0].t, *out = &c->outs[0], *mask = &c->outs[1];
-  double p = tpurt_value_f(&c->args[1]);
-  int train = c->args[2].kind == TPURT_V_NONE || c->args[2].i;
+  const tpurt_tensor *x = &TPURT_ARG(c, native_dropout, input)->t, *out = &c->outs[0], *mask = &c->outs[1];
+  double p = tpurt_value_f(TPURT_ARG(c, native_dropout, p));
+  int train = TPURT_ARG(c, native_dropout, train)->kind == TPURT_V_NONE || TPURT_ARG(c, native_dropout, train)->i;
   double keep = 1.0 - p;
   if (!train || p == 0) {
     double one = 1.0;
@@ -188,5 +188,5 @@ tpurt_status tpurt_kernel_native_dropout(const tpurt_op_call* c) {
 
 tpurt_status tpurt_kernel_native_dropout_backward(const tpurt_op_call* c) {
   /* native_dropout_backward(Tensor grad_output, Tensor mask, float scale) */
-  return masked_scale(&c->outs[0], &c->args[0].t, &c->args[1].t, tpurt_value_f(&c->args[2]));
+  return masked_scale(&c->outs[0], &TPURT_ARG(c, native_dropout_backward, grad_output)->t, &TPURT_ARG(c, native_dropout_backward, mask)->t, tpurt_value_f(TPURT_ARG(c, native_dropout_backward, scale)));
 }

@@ -787,7 +787,7 @@ static tpurt_status in_out_dtype(const tpurt_tensor* in, const tpurt_tensor* out
 
 /* Reduce args[0] over the dims in args[dim_arg] (-1: every dim) into the call's outputs. */
 static tpurt_status reduce(const tpurt_op_call* c, int dim_arg, const red_op* op, red_ctx ctx) {
-  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, sum, self)->t;
   uint32_t mask;
   tpurt_status s = tpurt_red_mask(in, dim_arg < 0 ? &NONE_DIMS : &c->args[dim_arg], &c->outs[0], &mask);
   if (s) return s;
@@ -799,12 +799,12 @@ static tpurt_status reduce(const tpurt_op_call* c, int dim_arg, const red_op* op
 static tpurt_status reduce_in_out_dtype(const tpurt_op_call* c, int dim_arg, const red_op* op, red_ctx ctx) {
   tpurt_tensor conv;
   const tpurt_tensor* in;
-  tpurt_status s = in_out_dtype(&c->args[0].t, &c->outs[0], &conv, &in);
-  if (s || in == &c->args[0].t) return s ? s : reduce(c, dim_arg, op, ctx);
+  tpurt_status s = in_out_dtype(&TPURT_ARG(c, sum, self)->t, &c->outs[0], &conv, &in);
+  if (s || in == &TPURT_ARG(c, sum, self)->t) return s ? s : reduce(c, dim_arg, op, ctx);
   tpurt_op_call* view = tpurt_temp(sizeof *view); /* the same call over the converted input */
   if (!view) return TPURT_ERR_OOM;
   memcpy(view, c, sizeof *view);
-  view->args[0].t = conv;
+  TPURT_ARG(view, sum, self)->t = conv;
   return reduce(view, dim_arg, op, ctx);
 }
 
@@ -812,45 +812,49 @@ static tpurt_status reduce_in_out_dtype(const tpurt_op_call* c, int dim_arg, con
 static double correction_of(const tpurt_value* v) { return v->kind == TPURT_V_NONE ? 1.0 : tpurt_value_f(v); }
 
 #define RED_LINK(name, dim_arg, op, ...) const red_link tpurt_red_desc_##name = {&op, {__VA_ARGS__}, dim_arg};
+/* reduce reads self at sum's index: every line it serves agrees */
+#define RED_SELF_AGREES(name) _Static_assert(TPURT_ARG_##name##_self == TPURT_ARG_sum_self, "reduce serves " #name);
 #define RED_KERNEL(name, dim_arg, op, ...) \
   RED_LINK(name, dim_arg, op, __VA_ARGS__) \
+  RED_SELF_AGREES(name)                    \
   tpurt_status tpurt_kernel_##name(const tpurt_op_call* c) { return reduce(c, dim_arg, &op, (red_ctx){__VA_ARGS__}); }
 #define RED_KERNEL_OUT_DTYPE(name, dim_arg, op, ...)                     \
   RED_LINK(name, dim_arg, op, __VA_ARGS__)                              \
+  RED_SELF_AGREES(name)                                                 \
   tpurt_status tpurt_kernel_##name(const tpurt_op_call* c) {             \
     return reduce_in_out_dtype(c, dim_arg, &op, (red_ctx){__VA_ARGS__}); \
   }
 
 /* sum(self, dtype) / sum.dim_IntList(self, dim, keepdim, dtype) / nansum(self, dim, keepdim, dtype) */
 RED_KERNEL_OUT_DTYPE(sum, -1, op_sum, 0)
-RED_KERNEL_OUT_DTYPE(sum_dim, 1, op_sum, 0)
-RED_KERNEL(nansum, 1, op_sum, .flag = 1)
+RED_KERNEL_OUT_DTYPE(sum_dim, TPURT_ARG_sum_dim_dim, op_sum, 0)
+RED_KERNEL(nansum, TPURT_ARG_nansum_dim, op_sum, .flag = 1)
 RED_KERNEL(mean, -1, op_mean, 0)
-RED_KERNEL(mean_dim, 1, op_mean, 0)
+RED_KERNEL(mean_dim, TPURT_ARG_mean_dim_dim, op_mean, 0)
 RED_KERNEL_OUT_DTYPE(prod, -1, op_prod, 0)
-RED_KERNEL_OUT_DTYPE(prod_dim, 1, op_prod, 0)
-RED_KERNEL(count_nonzero, 1, op_count_nonzero, 0)
+RED_KERNEL_OUT_DTYPE(prod_dim, TPURT_ARG_prod_dim_dim, op_prod, 0)
+RED_KERNEL(count_nonzero, TPURT_ARG_count_nonzero_dim, op_count_nonzero, 0)
 /* all(self) / all.dim(self, dim, keepdim) / all.dims(self, dim?, keepdim); any likewise */
 RED_KERNEL(all, -1, op_all_any, .flag = 0)
-RED_KERNEL(all_dim, 1, op_all_any, .flag = 0)
+RED_KERNEL(all_dim, TPURT_ARG_all_dim_dim, op_all_any, .flag = 0)
 RED_KERNEL(any, -1, op_all_any, .flag = 1)
-RED_KERNEL(any_dim, 1, op_all_any, .flag = 1)
+RED_KERNEL(any_dim, TPURT_ARG_any_dim_dim, op_all_any, .flag = 1)
 /* amax(self, dim, keepdim), max(self), max.dim(self, dim, keepdim) -> (values, indices),
  * argmax(self, dim?, keepdim) */
-RED_KERNEL(amax, 1, op_ext_val, .flag = 0)
-RED_KERNEL(amin, 1, op_ext_val, .flag = 1)
+RED_KERNEL(amax, TPURT_ARG_amax_dim, op_ext_val, .flag = 0)
+RED_KERNEL(amin, TPURT_ARG_amin_dim, op_ext_val, .flag = 1)
 RED_KERNEL(max, -1, op_ext_val, .flag = 0)
 RED_KERNEL(min, -1, op_ext_val, .flag = 1)
-RED_KERNEL(max_dim, 1, op_ext_both, .flag = 0)
-RED_KERNEL(min_dim, 1, op_ext_both, .flag = 1)
-RED_KERNEL(argmax, 1, op_ext_idx, .flag = 0)
-RED_KERNEL(argmin, 1, op_ext_idx, .flag = 1)
+RED_KERNEL(max_dim, TPURT_ARG_max_dim_dim, op_ext_both, .flag = 0)
+RED_KERNEL(min_dim, TPURT_ARG_min_dim_dim, op_ext_both, .flag = 1)
+RED_KERNEL(argmax, TPURT_ARG_argmax_dim, op_ext_idx, .flag = 0)
+RED_KERNEL(argmin, TPURT_ARG_argmin_dim, op_ext_idx, .flag = 1)
 
 /* aminmax(self, *, dim?, keepdim) -> (min, max): two passes of the extreme op */
 tpurt_status tpurt_kernel_aminmax(const tpurt_op_call* c) {
-  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, aminmax, self)->t;
   uint32_t mask;
-  tpurt_status s = tpurt_red_mask(in, &c->args[1], &c->outs[0], &mask);
+  tpurt_status s = tpurt_red_mask(in, TPURT_ARG(c, aminmax, dim), &c->outs[0], &mask);
   for (int k = 0; k < 2 && !s; k++) {
     red_ctx ctx = {.flag = k == 0};
     s = tpurt_red_run(in, mask, &c->outs[k], 1, &op_ext_val, &ctx);
@@ -884,13 +888,13 @@ static void cx_add_parts_sqrt(int64_t n, void* o, const void* const* in, const v
 }
 
 static tpurt_status var_complex(const tpurt_op_call* c, int flags) {
-  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, var, self)->t;
   uint32_t mask;
   tpurt_tensor parts;
-  tpurt_status s = tpurt_red_mask(in, &c->args[1], &c->outs[0], &mask);
+  tpurt_status s = tpurt_red_mask(in, TPURT_ARG(c, var, dim), &c->outs[0], &mask);
   if (s || (s = scratch_like(&c->outs[0], TPURT_C64, &parts))) return s;
   tpurt_tensor o[2] = {parts, c->outs[1]};
-  red_ctx ctx = {.p = correction_of(&c->args[2]), .flag = flags & 2};
+  red_ctx ctx = {.p = correction_of(TPURT_ARG(c, var, correction)), .flag = flags & 2};
   s = in->ndim < TPURT_MAX_DIMS ? red_run_parts(in, mask, o, flags & 2 ? 2 : 1, &op_var, &ctx)
                                 : tpurt_fail(TPURT_ERR_UNSUPPORTED, "var of a %d-dim complex64 tensor", in->ndim);
   if (!s) s = tpurt_ew_run2(&c->outs[0], TPURT_CT_F32, 1, &parts, TPURT_CT_C64, flags & 1 ? cx_add_parts_sqrt : cx_add_parts, NULL);
@@ -899,9 +903,13 @@ static tpurt_status var_complex(const tpurt_op_call* c, int flags) {
 
 /* var.correction(self, dim?, *, correction?, keepdim) and std / var_mean / std_mean */
 #define VAR_KERNEL(name, flags) \
+  RED_SELF_AGREES(name) \
+  _Static_assert(TPURT_ARG_##name##_self == TPURT_ARG_var_self && TPURT_ARG_##name##_dim == TPURT_ARG_var_dim && \
+                     TPURT_ARG_##name##_correction == TPURT_ARG_var_correction, \
+                 "var_complex serves " #name); \
   tpurt_status tpurt_kernel_##name(const tpurt_op_call* c) { \
-    if (c->args[0].t.dtype == TPURT_C64) return var_complex(c, flags); \
-    return reduce(c, 1, &op_var, (red_ctx){.p = correction_of(&c->args[2]), .flag = flags}); \
+    if (TPURT_ARG(c, name, self)->t.dtype == TPURT_C64) return var_complex(c, flags); \
+    return reduce(c, TPURT_ARG_##name##_dim, &op_var, (red_ctx){.p = correction_of(TPURT_ARG(c, name, correction)), .flag = flags}); \
   }
 VAR_KERNEL(var, 0)
 VAR_KERNEL(std, 1)
@@ -915,8 +923,12 @@ static void cx_abs(int64_t n, void* o, const void* const* in, const void* ctx) {
   for (int64_t i = 0; i < n; i++) r[i] = hypotf(v[i].re, v[i].im);
 }
 
+/* norm_run reads self at vector_norm's index; reduce reads it at sum's */
+_Static_assert(TPURT_ARG_norm_self == TPURT_ARG_vector_norm_self && TPURT_ARG_norm_dim_self == TPURT_ARG_vector_norm_self &&
+                   TPURT_ARG_vector_norm_self == TPURT_ARG_sum_self,
+               "norm_run serves linalg_vector_norm, norm and norm.ScalarOpt_dim");
 static tpurt_status norm_run(const tpurt_op_call* c, int dim_arg, double p) {
-  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, vector_norm, self)->t;
   red_ctx ctx = {.p = p};
   if (in->dtype != TPURT_C64) return reduce(c, dim_arg, &op_norm, ctx);
   uint32_t mask;
@@ -942,7 +954,7 @@ static void lse_log_add(int64_t n, void* o, const void* const* in, const void* c
 }
 
 static tpurt_status logsumexp_complex(const tpurt_op_call* c, uint32_t mask) {
-  const tpurt_tensor *in = &c->args[0].t, *out = &c->outs[0];
+  const tpurt_tensor *in = &TPURT_ARG(c, logsumexp, self)->t, *out = &c->outs[0];
   tpurt_tensor keep = *in, m, e;
   for (int d = 0; d < in->ndim; d++)
     if (mask >> d & 1) keep.sizes[d] = 1;
@@ -971,9 +983,9 @@ static tpurt_status logsumexp_complex(const tpurt_op_call* c, uint32_t mask) {
 
 /* logsumexp(self, dim, keepdim) */
 tpurt_status tpurt_kernel_logsumexp(const tpurt_op_call* c) {
-  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, logsumexp, self)->t;
   uint32_t mask;
-  tpurt_status s = tpurt_red_mask(in, &c->args[1], &c->outs[0], &mask);
+  tpurt_status s = tpurt_red_mask(in, TPURT_ARG(c, logsumexp, dim), &c->outs[0], &mask);
   if (s) return s;
   if (in->dtype == TPURT_C64) return logsumexp_complex(c, mask);
   red_ctx ctx = {0};
@@ -981,11 +993,11 @@ tpurt_status tpurt_kernel_logsumexp(const tpurt_op_call* c) {
 }
 
 /* linalg_vector_norm(self, ord, dim?, keepdim, *, dtype) */
-tpurt_status tpurt_kernel_vector_norm(const tpurt_op_call* c) { return norm_run(c, 2, tpurt_value_f(&c->args[1])); }
+tpurt_status tpurt_kernel_vector_norm(const tpurt_op_call* c) { return norm_run(c, TPURT_ARG_vector_norm_dim, tpurt_value_f(TPURT_ARG(c, vector_norm, ord))); }
 /* norm(self, Scalar? p, [dim, keepdim,] ...): vector_norm with p = None meaning 2 */
 static double norm_p(const tpurt_value* v) { return v->kind == TPURT_V_NONE ? 2.0 : tpurt_value_f(v); }
-tpurt_status tpurt_kernel_norm(const tpurt_op_call* c) { return norm_run(c, -1, norm_p(&c->args[1])); }
-tpurt_status tpurt_kernel_norm_dim(const tpurt_op_call* c) { return norm_run(c, 2, norm_p(&c->args[1])); }
+tpurt_status tpurt_kernel_norm(const tpurt_op_call* c) { return norm_run(c, -1, norm_p(TPURT_ARG(c, norm, p))); }
+tpurt_status tpurt_kernel_norm_dim(const tpurt_op_call* c) { return norm_run(c, TPURT_ARG_norm_dim_dim, norm_p(TPURT_ARG(c, norm_dim, p))); }
 
 /* renorm(self, p, dim, maxnorm): every slice along dim whose p-norm over the other dims
  * exceeds maxnorm is scaled by maxnorm / (norm + 1e-7). As CPU, the factors are rounded to
@@ -1000,10 +1012,10 @@ RENORM_MUL(float)
 RENORM_MUL(double)
 
 tpurt_status tpurt_kernel_renorm(const tpurt_op_call* c) {
-  const tpurt_tensor *in = &c->args[0].t, *out = &c->outs[0];
-  double maxnorm = tpurt_value_f(&c->args[3]);
+  const tpurt_tensor *in = &TPURT_ARG(c, renorm, self)->t, *out = &c->outs[0];
+  double maxnorm = tpurt_value_f(TPURT_ARG(c, renorm, maxnorm));
   int dim;
-  tpurt_status s = tpurt_wrap_dim(c->args[2].i, in->ndim, &dim);
+  tpurt_status s = tpurt_wrap_dim(TPURT_ARG(c, renorm, dim)->i, in->ndim, &dim);
   if (s || tpurt_numel(in) == 0) return s;
   int64_t n = in->sizes[dim];
   double* norm = tpurt_temp(sizeof(double) * (size_t)(2 * n));
@@ -1016,7 +1028,7 @@ tpurt_status tpurt_kernel_renorm(const tpurt_op_call* c) {
   ft = nt;
   ft.data = norm + n;
   ft.dtype = in->dtype;
-  red_ctx ctx = {.p = tpurt_value_f(&c->args[1])};
+  red_ctx ctx = {.p = tpurt_value_f(TPURT_ARG(c, renorm, p))};
   s = tpurt_red_run(in, ((1u << in->ndim) - 1) & ~(1u << dim), &nt, 1, &op_norm, &ctx);
   size_t es = tpurt_dtype_size((tpurt_dtype)in->dtype);
   for (int64_t k = 0; k < n && !s; k++)
@@ -1059,10 +1071,10 @@ static void cumsum_run(const tpurt_tensor* in, const tpurt_tensor* out, int dim)
 
 /* cumsum(self, dim, *, dtype); complex64 sums its real and imaginary parts apart */
 tpurt_status tpurt_kernel_cumsum(const tpurt_op_call* c) {
-  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, cumsum, self)->t;
   const tpurt_tensor* out = &c->outs[0];
   int dim;
-  tpurt_status s = tpurt_wrap_dim(c->args[1].i, in->ndim, &dim);
+  tpurt_status s = tpurt_wrap_dim(TPURT_ARG(c, cumsum, dim)->i, in->ndim, &dim);
   if (s || tpurt_numel(in) == 0) return s;
   if (in->dtype != TPURT_C64 && out->dtype != TPURT_C64) {
     tpurt_tensor conv;

@@ -272,9 +272,9 @@ static double opt_f(const tpurt_value* v) { return v->kind == TPURT_V_NONE ? 0.0
  * upsample_*_backward(grad_output, output_size, input_size, [align_corners,] scales...) */
 static tpurt_status upsample(const tpurt_op_call* c, rmode m, int nsp, int bwd) {
   int interp = m == R_LINEAR || m == R_CUBIC || m == R_AA;
-  int a0 = bwd ? 3 : 2; /* align_corners, or the first scale */
-  const tpurt_tensor* in = bwd ? &c->outs[0] : &c->args[0].t;
-  const tpurt_tensor* out = bwd ? &c->args[0].t : &c->outs[0];
+  int a0 = bwd ? TPURT_ARG_upsample_nearest1d_backward_input_size + 1 : TPURT_ARG_upsample_nearest1d_output_size + 1; /* align_corners, or the first scale */
+  const tpurt_tensor* in = bwd ? &c->outs[0] : &TPURT_ARG(c, upsample_nearest1d, self)->t;
+  const tpurt_tensor* out = bwd ? &TPURT_ARG(c, upsample_nearest1d_backward, grad_output)->t : &c->outs[0];
   rparams rp = {m, interp ? (int)tpurt_value_i(&c->args[a0]) : 0, in->dtype == TPURT_F64, {0}, {0}};
   for (int i = 0; i < 3; i++) {
     int j = i - (3 - nsp), k = a0 + interp + j;
@@ -291,9 +291,9 @@ static tpurt_status upsample(const tpurt_op_call* c, rmode m, int nsp, int bwd) 
 /* *_padNd(self, padding) and *_padNd_backward(grad_output, self, padding); padding lists
  * (left, right) pairs from the last dim backwards. */
 static tpurt_status pad(const tpurt_op_call* c, rmode m, int nsp, int bwd) {
-  const tpurt_value* pv = &c->args[bwd ? 2 : 1];
-  const tpurt_tensor* in = bwd ? &c->outs[0] : &c->args[0].t;
-  const tpurt_tensor* out = bwd ? &c->args[0].t : &c->outs[0];
+  const tpurt_value* pv = &c->args[bwd ? TPURT_ARG_reflection_pad1d_backward_padding : TPURT_ARG_reflection_pad1d_padding];
+  const tpurt_tensor* in = bwd ? &c->outs[0] : &TPURT_ARG(c, reflection_pad1d, self)->t;
+  const tpurt_tensor* out = bwd ? &TPURT_ARG(c, reflection_pad1d_backward, grad_output)->t : &c->outs[0];
   rparams rp = {m, 0, 0, {0}, {0}};
   for (int j = 0; j < nsp; j++) rp.pad[3 - 1 - j] = pv->ints[2 * j];
   rgeom g;
@@ -304,7 +304,13 @@ static tpurt_status pad(const tpurt_op_call* c, rmode m, int nsp, int bwd) {
   return s;
 }
 
+/* upsample reads the arguments at upsample_nearest1d's indices: every upsample line agrees */
 #define UPSAMPLE_KERNEL(NAME, MODE, N)                                                                            \
+  _Static_assert(TPURT_ARG_##NAME##_self == TPURT_ARG_upsample_nearest1d_self &&                                  \
+                     TPURT_ARG_##NAME##_output_size == TPURT_ARG_upsample_nearest1d_output_size &&                \
+                     TPURT_ARG_##NAME##_backward_grad_output == TPURT_ARG_upsample_nearest1d_backward_grad_output && \
+                     TPURT_ARG_##NAME##_backward_input_size == TPURT_ARG_upsample_nearest1d_backward_input_size,  \
+                 "upsample serves " #NAME " and " #NAME "_backward");                                           \
   tpurt_status tpurt_kernel_##NAME(const tpurt_op_call* c) { return upsample(c, MODE, N, 0); }                   \
   tpurt_status tpurt_kernel_##NAME##_backward(const tpurt_op_call* c) { return upsample(c, MODE, N, 1); }
 UPSAMPLE_KERNEL(upsample_nearest1d, R_NEAREST, 1)
@@ -318,8 +324,23 @@ UPSAMPLE_KERNEL(upsample_bilinear2d, R_LINEAR, 2)
 UPSAMPLE_KERNEL(upsample_trilinear3d, R_LINEAR, 3)
 UPSAMPLE_KERNEL(upsample_bicubic2d, R_CUBIC, 2)
 UPSAMPLE_KERNEL(upsample_bilinear2d_aa, R_AA, 2)
+/* the interpolating modes read align_corners at a0 */
+#define UPSAMPLE_ALIGN_AT_A0(NAME)                                                                  \
+  (TPURT_ARG_##NAME##_align_corners == TPURT_ARG_upsample_nearest1d_output_size + 1 &&              \
+   TPURT_ARG_##NAME##_backward_align_corners == TPURT_ARG_upsample_nearest1d_backward_input_size + 1)
+_Static_assert(UPSAMPLE_ALIGN_AT_A0(upsample_linear1d) && UPSAMPLE_ALIGN_AT_A0(upsample_bilinear2d) &&
+                   UPSAMPLE_ALIGN_AT_A0(upsample_trilinear3d) && UPSAMPLE_ALIGN_AT_A0(upsample_bicubic2d) &&
+                   UPSAMPLE_ALIGN_AT_A0(upsample_bilinear2d_aa),
+               "upsample: align_corners right after output_size / input_size");
+#undef UPSAMPLE_ALIGN_AT_A0
 
+/* pad reads the arguments at reflection_pad1d's indices: every pad line agrees */
 #define PAD_KERNEL(NAME, MODE, N)                                                                  \
+  _Static_assert(TPURT_ARG_##NAME##_self == TPURT_ARG_reflection_pad1d_self &&                     \
+                     TPURT_ARG_##NAME##_padding == TPURT_ARG_reflection_pad1d_padding &&           \
+                     TPURT_ARG_##NAME##_backward_grad_output == TPURT_ARG_reflection_pad1d_backward_grad_output && \
+                     TPURT_ARG_##NAME##_backward_padding == TPURT_ARG_reflection_pad1d_backward_padding, \
+                 "pad serves " #NAME " and " #NAME "_backward");                                   \
   tpurt_status tpurt_kernel_##NAME(const tpurt_op_call* c) { return pad(c, MODE, N, 0); }          \
   tpurt_status tpurt_kernel_##NAME##_backward(const tpurt_op_call* c) { return pad(c, MODE, N, 1); }
 PAD_KERNEL(reflection_pad1d, R_REFLECT, 1)

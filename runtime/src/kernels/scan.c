@@ -55,10 +55,14 @@ static tpurt_status cumext_line(tpurt_line* l, const void* ctx) {
   return TPURT_OK;
 }
 
+#define SCAN_LAYOUT(k) (TPURT_ARG_##k##_self == TPURT_ARG_cumprod_self && TPURT_ARG_##k##_dim == TPURT_ARG_cumprod_dim)
+_Static_assert(SCAN_LAYOUT(logcumsumexp) && SCAN_LAYOUT(cummax) && SCAN_LAYOUT(cummin),
+               "scan serves cumprod, logcumsumexp, cummax and cummin");
+#undef SCAN_LAYOUT
 static tpurt_status scan(const tpurt_op_call* c, int as_int, tpurt_line_fn fn, const void* ctx) {
-  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, cumprod, self)->t;
   int dim;
-  tpurt_status s = tpurt_wrap_dim(c->args[1].i, in->ndim, &dim);
+  tpurt_status s = tpurt_wrap_dim(TPURT_ARG(c, cumprod, dim)->i, in->ndim, &dim);
   if (s) return s;
   return tpurt_lines_run(in, dim, as_int, c->outs, c->nouts, fn, ctx);
 }
@@ -71,11 +75,11 @@ tpurt_status tpurt_kernel_cumprod(const tpurt_op_call* c) {
 tpurt_status tpurt_kernel_logcumsumexp(const tpurt_op_call* c) { return scan(c, 0, logcumsumexp_line, NULL); }
 tpurt_status tpurt_kernel_cummax(const tpurt_op_call* c) {
   static const int mn = 0;
-  return scan(c, !tpurt_is_float(c->args[0].t.dtype), cumext_line, &mn);
+  return scan(c, !tpurt_is_float(TPURT_ARG(c, cummax, self)->t.dtype), cumext_line, &mn);
 }
 tpurt_status tpurt_kernel_cummin(const tpurt_op_call* c) {
   static const int mn = 1;
-  return scan(c, !tpurt_is_float(c->args[0].t.dtype), cumext_line, &mn);
+  return scan(c, !tpurt_is_float(TPURT_ARG(c, cummin, self)->t.dtype), cumext_line, &mn);
 }
 
 /* ---------------------------------------------------------------- dense scratch copies */
@@ -170,18 +174,18 @@ static tpurt_status search(const tpurt_tensor* out, const tpurt_tensor* seq, con
 tpurt_status tpurt_kernel_searchsorted(const tpurt_op_call* c) {
   /* searchsorted.Tensor/.Scalar(sorted_sequence, self, *, out_int32, right, side?, sorter?) */
   int64_t st[1];
-  tpurt_tensor vals = tpurt_scalar_tensor(&c->args[1], st);
-  int right = (int)c->args[3].i;
-  if (c->args[4].kind == TPURT_V_STRING) right = strcmp(c->args[4].s, "right") == 0;
-  const tpurt_tensor* sorter = c->args[5].kind == TPURT_V_TENSOR ? &c->args[5].t : NULL;
-  return search(&c->outs[0], &c->args[0].t, &vals, sorter, right);
+  tpurt_tensor vals = tpurt_scalar_tensor(TPURT_ARG(c, searchsorted, self), st);
+  int right = (int)TPURT_ARG(c, searchsorted, right)->i;
+  if (TPURT_ARG(c, searchsorted, side)->kind == TPURT_V_STRING) right = strcmp(TPURT_ARG(c, searchsorted, side)->s, "right") == 0;
+  const tpurt_tensor* sorter = TPURT_ARG(c, searchsorted, sorter)->kind == TPURT_V_TENSOR ? &TPURT_ARG(c, searchsorted, sorter)->t : NULL;
+  return search(&c->outs[0], &TPURT_ARG(c, searchsorted, sorted_sequence)->t, &vals, sorter, right);
 }
 
 tpurt_status tpurt_kernel_bucketize(const tpurt_op_call* c) {
   /* bucketize.Tensor/.Scalar(self, boundaries, *, out_int32, right) */
   int64_t st[1];
-  tpurt_tensor vals = tpurt_scalar_tensor(&c->args[0], st);
-  return search(&c->outs[0], &c->args[1].t, &vals, NULL, (int)c->args[3].i);
+  tpurt_tensor vals = tpurt_scalar_tensor(TPURT_ARG(c, bucketize, self), st);
+  return search(&c->outs[0], &TPURT_ARG(c, bucketize, boundaries)->t, &vals, NULL, (int)TPURT_ARG(c, bucketize, right)->i);
 }
 
 /* ---------------------------------------------------------------- histc */
@@ -207,11 +211,11 @@ static void histc_edges(double lo, double hi, int64_t bins, int dt, double* e) {
 tpurt_status tpurt_kernel_histc(const tpurt_op_call* c) {
   /* histc(self, bins, min, max): elements outside [min, max] (and NaN) are ignored; the last
    * bin includes max; min == max means the data's range */
-  const tpurt_tensor* in = &c->args[0].t;
-  int64_t bins = c->args[1].i;
+  const tpurt_tensor* in = &TPURT_ARG(c, histc, self)->t;
+  int64_t bins = TPURT_ARG(c, histc, bins)->i;
   if (bins <= 0) return tpurt_fail(TPURT_ERR_RUNTIME, "torch.histc(): bins must be > 0, but got %lld for dimension 0",
                                    (long long)bins);
-  double lo = tpurt_value_f(&c->args[2]), hi = tpurt_value_f(&c->args[3]);
+  double lo = tpurt_value_f(TPURT_ARG(c, histc, min)), hi = tpurt_value_f(TPURT_ARG(c, histc, max));
   tpurt_tensor x;
   tpurt_status s = dense_copy(in, TPURT_F64, &x);
   if (s) return s;
@@ -283,12 +287,12 @@ tpurt_status tpurt_kernel_isin(const tpurt_op_call* c) {
   /* isin.Tensor_Tensor/.Tensor_Scalar/.Scalar_Tensor(elements, test_elements, *, assume_unique,
    * invert): equality in the promoted dtype; NaN is in nothing */
   int64_t s0[1], s1[1];
-  tpurt_tensor el = tpurt_scalar_tensor(&c->args[0], s0), te = tpurt_scalar_tensor(&c->args[1], s1);
+  tpurt_tensor el = tpurt_scalar_tensor(TPURT_ARG(c, isin, elements), s0), te = tpurt_scalar_tensor(TPURT_ARG(c, isin, test_elements), s1);
   tpurt_promo p;
   tpurt_promo_init(&p);
-  tpurt_promo_add_value(&p, &c->args[0]);
-  tpurt_promo_add_value(&p, &c->args[1]);
-  int common = tpurt_promo_result(&p), as_int = !tpurt_is_float(common), invert = (int)c->args[3].i;
+  tpurt_promo_add_value(&p, TPURT_ARG(c, isin, elements));
+  tpurt_promo_add_value(&p, TPURT_ARG(c, isin, test_elements));
+  int common = tpurt_promo_result(&p), as_int = !tpurt_is_float(common), invert = (int)TPURT_ARG(c, isin, invert)->i;
   tpurt_tensor e = {0}, t = {0};
   tpurt_status s = dense_keys(&el, common, &e);
   if (!s) s = dense_keys(&te, common, &t);

@@ -116,13 +116,13 @@ static tpurt_status plan(const tpurt_op_call* c, const tpurt_tensor* data, const
 
 tpurt_status tpurt_kernel_segment_reduce(const tpurt_op_call* c) {
   /* segment_reduce(data, reduce, *, lengths, indices, offsets, axis, unsafe, initial) */
-  const tpurt_tensor *data = &c->args[0].t, *out = &c->outs[0];
-  if (c->args[3].kind == TPURT_V_TENSOR)
+  const tpurt_tensor *data = &TPURT_ARG(c, segment_reduce, data)->t, *out = &c->outs[0];
+  if (TPURT_ARG(c, segment_reduce, indices)->kind == TPURT_V_TENSOR)
     return tpurt_fail(TPURT_ERR_RUNTIME, "segment_reduce(): indices based reduction is not supported yet.");
   seg_plan p;
   int axis;
-  int check = c->args[4].kind != TPURT_V_TENSOR && !c->args[6].i; /* CPU checks lengths only, unless unsafe */
-  tpurt_status s = plan(c, data, c->args[1].s, 2, 4, c->args[5].i, &c->args[7], check, &p, &axis);
+  int check = TPURT_ARG(c, segment_reduce, offsets)->kind != TPURT_V_TENSOR && !TPURT_ARG(c, segment_reduce, unsafe)->i; /* CPU checks lengths only, unless unsafe */
+  tpurt_status s = plan(c, data, TPURT_ARG(c, segment_reduce, reduce)->s, TPURT_ARG_segment_reduce_lengths, TPURT_ARG_segment_reduce_offsets, TPURT_ARG(c, segment_reduce, axis)->i, TPURT_ARG(c, segment_reduce, initial), check, &p, &axis);
   if (s) return s;
   int dt = p.dt;
   for (int64_t o = 0; o < p.outer; o++)
@@ -154,10 +154,10 @@ tpurt_status tpurt_kernel_segment_reduce_backward(const tpurt_op_call* c) {
    * -> grad_input shaped like data. max/min share the gradient among the tied extremes (NaN
    * counting as one), dividing only the positive shares, exactly as CPU; prod divides the
    * output by each element, recomputing the product without it for zeros and NaNs. */
-  const tpurt_tensor *grad = &c->args[0].t, *output = &c->args[1].t, *data = &c->args[2].t, *gi = &c->outs[0];
+  const tpurt_tensor *grad = &TPURT_ARG(c, segment_reduce_backward, grad)->t, *output = &TPURT_ARG(c, segment_reduce_backward, output)->t, *data = &TPURT_ARG(c, segment_reduce_backward, data)->t, *gi = &c->outs[0];
   seg_plan p;
   int axis;
-  tpurt_status s = plan(c, data, c->args[3].s, 4, 5, c->args[6].i, &c->args[7], 0, &p, &axis);
+  tpurt_status s = plan(c, data, TPURT_ARG(c, segment_reduce_backward, reduce)->s, TPURT_ARG_segment_reduce_backward_lengths, TPURT_ARG_segment_reduce_backward_offsets, TPURT_ARG(c, segment_reduce_backward, axis)->i, TPURT_ARG(c, segment_reduce_backward, initial), 0, &p, &axis);
   if (s) return s;
   int dt = p.dt;
   int64_t idx[TPURT_MAX_DIMS] = {0};

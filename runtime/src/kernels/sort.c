@@ -395,8 +395,13 @@ static tpurt_status mode_line(tpurt_line* l, const void* ctx) {
 }
 
 /* ---------------------------------------------------------------- kernels */
+#define SELF_AT_SORTS(k) (TPURT_ARG_##k##_self == TPURT_ARG_sort_self)
+_Static_assert(SELF_AT_SORTS(sort_stable) && SELF_AT_SORTS(topk) && SELF_AT_SORTS(kthvalue) && SELF_AT_SORTS(median_dim) &&
+                   SELF_AT_SORTS(nanmedian_dim) && SELF_AT_SORTS(mode),
+               "dim_of and sort_run read self at sort's index");
+#undef SELF_AT_SORTS
 static tpurt_status dim_of(const tpurt_op_call* c, int arg, int* dim) {
-  return tpurt_wrap_dim(c->args[arg].i, c->args[0].t.ndim, dim);
+  return tpurt_wrap_dim(c->args[arg].i, TPURT_ARG(c, sort, self)->t.ndim, dim);
 }
 static int int_keys(const tpurt_tensor* t) { return !tpurt_is_float(t->dtype); }
 
@@ -405,7 +410,7 @@ static tpurt_status sort_run(const tpurt_op_call* c, int dim_arg, int desc) {
   int dim;
   tpurt_status s = dim_of(c, dim_arg, &dim);
   if (s) return s;
-  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, sort, self)->t;
   return tpurt_lines_run(in, dim, int_keys(in), c->outs, 2, sorted_line, &desc);
 }
 tpurt_status tpurt_kernel_sort(const tpurt_op_call* c) { /* sort(self, dim, descending) */
@@ -417,23 +422,23 @@ tpurt_status tpurt_kernel_sort_stable(const tpurt_op_call* c) { /* sort.stable(s
 
 tpurt_status tpurt_kernel_topk(const tpurt_op_call* c) {
   /* topk(self, k, dim, largest, sorted): CPU's selection, ties and unsorted order included */
-  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, topk, self)->t;
   int dim;
-  tpurt_status s = dim_of(c, 2, &dim);
+  tpurt_status s = dim_of(c, TPURT_ARG_topk_dim, &dim);
   if (s) return s;
-  int64_t n = in->ndim ? in->sizes[dim] : 1, k = c->args[1].i;
+  int64_t n = in->ndim ? in->sizes[dim] : 1, k = TPURT_ARG(c, topk, k)->i;
   if (k < 0 || k > n) return tpurt_fail(TPURT_ERR_RUNTIME, "selected index k out of range");
-  topk_ctx t = {k, (int)c->args[3].i, (int)c->args[4].i};
+  topk_ctx t = {k, (int)TPURT_ARG(c, topk, largest)->i, (int)TPURT_ARG(c, topk, sorted)->i};
   return tpurt_lines_run(in, dim, int_keys(in), c->outs, 2, topk_line, &t);
 }
 
 tpurt_status tpurt_kernel_kthvalue(const tpurt_op_call* c) {
   /* kthvalue(self, k, dim, keepdim) */
-  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, kthvalue, self)->t;
   int dim;
-  tpurt_status s = dim_of(c, 2, &dim);
+  tpurt_status s = dim_of(c, TPURT_ARG_kthvalue_dim, &dim);
   if (s) return s;
-  int64_t n = in->ndim ? in->sizes[dim] : 1, k = c->args[1].i;
+  int64_t n = in->ndim ? in->sizes[dim] : 1, k = TPURT_ARG(c, kthvalue, k)->i;
   if (k < 1 || k > n)
     return tpurt_fail(TPURT_ERR_INDEX, "kthvalue(): selected number k out of range for dimension %d", dim);
   int64_t r = k - 1;
@@ -441,8 +446,9 @@ tpurt_status tpurt_kernel_kthvalue(const tpurt_op_call* c) {
 }
 
 /* median(self) / nanmedian(self): the whole tensor as one line, via a dense copy */
+_Static_assert(TPURT_ARG_nanmedian_self == TPURT_ARG_median_self, "median_all serves median and nanmedian");
 static tpurt_status median_all(const tpurt_op_call* c, int skip_nan) {
-  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, median, self)->t;
   int64_t n = tpurt_numel(in);
   tpurt_tensor flat = {.dtype = int_keys(in) ? TPURT_I64 : TPURT_F64, .ndim = in->ndim};
   memcpy(flat.sizes, in->sizes, sizeof flat.sizes);
@@ -457,10 +463,12 @@ static tpurt_status median_all(const tpurt_op_call* c, int skip_nan) {
   return s;
 }
 
+_Static_assert(TPURT_ARG_nanmedian_dim_self == TPURT_ARG_median_dim_self && TPURT_ARG_nanmedian_dim_dim == TPURT_ARG_median_dim_dim,
+               "median_dim serves median.dim and nanmedian.dim");
 static tpurt_status median_dim(const tpurt_op_call* c, int skip_nan) {
-  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, median_dim, self)->t;
   int dim;
-  tpurt_status s = dim_of(c, 1, &dim);
+  tpurt_status s = dim_of(c, TPURT_ARG_median_dim_dim, &dim);
   if (s) return s;
   if (in->ndim && in->sizes[dim] == 0)
     return tpurt_fail(TPURT_ERR_INDEX, "median() cannot compute median for a dimension of size 0");
@@ -474,9 +482,9 @@ tpurt_status tpurt_kernel_nanmedian_dim(const tpurt_op_call* c) { return median_
 
 tpurt_status tpurt_kernel_mode(const tpurt_op_call* c) {
   /* mode(self, dim, keepdim) */
-  const tpurt_tensor* in = &c->args[0].t;
+  const tpurt_tensor* in = &TPURT_ARG(c, mode, self)->t;
   int dim;
-  tpurt_status s = dim_of(c, 1, &dim);
+  tpurt_status s = dim_of(c, TPURT_ARG_mode_dim, &dim);
   if (s) return s;
   return tpurt_lines_run(in, dim, int_keys(in), c->outs, 2, mode_line, NULL);
 }

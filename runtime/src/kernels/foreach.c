@@ -391,40 +391,53 @@ static tpurt_status adam_tensor(const adam_ctx* k, tpurt_ctype ct, const tpurt_t
   return s;
 }
 
+#define ADAMW_AGREES(x) (TPURT_ARG_fused_adamw_##x == TPURT_ARG_fused_adam_##x)
+_Static_assert(ADAMW_AGREES(self) && ADAMW_AGREES(grads) && ADAMW_AGREES(exp_avgs) && ADAMW_AGREES(exp_avg_sqs) &&
+                   ADAMW_AGREES(max_exp_avg_sqs) && ADAMW_AGREES(state_steps) && ADAMW_AGREES(lr) && ADAMW_AGREES(beta1) &&
+                   ADAMW_AGREES(beta2) && ADAMW_AGREES(weight_decay) && ADAMW_AGREES(eps) && ADAMW_AGREES(amsgrad) &&
+                   ADAMW_AGREES(maximize) && ADAMW_AGREES(grad_scale) && ADAMW_AGREES(found_inf),
+               "fused_adam serves _fused_adam_ and _fused_adamw_");
+#undef ADAMW_AGREES
+/* the loop below checks the lists grads .. state_steps */
+_Static_assert(TPURT_ARG_fused_adam_exp_avgs == TPURT_ARG_fused_adam_grads + 1 &&
+                   TPURT_ARG_fused_adam_exp_avg_sqs == TPURT_ARG_fused_adam_grads + 2 &&
+                   TPURT_ARG_fused_adam_max_exp_avg_sqs == TPURT_ARG_fused_adam_grads + 3 &&
+                   TPURT_ARG_fused_adam_state_steps == TPURT_ARG_fused_adam_grads + 4,
+               "_fused_adam_: the tensor lists grads .. state_steps in a row");
 static tpurt_status fused_adam(const tpurt_op_call* c, int adamw, const char* op) {
   /* (self[], grads[], exp_avgs[], exp_avg_sqs[], max_exp_avg_sqs[], state_steps[], lr, beta1,
    *  beta2, weight_decay, eps, amsgrad, maximize, grad_scale?, found_inf?) + output list */
   if (!fe_outs(c) || c->nargs < 16) return tpurt_fail(TPURT_ERR_VALUE, "%s: malformed call", op);
   const tpurt_value* a = c->args;
-  int n = a[0].n, amsgrad = (int)tpurt_value_i(&a[11]);
-  for (int k = 1; k < 6; k++) {
-    if (k == 4 && !amsgrad) continue;
+  int n = a[TPURT_ARG_fused_adam_self].n, amsgrad = (int)tpurt_value_i(&a[TPURT_ARG_fused_adam_amsgrad]);
+  for (int k = TPURT_ARG_fused_adam_grads; k < TPURT_ARG_fused_adam_state_steps + 1; k++) {
+    if (k == TPURT_ARG_fused_adam_max_exp_avg_sqs && !amsgrad) continue;
     tpurt_status s = fe_check_len(&a[k], n, op);
     if (s) return s;
   }
-  if (a[14].kind != TPURT_V_NONE && tpurt_value_f(&a[14]) == 1.0) return TPURT_OK; /* found_inf */
-  adam_ctx k = {.lr = tpurt_value_f(&a[6]), .beta1 = tpurt_value_f(&a[7]), .beta2 = tpurt_value_f(&a[8]),
-                .wd = tpurt_value_f(&a[9]), .eps = tpurt_value_f(&a[10]), .adamw = adamw,
-                .maximize = (int)tpurt_value_i(&a[12])};
+  if (a[TPURT_ARG_fused_adam_found_inf].kind != TPURT_V_NONE && tpurt_value_f(&a[TPURT_ARG_fused_adam_found_inf]) == 1.0) return TPURT_OK; /* found_inf */
+  adam_ctx k = {.lr = tpurt_value_f(&a[TPURT_ARG_fused_adam_lr]), .beta1 = tpurt_value_f(&a[TPURT_ARG_fused_adam_beta1]), .beta2 = tpurt_value_f(&a[TPURT_ARG_fused_adam_beta2]),
+                .wd = tpurt_value_f(&a[TPURT_ARG_fused_adam_weight_decay]), .eps = tpurt_value_f(&a[TPURT_ARG_fused_adam_eps]), .adamw = adamw,
+                .maximize = (int)tpurt_value_i(&a[TPURT_ARG_fused_adam_maximize])};
   for (int i = 0; i < n; i++) {
-    const tpurt_tensor* param = &a[0].tensors[i];
-    const tpurt_tensor* grad = &a[1].tensors[i];
+    const tpurt_tensor* param = &a[TPURT_ARG_fused_adam_self].tensors[i];
+    const tpurt_tensor* grad = &a[TPURT_ARG_fused_adam_grads].tensors[i];
     if (!tpurt_is_float(param->dtype))
       return tpurt_fail(TPURT_ERR_RUNTIME, "%s: expected floating point params, got %s", op,
                         tpurt_dtype_name((tpurt_dtype)param->dtype));
     tpurt_ctype ct = tpurt_ctype_of(param->dtype);
-    double step = tpurt_load_f64(a[5].tensors[i].data, a[5].tensors[i].dtype);
+    double step = tpurt_load_f64(a[TPURT_ARG_fused_adam_state_steps].tensors[i].data, a[TPURT_ARG_fused_adam_state_steps].tensors[i].dtype);
     k.step_size = k.lr / (1 - pow(k.beta1, step));
     k.bc2_sqrt = sqrt(1 - pow(k.beta2, step));
     tpurt_status s = TPURT_OK;
-    if (a[13].kind != TPURT_V_NONE) { /* grads are unscaled in place first */
+    if (a[TPURT_ARG_fused_adam_grad_scale].kind != TPURT_V_NONE) { /* grads are unscaled in place first */
       int64_t st[1]; /* 8-byte aligned scalar storage */
-      tpurt_tensor gs[2] = {*grad, tpurt_scalar_tensor(&a[13], st)};
+      tpurt_tensor gs[2] = {*grad, tpurt_scalar_tensor(&a[TPURT_ARG_fused_adam_grad_scale], st)};
       fe_ctx one = {1.0, 1};
       s = tpurt_ew_run(grad, 2, gs, ct, ct == TPURT_CT_F64 ? fe_div_double : fe_div_float, &one);
     }
-    if (!s) s = adam_tensor(&k, ct, param, grad, &a[2].tensors[i], &a[3].tensors[i],
-                            amsgrad ? &a[4].tensors[i] : NULL);
+    if (!s) s = adam_tensor(&k, ct, param, grad, &a[TPURT_ARG_fused_adam_exp_avgs].tensors[i], &a[TPURT_ARG_fused_adam_exp_avg_sqs].tensors[i],
+                            amsgrad ? &a[TPURT_ARG_fused_adam_max_exp_avg_sqs].tensors[i] : NULL);
     if (s) return s;
   }
   return TPURT_OK;
@@ -473,29 +486,29 @@ tpurt_status tpurt_kernel_fused_sgd(const tpurt_op_call* c) {
   const char* op = "_fused_sgd_";
   if (!fe_outs(c) || c->nargs < 13) return tpurt_fail(TPURT_ERR_VALUE, "%s: malformed call", op);
   const tpurt_value* a = c->args;
-  int n = a[0].n;
-  sgd_ctx k = {.wd = tpurt_value_f(&a[3]), .momentum = tpurt_value_f(&a[4]), .dampening = tpurt_value_f(&a[6]),
-               .nesterov = (int)tpurt_value_i(&a[7]), .maximize = (int)tpurt_value_i(&a[8]),
-               .first = (int)tpurt_value_i(&a[9])};
-  k.lr = a[5].kind == TPURT_V_TENSOR ? tpurt_load_f64(a[5].t.data, a[5].t.dtype) : tpurt_value_f(&a[5]);
-  tpurt_status s = fe_check_len(&a[1], n, op);
-  if (!s && k.momentum != 0) s = fe_check_len(&a[2], n, op);
+  int n = a[TPURT_ARG_fused_sgd_self].n;
+  sgd_ctx k = {.wd = tpurt_value_f(&a[TPURT_ARG_fused_sgd_weight_decay]), .momentum = tpurt_value_f(&a[TPURT_ARG_fused_sgd_momentum]), .dampening = tpurt_value_f(&a[TPURT_ARG_fused_sgd_dampening]),
+               .nesterov = (int)tpurt_value_i(&a[TPURT_ARG_fused_sgd_nesterov]), .maximize = (int)tpurt_value_i(&a[TPURT_ARG_fused_sgd_maximize]),
+               .first = (int)tpurt_value_i(&a[TPURT_ARG_fused_sgd_is_first_step])};
+  k.lr = a[TPURT_ARG_fused_sgd_lr].kind == TPURT_V_TENSOR ? tpurt_load_f64(a[TPURT_ARG_fused_sgd_lr].t.data, a[TPURT_ARG_fused_sgd_lr].t.dtype) : tpurt_value_f(&a[TPURT_ARG_fused_sgd_lr]);
+  tpurt_status s = fe_check_len(&a[TPURT_ARG_fused_sgd_grads], n, op);
+  if (!s && k.momentum != 0) s = fe_check_len(&a[TPURT_ARG_fused_sgd_momentum_buffer_list], n, op);
   if (s) return s;
-  if (a[11].kind != TPURT_V_NONE && tpurt_value_f(&a[11]) == 1.0) return TPURT_OK; /* found_inf */
+  if (a[TPURT_ARG_fused_sgd_found_inf].kind != TPURT_V_NONE && tpurt_value_f(&a[TPURT_ARG_fused_sgd_found_inf]) == 1.0) return TPURT_OK; /* found_inf */
   for (int i = 0; i < n; i++) {
-    const tpurt_tensor *param = &a[0].tensors[i], *grad = &a[1].tensors[i];
+    const tpurt_tensor *param = &a[TPURT_ARG_fused_sgd_self].tensors[i], *grad = &a[TPURT_ARG_fused_sgd_grads].tensors[i];
     if (!tpurt_is_float(param->dtype))
       return tpurt_fail(TPURT_ERR_RUNTIME, "%s: expected floating point params, got %s", op,
                         tpurt_dtype_name((tpurt_dtype)param->dtype));
     tpurt_ctype ct = tpurt_ctype_of(param->dtype);
     int d = ct == TPURT_CT_F64;
-    if (a[10].kind != TPURT_V_NONE) { /* grads are unscaled in place first */
+    if (a[TPURT_ARG_fused_sgd_grad_scale].kind != TPURT_V_NONE) { /* grads are unscaled in place first */
       int64_t st[1]; /* 8-byte aligned scalar storage */
-      tpurt_tensor gs[2] = {*grad, tpurt_scalar_tensor(&a[10], st)};
+      tpurt_tensor gs[2] = {*grad, tpurt_scalar_tensor(&a[TPURT_ARG_fused_sgd_grad_scale], st)};
       fe_ctx one = {1.0, 1};
       s = tpurt_ew_run(grad, 2, gs, ct, d ? fe_div_double : fe_div_float, &one);
     }
-    const tpurt_tensor* buf = k.momentum != 0 ? &a[2].tensors[i] : grad;
+    const tpurt_tensor* buf = k.momentum != 0 ? &a[TPURT_ARG_fused_sgd_momentum_buffer_list].tensors[i] : grad;
     tpurt_tensor in[3] = {*buf, *grad, *param};
     if (!s && k.momentum != 0) s = tpurt_ew_run(buf, 3, in, ct, d ? sgd_buf_double : sgd_buf_float, &k);
     tpurt_tensor pin[3] = {*param, *grad, *buf};

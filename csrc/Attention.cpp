@@ -38,13 +38,18 @@ namespace {
 // runtime's fused kernel (op table) when the runtime's plan takes the call; PyTorch's own
 // contract decides the rest (different head counts need enable_gqa; a mask that needs a
 // gradient takes the math path, whose autograd gives it one).
+// Under torch.compile the tensors are fake with symbolic sizes: nothing reads their data, and
+// only the head counts (what the plan decides on) are made concrete, so batch and sequence
+// dims stay dynamic (mark_dynamic on a train step compiles one graph).
 int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                          const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
                          std::optional<double> scale, bool enable_gqa) {
   static const int op = tpurt_op_lookup("_scaled_dot_product_fused_attention_overrideable");
+  constexpr int kHeads = 1;
   const bool has_mask = mask.has_value() && mask->defined();
   auto math = static_cast<int64_t>(at::SDPBackend::math);
-  if ((has_mask && mask->requires_grad()) || (!enable_gqa && q.dim() > 1 && k.dim() > 1 && q.size(1) != k.size(1)))
+  if ((has_mask && mask->requires_grad()) ||
+      (!enable_gqa && q.dim() > kHeads && k.dim() > kHeads && q.sym_size(kHeads) != k.sym_size(kHeads)))
     return math;
   for (const auto* t : {&q, &k, &v, has_mask ? &*mask : &q})
     if (t->dim() > TPURT_MAX_DIMS || to_tpurt_dtype(t->scalar_type()) < 0) return math;
@@ -53,10 +58,16 @@ int64_t fused_sdp_choice(const at::Tensor& q, const at::Tensor& k, const at::Ten
   call.op = op;
   call.device = q.device().is_privateuseone() ? q.device().index() : 0;
   call.nargs = 8;
-  auto tensor = [](const at::Tensor& t) {
+  auto tensor = [](const at::Tensor& t) {  // a plan reads descriptors only: no data pointer
     tpurt_value v{};
-    v.kind = TPURT_V_TENSOR, v.scalar_dtype = -1, v.t = describe(t);
-    v.t.data = nullptr;  // a plan reads descriptors only
+    v.kind = TPURT_V_TENSOR, v.scalar_dtype = -1;
+    v.t.dtype = to_tpurt_dtype(t.scalar_type());
+    v.t.ndim = static_cast<int32_t>(t.dim());
+    for (int64_t i = 0; i < t.dim(); i++) {
+      const auto& size = t.sym_size(i);
+      v.t.sizes[i] = size.maybe_as_int().value_or(i == kHeads ? size.guard_int(__FILE__, __LINE__) : 1);
+      v.t.strides[i] = t.sym_stride(i).maybe_as_int().value_or(0);
+    }
     return v;
   };
   call.args[0] = tensor(q), call.args[1] = tensor(k), call.args[2] = tensor(v);

@@ -4,6 +4,7 @@
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/extension.h>
 
+#include <cstring>
 #include <map>
 #include <unordered_map>
 
@@ -194,6 +195,46 @@ std::vector<std::pair<std::string, std::string>> native_ops() {
   return v;
 }
 
+
+// torch.compile's generated C++ kernels (torch_tpu/compiler/launch.py): tensors become their
+// data pointers, Python ints and floats int64 slots (floats as a double's bits), and the launch
+// is a command on the stream of the tensors' tpu device, ordered with eager ops. A CPU tensor
+// is not stream-ordered memory (the wrapper may free it right after the call), so a launch that
+// reads one waits for the kernel.
+void launch_host_kernel(uintptr_t fn, const std::string& name, const py::args& args) {
+  TORCH_CHECK(args.size() <= TPURT_MAX_HOST_KERNEL_ARGS, "compiled kernel ", name, ": too many arguments");
+  int64_t slots[TPURT_MAX_HOST_KERNEL_ARGS];
+  int n = 0;
+  int device = -1;
+  bool host_tensor = false;
+  for (const auto& h : args) {
+    PyObject* o = h.ptr();
+    if (THPVariable_Check(o)) {
+      const auto& t = THPVariable_Unpack(o);
+      if (t.device().type() == kTpu) {
+        TORCH_CHECK(device < 0 || device == t.device().index(), "compiled kernel ", name,
+                    ": tensors on tpu:", device, " and ", t.device());
+        device = t.device().index();
+      } else {
+        TORCH_CHECK(t.device().is_cpu(), "compiled kernel ", name, ": a tensor on ", t.device());
+        host_tensor = true;
+      }
+      slots[n++] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data_ptr()));
+    } else if (PyFloat_Check(o)) {
+      double d = PyFloat_AS_DOUBLE(o);
+      std::memcpy(&slots[n++], &d, sizeof d);
+    } else {
+      slots[n++] = py::cast<int64_t>(h);
+    }
+  }
+  if (device < 0) device = tpurt_device_get();
+  int32_t stream = current_stream(static_cast<c10::DeviceIndex>(device));
+  {
+    py::gil_scoped_release nogil;
+    check(tpurt_host_kernel_launch(stream, reinterpret_cast<tpurt_host_kernel_fn>(fn), slots, n, name.c_str()));
+    if (host_tensor) check(tpurt_stream_synchronize(stream));
+  }
+}
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -221,6 +262,17 @@ PYBIND11_MODULE(_C, m) {
     reset_fallback_counts();
   });
   m.def("_native_ops", &native_ops);
+  m.def("_op_kinds", [] {  // overload -> the op table's kind ("matmul", "elementwise", ...)
+    std::map<std::string, std::string> kinds;
+    for (int i = 0; i < tpurt_op_name_count(); i++) {
+      tpurt_op_info info{};
+      info.struct_size = sizeof info;
+      check(tpurt_op_get_info(tpurt_op_lookup(tpurt_op_name(i)), &info));
+      kinds[tpurt_op_name(i)] = tpurt_op_kind_name(info.kind);
+    }
+    return kinds;
+  });
+  m.def("_launch_host_kernel", &launch_host_kernel);
   m.def("_environment", [] {  // the runtime's table: (name, description, value or None)
     py::list l;
     for (int e = 0; e < TPURT_ENV_COUNT; e++) {

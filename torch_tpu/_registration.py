@@ -24,6 +24,7 @@ def register():
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
     _C_init()
     _after_import("torch._dynamo.device_interface", _install_dynamo_interface)
+    _after_import("torch._inductor.codegen.wrapper", _install_inductor)
     _after_import("accelerate.state", _install_accelerate)
     for name in ("safetensors", "safetensors.torch"):
         _after_import(name, _install_safetensors)
@@ -44,6 +45,12 @@ def _install_dynamo_interface(mod):
     mod.register_interface_for_device("tpu", TpuInterface)
     for i in range(torch.tpu.device_count()):
         mod.register_interface_for_device(f"tpu:{i}", TpuInterface)
+
+
+def _install_inductor(mod):
+    from . import compiler
+
+    compiler.install(mod)
 
 
 def _install_accelerate(mod):

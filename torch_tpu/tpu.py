@@ -90,7 +90,7 @@ def synchronize(device: _Device = None) -> None:
 _DeviceProperties = namedtuple(
     "_DeviceProperties",
     "name generation accelerator_type topology total_memory bf16_tflops hbm_GBps ici_GBps_bidir "
-    "mxu_dim mxu_count tensorcores usd_per_chip_hour global_index",
+    "mxu_dim mxu_count tensorcores usd_per_chip_hour global_index multi_processor_count",
 )
 
 
@@ -102,7 +102,10 @@ def get_device_properties(device: _Device = None):
         bf16_tflops=i["bf16_tflops"], hbm_GBps=i["hbm_GBps"], ici_GBps_bidir=i["ici_GBps_bidir"],
         mxu_dim=i["mxu_dim"], mxu_count=i["mxu_count"], tensorcores=i["tensorcores"],
         usd_per_chip_hour=i["usd_per_chip_hour"] if i["usd_per_chip_hour"] >= 0 else None,
-        global_index=i["global_index"])
+        global_index=i["global_index"],
+        # torch.compile's generated loops run on the host: Inductor sizes its reduction splits
+        # by the threads they parallelise over (the name is Inductor's, from CUDA)
+        multi_processor_count=torch.get_num_threads())
 
 
 def get_device_name(device: _Device = None) -> str:

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define TPURT_VERSION_MAJOR 0
-#define TPURT_VERSION_MINOR 4
+#define TPURT_VERSION_MINOR 5
 
 /* ---------------------------------------------------------------- status codes */
 /* X(code, value, the c10 error class the C++ boundary throws, which PyTorch turns into the
@@ -309,6 +309,17 @@ tpurt_status tpurt_graph_get_stats(const tpurt_graph* g, tpurt_graph_stats* out)
  * output buffer (entries of intermediates are ignored). Enqueued as one command; errors are
  * reported like a kernel's. */
 tpurt_status tpurt_graph_launch(tpurt_graph* g, int32_t stream, void* const* buffers);
+
+/* ---------------------------------------------------------------- host kernels (since 0.5) */
+/* A loop nest compiled for the host (torch.compile's generated C++ kernels): fn(args, msg,
+ * msg_size) returns 0, or nonzero after writing why into msg. It runs on the stream's worker,
+ * in order with the op launches around it, so it reads what earlier ops wrote and later ops
+ * read what it writes, with no host synchronisation. args (device pointers and integers) are
+ * copied; name (for error messages) is copied too. Its failure is reported like a kernel's. */
+typedef int (*tpurt_host_kernel_fn)(const int64_t* args, char* msg, size_t msg_size);
+#define TPURT_MAX_HOST_KERNEL_ARGS 512
+tpurt_status tpurt_host_kernel_launch(int32_t stream, tpurt_host_kernel_fn fn, const int64_t* args, int nargs,
+                                      const char* name);
 
 /* ---------------------------------------------------------------- environment (since 0.4) */
 /* Every environment variable the runtime reads: X(enum, name, what it does). */

@@ -102,6 +102,50 @@ static void test_streams_events(void) {
   tpurt_event_destroy(e1);
 }
 
+/* Host kernels (torch.compile's loops): in order with the stream's other work, arguments
+ * copied at launch, a failure reported with the kernel's name, debug mode synchronous. */
+static int host_scale(const int64_t* a, char* msg, size_t n) {
+  float* x = (float*)(intptr_t)a[0];
+  double by;
+  memcpy(&by, &a[2], sizeof by);
+  for (int64_t i = 0; i < a[1]; i++) x[i] *= (float)by;
+  int* seen = (int*)(intptr_t)a[3];
+  seen[1] = seen[0];  /* what the command before it had done by then */
+  return 0;
+}
+static int host_refuse(const int64_t* a, char* msg, size_t n) {
+  snprintf(msg, n, "ZeroDivisionError at %lld", (long long)a[0]);
+  return 1;
+}
+static void test_host_kernels(void) {
+  int32_t s = tpurt_stream_make(0, 0);
+  int counter[2] = {0, -1};
+  float* x;
+  tpurt_malloc(0, 4 * sizeof *x, 0, (void**)&x);
+  for (int i = 0; i < 4; i++) x[i] = (float)i;
+  tpurt_stream_enqueue(s, sleepy, &counter[0], NULL, "sleepy");
+  double three = 3.0;
+  int64_t args[4] = {(int64_t)(intptr_t)x, 4, 0, (int64_t)(intptr_t)counter};
+  memcpy(&args[2], &three, sizeof three);
+  CHECK(tpurt_host_kernel_launch(s, host_scale, args, 4, "cpp_fused_mul_0") == TPURT_OK, "%s", tpurt_last_error());
+  args[1] = 0;  /* copied at launch: changing it now changes nothing */
+  CHECK(tpurt_stream_synchronize(s) == TPURT_OK && x[3] == 9.0f, "ran with its arguments: x[3] = %g", x[3]);
+  CHECK(counter[1] == 1, "ran after the command before it (saw %d)", counter[1]);
+  int64_t where = 7;
+  CHECK(tpurt_host_kernel_launch(s, host_refuse, &where, 1, "cpp_fused_div_1") == TPURT_OK, "queued");
+  CHECK(tpurt_stream_synchronize(s) == TPURT_ERR_RUNTIME, "failure reported");
+  CHECK(strstr(tpurt_last_error(), "cpp_fused_div_1") && strstr(tpurt_last_error(), "ZeroDivisionError at 7"),
+        "message names the kernel and says why: %s", tpurt_last_error());
+  tpurt_set_eager_mode(TPURT_MODE_DEBUG);
+  CHECK(tpurt_host_kernel_launch(s, host_refuse, &where, 1, "cpp_fused_div_1") == TPURT_ERR_RUNTIME,
+        "debug mode raises from the launch");
+  tpurt_set_eager_mode(TPURT_MODE_STRICT);
+  CHECK(tpurt_host_kernel_launch(s, NULL, NULL, 0, "none") == TPURT_ERR_VALUE, "no function");
+  CHECK(tpurt_host_kernel_launch(s, host_scale, args, TPURT_MAX_HOST_KERNEL_ARGS + 1, "many") == TPURT_ERR_VALUE,
+        "too many arguments");
+  tpurt_free(x);
+}
+
 static void test_copies_and_ops(void) {
   float host[6] = {1, 2, 3, 4, 5, 6}, back[6] = {0};
   void* dev;
@@ -243,6 +287,7 @@ int main(void) {
   test_chips();
   test_allocator();
   test_streams_events();
+  test_host_kernels();
   test_copies_and_ops();
   test_data_sized_outputs();
   test_common_dtype_rounding();

@@ -1,0 +1,116 @@
+"""torch.compile for tpu: the backend "tpu" and Inductor's code generation for the device.
+
+Registration happens right after torch._inductor.codegen.wrapper is imported: Inductor's own
+lazy registration for "tpu" (Pallas, in init_backend_registration, which imports that module
+first) then finds ours in place (ARCHITECTURE.md, known traps)."""
+import functools
+import hashlib
+import pathlib
+
+import torch
+
+from .. import _C
+
+
+# Scheduler passes that torch 2.13 skips for C++ kernels by testing node.is_cpu(), i.e.
+# device.type == "cpu" (scheduler.py: loop reordering, reindexing and index inversion in
+# fusion): tpu graphs are C++ kernels too, and reindexing one crashes. The change upstream
+# wants: ask the device's scheduling whether it generates C++ instead of the device type.
+CPP_KERNEL_CONFIG = {
+    "loop_ordering_after_fusion": False,
+    "loop_reindexing_after_fusion": False,
+    "loop_index_inversion_in_fusion": False,
+}
+_TESTED_TORCH = "2.13."
+
+
+def backend(gm, example_inputs, options=None):
+    """torch.compile(m, backend="tpu"): Inductor, with the tpu decomposition table (every op the
+    runtime's table calls matmul-like stays one call into the tpu kernel, so it rounds its
+    operands as eager tpu does)."""
+    from torch._inductor.compile_fx import compile_fx
+
+    patches = {**CPP_KERNEL_CONFIG, **dict(options or {})}
+    return compile_fx(gm, example_inputs, config_patches=patches, decompositions=decompositions())
+
+
+@functools.cache
+def _matmul_overloads():
+    """The ATen overloads the op table's kind column calls matmul-like."""
+    found = []
+    for name, kind in _C._op_kinds().items():
+        if kind != "matmul" or name.startswith("tpurt::"):
+            continue
+        base, _, overload = name.partition(".")
+        packet = getattr(torch.ops.aten, base, None)
+        op = getattr(packet, overload or "default", None) if packet is not None else None
+        if op is not None:
+            found.append(op)
+    return tuple(found)
+
+
+def decompositions():
+    """Inductor's decomposition table without the matmul-like ops: Inductor decomposes a K=1
+    mm/addmm/bmm into multiplies on non-CPU devices, which would skip the MXU's bf16 operand
+    rounding that eager tpu applies."""
+    from torch._inductor.decomposition import select_decomp_table
+
+    table = dict(select_decomp_table())
+    for op in _matmul_overloads():
+        table.pop(op, None)
+    return table
+
+
+def _codegen_version():
+    """Hash of this package's code generation: part of Inductor's FX graph cache key, so a
+    cached wrapper written by another torch_tpu version is never reused."""
+    h = hashlib.sha256()
+    for f in sorted(pathlib.Path(__file__).parent.glob("*.py")):
+        h.update(f.read_bytes())
+    h.update(repr(_C._runtime_version()).encode())
+    return h.hexdigest()
+
+
+def _cache_key_pass():
+    from torch._inductor.custom_graph_pass import CustomGraphModulePass
+
+    class CodegenVersion(CustomGraphModulePass):
+        """Changes no graph; its uuid keys Inductor's caches by torch_tpu's code generation."""
+
+        def __call__(self, gm):
+            return None
+
+        def uuid(self):
+            return _codegen_version()
+
+    return CodegenVersion()
+
+
+def install(wrapper_module):
+    """Registers device "tpu" with Inductor, once torch._inductor.codegen.wrapper is imported."""
+    from torch._inductor.codegen.common import register_backend_for_device
+    from torch._inductor.codegen.cpp import CppScheduling
+
+    from .codegen import TpuWrapperCodegen
+
+    register_backend_for_device("tpu", CppScheduling, TpuWrapperCodegen, device_custom_pass=_cache_key_pass())
+    # The backend name Inductor's passes consult for the device (dtype propagation, vector
+    # code): "tpu" means Pallas in torch 2.13; it only ever concerns tpu graphs.
+    torch._inductor.config.tpu_backend = "cpp"
+    # Plain torch.compile (backend "inductor") reads the global config: there the C++-kernel
+    # settings are set only when no GPU-like device shares the process, where they change
+    # nothing but tpu graphs (CPU graphs skip those passes already).
+    if not any(_gpu_like()):
+        for name, value in CPP_KERNEL_CONFIG.items():
+            setattr(torch._inductor.config, name, value)
+    if not torch.__version__.startswith(_TESTED_TORCH):
+        import warnings
+
+        warnings.warn(f"torch_tpu's compiler was built against torch {_TESTED_TORCH}x; torch {torch.__version__} may "
+                      "generate code it does not expect", stacklevel=2)
+
+
+def _gpu_like():
+    for name in ("cuda", "xpu", "mps", "mtia"):
+        mod = getattr(torch, name, None)
+        yield mod is not None and hasattr(mod, "is_available") and mod.is_available()

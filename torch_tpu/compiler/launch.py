@@ -1,0 +1,79 @@
+"""Runs torch.compile's generated C++ kernels on the tpu stream.
+
+Inductor's C++ code generation writes a loop nest `kernel(const float* in_ptr0, float*
+out_ptr0, const int64_t ks0, ...)`. Here each one gets a uniform entry point, `kernel`, taking
+the arguments as an int64 array, and every call becomes a command on the stream of the tensors'
+device (tpurt_host_kernel_launch): in order with the eager tpu ops the graph also calls
+(matmul, convolution, attention), with no host synchronisation per kernel."""
+import functools
+
+from torch._inductor.async_compile import AsyncCompile
+from torch._inductor.codecache import LambdaFuture
+
+from .. import _C
+
+# The entry every generated kernel is given; Inductor's own function is renamed to BODY.
+BODY = "tpu_kernel_body"
+_ENTRY = """
+#include <cstdio>
+#include <cstring>
+#include <exception>
+static inline double tpu_arg_as_double(int64_t bits) {{ double d; std::memcpy(&d, &bits, sizeof d); return d; }}
+extern "C" int kernel(const int64_t* a, char* msg, size_t msg_size) {{
+  try {{
+    {body}({args});
+    return 0;
+  }} catch (const std::exception& e) {{
+    std::snprintf(msg, msg_size, "%s", e.what());
+  }} catch (...) {{
+    std::snprintf(msg, msg_size, "unknown C++ exception");
+  }}
+  return 1;
+}}
+"""
+
+
+def _unpack(i, argtype):
+    """The C++ expression that reads argument i of type argtype from the int64 array."""
+    t = argtype.strip()
+    if "*" in t:
+        return f"reinterpret_cast<{t}>(a[{i}])"
+    if t.removeprefix("const ").strip() in ("double", "float"):
+        return f"static_cast<{t.removeprefix('const ').strip()}>(tpu_arg_as_double(a[{i}]))"
+    return f"static_cast<{t.removeprefix('const ').strip()}>(a[{i}])"
+
+
+def entry_source(argtypes, source_code):
+    """The kernel's source with Inductor's function renamed and the uniform entry appended."""
+    renamed = source_code.replace('void  kernel(', f'void {BODY}(').replace('void kernel(', f'void {BODY}(')
+    if renamed == source_code:
+        raise RuntimeError("torch_tpu: Inductor's C++ kernel has no function named 'kernel' (torch version?)")
+    args = ", ".join(_unpack(i, t) for i, t in enumerate(argtypes))
+    return renamed + _ENTRY.format(body=BODY, args=args)
+
+
+class TpuKernel:
+    """A compiled kernel: calling it with tensors and integers launches it on the stream."""
+
+    __slots__ = ("name", "_call")
+
+    def __init__(self, name, cfunc):
+        import ctypes
+
+        self.name = name
+        self._call = functools.partial(_C._launch_host_kernel, ctypes.cast(cfunc, ctypes.c_void_p).value, name)
+
+    def __call__(self, *args):
+        return self._call(*args)
+
+
+class TpuAsyncCompile(AsyncCompile):
+    """Inductor's compile pool, with C++ kernels compiled for the tpu stream instead of as
+    Python bindings that run on the calling thread (the wrapper's kernel definitions call
+    tpu_kernel where Inductor writes cpp_pybinding)."""
+
+    def tpu_kernel(self, name, argtypes, source_code):
+        compiled = self.cpp(entry_source(argtypes, source_code))
+        if isinstance(compiled, LambdaFuture):
+            return LambdaFuture(lambda: TpuKernel(name, compiled.result()))
+        return TpuKernel(name, compiled)

@@ -90,17 +90,49 @@ def test_integer_division_by_zero_in_a_compiled_kernel_raises():
     assert torch.compile(f, backend="tpu")(a, b.clamp(min=1)).cpu()[2].item() == 3
 
 
-def test_mark_dynamic_compiles_one_graph_for_every_size():
-    def f(a):
-        return torch.nn.functional.layer_norm(a * a.sigmoid(), a.shape[-1:]).sum(-1)
+def norm_gate(a):
+    return torch.nn.functional.layer_norm(a * a.sigmoid(), a.shape[-1:]).sum(-1)
 
-    compiled = torch.compile(f, backend="tpu")
-    frames = torch._dynamo.utils.counters["stats"]["unique_graphs"]
-    for n in (3, 8, 17, 40):
+
+def test_static_shapes_recompile_per_shape_with_the_cause(monkeypatch, capfd):
+    monkeypatch.setenv("TPU_EXPLAIN_RECOMPILES", "1")
+    torch.tpu.metrics.reset()
+    compiled = torch.compile(norm_gate, backend="tpu")
+    for n in (4, 8, 8, 16):  # Dynamo alone would make dim 0 dynamic at the second size
+        a = torch.randn(n, 24, device="tpu")
+        torch.testing.assert_close(compiled(a).cpu(), norm_gate(a).cpu())
+    c = torch.tpu.metrics.compile_counters()
+    assert c["frames_compiled"] == 3 and c["recompiles"] == 2 and c["graph_breaks"] == 0
+    assert [(r.input, r.dim, r.old, r.new) for r in torch.tpu.metrics.recompiles()] == [("L['a']", 0, 4, 8),
+                                                                                       ("L['a']", 0, 8, 16)]
+    assert c["graphs_compiled"] == 3 and c["compile_seconds"] > 0
+    assert "norm_gate: recompiled because L['a'] dim 0 changed 8 -> 16" in capfd.readouterr().err
+
+
+def test_bounded_dynamism_one_graph_for_every_size_in_the_bound():
+    torch.tpu.metrics.reset()
+    compiled = torch.compile(norm_gate, backend="tpu", options={"bounded_dynamism": True})
+    graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    for n in (3, 8, 17, 40, 64, 2):
         a = torch.randn(n, 24, device="tpu")
         torch._dynamo.mark_dynamic(a, 0, min=2, max=64)
-        torch.testing.assert_close(compiled(a).cpu(), f(a).cpu(), rtol=1e-5, atol=1e-5)
-    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] - frames == 1
+        torch.testing.assert_close(compiled(a).cpu(), norm_gate(a).cpu(), rtol=1e-5, atol=1e-5)
+    c = torch.tpu.metrics.compile_counters()
+    assert c["frames_compiled"] == 1 and c["recompiles"] == 0
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] - graphs == 1
+    assert c["dynamic_bounds"] == {"norm_gate: L['a'] dim 0": (2, 64)}
+    a = torch.randn(100, 24, device="tpu")  # outside the bound: a graph of its own, and why
+    torch.testing.assert_close(compiled(a).cpu(), norm_gate(a).cpu(), rtol=1e-5, atol=1e-5)
+    assert [str(r) for r in torch.tpu.metrics.recompiles()] == [
+        "norm_gate: recompiled because L['a'] dim 0 changed 2..64 -> 100"]
+
+
+def test_bounded_dynamism_requires_a_bound():
+    compiled = torch.compile(norm_gate, backend="tpu", options={"bounded_dynamism": True})
+    a = torch.randn(5, 24, device="tpu")
+    torch._dynamo.mark_dynamic(a, 0)
+    with pytest.raises(Exception, match="marked dynamic without a bound"):
+        compiled(a)
 
 
 def test_compiled_training_step_matches_eager():

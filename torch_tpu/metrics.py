@@ -1,5 +1,7 @@
 """``torch.tpu.metrics``: what the emulated chip did — ops executed (per kernel), ops that
 fell back to the CPU and why, host<->device transfers, allocations, float64 use."""
+import sys
+
 from . import _C
 
 
@@ -18,8 +20,25 @@ def executed_ops() -> dict:
     return dict(_C._metrics()["kernels"])
 
 
+def compile_counters() -> dict:
+    """torch.compile(backend="tpu"): frames and graphs compiled, compile seconds, FX cache
+    hits, recompiles with their causes, the bounds of dynamic dims, Dynamo's graph breaks."""
+    from .compiler import report
+
+    return report.counters()
+
+
+def recompiles() -> list:
+    """Each recompile as (function, input, dim, old size, new size) (compiler.report.Recompile)."""
+    from .compiler import report
+
+    return report.recompiles()
+
+
 def reset() -> None:
     _C._metrics_reset()
+    if "torch_tpu.compiler.report" in sys.modules:
+        sys.modules["torch_tpu.compiler.report"].reset()
 
 
 def _mib(n: int) -> str:

@@ -322,7 +322,7 @@ tpurt_status tpurt_host_kernel_launch(int32_t stream, tpurt_host_kernel_fn fn, c
                                       const char* name);
 
 /* ---------------------------------------------------------------- environment (since 0.4) */
-/* Every environment variable the runtime reads: X(enum, name, what it does). */
+/* Every environment variable torch_tpu reads (the runtime, or Python through tpurt_env_get): X(enum, name, what it does). */
 #define TPURT_ENV_LIST(X)                                                                                   \
   X(TPURT_ENV_ACCELERATOR_TYPE, "TPU_ACCELERATOR_TYPE", "emulated slice, e.g. v6e-8 (default v6e-1)")       \
   X(TPURT_ENV_VISIBLE_CHIPS, "TPU_VISIBLE_CHIPS", "comma-separated chips of this host the process sees")     \
@@ -330,7 +330,8 @@ tpurt_status tpurt_host_kernel_launch(int32_t stream, tpurt_host_kernel_fn fn, c
   X(TPURT_ENV_TOPOLOGY, "TPU_TOPOLOGY", "slice topology, e.g. 2x4 (default: the generation's for its size)") \
   X(TPURT_ENV_LAUNCH_BLOCKING, "TPU_LAUNCH_BLOCKING", "1: debug eager mode, every op synchronous")           \
   X(TPURT_ENV_NUM_THREADS, "TPU_NUM_THREADS", "host threads the emulated chip computes with (default: all CPUs)") \
-  X(TPURT_ENV_HBM_BYTES, "TPU_HBM_BYTES", "override each chip's HBM capacity in bytes (tests of OOM)")
+  X(TPURT_ENV_HBM_BYTES, "TPU_HBM_BYTES", "override each chip's HBM capacity in bytes (tests of OOM)")        \
+  X(TPURT_ENV_EXPLAIN_RECOMPILES, "TPU_EXPLAIN_RECOMPILES", "1: torch.compile(backend='tpu') prints each recompile's cause")
 typedef enum {
 #define TPURT_X(e, name, doc) e,
   TPURT_ENV_LIST(TPURT_X)

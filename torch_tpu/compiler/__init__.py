@@ -24,14 +24,24 @@ CPP_KERNEL_CONFIG = {
 _TESTED_TORCH = "2.13."
 
 
-def backend(gm, example_inputs, options=None):
-    """torch.compile(m, backend="tpu"): Inductor, with the tpu decomposition table (every op the
-    runtime's table calls matmul-like stays one call into the tpu kernel, so it rounds its
-    operands as eager tpu does)."""
-    from torch._inductor.compile_fx import compile_fx
+# Options of backend "tpu" that are not Inductor config keys.
+TPU_OPTIONS = ("bounded_dynamism",)
 
-    patches = {**CPP_KERNEL_CONFIG, **dict(options or {})}
-    return compile_fx(gm, example_inputs, config_patches=patches, decompositions=decompositions())
+
+def backend(gm, example_inputs, options=None):
+    """torch.compile(m, backend="tpu"): Inductor, with TPU compile semantics (static shapes
+    unless marked dynamic, recompiles counted with their cause: report.py) and the tpu
+    decomposition table (every op the runtime's table calls matmul-like stays one call into
+    the tpu kernel, so it rounds its operands as eager tpu does)."""
+    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+
+    from . import report
+
+    options = dict(options or {})
+    tpu = {k: options.pop(k) for k in TPU_OPTIONS if k in options}
+    report.prepare(gm, example_inputs, bounded_dynamism=bool(tpu.get("bounded_dynamism")))
+    return compile_fx(gm, example_inputs, inner_compile=report.timed_inner_compile(compile_fx_inner),
+                      config_patches={**CPP_KERNEL_CONFIG, **options}, decompositions=decompositions())
 
 
 @functools.cache

@@ -268,6 +268,16 @@ int tpurt_pool_threads(void);
  * loop, or while another thread's loop runs. So fn must give the same result for any
  * split: chunks must write disjoint outputs (never combine partial sums across chunks). */
 void tpurt_parallel_for(int64_t n, int64_t grain, tpurt_pool_fn fn, void* ctx);
+/* fn(ctx, member, size) on `size` threads at once (0: all of the pool's), the caller being
+ * member 0, so members may wait for each other (tpurt_team_barrier). Fewer members (one,
+ * inline) when the pool is busy or the call is nested: callers must not depend on the size.
+ * What torch.compile's generated OpenMP loops run on (omp.c). */
+typedef void (*tpurt_team_fn)(void* ctx, int member, int size);
+void tpurt_parallel_team(int size, tpurt_team_fn fn, void* ctx);
+int tpurt_team_member(void); /* 0 outside a team */
+int tpurt_team_size(void);   /* 1 outside a team */
+void tpurt_team_barrier(void);
+int tpurt_team_single(void); /* 1 for the member that runs the team's next single construct */
 
 /* ---------------------------------------------------------------- kernel temporaries (temp.c) */
 /* A kernel's working memory: 64-byte aligned device memory counted against the chip's HBM,

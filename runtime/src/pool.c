@@ -49,10 +49,37 @@ static struct {
   int64_t n, grain;
   int64_t next; /* first unclaimed item */
   tpurt_temp_ctx* temp; /* the calling kernel's temporaries, which helpers may take too */
+  /* A team (tpurt_parallel_team) instead of a loop: every member on a thread of its own. */
+  tpurt_team_fn team_fn;
+  int team_size;
+  int team_next;         /* next member id a helper claims */
+  int barrier_waiting;   /* members arrived at the current barrier */
+  unsigned barrier_gen;  /* bumped when a barrier releases */
+  uint64_t single_taken; /* single constructs claimed so far */
 } pool = {.busy = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 static _Thread_local int in_loop; /* nested loops run inline */
+static _Thread_local struct {
+  int id, size;       /* in a team: member id and team size; else 0 and 1 */
+  uint64_t singles;   /* single constructs this member reached */
+} member = {0, 1, 0};
+
+static void run_member(int id) {
+  member.id = id;
+  member.size = pool.team_size;
+  member.singles = 0;
+  pool.team_fn(pool.ctx, id, pool.team_size);
+  member.id = 0;
+  member.size = 1;
+}
+
+/* A helper's share of a team: one member at most, so members never wait on each other
+ * from the same thread. */
+static void run_team_share(void) {
+  int id = __atomic_fetch_add(&pool.team_next, 1, __ATOMIC_RELAXED);
+  if (id < pool.team_size) run_member(id);
+}
 
 /* Claim and run chunks of the current loop until none is left. */
 static void run_chunks(void) {
@@ -85,7 +112,8 @@ static void* helper_main(void* p) {
     }
     seen = g;
     tpurt_temp_adopt(pool.temp);
-    run_chunks();
+    if (pool.team_fn) run_team_share();
+    else run_chunks();
     tpurt_temp_adopt(NULL);
     __atomic_fetch_sub(&pool.pending, 1, __ATOMIC_RELEASE);
   }
@@ -152,6 +180,64 @@ void tpurt_parallel_for(int64_t n, int64_t grain, tpurt_pool_fn fn, void* ctx) {
   in_loop = 0;
   while (__atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) > 0) sched_yield();
   pthread_mutex_unlock(&pool.busy);
+}
+
+void tpurt_parallel_team(int size, tpurt_team_fn fn, void* ctx) {
+  int nt = tpurt_pool_threads();
+  if (size <= 0 || size > nt) size = nt;
+  if (size == 1 || in_loop || pthread_mutex_trylock(&pool.busy)) {
+    int id = member.id, was = member.size;
+    uint64_t singles = member.singles;
+    member.id = 0, member.size = 1;
+    fn(ctx, 0, 1);
+    member.id = id, member.size = was, member.singles = singles;
+    return;
+  }
+  pool.team_fn = fn;
+  pool.ctx = ctx;
+  pool.team_size = size;
+  pool.team_next = 1;
+  pool.barrier_waiting = 0;
+  pool.single_taken = 0;
+  pool.temp = tpurt_temp_current();
+  __atomic_store_n(&pool.pending, nt - 1, __ATOMIC_RELAXED);
+  pthread_mutex_lock(&pool.mu);
+  __atomic_fetch_add(&pool.gen, 1, __ATOMIC_RELEASE);
+  if (pool.sleepers) pthread_cond_broadcast(&pool.wake);
+  pthread_mutex_unlock(&pool.mu);
+  in_loop = 1;
+  run_member(0);
+  in_loop = 0;
+  while (__atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) > 0) sched_yield();
+  pool.team_fn = NULL;
+  pthread_mutex_unlock(&pool.busy);
+}
+
+int tpurt_team_member(void) { return member.id; }
+int tpurt_team_size(void) { return member.size; }
+
+/* Every member waits for the others. Spins (members arrive close together), yielding the
+ * core after a while: on a machine shared with other work the one it waits for may need it. */
+void tpurt_team_barrier(void) {
+  if (member.size <= 1) return;
+  unsigned gen = __atomic_load_n(&pool.barrier_gen, __ATOMIC_ACQUIRE);
+  if (__atomic_add_fetch(&pool.barrier_waiting, 1, __ATOMIC_ACQ_REL) == member.size) {
+    __atomic_store_n(&pool.barrier_waiting, 0, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pool.barrier_gen, 1, __ATOMIC_RELEASE);
+    return;
+  }
+  for (unsigned spins = 0; __atomic_load_n(&pool.barrier_gen, __ATOMIC_ACQUIRE) == gen; spins++) {
+    if (spins < 4096) CPU_RELAX();
+    else sched_yield();
+  }
+}
+
+/* The member that reaches the team's k-th single construct first runs it. */
+int tpurt_team_single(void) {
+  if (member.size <= 1) return 1;
+  uint64_t mine = ++member.singles, seen = __atomic_load_n(&pool.single_taken, __ATOMIC_ACQUIRE);
+  return seen < mine &&
+         __atomic_compare_exchange_n(&pool.single_taken, &seen, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 static _Thread_local struct {

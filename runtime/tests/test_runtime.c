@@ -146,6 +146,40 @@ static void test_host_kernels(void) {
   tpurt_free(x);
 }
 
+/* Teams (what torch.compile's OpenMP loops run on): members run at once (a barrier sees every
+ * member's write), a single construct runs once per team, a nested team is one member. */
+typedef struct {
+  int seen[64];
+  int sum_after_barrier[64];
+  int singles;
+  int nested_size;
+} team_probe;
+static void nested_member(void* ctx, int member, int size) { ((team_probe*)ctx)->nested_size = size + member; }
+static void probe_member(void* ctx, int member, int size) {
+  team_probe* p = ctx;
+  CHECK(tpurt_team_member() == member && tpurt_team_size() == size, "member %d of %d", member, size);
+  p->seen[member] = 1;
+  tpurt_team_barrier();
+  int sum = 0;
+  for (int i = 0; i < size; i++) sum += __atomic_load_n(&p->seen[i], __ATOMIC_ACQUIRE);
+  p->sum_after_barrier[member] = sum;
+  for (int k = 0; k < 3; k++) {
+    if (tpurt_team_single()) __atomic_add_fetch(&p->singles, 1, __ATOMIC_RELAXED);
+    tpurt_team_barrier();
+  }
+  if (member == 0) tpurt_parallel_team(0, nested_member, p);
+}
+static void test_teams(void) {
+  team_probe p;
+  memset(&p, 0, sizeof p);
+  tpurt_parallel_team(0, probe_member, &p);
+  int size = tpurt_pool_threads();
+  for (int m = 0; m < size; m++) CHECK(p.sum_after_barrier[m] == size, "member %d saw %d of %d", m, p.sum_after_barrier[m], size);
+  CHECK(p.singles == 3, "each single once: %d", p.singles);
+  CHECK(p.nested_size == 1, "a nested team runs inline as one member: %d", p.nested_size);
+  CHECK(tpurt_team_member() == 0 && tpurt_team_size() == 1, "outside a team");
+}
+
 static void test_copies_and_ops(void) {
   float host[6] = {1, 2, 3, 4, 5, 6}, back[6] = {0};
   void* dev;
@@ -288,6 +322,7 @@ int main(void) {
   test_allocator();
   test_streams_events();
   test_host_kernels();
+  test_teams();
   test_copies_and_ops();
   test_data_sized_outputs();
   test_common_dtype_rounding();

@@ -6,11 +6,35 @@ the arguments as an int64 array, and every call becomes a command on the stream 
 device (tpurt_host_kernel_launch): in order with the eager tpu ops the graph also calls
 (matmul, convolution, attention), with no host synchronisation per kernel."""
 import functools
+import pathlib
+import re
 
-from torch._inductor.async_compile import AsyncCompile
-from torch._inductor.codecache import LambdaFuture
+from torch._inductor.async_compile import AsyncCompile, get_compile_threads
+from torch._inductor.codecache import CppCodeCache, LambdaFuture
 
 from .. import _C
+
+# The OpenMP calls GCC lowers Inductor's loops to (#pragma omp parallel / for / single): linked
+# with -Wl,--wrap they bind to the runtime's pool (runtime/src/omp.c), so generated loops and
+# the runtime's kernels share one set of threads instead of two that take each other's cores.
+_POOL_OPENMP = ("GOMP_parallel", "GOMP_barrier", "GOMP_single_start", "omp_get_thread_num", "omp_get_num_threads",
+                "omp_get_max_threads")
+_LIB = pathlib.Path(__file__).resolve().parent.parent / "lib"
+POOL_FLAGS = (*(f"-Wl,--wrap={s}" for s in _POOL_OPENMP), f"-L{_LIB}", "-ltpurt", f"-Wl,-rpath,{_LIB}")
+# What the pool's OpenMP covers: the constructs above with the static schedule. A dynamic
+# schedule, reduction clause, critical section or other omp_ call would need libgomp's own
+# team, so such a kernel keeps libgomp.
+_PRAGMA = re.compile(r"#pragma\s+omp\s+(.*)")
+_POOL_PRAGMA = re.compile(r"(parallel(\s+num_threads\(\d+\))?|for(\s+(nowait|collapse\(\d+\)|schedule\(static(,\s*\d+)?\)))*"
+                          r"|single(\s+nowait)?|barrier)\s*$")
+_OMP_CALL = re.compile(r"\bomp_\w+")
+
+
+def runs_on_pool(source_code):
+    """Whether every OpenMP construct and call of a kernel is one the pool implements."""
+    if any(not _POOL_PRAGMA.match(p.strip()) for p in _PRAGMA.findall(source_code)):
+        return False
+    return all(call in _POOL_OPENMP for call in _OMP_CALL.findall(source_code))
 
 # The entry every generated kernel is given; Inductor's own function is renamed to BODY.
 BODY = "tpu_kernel_body"
@@ -73,7 +97,9 @@ class TpuAsyncCompile(AsyncCompile):
     tpu_kernel where Inductor writes cpp_pybinding)."""
 
     def tpu_kernel(self, name, argtypes, source_code):
-        compiled = self.cpp(entry_source(argtypes, source_code))
-        if isinstance(compiled, LambdaFuture):
-            return LambdaFuture(lambda: TpuKernel(name, compiled.result()))
-        return TpuKernel(name, compiled)
+        source = entry_source(argtypes, source_code)
+        flags = POOL_FLAGS if runs_on_pool(source) else ()
+        if get_compile_threads() <= 1:
+            return TpuKernel(name, CppCodeCache.load(source, extra_flags=flags).kernel)
+        get = CppCodeCache.load_async(source, submit_fn=self.submit, extra_flags=flags)
+        return LambdaFuture(lambda: TpuKernel(name, get().kernel))

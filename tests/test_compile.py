@@ -160,3 +160,22 @@ def test_compiled_training_step_matches_eager():
             assert abs(compiled_loss - eager_loss) <= 1e-6 * abs(eager_loss)
     for pe, pc in zip(models[0].parameters(), models[1].parameters()):
         torch.testing.assert_close(pc.cpu(), pe.cpu())
+
+
+@torch.library.custom_op("tpu_tests::scaled_gelu", mutates_args=())
+def scaled_gelu(x: torch.Tensor, s: float) -> torch.Tensor:
+    return torch.nn.functional.gelu(x) * s
+
+
+@scaled_gelu.register_fake
+def _(x, s):
+    return torch.empty_like(x)
+
+
+def test_custom_op_compiles_without_a_graph_break():
+    def f(a):
+        return scaled_gelu(a.sin() + 1, 2.0).cos().sum()
+
+    a = torch.randn(1000, device="tpu")
+    got = torch.compile(f, backend="tpu", fullgraph=True)(a)  # fullgraph: a graph break raises
+    torch.testing.assert_close(got.cpu(), f(a).cpu())

@@ -31,7 +31,7 @@ class Recompile:
 
     def __str__(self):
         if self.dim is None:
-            return f"{self.function}: recompiled, no input shape changed ({self.input})"
+            return f"{self.function}: recompiled: {self.input}"
         return f"{self.function}: recompiled because {self.input} dim {self.dim} changed {self.old} -> {self.new}"
 
 
@@ -120,9 +120,11 @@ def prepare(gm, example_inputs, bounded_dynamism):
         elif isinstance(example, torch.SymInt) and not keep_dynamic and not _is_tensor_property(name):
             shapes[name] = int(example)  # an int argument Dynamo made dynamic
     _counters.frames_compiled += 1
-    previous = _last_shapes.get(frame)
-    if previous is not None:
-        cause = _cause(fn, previous, shapes)
+    # Dynamo numbers the compiles of each frame (from 0 again after torch._dynamo.reset())
+    if getattr(compile_id, "frame_compile_id", 0):
+        previous = _last_shapes.get(frame)
+        cause = (_cause(fn, previous, shapes) if previous is not None else
+                 Recompile(fn, "an earlier compile of it, before torch.tpu.metrics.reset()", None, None, None))
         _counters.recompiles.append(cause)
         if _explain():
             print(f"[torch_tpu] {cause}", file=sys.stderr, flush=True)
@@ -158,7 +160,8 @@ def _cause(fn, old, new):
                     return Recompile(fn, name, d, a, b)
         elif shape != before:
             return Recompile(fn, name, 0, before, shape)
-    return Recompile(fn, "a guard on something other than shapes; TORCH_LOGS=recompiles names it", None, None, None)
+    return Recompile(fn, "no input shape changed (a guard on something else failed: TORCH_LOGS=recompiles names it)",
+                     None, None, None)
 
 
 def timed_inner_compile(inner):

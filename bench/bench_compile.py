@@ -6,6 +6,7 @@ both compilers starting from an empty cache.
 
     python bench/bench_compile.py                    # d=128, 4 layers, seq 64, batch 8
     python bench/bench_compile.py --d 256 --seq 128  # bigger: matmul-bound, compile matters less
+    TPU_NUM_THREADS=1 python bench/bench_compile.py --threads 1 --clock process  # load-robust ratios
 
 Rounds alternate between the four variants (bench/run.py's compare), so machine noise hits all
 alike. A reference whose rounds spread more than 1.5x (max/min) is reported as unstable: on a
@@ -68,12 +69,20 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=0, help="PyTorch CPU intra-op threads (0: its default)")
+    ap.add_argument("--clock", choices=("wall", "process"), default="wall",
+                    help="wall time, or CPU time of the whole process (all threads)")
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.clock == "process":
+        run.CLOCK = time.process_time
     cfg = GPTConfig(seq=args.seq, layers=args.layers, d=args.d, heads=4, dropout=0.0)
     torch.manual_seed(0)
     base = GPT(cfg)
     print(f"GPT step d={args.d} layers={args.layers} seq={args.seq} batch={args.batch}; cpus {os.cpu_count()}, "
-          f"load {os.getloadavg()[0]:.1f}, torch threads {torch.get_num_threads()}", flush=True)
+          f"load {os.getloadavg()[0]:.1f}, torch threads {torch.get_num_threads()}, tpu threads "
+          f"{os.environ.get('TPU_NUM_THREADS', 'default')}, clock {args.clock}", flush=True)
     firsts = {}
     for precision in ("default", "highest"):
         with torch.tpu.precision(precision):

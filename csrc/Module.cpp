@@ -198,26 +198,40 @@ std::vector<std::pair<std::string, std::string>> native_ops() {
 
 // torch.compile's generated C++ kernels (torch_tpu/compiler/launch.py): tensors become their
 // data pointers, Python ints and floats int64 slots (floats as a double's bits), and the launch
-// is a command on the stream of the tensors' tpu device, ordered with eager ops. A CPU tensor
-// is not stream-ordered memory (the wrapper may free it right after the call), so a launch that
-// reads one waits for the kernel.
-void launch_host_kernel(uintptr_t fn, const std::string& name, const py::args& args) {
+// is a command on the stream of the tensors' tpu device, ordered with eager ops. CPU tensors
+// are not stream-ordered memory: a small one the kernel only reads (const_args[i], from its
+// C++ signature) travels in the command as it is now (a CPU scalar, as CUDA passes it by
+// value); for any other the launch waits for the kernel. A kernel with no tpu tensor at all
+// (CPU ops of a tpu graph) runs here and now.
+void launch_host_kernel(uintptr_t fn, const std::string& name, const py::bytes& const_args, const py::args& args) {
   TORCH_CHECK(args.size() <= TPURT_MAX_HOST_KERNEL_ARGS, "compiled kernel ", name, ": too many arguments");
+  constexpr int64_t kSnapshotMax = 256;
+  const std::string_view is_const(const_args);
   int64_t slots[TPURT_MAX_HOST_KERNEL_ARGS];
-  int n = 0;
+  tpurt_host_arg_copy copies[TPURT_MAX_HOST_KERNEL_ARGS];
+  int n = 0, ncopies = 0;
+  int64_t snapshot_bytes = 0;
   int device = -1;
-  bool host_tensor = false;
+  bool wait = false;
   for (const auto& h : args) {
     PyObject* o = h.ptr();
     if (THPVariable_Check(o)) {
       const auto& t = THPVariable_Unpack(o);
       if (t.device().type() == kTpu) {
-        TORCH_CHECK(device < 0 || device == t.device().index(), "compiled kernel ", name,
-                    ": tensors on tpu:", device, " and ", t.device());
+        TORCH_CHECK(device < 0 || device == t.device().index(), "compiled kernel ", name, ": tensors on tpu:", device,
+                    " and ", t.device());
         device = t.device().index();
       } else {
         TORCH_CHECK(t.device().is_cpu(), "compiled kernel ", name, ": a tensor on ", t.device());
-        host_tensor = true;
+        int64_t bytes = static_cast<int64_t>(t.numel() * t.element_size());
+        bool read_only = static_cast<size_t>(n) < is_const.size() && is_const[n];
+        if (read_only && t.is_contiguous() && bytes <= kSnapshotMax &&
+            snapshot_bytes + bytes + 16 <= TPURT_HOST_KERNEL_COPY_BYTES) {
+          copies[ncopies++] = tpurt_host_arg_copy{n, static_cast<int32_t>(bytes), t.data_ptr()};
+          snapshot_bytes += bytes + 16;
+        } else {
+          wait = true;
+        }
       }
       slots[n++] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data_ptr()));
     } else if (PyFloat_Check(o)) {
@@ -227,13 +241,16 @@ void launch_host_kernel(uintptr_t fn, const std::string& name, const py::args& a
       slots[n++] = py::cast<int64_t>(h);
     }
   }
-  if (device < 0) device = tpurt_device_get();
-  int32_t stream = current_stream(static_cast<c10::DeviceIndex>(device));
-  {
-    py::gil_scoped_release nogil;
-    check(tpurt_host_kernel_launch(stream, reinterpret_cast<tpurt_host_kernel_fn>(fn), slots, n, name.c_str()));
-    if (host_tensor) check(tpurt_stream_synchronize(stream));
+  auto kernel = reinterpret_cast<tpurt_host_kernel_fn>(fn);
+  py::gil_scoped_release nogil;
+  if (device < 0) {
+    char msg[512] = "";
+    TORCH_CHECK(kernel(slots, msg, sizeof msg) == 0, "compiled kernel ", name, ": ", msg[0] ? msg : "failed");
+    return;
   }
+  int32_t stream = current_stream(static_cast<c10::DeviceIndex>(device));
+  check(tpurt_host_kernel_launch(stream, kernel, slots, n, name.c_str(), copies, wait ? 0 : ncopies));
+  if (wait) check(tpurt_stream_synchronize(stream));
 }
 }  // namespace
 

@@ -315,11 +315,20 @@ tpurt_status tpurt_graph_launch(tpurt_graph* g, int32_t stream, void* const* buf
  * msg_size) returns 0, or nonzero after writing why into msg. It runs on the stream's worker,
  * in order with the op launches around it, so it reads what earlier ops wrote and later ops
  * read what it writes, with no host synchronisation. args (device pointers and integers) are
- * copied; name (for error messages) is copied too. Its failure is reported like a kernel's. */
+ * copied, and so is name (for error messages). copies[i] snapshots nbytes at src into the
+ * command and points args[copies[i].arg] at the snapshot: a small host-memory input (a CPU
+ * scalar tensor) is read as it was at launch, as CUDA passes scalars by value, however the
+ * host changes it later. Failures are reported like a kernel's. */
 typedef int (*tpurt_host_kernel_fn)(const int64_t* args, char* msg, size_t msg_size);
+typedef struct tpurt_host_arg_copy {
+  int32_t arg;
+  int32_t nbytes;
+  const void* src;
+} tpurt_host_arg_copy;
 #define TPURT_MAX_HOST_KERNEL_ARGS 512
+#define TPURT_HOST_KERNEL_COPY_BYTES 1024 /* all snapshots of one launch together */
 tpurt_status tpurt_host_kernel_launch(int32_t stream, tpurt_host_kernel_fn fn, const int64_t* args, int nargs,
-                                      const char* name);
+                                      const char* name, const tpurt_host_arg_copy* copies, int ncopies);
 
 /* ---------------------------------------------------------------- environment (since 0.4) */
 /* Every environment variable torch_tpu reads (the runtime, or Python through tpurt_env_get): X(enum, name, what it does). */

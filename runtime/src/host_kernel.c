@@ -7,40 +7,68 @@
 
 typedef struct {
   tpurt_host_kernel_fn fn;
+  int nargs, ncopies;
+  char name[96];
+  int64_t args[TPURT_MAX_HOST_KERNEL_ARGS];
+  tpurt_host_arg_copy copies[TPURT_MAX_HOST_KERNEL_ARGS]; /* in the caller's launch only */
+} host_launch;
+typedef struct {
+  tpurt_host_kernel_fn fn;
   int nargs;
   char name[96];
   int64_t args[TPURT_MAX_HOST_KERNEL_ARGS];
-} host_launch;
-_Static_assert(sizeof(host_launch) <= TPURT_STREAM_PAYLOAD, "a host launch fits in a stream command");
+  _Alignas(64) unsigned char snapshots[TPURT_HOST_KERNEL_COPY_BYTES];
+} host_command;
+_Static_assert(sizeof(host_command) <= TPURT_STREAM_PAYLOAD, "a host kernel launch fits in a stream command");
 
 static void fill_launch(void* payload, const void* src) {
   const host_launch* l = src;
-  host_launch* p = payload;
+  host_command* p = payload;
   p->fn = l->fn;
   p->nargs = l->nargs;
   memcpy(p->name, l->name, sizeof p->name);
   memcpy(p->args, l->args, (size_t)l->nargs * sizeof(int64_t));
+  size_t at = 0;
+  for (int i = 0; i < l->ncopies; i++) {
+    const tpurt_host_arg_copy* c = &l->copies[i];
+    memcpy(p->snapshots + at, c->src, (size_t)c->nbytes);
+    p->args[c->arg] = (int64_t)(intptr_t)(p->snapshots + at);
+    at += ((size_t)c->nbytes + 15) & ~(size_t)15;
+  }
 }
 
 static tpurt_status run_launch(void* payload) {
-  const host_launch* p = payload;
+  const host_command* p = payload;
   char msg[512] = "";
   if (!p->fn(p->args, msg, sizeof msg)) return TPURT_OK;
   return tpurt_fail(TPURT_ERR_RUNTIME, "compiled kernel %s: %s", p->name, msg[0] ? msg : "failed");
 }
 
 tpurt_status tpurt_host_kernel_launch(int32_t stream, tpurt_host_kernel_fn fn, const int64_t* args, int nargs,
-                                      const char* name) {
+                                      const char* name, const tpurt_host_arg_copy* copies, int ncopies) {
   tpurt_status s = tpurt_init();
   if (s) return s;
   if (!fn) return tpurt_fail(TPURT_ERR_VALUE, "host kernel launch without a function");
   if (nargs < 0 || nargs > TPURT_MAX_HOST_KERNEL_ARGS || (nargs && !args))
     return tpurt_fail(TPURT_ERR_VALUE, "host kernel %s: %d arguments (at most %d)", name ? name : "?", nargs,
                       TPURT_MAX_HOST_KERNEL_ARGS);
-  /* Built on the caller's stack only up to the argument count; the command copies as much. */
+  size_t snapshot_bytes = 0;
+  if (ncopies < 0 || ncopies > nargs || (ncopies && !copies))
+    return tpurt_fail(TPURT_ERR_VALUE, "host kernel %s: %d argument copies", name ? name : "?", ncopies);
+  for (int i = 0; i < ncopies; i++) {
+    if (copies[i].arg < 0 || copies[i].arg >= nargs || copies[i].nbytes < 0 || (copies[i].nbytes && !copies[i].src))
+      return tpurt_fail(TPURT_ERR_VALUE, "host kernel %s: bad copy of argument %d", name ? name : "?", copies[i].arg);
+    snapshot_bytes += ((size_t)copies[i].nbytes + 15) & ~(size_t)15;
+  }
+  if (snapshot_bytes > TPURT_HOST_KERNEL_COPY_BYTES)
+    return tpurt_fail(TPURT_ERR_VALUE, "host kernel %s: %zu bytes of argument copies (at most %d)", name ? name : "?",
+                      snapshot_bytes, TPURT_HOST_KERNEL_COPY_BYTES);
+  /* Built on the caller's stack only up to the argument counts; the command copies as much. */
   host_launch l;
   l.fn = fn;
   l.nargs = nargs;
+  l.ncopies = ncopies;
+  if (ncopies) memcpy(l.copies, copies, (size_t)ncopies * sizeof *copies);
   snprintf(l.name, sizeof l.name, "%s", name ? name : "host kernel");
   if (nargs) memcpy(l.args, args, (size_t)nargs * sizeof(int64_t));
   /* Always the worker: generated loops parallelise with OpenMP, whose thread team belongs to

@@ -113,6 +113,12 @@ static int host_scale(const int64_t* a, char* msg, size_t n) {
   seen[1] = seen[0];  /* what the command before it had done by then */
   return 0;
 }
+static int host_scale_by_ref(const int64_t* a, char* msg, size_t n) {
+  float* x = (float*)(intptr_t)a[0];
+  const double* by = (const double*)(intptr_t)a[2];
+  for (int64_t i = 0; i < a[1]; i++) x[i] *= (float)*by;
+  return 0;
+}
 static int host_refuse(const int64_t* a, char* msg, size_t n) {
   snprintf(msg, n, "ZeroDivisionError at %lld", (long long)a[0]);
   return 1;
@@ -127,21 +133,33 @@ static void test_host_kernels(void) {
   double three = 3.0;
   int64_t args[4] = {(int64_t)(intptr_t)x, 4, 0, (int64_t)(intptr_t)counter};
   memcpy(&args[2], &three, sizeof three);
-  CHECK(tpurt_host_kernel_launch(s, host_scale, args, 4, "cpp_fused_mul_0") == TPURT_OK, "%s", tpurt_last_error());
+  CHECK(tpurt_host_kernel_launch(s, host_scale, args, 4, "cpp_fused_mul_0", NULL, 0) == TPURT_OK, "%s", tpurt_last_error());
   args[1] = 0;  /* copied at launch: changing it now changes nothing */
   CHECK(tpurt_stream_synchronize(s) == TPURT_OK && x[3] == 9.0f, "ran with its arguments: x[3] = %g", x[3]);
   CHECK(counter[1] == 1, "ran after the command before it (saw %d)", counter[1]);
   int64_t where = 7;
-  CHECK(tpurt_host_kernel_launch(s, host_refuse, &where, 1, "cpp_fused_div_1") == TPURT_OK, "queued");
+  CHECK(tpurt_host_kernel_launch(s, host_refuse, &where, 1, "cpp_fused_div_1", NULL, 0) == TPURT_OK, "queued");
   CHECK(tpurt_stream_synchronize(s) == TPURT_ERR_RUNTIME, "failure reported");
   CHECK(strstr(tpurt_last_error(), "cpp_fused_div_1") && strstr(tpurt_last_error(), "ZeroDivisionError at 7"),
         "message names the kernel and says why: %s", tpurt_last_error());
+  /* a snapshot: the kernel reads the scale as it was at launch (the host changes it after) */
+  double scale = 2.0;
+  int64_t snap_args[4] = {(int64_t)(intptr_t)x, 4, 0, (int64_t)(intptr_t)counter};
+  tpurt_host_arg_copy copy = {.arg = 2, .nbytes = sizeof scale, .src = &scale};
+  tpurt_stream_enqueue(s, sleepy, &counter[0], NULL, "sleepy");
+  CHECK(tpurt_host_kernel_launch(s, host_scale_by_ref, snap_args, 4, "cpp_fused_mul_2", &copy, 1) == TPURT_OK, "%s",
+        tpurt_last_error());
+  scale = 100.0;
+  CHECK(tpurt_stream_synchronize(s) == TPURT_OK && x[3] == 18.0f, "read the launch-time value: x[3] = %g", x[3]);
+  tpurt_host_arg_copy big = {.arg = 2, .nbytes = TPURT_HOST_KERNEL_COPY_BYTES + 1, .src = x};
+  CHECK(tpurt_host_kernel_launch(s, host_scale_by_ref, snap_args, 4, "big", &big, 1) == TPURT_ERR_VALUE,
+        "snapshots are bounded");
   tpurt_set_eager_mode(TPURT_MODE_DEBUG);
-  CHECK(tpurt_host_kernel_launch(s, host_refuse, &where, 1, "cpp_fused_div_1") == TPURT_ERR_RUNTIME,
+  CHECK(tpurt_host_kernel_launch(s, host_refuse, &where, 1, "cpp_fused_div_1", NULL, 0) == TPURT_ERR_RUNTIME,
         "debug mode raises from the launch");
   tpurt_set_eager_mode(TPURT_MODE_STRICT);
-  CHECK(tpurt_host_kernel_launch(s, NULL, NULL, 0, "none") == TPURT_ERR_VALUE, "no function");
-  CHECK(tpurt_host_kernel_launch(s, host_scale, args, TPURT_MAX_HOST_KERNEL_ARGS + 1, "many") == TPURT_ERR_VALUE,
+  CHECK(tpurt_host_kernel_launch(s, NULL, NULL, 0, "none", NULL, 0) == TPURT_ERR_VALUE, "no function");
+  CHECK(tpurt_host_kernel_launch(s, host_scale, args, TPURT_MAX_HOST_KERNEL_ARGS + 1, "many", NULL, 0) == TPURT_ERR_VALUE,
         "too many arguments");
   tpurt_free(x);
 }

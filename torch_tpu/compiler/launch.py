@@ -81,11 +81,13 @@ class TpuKernel:
 
     __slots__ = ("name", "_call")
 
-    def __init__(self, name, cfunc):
+    def __init__(self, name, cfunc, argtypes):
         import ctypes
 
         self.name = name
-        self._call = functools.partial(_C._launch_host_kernel, ctypes.cast(cfunc, ctypes.c_void_p).value, name)
+        read_only = bytes(1 if t.strip().startswith("const ") and "*" in t else 0 for t in argtypes)
+        self._call = functools.partial(_C._launch_host_kernel, ctypes.cast(cfunc, ctypes.c_void_p).value, name,
+                                       read_only)
 
     def __call__(self, *args):
         return self._call(*args)
@@ -100,6 +102,6 @@ class TpuAsyncCompile(AsyncCompile):
         source = entry_source(argtypes, source_code)
         flags = POOL_FLAGS if runs_on_pool(source) else ()
         if get_compile_threads() <= 1:
-            return TpuKernel(name, CppCodeCache.load(source, extra_flags=flags).kernel)
+            return TpuKernel(name, CppCodeCache.load(source, extra_flags=flags).kernel, argtypes)
         get = CppCodeCache.load_async(source, submit_fn=self.submit, extra_flags=flags)
-        return LambdaFuture(lambda: TpuKernel(name, get().kernel))
+        return LambdaFuture(lambda: TpuKernel(name, get().kernel, argtypes))

@@ -179,3 +179,17 @@ def test_custom_op_compiles_without_a_graph_break():
     a = torch.randn(1000, device="tpu")
     got = torch.compile(f, backend="tpu", fullgraph=True)(a)  # fullgraph: a graph break raises
     torch.testing.assert_close(got.cpu(), f(a).cpu())
+
+
+def test_cpu_scalar_tensor_is_read_as_it_was_at_the_call():
+    def f(a, s):
+        return (a * s).sin() + s
+
+    x, w = torch.randn(512, 512, device="tpu"), torch.randn(512, 512, device="tpu")
+    s = torch.tensor(2.0)
+    compiled = torch.compile(f, backend="tpu")
+    compiled(x, s)
+    a = x @ w  # still running when the graph's kernel is issued behind it
+    got = compiled(a, s)
+    s.fill_(100.0)  # after the call: the kernel must not see it
+    torch.testing.assert_close(got.cpu(), f(a, torch.tensor(2.0)).cpu())

@@ -57,6 +57,11 @@ def short_report() -> str:
         lines.append(f"float64 ops: {m['ops_f64']:,} (not native on real TPUs: XLA rewrites or rejects f64)")
     if m["kernel_errors"]:
         lines.append(f"kernel errors: {m['kernel_errors']:,}")
+    if "torch_tpu.compiler.report" in sys.modules:
+        c = compile_counters()
+        if c["frames_compiled"]:
+            lines.append(f"torch.compile: {c['graphs_compiled']:,} graphs ({c['cache_hits']:,} from the cache), "
+                         f"{c['recompiles']:,} recompiles, {c['compile_seconds']:.1f} s compiling")
     if m["fallbacks"]:
         lines.append("fell back to CPU:")
         for name, (count, why) in sorted(m["fallbacks"].items(), key=lambda kv: -kv[1][0]):

@@ -388,6 +388,42 @@ static void test_side_stream(void) {
   tpurt_free(z);
 }
 
+/* A host kernel (torch.compile's loops) and an event recorded after a chain come after it: their
+ * enqueue puts the chain first. The host kernel copies the chain's output; the event's
+ * synchronization alone (no stream synchronize) sees the chain done. */
+static int copy_kernel(const int64_t* args, char* msg, size_t msg_size) {
+  memcpy((void*)(intptr_t)args[1], (const void*)(intptr_t)args[0], (size_t)args[2]);
+  return 0;
+}
+
+static void test_host_kernel_and_event(void) {
+  int64_t n = 60000;
+  float *x, *y, *z;
+  tpurt_malloc(0, (size_t)n * 4, 0, (void**)&x);
+  tpurt_malloc(0, (size_t)n * 4, 0, (void**)&y);
+  tpurt_malloc(0, (size_t)n * 4, 0, (void**)&z);
+  fill_input(x, n);
+  for (int64_t i = 0; i < n; i++) y[i] = z[i] = -1.0f;
+  tpurt_set_eager_mode(TPURT_MODE_FUSED);
+  unary("exp", dense1d(x, TPURT_F32, n), dense1d(y, TPURT_F32, n));
+  unary("sqrt_", dense1d(y, TPURT_F32, n), dense1d(y, TPURT_F32, n));
+  int64_t args[3] = {(int64_t)(intptr_t)y, (int64_t)(intptr_t)z, n * 4};
+  CHECK(tpurt_host_kernel_launch(0, copy_kernel, args, 3, "copy") == TPURT_OK, "%s", tpurt_last_error());
+  unary("neg_", dense1d(y, TPURT_F32, n), dense1d(y, TPURT_F32, n));
+  binary("mul_.Scalar", dense1d(y, TPURT_F32, n), fv(2.0), dense1d(y, TPURT_F32, n));
+  tpurt_event* ev;
+  tpurt_event_create(0, &ev);
+  CHECK(tpurt_event_record(ev, 0) == TPURT_OK && tpurt_event_synchronize(ev) == TPURT_OK, "event");
+  int ok = 1;
+  for (int64_t i = 0; i < n; i++) ok &= z[i] > 0 && y[i] == -2 * z[i];
+  CHECK(ok, "the host kernel ran after the chain before it, the event after the chain before it");
+  tpurt_event_destroy(ev);
+  tpurt_set_eager_mode(TPURT_MODE_STRICT);
+  tpurt_free(x);
+  tpurt_free(y);
+  tpurt_free(z);
+}
+
 int main(void) {
   CHECK(tpurt_init() == TPURT_OK, "%s", tpurt_last_error());
   CHECK(tpurt_get_eager_mode() == TPURT_MODE_STRICT, "strict by default");
@@ -398,5 +434,6 @@ int main(void) {
   test_shifted_view();
   test_one_element_tile();
   test_side_stream();
+  test_host_kernel_and_event();
   return CHECK_DONE();
 }

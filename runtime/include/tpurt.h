@@ -237,7 +237,10 @@ int tpurt_op_flags(int op);
 
 /* Run an op on `stream`: synchronously in debug mode (the kernel's status comes back
  * here), else enqueued (a kernel failure is reported by the next synchronizing call on that
- * stream). Shape and dtype validation is the caller's (PyTorch's meta functions); kernels
+ * stream). In fused mode (since 0.5) an elementwise call over dense tensors may instead wait in
+ * the stream's chain, which is enqueued before anything else reaches or observes the stream;
+ * the tensors' memory must stay valid until then, as for any enqueued call (the allocator's
+ * blocks do). Shape and dtype validation is the caller's (PyTorch's meta functions); kernels
  * report what only they can see, such as an index out of range. */
 tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* call);
 /* Run an op in stream order and return its own status: waits for `stream` (an earlier

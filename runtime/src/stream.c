@@ -318,12 +318,17 @@ int tpurt_stream_defer(int32_t s, const tpurt_op_call* c, int64_t numel) {
   if (!st) return 0;
   flush_default_chain(st); /* the call comes after the default stream's work issued so far */
   pthread_mutex_lock(&st->mu);
-  int added = tpurt_chain_append(&st->chain, c, numel);
+  tpurt_chain* ch = st->chain;
+  int added = tpurt_chain_append(&ch, c, numel);
   if (added == 0) { /* it does not fit the pending chain: that one goes, c starts the next */
     flush_chain_locked(st);
-    added = tpurt_chain_append(&st->chain, c, numel);
+    ch = st->chain; /* NULL, unless another thread deferred while the flush waited for room */
+    added = tpurt_chain_append(&ch, c, numel);
   }
-  if (added == 1) __atomic_store_n(&st->horizon, st->issued + 1, __ATOMIC_SEQ_CST);
+  if (added == 1) {
+    __atomic_store_n(&st->chain, ch, __ATOMIC_RELEASE);
+    __atomic_store_n(&st->horizon, st->issued + 1, __ATOMIC_SEQ_CST);
+  }
   pthread_mutex_unlock(&st->mu);
   return added == 1;
 }

@@ -173,6 +173,8 @@ py::dict metrics() {
   d["d2d_bytes"] = m.d2d_bytes;
   d["alloc_count"] = m.alloc_count;
   d["kernel_errors"] = m.kernel_errors;
+  d["fused_chains"] = m.fused_chains;
+  d["fused_ops"] = m.fused_ops;
   py::dict per_kernel;
   for (int i = 0; i < tpurt_op_name_count(); i++) {
     int op = tpurt_op_lookup(tpurt_op_name(i));

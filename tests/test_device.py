@@ -85,7 +85,7 @@ def test_info_lists_every_environment_variable_the_runtime_reads():
     for f in runtime.rglob("*.c"):  # the runtime reads the environment only through its table
         assert "getenv(" not in f.read_text() or f.name == "chip.c", f
     table = {name for name, _, _ in torch_tpu._C._environment()}
-    read = set(re.findall(r'"(TPU_[A-Z_]+)"', (runtime.parent / "include" / "tpurt.h").read_text()))
+    read = set(re.findall(r'"((?:TORCH_)?TPU_[A-Z_]+)"', (runtime.parent / "include" / "tpurt.h").read_text()))
     assert table == read and "TPU_NUM_THREADS" in table
     env = dict(os.environ, TPU_NUM_THREADS="3")
     out = subprocess.run([sys.executable, "-m", "torch_tpu", "info"], capture_output=True, text=True, check=True,
@@ -117,7 +117,7 @@ def test_module_to_keeps_tied_weights_tied():
 def test_python_reads_the_runtimes_tables():
     """Modes, precisions and native dtypes come from the runtime's lists, not copies of them."""
     from torch._dynamo.device_interface import get_interface_for_device
-    assert torch_tpu._C._eager_modes() == {"strict": 0, "debug": 1}
+    assert torch_tpu._C._eager_modes() == {"strict": 0, "debug": 1, "fused": 2}
     assert torch_tpu._C._matmul_precisions() == {"default": 1, "high": 3, "highest": 6}
     native = torch_tpu._C._native_dtypes()
     assert "complex64" in native and "float64" in native and "complex128" not in native

@@ -237,7 +237,10 @@ int tpurt_op_flags(int op);
 
 /* Run an op on `stream`: synchronously in debug mode (the kernel's status comes back
  * here), else enqueued (a kernel failure is reported by the next synchronizing call on that
- * stream). Shape and dtype validation is the caller's (PyTorch's meta functions); kernels
+ * stream). In fused mode (since 0.5) an elementwise call over dense tensors may instead wait in
+ * the stream's chain, which is enqueued before anything else reaches or observes the stream;
+ * the tensors' memory must stay valid until then, as for any enqueued call (the allocator's
+ * blocks do). Shape and dtype validation is the caller's (PyTorch's meta functions); kernels
  * report what only they can see, such as an index out of range. */
 tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* call);
 /* Run an op in stream order and return its own status: waits for `stream` (an earlier
@@ -338,6 +341,7 @@ tpurt_status tpurt_host_kernel_launch(int32_t stream, tpurt_host_kernel_fn fn, c
   X(TPURT_ENV_WORKER_ID, "TPU_WORKER_ID", "this host's index in a multi-host slice (chip numbering)")       \
   X(TPURT_ENV_TOPOLOGY, "TPU_TOPOLOGY", "slice topology, e.g. 2x4 (default: the generation's for its size)") \
   X(TPURT_ENV_LAUNCH_BLOCKING, "TPU_LAUNCH_BLOCKING", "1: debug eager mode, every op synchronous")           \
+  X(TPURT_ENV_DEFER_AND_FUSE, "TORCH_TPU_DEFER_AND_FUSE", "1: fused eager mode, elementwise chains run as one command (TPU_LAUNCH_BLOCKING wins)") \
   X(TPURT_ENV_NUM_THREADS, "TPU_NUM_THREADS", "host threads the emulated chip computes with (default: all CPUs)") \
   X(TPURT_ENV_HBM_BYTES, "TPU_HBM_BYTES", "override each chip's HBM capacity in bytes (tests of OOM)")        \
   X(TPURT_ENV_EXPLAIN_RECOMPILES, "TPU_EXPLAIN_RECOMPILES", "1: torch.compile(backend='tpu') prints each recompile's cause")
@@ -452,15 +456,20 @@ tpurt_status tpurt_memcpy_d2h(int32_t stream, void* host, const void* dev, size_
 
 /* ---------------------------------------------------------------- modes */
 /* X(enum, value, TorchTPU's name): strict runs asynchronously (the default), debug
- * synchronously (TPU_LAUNCH_BLOCKING=1). */
+ * synchronously (TPU_LAUNCH_BLOCKING=1), fused (since 0.5; TORCH_TPU_DEFER_AND_FUSE=1) as strict,
+ * except that elementwise calls over dense tensors of one size are deferred into a per-stream
+ * chain that runs as one command, tile by tile, when anything else observes the stream: results
+ * are bit-identical to strict's. */
 #define TPURT_EAGER_MODE_LIST(X)     \
   X(TPURT_MODE_STRICT, 0, "strict")  \
-  X(TPURT_MODE_DEBUG, 1, "debug")
+  X(TPURT_MODE_DEBUG, 1, "debug")    \
+  X(TPURT_MODE_FUSED, 2, "fused")
 typedef enum {
 #define TPURT_X(e, value, name) e = value,
   TPURT_EAGER_MODE_LIST(TPURT_X)
 #undef TPURT_X
 } tpurt_eager_mode;
+/* Switching mode first enqueues every stream's pending fused chain. */
 void tpurt_set_eager_mode(tpurt_eager_mode m);
 tpurt_eager_mode tpurt_get_eager_mode(void);
 /* Precision stamped on ops issued from now on by the calling thread's process. */
@@ -477,6 +486,7 @@ typedef struct tpurt_metrics {
   int64_t d2d_count, d2d_bytes;
   int64_t alloc_count;
   int64_t kernel_errors;
+  int64_t fused_chains, fused_ops; /* since 0.5: chains of two or more ops run as one command, and their ops */
 } tpurt_metrics;
 void tpurt_metrics_get(tpurt_metrics* out);
 /* Executions of op id so far. */

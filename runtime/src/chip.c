@@ -110,8 +110,11 @@ static void configure(void) {
   } else {
     for (int i = 0; i < host_chips && i < TPURT_MAX_DEVICES; i++) cfg.global_index[cfg.count++] = first + i;
   }
+  /* debug wins over fused: a program asking for errors where they were issued gets them */
   const char* blocking = tpurt_env_get(TPURT_ENV_LAUNCH_BLOCKING);
-  if (blocking && *blocking && strcmp(blocking, "0") != 0) tpurt_set_eager_mode(TPURT_MODE_DEBUG);
+  const char* fuse = tpurt_env_get(TPURT_ENV_DEFER_AND_FUSE);
+  if (blocking && strcmp(blocking, "0") != 0) tpurt_set_eager_mode(TPURT_MODE_DEBUG);
+  else if (fuse && strcmp(fuse, "0") != 0) tpurt_set_eager_mode(TPURT_MODE_FUSED);
   cfg.status = TPURT_OK;
 }
 

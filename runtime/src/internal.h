@@ -47,9 +47,15 @@ tpurt_status tpurt_check_call(const tpurt_op_call* c);
 int tpurt_op_runs_blocking(const tpurt_op_call* c);
 int tpurt_needs_private_outputs(const tpurt_op_call* c);
 /* A call copied into dst, which has tpurt_call_lists_size(c) bytes after the struct for its
- * lists (the copy's lists point there). */
+ * lists (the copy's lists point there). Only the arguments and outputs in use are copied; the
+ * others read as absent. _fixed: the same without the lists (the copy's still point at c's). */
 size_t tpurt_call_lists_size(const tpurt_op_call* c);
 void tpurt_call_copy(tpurt_op_call* dst, const tpurt_op_call* c);
+void tpurt_call_copy_fixed(tpurt_op_call* dst, const tpurt_op_call* c);
+/* tpurt_op_run is these two: count the execution in the metrics; run the kernel (temporaries,
+ * private outputs) uncounted. A fused chain counts each call once and executes it per tile. */
+void tpurt_op_count_run(const tpurt_op_call* c);
+tpurt_status tpurt_op_execute(const tpurt_op_call* c);
 
 /* The argument `name` of the call to `kernel` (the ATen schema's name; args.gen.h, generated
  * by runtime/gen_args.py, holds its index, the same for every overload on the kernel's line). */
@@ -237,8 +243,11 @@ void tpurt_metrics_count_op(int op, int f64);
 void tpurt_metrics_count_copy(int kind /* 0 h2d, 1 d2h, 2 d2d */, int64_t bytes);
 void tpurt_metrics_count_alloc(void);
 void tpurt_metrics_count_kernel_error(void);
+void tpurt_metrics_count_fused(int ops); /* one chain of `ops` calls ran as one command */
 int tpurt_op_count(void); /* number of op ids */
-/* Stream internals used by the allocator. */
+/* Stream internals used by the allocator. issued: the sequence number the work issued so far
+ * ends at, a pending fused chain included (it becomes the next command), so a block freed now
+ * waits for the chain too. */
 uint64_t tpurt_stream_issued_seq(int32_t stream);
 uint64_t tpurt_stream_completed_seq(int32_t stream);
 int tpurt_stream_valid(int32_t stream);
@@ -254,6 +263,31 @@ tpurt_status tpurt_stream_enqueue_inline(int32_t stream, tpurt_status (*fn)(void
  * the stream so nothing is queued meanwhile) and return 1; a failure becomes the
  * stream's pending error exactly as if the worker had run it. Else return 0. */
 int tpurt_stream_run_if_idle(int32_t stream, tpurt_status (*fn)(void*), void* arg, const char* what);
+/* ---------------------------------------------------------------- fused eager (fuse.c) */
+/* A stream's pending chain (fused mode): elementwise calls over dense tensors of one element
+ * count, deferred by tpurt_op_launch. stream.c keeps it (under the stream's lock) and enqueues
+ * it as one command before anything else is enqueued on, or observes, the stream. */
+typedef struct tpurt_chain tpurt_chain;
+/* The element count of a call that can join a chain (outputs and tensor operands dense with
+ * one element count, or 0-dim operands; no lists of tensors; no output partially overlapping
+ * an input), else -1. The op's kind (elementwise) is the caller's check. */
+int64_t tpurt_chain_numel(const tpurt_op_call* c);
+/* Append a copy of c (tpurt_chain_numel(c) == numel) to *chain, a fresh chain when it is NULL:
+ * 1 appended; 0 c does not fit the chain (full, another element count or device, or memory
+ * shared with the chain's tensors in a way tiles would reorder): enqueue it, then append again;
+ * -1 host out of memory (*chain unchanged). A chain is never left empty. */
+int tpurt_chain_append(tpurt_chain** chain, const tpurt_op_call* c, int64_t numel);
+/* The chain as a stream command: run it (on the worker), give it back afterwards, and the name
+ * its failure reports (the failing call's kernel, written by the run). */
+tpurt_status tpurt_chain_run(void* chain);
+void tpurt_chain_release(void* chain);
+const char* tpurt_chain_what(tpurt_chain* chain);
+/* Fused mode (stream.c): defer c into the stream's chain (1), or not (0: the caller launches it
+ * as strict mode does, and that enqueue puts the chain first). */
+int tpurt_stream_defer(int32_t stream, const tpurt_op_call* c, int64_t numel);
+/* Enqueue every stream's pending chain (mode changes). */
+void tpurt_streams_flush_all(void);
+
 /* Allocator hooks used by the stream module (scratch memory for kernels is not used). */
 void tpurt_allocator_flush_device(int device);
 

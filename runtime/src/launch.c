@@ -1,6 +1,7 @@
 /* The op table and the launch path: look an ATen overload up, then run its kernel now
- * (debug mode) or on the stream's worker (strict mode). Also the host<->device copies,
- * the eager mode and matmul precision switches, and the metrics counters. */
+ * (debug mode), on the stream's worker (strict mode), or defer it into the stream's fused chain
+ * (fused mode, fuse.c). Also the host<->device copies, the eager mode and matmul precision
+ * switches, and the metrics counters. */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -131,7 +132,13 @@ const char* tpurt_identity_name(int i) {
 static int eager_mode = TPURT_MODE_STRICT;
 static int matmul_precision = TPURT_PRECISION_DEFAULT;
 
-void tpurt_set_eager_mode(tpurt_eager_mode m) { __atomic_store_n(&eager_mode, (int)m, __ATOMIC_RELAXED); }
+/* Chains deferred under the old mode are enqueued now: a program switching modes expects the
+ * work it issued before to be on its way (stream.c enqueues them before anything observes a
+ * stream anyway, whatever the mode). */
+void tpurt_set_eager_mode(tpurt_eager_mode m) {
+  __atomic_store_n(&eager_mode, (int)m, __ATOMIC_RELAXED);
+  tpurt_streams_flush_all();
+}
 tpurt_eager_mode tpurt_get_eager_mode(void) {
   tpurt_init();
   return (tpurt_eager_mode)__atomic_load_n(&eager_mode, __ATOMIC_RELAXED);
@@ -163,6 +170,10 @@ void tpurt_metrics_count_copy(int kind, int64_t bytes) {
 }
 void tpurt_metrics_count_alloc(void) { add(&metrics.m.alloc_count, 1); }
 void tpurt_metrics_count_kernel_error(void) { add(&metrics.m.kernel_errors, 1); }
+void tpurt_metrics_count_fused(int ops) {
+  add(&metrics.m.fused_chains, 1);
+  add(&metrics.m.fused_ops, ops);
+}
 
 void tpurt_metrics_get(tpurt_metrics* out) {
   tpurt_metrics m;
@@ -252,9 +263,15 @@ static tpurt_status run_private(const tpurt_op_call* c) {
   return s;
 }
 
+void tpurt_op_count_run(const tpurt_op_call* c) { tpurt_metrics_count_op(c->op, uses_f64(c)); }
+
 tpurt_status tpurt_op_run(const tpurt_op_call* c) {
   if (c->op < 0 || c->op >= OP_COUNT) return tpurt_fail(TPURT_ERR_VALUE, "unknown op id %d", c->op);
-  tpurt_metrics_count_op(c->op, uses_f64(c));
+  tpurt_op_count_run(c);
+  return tpurt_op_execute(c);
+}
+
+tpurt_status tpurt_op_execute(const tpurt_op_call* c) {
   tpurt_temp_ctx temps;
   tpurt_temp_begin(&temps, c);
   tpurt_status s = needs_private_outputs(c) ? run_private(c) : ops[c->op].fn(c);
@@ -285,7 +302,7 @@ static size_t lists_size(const tpurt_op_call* c) {
  * zeroed struct. Lists move into the storage after the struct. */
 size_t tpurt_call_lists_size(const tpurt_op_call* c) { return lists_size(c); }
 
-void tpurt_call_copy(tpurt_op_call* dst, const tpurt_op_call* c) {
+void tpurt_call_copy_fixed(tpurt_op_call* dst, const tpurt_op_call* c) {
   memcpy(dst, c, offsetof(tpurt_op_call, args));
   memcpy(dst->args, c->args, sizeof(tpurt_value) * (size_t)c->nargs);
   for (int a = c->nargs; a < TPURT_MAX_ARGS; a++) dst->args[a].kind = TPURT_V_NONE;
@@ -294,6 +311,10 @@ void tpurt_call_copy(tpurt_op_call* dst, const tpurt_op_call* c) {
     dst->outs[o].data = NULL;
     dst->outs[o].ndim = 0;
   }
+}
+
+void tpurt_call_copy(tpurt_op_call* dst, const tpurt_op_call* c) {
+  tpurt_call_copy_fixed(dst, c);
   char* p = (char*)(dst + 1);
   for (int a = 0; a < c->nargs; a++) {
     tpurt_value* v = &dst->args[a];
@@ -351,10 +372,24 @@ tpurt_status tpurt_op_launch_blocking(int32_t stream, const tpurt_op_call* c) {
   return s ? s : tpurt_op_run(c);
 }
 
+/* Fused mode: an elementwise call over dense tensors waits in the stream's chain (fuse.c). A
+ * small one does not: strict mode runs it on the issuing thread when the stream is idle, which a
+ * chain cannot beat. Returns whether the call was deferred. */
+static int defer(int32_t stream, const tpurt_op_call* c) {
+  const op_entry* e = &ops[c->op];
+  if (e->kind.kind != TPURT_KIND_ELEMENTWISE || (e->flags & (TPURT_OPF_OUT_ARGS | TPURT_OPF_RANDOM | TPURT_OPF_DATA_SIZED)))
+    return 0;
+  if (touched_elements(c, INLINE_MAX_ELEMENTS + 1) <= INLINE_MAX_ELEMENTS) return 0;
+  int64_t n = tpurt_chain_numel(c);
+  return n > 0 && tpurt_stream_defer(stream, c, n);
+}
+
 tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* c) {
   tpurt_status s = tpurt_check_call(c);
   if (s) return s;
   if (tpurt_op_runs_blocking(c)) return tpurt_op_launch_blocking(stream, c);
+  /* anything not deferred takes strict mode's path, whose enqueue puts the chain first */
+  if (__atomic_load_n(&eager_mode, __ATOMIC_RELAXED) == TPURT_MODE_FUSED && defer(stream, c)) return TPURT_OK;
   if (touched_elements(c, INLINE_MAX_ELEMENTS + 1) <= INLINE_MAX_ELEMENTS &&
       tpurt_stream_run_if_idle(stream, run_cloned, (void*)c, ops[c->op].kernel))
     return TPURT_OK;

@@ -1,6 +1,12 @@
 /* Streams (one worker thread each, started on first use) and events. A stream runs its
  * commands in issue order; the first failure since the last synchronizing call is kept
- * and reported by the next one, as CUDA does with asynchronous kernel errors. */
+ * and reported by the next one, as CUDA does with asynchronous kernel errors.
+ *
+ * Fused mode: a stream also holds the chain of elementwise calls deferred since its last
+ * command (fuse.c). The rule that keeps it correct: the chain is enqueued before anything else
+ * is enqueued on the stream or observes it (synchronize, query, events, copies, a side stream
+ * ordered after it), and until then it counts as issued work (`horizon`), so the allocator keeps
+ * the blocks it uses from other streams and from kernel temporaries. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +46,7 @@ typedef struct stream_state {
   pthread_mutex_t mu;
   pthread_cond_t has_work, progressed;
   _Alignas(64) uint64_t issued; /* producer and worker lines apart: both are polled */
+  uint64_t horizon; /* issued, plus one while a chain is pending: the command it will be */
   _Alignas(64) uint64_t completed;
   _Alignas(64) char after_counters;
   int device, index;
@@ -47,6 +54,8 @@ typedef struct stream_state {
   uint64_t wake_at;    /* lowest `completed` some waiter needs; UINT64_MAX when none */
   tpurt_status error;
   char error_msg[1200];
+  tpurt_chain* chain; /* fused mode: calls deferred since the last command, never empty (under mu;
+                         read without it, atomically, only to skip taking mu) */
   command ring[RING];
 } stream_state;
 
@@ -149,12 +158,12 @@ static void* worker_main(void* p) {
     command* c = &st->ring[seq % RING];
     if (c->after) wait_completed(c->after, c->after_seq);
     tpurt_status s = c->fn(c->arg);
-    if (c->release) c->release(c->arg);
-    if (s != TPURT_OK) {
+    if (s != TPURT_OK) { /* before the release: a chain's `what` lives in its buffer */
       pthread_mutex_lock(&st->mu);
       keep_failure_locked(st, s, c->what);
       pthread_mutex_unlock(&st->mu);
     }
+    if (c->release) c->release(c->arg);
     publish_completed(st, seq);
   }
   return NULL;
@@ -240,24 +249,93 @@ static stream_state* busy_default_stream(const stream_state* st, uint64_t* seq) 
   return load_seq(&d0->completed) < *seq ? d0 : NULL;
 }
 
-/* The next free slot; caller holds mu. A full ring makes the caller wait until half of
- * it drained, so a host thread that runs ahead sleeps once per RING/2 commands. */
-static command* reserve_locked(stream_state* st) {
-  if (st->issued - load_seq(&st->completed) >= RING - 1) {
+/* Waits until the ring has a free slot; caller holds mu, which a wait releases. A full ring
+ * makes the caller wait until half of it drained, so a host thread that runs ahead sleeps once
+ * per RING/2 commands. */
+static void wait_room_locked(stream_state* st) {
+  while (st->issued - load_seq(&st->completed) >= RING - 1) {
     uint64_t target = st->issued - RING / 2;
     if (!spin_until(&st->completed, target)) wait_locked(st, target);
   }
-  command* c = &st->ring[(st->issued + 1) % RING];
-  c->after = busy_default_stream(st, &c->after_seq);
-  return c;
 }
 
 /* Publishes the reserved slot; caller holds mu. Returns its sequence number. */
 static uint64_t commit_locked(stream_state* st) {
   uint64_t seq = st->issued + 1;
   __atomic_store_n(&st->issued, seq, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&st->horizon, seq, __ATOMIC_SEQ_CST);
   if (st->worker_sleeping) pthread_cond_signal(&st->has_work);
   return seq;
+}
+
+static int chain_pending(stream_state* st) { return __atomic_load_n(&st->chain, __ATOMIC_ACQUIRE) != NULL; }
+
+/* Enqueues the pending chain as the next command; caller holds mu. Waiting for room releases
+ * mu, so another thread may enqueue it (or start a new one) meanwhile: loop until none is left. */
+static void flush_chain_locked(stream_state* st) {
+  while (st->chain) {
+    wait_room_locked(st);
+    tpurt_chain* ch = st->chain;
+    if (!ch) break;
+    command* c = &st->ring[(st->issued + 1) % RING];
+    c->after = busy_default_stream(st, &c->after_seq);
+    c->fn = tpurt_chain_run;
+    c->arg = ch;
+    c->release = tpurt_chain_release;
+    c->what = tpurt_chain_what(ch);
+    __atomic_store_n(&st->chain, NULL, __ATOMIC_RELEASE);
+    commit_locked(st);
+  }
+}
+
+static void flush_chain(stream_state* st) {
+  if (!st || !chain_pending(st)) return;
+  pthread_mutex_lock(&st->mu);
+  flush_chain_locked(st);
+  pthread_mutex_unlock(&st->mu);
+}
+
+/* A side stream's command starts after the default stream's earlier work (busy_default_stream),
+ * that stream's pending chain included: it is enqueued first (before taking the side stream's
+ * lock, so locks are never nested). */
+static void flush_default_chain(const stream_state* st) {
+  if (st->index) flush_chain(__atomic_load_n(&streams[st->device][0], __ATOMIC_ACQUIRE));
+}
+
+/* The next free slot, with the pending chain enqueued before it; caller holds mu. */
+static command* reserve_locked(stream_state* st) {
+  do {
+    flush_chain_locked(st);
+    wait_room_locked(st);
+  } while (st->chain); /* waiting released mu and someone deferred a call meanwhile */
+  command* c = &st->ring[(st->issued + 1) % RING];
+  c->after = busy_default_stream(st, &c->after_seq);
+  return c;
+}
+
+int tpurt_stream_defer(int32_t s, const tpurt_op_call* c, int64_t numel) {
+  stream_state* st = get_stream(s);
+  if (!st) return 0;
+  flush_default_chain(st); /* the call comes after the default stream's work issued so far */
+  pthread_mutex_lock(&st->mu);
+  tpurt_chain* ch = st->chain;
+  int added = tpurt_chain_append(&ch, c, numel);
+  if (added == 0) { /* it does not fit the pending chain: that one goes, c starts the next */
+    flush_chain_locked(st);
+    ch = st->chain; /* NULL, unless another thread deferred while the flush waited for room */
+    added = tpurt_chain_append(&ch, c, numel);
+  }
+  if (added == 1) {
+    __atomic_store_n(&st->chain, ch, __ATOMIC_RELEASE);
+    __atomic_store_n(&st->horizon, st->issued + 1, __ATOMIC_SEQ_CST);
+  }
+  pthread_mutex_unlock(&st->mu);
+  return added == 1;
+}
+
+void tpurt_streams_flush_all(void) {
+  for (int d = 0; d < TPURT_MAX_DEVICES; d++)
+    for (int i = 0; i < TPURT_MAX_STREAMS_PER_DEVICE; i++) flush_chain(__atomic_load_n(&streams[d][i], __ATOMIC_ACQUIRE));
 }
 
 static tpurt_status enqueue(int32_t s, tpurt_status (*fn)(void*), void* arg, void (*release)(void*),
@@ -267,6 +345,7 @@ static tpurt_status enqueue(int32_t s, tpurt_status (*fn)(void*), void* arg, voi
     if (release) release(arg);
     return bad_stream(s);
   }
+  flush_default_chain(st);
   pthread_mutex_lock(&st->mu);
   command* c = reserve_locked(st);
   c->fn = fn;
@@ -289,6 +368,7 @@ tpurt_status tpurt_stream_enqueue_inline(int32_t s, tpurt_status (*fn)(void*),
                                          const char* what) {
   stream_state* st = get_stream(s);
   if (!st) return bad_stream(s);
+  flush_default_chain(st);
   pthread_mutex_lock(&st->mu);
   command* c = reserve_locked(st);
   fill(c->payload, src);
@@ -305,9 +385,13 @@ int tpurt_stream_run_if_idle(int32_t s, tpurt_status (*fn)(void*), void* arg, co
   stream_state* st = get_stream(s);
   if (!st) return 0;
   uint64_t dep;
-  if (load_seq(&st->completed) != load_seq(&st->issued) || busy_default_stream(st, &dep)) return 0;
+  stream_state* d0 = st->index ? __atomic_load_n(&streams[st->device][0], __ATOMIC_ACQUIRE) : NULL;
+  /* a pending chain (its own, or the default stream's for a side stream) is work not yet done */
+  if (load_seq(&st->completed) != load_seq(&st->issued) || chain_pending(st) || (d0 && chain_pending(d0)) ||
+      busy_default_stream(st, &dep))
+    return 0;
   pthread_mutex_lock(&st->mu);
-  int idle = load_seq(&st->completed) == st->issued && !busy_default_stream(st, &dep);
+  int idle = load_seq(&st->completed) == st->issued && !st->chain && !busy_default_stream(st, &dep);
   if (idle) {
     tpurt_status e = fn(arg);
     if (e) keep_failure_locked(st, e, what);
@@ -333,19 +417,21 @@ static tpurt_status wait_seq(stream_state* st, uint64_t seq) {
 tpurt_status tpurt_stream_synchronize(int32_t s) {
   stream_state* st = get_stream(s);
   if (!st) return bad_stream(s);
+  flush_chain(st);
   return wait_seq(st, load_seq(&st->issued));
 }
 
 int tpurt_stream_query(int32_t s) {
   stream_state* st = get_stream(s);
   if (!st) return 1;
+  flush_chain(st);
   uint64_t issued = load_seq(&st->issued);
   return load_seq(&st->completed) == issued;
 }
 
 uint64_t tpurt_stream_issued_seq(int32_t s) {
   stream_state* st = get_stream(s);
-  return st ? load_seq(&st->issued) : 0;
+  return st ? load_seq(&st->horizon) : 0;
 }
 
 uint64_t tpurt_stream_completed_seq(int32_t s) {
@@ -421,6 +507,7 @@ void tpurt_event_destroy(tpurt_event* ev) {
 tpurt_status tpurt_event_record(tpurt_event* ev, int32_t s) {
   stream_state* st = get_stream(s);
   if (!st) return bad_stream(s);
+  flush_default_chain(st);
   pthread_mutex_lock(&ev->mu);
   pthread_mutex_lock(&st->mu);
   command* c = reserve_locked(st);

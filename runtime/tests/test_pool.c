@@ -53,6 +53,28 @@ static void test_parallel_for(void) {
   tpurt_parallel_for(0, 1, count_items, &c); /* empty loop: no call */
 }
 
+/* A loop started inside a pool task (a kernel run per tile of a fused chain calls the engine,
+ * which may start its own loop) runs serially on the task's thread: every inner item sees the
+ * thread that runs the outer chunk. */
+typedef struct {
+  pthread_t outer;
+  int other_thread;
+} nest_ctx;
+static void inner_items(void* p, int64_t b, int64_t e) {
+  nest_ctx* c = p;
+  if (!pthread_equal(c->outer, pthread_self())) __atomic_store_n(&c->other_thread, 1, __ATOMIC_RELAXED);
+}
+static int nested_other_thread;
+static void outer_items(void* p, int64_t b, int64_t e) {
+  nest_ctx inner = {pthread_self(), 0};
+  tpurt_parallel_for(1 << 16, 1, inner_items, &inner);
+  if (inner.other_thread) __atomic_store_n(&nested_other_thread, 1, __ATOMIC_RELAXED);
+}
+static void test_nested_serial(void) {
+  tpurt_parallel_for(64, 1, outer_items, NULL);
+  CHECK(!nested_other_thread, "a nested loop ran items on another thread");
+}
+
 static void* loop_thread(void* p) {
   loop_ctx* c = p;
   for (int r = 0; r < 50; r++) tpurt_parallel_for(c->n, 16, count_items, c);
@@ -208,6 +230,7 @@ static void test_scratch(void) {
 int main(void) {
   test_scratch();
   test_parallel_for();
+  test_nested_serial();
   test_concurrent_loops();
   test_fork();
   test_ring_order();

@@ -193,3 +193,22 @@ def test_cpu_scalar_tensor_is_read_as_it_was_at_the_call():
     got = compiled(a, s)
     s.fill_(100.0)  # after the call: the kernel must not see it
     torch.testing.assert_close(got.cpu(), f(a, torch.tensor(2.0)).cpu())
+
+
+def test_compiled_dropout_random_streams():
+    """Inductor's generator by default (reproducible, not eager's draws, as on CPU and CUDA);
+    with fallback_random the op table's random ops stay tpu kernels: eager's exact draws."""
+    def f(a):
+        return torch.nn.functional.dropout(a, p=0.5, training=True) * 2
+
+    a = torch.ones(10000, device="tpu")
+    torch.manual_seed(0)
+    eager = f(a).cpu()
+    runs = []
+    for options in (None, None, {"fallback_random": True}):
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        runs.append(torch.compile(f, backend="tpu", options=options)(a).cpu())
+    assert torch.equal(runs[0], runs[1]) and abs((runs[0] != 0).float().mean().item() - 0.5) < 0.03
+    assert set(runs[0].unique().tolist()) == {0.0, 2.0}
+    assert torch.equal(runs[2], eager)

@@ -40,16 +40,17 @@ def backend(gm, example_inputs, options=None):
     options = dict(options or {})
     tpu = {k: options.pop(k) for k in TPU_OPTIONS if k in options}
     report.prepare(gm, example_inputs, bounded_dynamism=bool(tpu.get("bounded_dynamism")))
+    table = decompositions(keep=("matmul", "random") if options.get("fallback_random") else ("matmul",))
     return compile_fx(gm, example_inputs, inner_compile=report.timed_inner_compile(compile_fx_inner),
-                      config_patches={**CPP_KERNEL_CONFIG, **options}, decompositions=decompositions())
+                      config_patches={**CPP_KERNEL_CONFIG, **options}, decompositions=table)
 
 
 @functools.cache
-def _matmul_overloads():
-    """The ATen overloads the op table's kind column calls matmul-like."""
+def _overloads_of_kind(kind_wanted):
+    """The ATen overloads the op table's kind column gives that kind."""
     found = []
     for name, kind in _C._op_kinds().items():
-        if kind != "matmul" or name.startswith("tpurt::"):
+        if kind != kind_wanted or name.startswith("tpurt::"):
             continue
         base, _, overload = name.partition(".")
         packet = getattr(torch.ops.aten, base, None)
@@ -59,15 +60,19 @@ def _matmul_overloads():
     return tuple(found)
 
 
-def decompositions():
-    """Inductor's decomposition table without the matmul-like ops: Inductor decomposes a K=1
+def decompositions(keep=("matmul",)):
+    """Inductor's decomposition table without the op table's ops of the kinds in `keep`, which
+    stay calls into their tpu kernels. Matmul-like always: Inductor decomposes a K=1
     mm/addmm/bmm into multiplies on non-CPU devices, which would skip the MXU's bf16 operand
-    rounding that eager tpu applies."""
+    rounding that eager tpu applies. Random ones with Inductor's fallback_random: Inductor
+    rewrites native_dropout as rand + compare, a different draw from eager tpu's kernel, so
+    only the kernel itself gives eager's random stream (on CPU the two coincide)."""
     from torch._inductor.decomposition import select_decomp_table
 
     table = dict(select_decomp_table())
-    for op in _matmul_overloads():
-        table.pop(op, None)
+    for kind in keep:
+        for op in _overloads_of_kind(kind):
+            table.pop(op, None)
     return table
 
 

@@ -30,6 +30,21 @@ class TpuInterface(DeviceInterface):
     synchronize = staticmethod(torch.tpu.synchronize)
     current_stream = staticmethod(torch.tpu.current_stream)
     set_stream = staticmethod(torch.tpu.set_stream)
+    stream = staticmethod(torch.tpu.stream)
+
+    @staticmethod
+    def _set_stream_by_id(stream_id: int, device_index: int, device_type: int) -> None:
+        torch.tpu.set_stream(torch.tpu.Stream(stream_id=stream_id, device_index=device_index, device_type=device_type))
+
+    @staticmethod
+    def exchange_device(device: int) -> int:
+        """Makes `device` current, returning the previous one (Dynamo's device guard)."""
+        prev = torch.tpu.current_device()
+        if device >= 0 and device != prev:
+            torch.tpu.set_device(device)
+        return prev
+
+    maybe_exchange_device = exchange_device
     get_raw_stream = staticmethod(lambda device_index: torch.tpu.current_stream(device_index).stream_id)
     get_device_properties = staticmethod(torch.tpu.get_device_properties)
     memory_allocated = staticmethod(torch.tpu.memory_allocated)

@@ -2,7 +2,7 @@
 PY ?= python3
 PIP := $(PY) -m pip install -q --disable-pip-version-check
 
-.PHONY: setup demo test test-c test-py test-wheel bench
+.PHONY: setup demo test test-c test-py test-wheel wheel-suite bench
 setup:
 	@command -v ccache >/dev/null 2>&1 || apt-get install -y -q ccache >/dev/null 2>&1 || \
 		(apt-get update -q >/dev/null 2>&1 && apt-get install -y -q ccache >/dev/null 2>&1) || \
@@ -24,7 +24,10 @@ test-py:
 # The suite against a non-editable install: the wheel, in a virtual environment that sees the
 # installed torch, tests run from a directory outside the checkout.
 WHEEL_DIR ?= /tmp/torch_tpu_wheel
-test-wheel: setup
+test-wheel: setup wheel-suite
+
+# The same without installing first (CI runs it right after `make test`, which did).
+wheel-suite:
 	rm -rf $(WHEEL_DIR) && mkdir -p $(WHEEL_DIR)
 	$(PY) -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w $(WHEEL_DIR)/dist .
 	$(PY) -m venv --system-site-packages $(WHEEL_DIR)/venv

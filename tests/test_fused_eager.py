@@ -4,6 +4,7 @@ in-place ops, chains cut by reductions, .item(), matmuls, printing and freed ten
 AdamW step, threads and side streams; and the mode's switches (set_eager_mode, the context
 manager, the environment variable, `python -m torch_tpu info`)."""
 import os
+import pathlib
 import subprocess
 import sys
 import threading
@@ -14,21 +15,12 @@ import torch
 
 import torch_tpu  # noqa: F401
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "bench"))
+from bench_fused import activation_chain  # noqa: E402  (the benchmark's ten-op chain)
+
 TILE = 32 * 1024  # runtime/src/fuse.c TILE_ELEMENTS
 # below the inline threshold, one tile, exact tiles, a one-element remainder, ragged, 2-D
 SIZES = [(1000,), (5000,), (2 * TILE,), (3 * TILE + 1,), (100003,), (301, 707)]
-
-
-def activation_chain(x):
-    """Ten elementwise ops, activation/normalisation style."""
-    y = x * torch.sigmoid(x)
-    y = torch.tanh(y)
-    y = y * 1.7
-    y = y + x
-    y = torch.exp(y)
-    y = torch.clamp(y, 0.1, 3.0)
-    y = torch.sqrt(torch.abs(y))
-    return torch.reciprocal(y)
 
 
 def in_place_chain(x):

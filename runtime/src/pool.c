@@ -156,6 +156,23 @@ int tpurt_pool_threads(void) {
   return pool.nthreads;
 }
 
+/* The job set up in `pool` (a loop or a team; the caller holds pool.busy): wakes the helpers,
+ * runs the caller's share, waits for theirs. */
+static void run_job(void (*callers_share)(void)) {
+  pool.temp = tpurt_temp_current();
+  __atomic_store_n(&pool.pending, pool.nthreads - 1, __ATOMIC_RELAXED);
+  pthread_mutex_lock(&pool.mu);
+  __atomic_fetch_add(&pool.gen, 1, __ATOMIC_RELEASE);
+  if (pool.sleepers) pthread_cond_broadcast(&pool.wake);
+  pthread_mutex_unlock(&pool.mu);
+  in_loop = 1;
+  callers_share();
+  in_loop = 0;
+  while (__atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) > 0) sched_yield();
+}
+
+static void run_first_member(void) { run_member(0); }
+
 void tpurt_parallel_for(int64_t n, int64_t grain, tpurt_pool_fn fn, void* ctx) {
   if (n <= 0) return;
   if (grain < 1) grain = 1;
@@ -169,16 +186,7 @@ void tpurt_parallel_for(int64_t n, int64_t grain, tpurt_pool_fn fn, void* ctx) {
   pool.n = n;
   pool.grain = grain;
   pool.next = 0;
-  pool.temp = tpurt_temp_current();
-  __atomic_store_n(&pool.pending, nt - 1, __ATOMIC_RELAXED);
-  pthread_mutex_lock(&pool.mu);
-  __atomic_fetch_add(&pool.gen, 1, __ATOMIC_RELEASE);
-  if (pool.sleepers) pthread_cond_broadcast(&pool.wake);
-  pthread_mutex_unlock(&pool.mu);
-  in_loop = 1;
-  run_chunks();
-  in_loop = 0;
-  while (__atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) > 0) sched_yield();
+  run_job(run_chunks);
   pthread_mutex_unlock(&pool.busy);
 }
 
@@ -199,16 +207,7 @@ void tpurt_parallel_team(int size, tpurt_team_fn fn, void* ctx) {
   pool.team_next = 1;
   pool.barrier_waiting = 0;
   pool.single_taken = 0;
-  pool.temp = tpurt_temp_current();
-  __atomic_store_n(&pool.pending, nt - 1, __ATOMIC_RELAXED);
-  pthread_mutex_lock(&pool.mu);
-  __atomic_fetch_add(&pool.gen, 1, __ATOMIC_RELEASE);
-  if (pool.sleepers) pthread_cond_broadcast(&pool.wake);
-  pthread_mutex_unlock(&pool.mu);
-  in_loop = 1;
-  run_member(0);
-  in_loop = 0;
-  while (__atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) > 0) sched_yield();
+  run_job(run_first_member);
   pool.team_fn = NULL;
   pthread_mutex_unlock(&pool.busy);
 }

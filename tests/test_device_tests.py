@@ -7,6 +7,8 @@ import textwrap
 from torch_tpu import device_tests
 
 SUITE = textwrap.dedent('''
+    import unittest
+
     import torch
     from torch.testing._internal.common_device_type import instantiate_device_type_tests
     from torch.testing._internal.common_utils import TestCase, run_tests
@@ -32,6 +34,16 @@ SUITE = textwrap.dedent('''
         def test_fails_everywhere(self, device):
             self.assertEqual(1, 2)
 
+        # marked broken on every device: tpu keeps the contract, CPU does not
+        @unittest.expectedFailure
+        def test_expected_failure_passing_on_tpu(self, device):
+            self.assertNotEqual(self.device_type, "cpu")
+
+        # marked broken on every device and broken on both: no difference
+        @unittest.expectedFailure
+        def test_expected_failure_everywhere(self, device):
+            self.assertEqual(1, 2)
+
 
     instantiate_device_type_tests(TestToy, globals())
 
@@ -46,11 +58,12 @@ def test_runs_tpu_beside_cpu_and_classifies(tmp_path, capsys):
     out = tmp_path / "report"
     assert device_tests.main([str(suite), "--out", str(out)]) == 0
     report = json.loads((out / "report.json").read_text())["summaries"][0]
-    assert (report["tpu_passed"], report["tpu_failed"]) == (1, 4)
-    assert (report["cpu_passed"], report["cpu_failed"]) == (4, 1)
+    assert (report["tpu_passed"], report["tpu_failed"]) == (2, 5)
+    assert (report["cpu_passed"], report["cpu_failed"]) == (4, 3)
+    assert report["tpu_only_passed"] == 1
     diffs = report["differences"]
     assert diffs["wrong result"] == 1 and diffs["tpu error"] == 1 and diffs["missing check"] == 1
     assert sum(diffs.values()) == 3  # the test failing on CPU too is no difference
     printed = capsys.readouterr().out
-    assert "| test_toy.py | 1 / 4 | 4 / 1 |" in printed and "v2.13" in printed
+    assert "| test_toy.py | 2 / 5 | 4 / 3 |" in printed and "v2.13" in printed
     assert "test_wrong_on_tpu" in (out / "report.md").read_text()

@@ -317,6 +317,10 @@ SAME_ERROR = {
                                                        out=torch.empty(3, dtype=torch.long, device=d)),
     "unsafe cast into out= (exp)": lambda d: torch.exp(torch.ones(3, device=d),
                                                        out=torch.empty(3, dtype=torch.long, device=d)),
+    "unsafe cast into cat out= (TypeError)": lambda d: torch.cat([torch.ones(2, device=d)] * 2, out=torch.empty(
+        0, dtype=torch.long, device=d)),
+    "unsafe cast into stack out= (through cat)": lambda d: torch.stack([torch.ones(2, device=d)] * 2, out=torch.empty(
+        0, dtype=torch.long, device=d)),
     "index tensors that do not broadcast": lambda d: torch.zeros(4, 5, device=d)[
         torch.tensor([0, 1], device=d), torch.tensor([0, 1, 2], device=d)],
     "index_put_ indices that do not broadcast": lambda d: torch.zeros(4, 5, device=d).index_put_(
@@ -365,6 +369,32 @@ def test_cpu_tensor_as_out_is_refused(shape):
         torch.add(x, 1, out=out)
     with pytest.raises(RuntimeError, match="device"):
         out.add_(x)
+
+
+# test_ops TestCommon.test_out: composites that take out= (PyTorch's copies into any device)
+def test_composite_out_on_cpu_is_refused():
+    x, v = torch.ones(2, 3, device="tpu"), torch.ones(2, device="tpu")
+    with pytest.raises(RuntimeError, match="Expected out tensor to have device tpu:0, but got cpu instead"):
+        torch.addr(x, v, torch.ones(3, device="tpu"), out=torch.empty(2, 3))
+
+
+@pytest.mark.parametrize("out_shape,out_dtype", [((3, 4), torch.float32), ((0,), torch.float32),
+                                                 ((2,), torch.float32), ((3, 4), torch.int64)],
+                         ids=["same", "empty", "resized", "unsafe cast"])
+def test_addr_out_as_cpu(out_shape, out_dtype):
+    s, a, b = torch.randn(3, 4), torch.randn(3), torch.randn(4)
+    check_like_cpu(lambda s, a, b: torch.addr(s, a, b, beta=2, alpha=0.5, out=torch.empty(
+        out_shape, dtype=out_dtype, device=s.device)), s, a, b)
+
+
+@pytest.mark.parametrize("out_dtype", [torch.int64, torch.bool, torch.float16], ids=str)
+def test_bernoulli_draws_into_an_out_of_any_dtype(out_dtype):
+    # CPU's bernoulli_out is bernoulli_ on out: an integer or bool out= is no unsafe cast
+    p = torch.tensor([0.0, 1.0, 0.0, 1.0], device="tpu")
+    out = torch.full((4,), 7, dtype=out_dtype, device="tpu")
+    torch.bernoulli(p, out=out)
+    assert out.dtype == out_dtype
+    assert torch.equal(out.cpu(), torch.tensor([0, 1, 0, 1]).to(out_dtype))
 
 
 def test_uint8_mask_indexes_like_bool():

@@ -31,6 +31,12 @@ def pytest_runtest_logreport(report):
         if outcome == "failed" and report.when != "call":
             outcome = "error"
         kind, message = _exception(report) if outcome in ("failed", "error") else ("", "")
+        # a test the file marks as an expected failure (unittest.expectedFailure): its body
+        # failed ("xfailed") or, reported by pytest as a failure, passed ("xpassed")
+        if outcome == "skipped" and hasattr(report, "wasxfail"):
+            outcome = "xfailed"
+        elif outcome == "failed" and message.startswith("Unexpected success"):
+            outcome = "xpassed"
         if outcome == "skipped" and isinstance(report.longrepr, tuple):
             message = str(report.longrepr[2])
         _log.write(json.dumps({"test": report.nodeid, "outcome": outcome, "exception": kind,

@@ -1,10 +1,14 @@
 """ATen ops composed from native tpu kernels and registered for the tpu device: equal (returns a
 Python value, which the generic C++ path cannot express; the one device->host read is the result
-itself), the foreach ops whose per-tensor scalars arrive packed in a CPU tensor
+itself), `addr.out` (PyTorch's composite copies into an out= on any device; CPU refuses one on another
+device, as the native tpu path does), the foreach ops whose per-tensor scalars arrive packed in a CPU tensor
 (`_foreach_addcdiv/addcmul(_).Tensor`), which run as their native Scalar[] overloads, and the
 fused weight norm pair, whose CPU kernels are a norm and two broadcasts."""
 
 import torch
+from torch._prims_common.wrappers import _maybe_resize_out
+
+from .tpu_checks import out_cast_check
 
 _lib = torch.library.Library("aten", "IMPL")
 
@@ -20,6 +24,18 @@ def equal(self, other):
 
 
 _lib.impl("equal", equal, "PrivateUse1")
+
+
+def addr_out(self, vec1, vec2, *, beta=1, alpha=1, out):
+    torch._check(out.device == vec1.device,
+                 lambda: f"Expected out tensor to have device {vec1.device}, but got {out.device} instead")
+    result = torch.addr(self, vec1, vec2, beta=beta, alpha=alpha)
+    out_cast_check(result.dtype, out)
+    _maybe_resize_out(out, result.shape)  # CPU's resize_output: warns when a non-empty out= changes shape
+    return out.copy_(result)
+
+
+_lib.impl("addr.out", addr_out, "PrivateUse1")
 
 
 def _scalar_list(self, tensor1, tensor2, scalars):

@@ -61,10 +61,18 @@ def _alpha_check(dtype, alpha):
            "For non-complex input tensors, argument alpha must not be a complex number.")
 
 
-def _cast_check(result, out):
+def out_cast_check(result, out):
     _check(torch.can_cast(result, out.dtype),
            f"result type {_C10_NAMES.get(result, result)} can't be cast to the desired output type "
            f"{_C10_NAMES.get(out.dtype, out.dtype)}")
+
+
+def _cat_out(tensors, dim, out):
+    # CPU's cat checks the cast with TORCH_CHECK_TYPE (TypeError), in its own words
+    dtype = torch.result_type(*tensors) if len(tensors) > 1 else tensors[0].dtype if tensors else out.dtype
+    _check(torch.can_cast(dtype, out.dtype),
+           f"torch.cat(): input types can't be cast to the desired output type {_C10_NAMES.get(out.dtype, out.dtype)}",
+           TypeError)
 
 
 def _result(self, other, to_float=False):
@@ -78,7 +86,7 @@ def _add(self, other, alpha=1, out=None):
 
 def _add_(self, other, alpha=1):
     _alpha_check(self.dtype, alpha)
-    _cast_check(_result(self, other), self)
+    out_cast_check(_result(self, other), self)
 
 
 def _sub(self, other, alpha=1, out=None):
@@ -99,12 +107,12 @@ def _rsub(self, other, alpha=1):
 def _in_place(to_float=False):
     """In place, self is the output: CPU refuses a result dtype that cannot be cast to it."""
     def check(self, other, *rest):
-        _cast_check(_result(self, other, to_float), self)
+        out_cast_check(_result(self, other, to_float), self)
     return check
 
 
 def _div_(self, other, rounding_mode=None):
-    _cast_check(_result(self, other, to_float=rounding_mode is None), self)
+    out_cast_check(_result(self, other, to_float=rounding_mode is None), self)
 
 
 def _heaviside(self, values, out=None):
@@ -212,7 +220,7 @@ def _abs_out(self, out):
 def _angle_out(self, out):
     result = self.dtype.to_real() if self.is_complex() else \
         self.dtype if self.is_floating_point() else torch.get_default_dtype()
-    _cast_check(result, out)
+    out_cast_check(result, out)
 
 
 def _histogram_out(self, bins, *rest):
@@ -313,6 +321,7 @@ CHECKS = {
     "logcumsumexp": _logcumsumexp, "logcumsumexp.out": _logcumsumexp,
     "cummax.out": _cumext_out, "cummin.out": _cumext_out,
     "frexp.Tensor_out": _frexp_out,
+    "cat.out": _cat_out,
     **{name: _index_func for name in ("index_add", "index_add_", "index_add.out", "index_reduce", "index_reduce_",
                                       "index_reduce.out")},
     "mv": _mv, "mv.out": _mv,

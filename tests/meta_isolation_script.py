@@ -49,6 +49,7 @@ SAMPLES = {
         t(2, 3, 4), t(3), t(3), t(3), t(3), 0.1, 1e-5)],
     "_batch_norm_with_update": [lambda: A._batch_norm_with_update(t(2, 3, dtype=bf), None, None, t(3, dtype=bf),
                                                                   t(3, dtype=bf), 0.1, 1e-5)],
+    "bernoulli.out": [lambda: A.bernoulli.out(t(3), out=t(3, dtype=torch.int64))],
     "amax": [lambda: A.amax(t(0, 3), [0]), lambda: A.amax(t(2, 3), [1])],
     "amin": [lambda: A.amin(t(3, 0), [1]), lambda: A.amin(t(2, 3), [0], True)],
 }

@@ -175,13 +175,17 @@ py::dict metrics() {
   d["kernel_errors"] = m.kernel_errors;
   d["fused_chains"] = m.fused_chains;
   d["fused_ops"] = m.fused_ops;
-  py::dict per_kernel;
+  d["unplanned_temp_bytes"] = m.unplanned_temp_bytes;
+  py::dict per_kernel, unplanned;
   for (int i = 0; i < tpurt_op_name_count(); i++) {
     int op = tpurt_op_lookup(tpurt_op_name(i));
     std::string k = tpurt_op_kernel_name(op);
     if (!per_kernel.contains(k) && tpurt_metrics_op_count(op)) per_kernel[k.c_str()] = tpurt_metrics_op_count(op);
+    if (!unplanned.contains(k) && tpurt_metrics_op_unplanned_bytes(op))
+      unplanned[k.c_str()] = tpurt_metrics_op_unplanned_bytes(op);
   }
   d["kernels"] = per_kernel;
+  d["unplanned_temp_bytes_by_kernel"] = unplanned;
   py::dict fb;
   for (auto& [name, e] : fallback_counts()) fb[name.c_str()] = py::make_tuple(e.first, e.second);
   d["fallbacks"] = fb;

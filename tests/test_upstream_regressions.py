@@ -319,8 +319,11 @@ SAME_ERROR = {
                                                        out=torch.empty(3, dtype=torch.long, device=d)),
     "unsafe cast into cat out= (TypeError)": lambda d: torch.cat([torch.ones(2, device=d)] * 2, out=torch.empty(
         0, dtype=torch.long, device=d)),
-    "unsafe cast into stack out= (through cat)": lambda d: torch.stack([torch.ones(2, device=d)] * 2, out=torch.empty(
+    "unsafe cast into stack out= (through cat)": lambda d: torch.stack([torch.ones(2, device=d)] * 3, out=torch.empty(
         0, dtype=torch.long, device=d)),
+    "unsafe cast into cat out= of mixed inputs": lambda d: torch.cat([torch.ones(2, dtype=torch.int32, device=d),
+                                                                     torch.ones(2, device=d), torch.ones(
+        2, dtype=torch.int8, device=d)], out=torch.empty(0, dtype=torch.long, device=d)),
     "index tensors that do not broadcast": lambda d: torch.zeros(4, 5, device=d)[
         torch.tensor([0, 1], device=d), torch.tensor([0, 1, 2], device=d)],
     "index_put_ indices that do not broadcast": lambda d: torch.zeros(4, 5, device=d).index_put_(
@@ -385,6 +388,12 @@ def test_addr_out_as_cpu(out_shape, out_dtype):
     s, a, b = torch.randn(3, 4), torch.randn(3), torch.randn(4)
     check_like_cpu(lambda s, a, b: torch.addr(s, a, b, beta=2, alpha=0.5, out=torch.empty(
         out_shape, dtype=out_dtype, device=s.device)), s, a, b)
+
+
+@pytest.mark.parametrize("out_dtype", [torch.float64, torch.float32, torch.int64], ids=str)
+def test_cat_of_three_dtypes_into_an_out(out_dtype):
+    a, b, c = torch.arange(3, dtype=torch.int32), torch.arange(2, dtype=torch.int8), torch.ones(2, dtype=torch.int16)
+    check_like_cpu(lambda a, b, c: torch.cat([a, b, c], out=torch.empty(0, dtype=out_dtype, device=a.device)), a, b, c)
 
 
 @pytest.mark.parametrize("out_dtype", [torch.int64, torch.bool, torch.float16], ids=str)

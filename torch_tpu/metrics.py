@@ -20,6 +20,13 @@ def executed_ops() -> dict:
     return dict(_C._metrics()["kernels"])
 
 
+def unplanned_temporaries() -> dict:
+    """{kernel name: bytes} of temporaries kernels took beyond what their plan counted (each
+    call's scratch is allocated when it is issued, from the plan): empty when every plan is
+    exact."""
+    return dict(_C._metrics()["unplanned_temp_bytes_by_kernel"])
+
+
 def compile_counters() -> dict:
     """torch.compile(backend="tpu"): frames and graphs compiled, compile seconds, FX cache
     hits, recompiles with their causes, the bounds of dynamic dims, Dynamo's graph breaks."""

@@ -10,6 +10,7 @@ FakeTensor behaviour are unchanged.
 A check may raise NotImplementedError when the tpu path cannot take the call as it stands:
 the output shape depends on the data (the kernel sizes it, as for a bool mask), or PyTorch's
 meta function refuses what CPU accepts (the call runs on the counted CPU fallback)."""
+import functools
 import warnings
 
 import torch
@@ -69,7 +70,7 @@ def out_cast_check(result, out):
 
 def _cat_out(tensors, dim, out):
     # CPU's cat checks the cast with TORCH_CHECK_TYPE (TypeError), in its own words
-    dtype = torch.result_type(*tensors) if len(tensors) > 1 else tensors[0].dtype if tensors else out.dtype
+    dtype = functools.reduce(torch.promote_types, [t.dtype for t in tensors], tensors[0].dtype) if tensors else out.dtype
     _check(torch.can_cast(dtype, out.dtype),
            f"torch.cat(): input types can't be cast to the desired output type {_C10_NAMES.get(out.dtype, out.dtype)}",
            TypeError)

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define TPURT_VERSION_MAJOR 0
-#define TPURT_VERSION_MINOR 5
+#define TPURT_VERSION_MINOR 6
 
 /* ---------------------------------------------------------------- status codes */
 /* X(code, value, the c10 error class the C++ boundary throws, which PyTorch turns into the
@@ -156,9 +156,12 @@ typedef struct tpurt_op_call {
   uint64_t rng_seed;   /* Philox key and counter base for ops flagged TPURT_OPF_RANDOM */
   uint64_t rng_offset;
   /* Device memory the kernel takes its temporaries from (tpurt_op_plan says how much), owned
-   * by the caller and not touched by anyone else until the call completes on its stream; NULL:
-   * the runtime takes them from the chip's allocator for the kernel's duration. Either way
-   * they count against the chip's HBM. Since 0.4. */
+   * by the caller and not touched by anyone else until the call completes on its stream.
+   * NULL: tpurt_op_launch* allocates the planned bytes from the chip's allocator on the
+   * issuing thread, in stream order (a chip out of HBM fails the launch, not the kernel), and
+   * frees them once the command is queued. Either way they count against the chip's HBM; a
+   * kernel that takes more than its plan counted gets the rest from the allocator while it
+   * runs, counted in tpurt_metrics.unplanned_temp_bytes. Since 0.4 (launch-time scratch: 0.6). */
   void* scratch;
   int64_t scratch_bytes;
   tpurt_value args[TPURT_MAX_ARGS];
@@ -274,6 +277,9 @@ typedef struct tpurt_plan {
   tpurt_tensor outs[TPURT_MAX_OUTS]; /* the layout each output is written in (data as given) */
   int32_t nouts;
 } tpurt_plan;
+/* The scratch bytes `call` needs as given (its data pointers decide private outputs): what
+ * tpurt_op_plan reports in scratch_bytes, without its checks. Since 0.6. */
+int64_t tpurt_op_scratch_bytes(const tpurt_op_call* call);
 /* Plan `call`. TPURT_OK: supported, *out filled. TPURT_ERR_UNSUPPORTED (or the error the kernel
  * would raise for these shapes and dtypes): not supported, tpurt_last_error() says why. */
 tpurt_status tpurt_op_plan(const tpurt_op_call* call, tpurt_plan* out);
@@ -487,10 +493,13 @@ typedef struct tpurt_metrics {
   int64_t alloc_count;
   int64_t kernel_errors;
   int64_t fused_chains, fused_ops; /* since 0.5: chains of two or more ops run as one command, and their ops */
+  int64_t unplanned_temp_bytes; /* since 0.6: kernel temporaries beyond the call's scratch (a plan that undercounts) */
 } tpurt_metrics;
 void tpurt_metrics_get(tpurt_metrics* out);
 /* Executions of op id so far. */
 int64_t tpurt_metrics_op_count(int op);
+/* Bytes of temporaries op id's kernel took beyond its calls' scratch so far. Since 0.6. */
+int64_t tpurt_metrics_op_unplanned_bytes(int op);
 void tpurt_metrics_reset(void);
 
 #ifdef __cplusplus

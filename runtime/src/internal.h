@@ -244,6 +244,7 @@ void tpurt_metrics_count_copy(int kind /* 0 h2d, 1 d2h, 2 d2d */, int64_t bytes)
 void tpurt_metrics_count_alloc(void);
 void tpurt_metrics_count_kernel_error(void);
 void tpurt_metrics_count_fused(int ops); /* one chain of `ops` calls ran as one command */
+void tpurt_metrics_count_unplanned_temp(int op, int64_t bytes);
 int tpurt_op_count(void); /* number of op ids */
 /* Stream internals used by the allocator. issued: the sequence number the work issued so far
  * ends at, a pending fused chain included (it becomes the next command), so a block freed now
@@ -321,12 +322,14 @@ int tpurt_team_single(void); /* 1 for the member that runs the team's next singl
 void* tpurt_temp(size_t bytes);
 void* tpurt_temp_zeroed(size_t bytes);
 static inline void* tpurt_temp_calloc(size_t n, size_t size) { return tpurt_temp_zeroed(n * size); }
-/* Give a temporary back before the kernel returns (a big buffer used by one phase). */
+/* Give a temporary back before the kernel returns (a big buffer used by one phase). Scratch is
+ * a stack that pops only its latest temporary: a plan counts every temporary taken, less
+ * those given back (latest first) before the next is taken. */
 void tpurt_temp_release(void* p);
 typedef struct tpurt_temp_ctx {
-  int device;
+  int device, op;
   char* arena;
-  size_t arena_size, used;
+  size_t arena_size, used, last; /* last: where the arena's latest temporary starts, while it may be popped */
   pthread_mutex_t mu;
   void** blocks;
   int n, cap;

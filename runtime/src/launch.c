@@ -152,6 +152,7 @@ tpurt_precision tpurt_get_matmul_precision(void) {
 static struct {
   tpurt_metrics m;
   int64_t per_op[OP_COUNT];
+  int64_t unplanned_per_op[OP_COUNT];
 } metrics;
 
 static void add(int64_t* c, int64_t v) { __atomic_fetch_add(c, v, __ATOMIC_RELAXED); }
@@ -175,6 +176,11 @@ void tpurt_metrics_count_fused(int ops) {
   add(&metrics.m.fused_ops, ops);
 }
 
+void tpurt_metrics_count_unplanned_temp(int op, int64_t bytes) {
+  add(&metrics.m.unplanned_temp_bytes, bytes);
+  if (op >= 0 && op < OP_COUNT) add(&metrics.unplanned_per_op[op], bytes);
+}
+
 void tpurt_metrics_get(tpurt_metrics* out) {
   tpurt_metrics m;
   for (size_t i = 0; i < sizeof m / sizeof(int64_t); i++)
@@ -186,6 +192,9 @@ void tpurt_metrics_get(tpurt_metrics* out) {
 }
 int64_t tpurt_metrics_op_count(int op) {
   return op >= 0 && op < OP_COUNT ? __atomic_load_n(&metrics.per_op[op], __ATOMIC_RELAXED) : 0;
+}
+int64_t tpurt_metrics_op_unplanned_bytes(int op) {
+  return op >= 0 && op < OP_COUNT ? __atomic_load_n(&metrics.unplanned_per_op[op], __ATOMIC_RELAXED) : 0;
 }
 void tpurt_metrics_reset(void) { memset(&metrics, 0, sizeof metrics); }
 
@@ -366,10 +375,41 @@ tpurt_status tpurt_check_call(const tpurt_op_call* c) {
   return TPURT_OK;
 }
 
+/* A call launched without scratch gets its planned bytes here, on the issuing thread (see
+ * tpurt_op_call.scratch): written into the caller's call for the launch, which copies it, and
+ * taken back by scratch_done. The block is freed in stream order, so nothing reuses it before
+ * the kernel ran. */
+static tpurt_status scratch_attach(int32_t stream, const tpurt_op_call* c, void** block) {
+  *block = NULL;
+  if (c->scratch) return TPURT_OK;
+  int64_t n = tpurt_op_scratch_bytes(c);
+  if (n <= 0) return TPURT_OK;
+  tpurt_status s = tpurt_malloc(c->device, (size_t)n, stream, block);
+  if (s) return s;
+  tpurt_op_call* w = (tpurt_op_call*)c; /* the caller's, handed over for the launch */
+  w->scratch = *block, w->scratch_bytes = n;
+  return TPURT_OK;
+}
+
+static tpurt_status scratch_done(const tpurt_op_call* c, void* block, tpurt_status s) {
+  if (block) {
+    tpurt_op_call* w = (tpurt_op_call*)c;
+    w->scratch = NULL, w->scratch_bytes = 0;
+    tpurt_free(block);
+  }
+  return s;
+}
+
+static tpurt_status launch_blocking(int32_t stream, const tpurt_op_call* c) {
+  tpurt_status s = tpurt_stream_synchronize(stream);
+  void* block;
+  if (!s) s = scratch_attach(stream, c, &block);
+  return s ? s : scratch_done(c, block, tpurt_op_run(c));
+}
+
 tpurt_status tpurt_op_launch_blocking(int32_t stream, const tpurt_op_call* c) {
   tpurt_status s = tpurt_check_call(c);
-  if (!s) s = tpurt_stream_synchronize(stream);
-  return s ? s : tpurt_op_run(c);
+  return s ? s : launch_blocking(stream, c);
 }
 
 /* Fused mode: an elementwise call over dense tensors waits in the stream's chain (fuse.c). A
@@ -384,12 +424,7 @@ static int defer(int32_t stream, const tpurt_op_call* c) {
   return n > 0 && tpurt_stream_defer(stream, c, n);
 }
 
-tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* c) {
-  tpurt_status s = tpurt_check_call(c);
-  if (s) return s;
-  if (tpurt_op_runs_blocking(c)) return tpurt_op_launch_blocking(stream, c);
-  /* anything not deferred takes strict mode's path, whose enqueue puts the chain first */
-  if (__atomic_load_n(&eager_mode, __ATOMIC_RELAXED) == TPURT_MODE_FUSED && defer(stream, c)) return TPURT_OK;
+static tpurt_status enqueue(int32_t stream, const tpurt_op_call* c) {
   if (touched_elements(c, INLINE_MAX_ELEMENTS + 1) <= INLINE_MAX_ELEMENTS &&
       tpurt_stream_run_if_idle(stream, run_cloned, (void*)c, ops[c->op].kernel))
     return TPURT_OK;
@@ -401,6 +436,17 @@ tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* c) {
   if (!copy) return tpurt_fail(TPURT_ERR_OOM, "host out of memory queueing op %s", ops[c->op].kernel);
   tpurt_call_copy(copy, c);
   return tpurt_stream_enqueue(stream, run_cloned, copy, free, ops[c->op].kernel);
+}
+
+tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* c) {
+  tpurt_status s = tpurt_check_call(c);
+  if (s) return s;
+  if (tpurt_op_runs_blocking(c)) return launch_blocking(stream, c);
+  /* anything not deferred takes strict mode's path, whose enqueue puts the chain first */
+  if (__atomic_load_n(&eager_mode, __ATOMIC_RELAXED) == TPURT_MODE_FUSED && defer(stream, c)) return TPURT_OK;
+  void* block;
+  if ((s = scratch_attach(stream, c, &block))) return s;
+  return scratch_done(c, block, enqueue(stream, c));
 }
 
 /* ---------------------------------------------------------------- data-sized outputs */
@@ -437,7 +483,9 @@ tpurt_status tpurt_op_size_outputs(int32_t stream, tpurt_op_call* c) {
   /* The caller waits anyway: earlier failures raise as asynchronous ones, this kernel's own
    * (bad data) with its message, from the call. */
   s = tpurt_stream_synchronize(stream);
-  return s ? s : size_cmd(c);
+  void* block;
+  if (!s) s = scratch_attach(stream, c, &block);
+  return s ? s : scratch_done(c, block, size_cmd(c));
 }
 
 /* ---------------------------------------------------------------- host <-> device copies */

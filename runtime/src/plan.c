@@ -9,6 +9,23 @@ static int64_t tensor_bytes(const tpurt_tensor* t) {
 
 static int64_t align64(int64_t n) { return (n + 63) & ~(int64_t)63; }
 
+/* What launch.c's run_private takes, in its order: a copy of the call, then each output. */
+static int64_t private_output_bytes(const tpurt_op_call* c) {
+  int64_t n = align64(sizeof(tpurt_op_call));
+  for (int o = 0; o < c->nouts; o++) n += align64(tensor_bytes(&c->outs[o]));
+  return n;
+}
+
+int64_t tpurt_op_scratch_bytes(const tpurt_op_call* c) {
+  int64_t n = tpurt_needs_private_outputs(c) ? private_output_bytes(c) : 0;
+  tpurt_plan_fn hook = tpurt_op_plan_hook(c->op);
+  if (hook) {
+    tpurt_plan p = {.struct_size = sizeof p};
+    if (hook(c, &p) == TPURT_OK) n += p.scratch_bytes; /* a refusal fails the kernel itself */
+  }
+  return n;
+}
+
 /* Every tensor of the call, inputs then outputs, for fn(t, arg). */
 static void for_each_tensor(const tpurt_op_call* c, void (*fn)(const tpurt_tensor*, void*), void* arg) {
   for (int a = 0; a < c->nargs; a++) {
@@ -77,10 +94,7 @@ tpurt_status tpurt_op_plan(const tpurt_op_call* c, tpurt_plan* out) {
   p.nouts = c->nouts;
   memcpy(p.outs, c->outs, sizeof(tpurt_tensor) * (size_t)c->nouts);
   p.private_outputs = tpurt_needs_private_outputs(c);
-  if (p.private_outputs) {
-    p.scratch_bytes += align64(sizeof(tpurt_op_call));
-    for (int o = 0; o < c->nouts; o++) p.scratch_bytes += align64(tensor_bytes(&c->outs[o]));
-  }
+  if (p.private_outputs) p.scratch_bytes += private_output_bytes(c);
   tpurt_plan_fn hook = tpurt_op_plan_hook(c->op);
   if (hook && (s = hook(c, &p))) return s;
   size_t n = out->struct_size && out->struct_size < sizeof p ? out->struct_size : sizeof p;

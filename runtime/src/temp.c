@@ -14,12 +14,15 @@
 #define GUARD ALIGN
 
 static _Thread_local tpurt_temp_ctx* current;
+#define NOT_POPPABLE ((size_t)-1)
 
 void tpurt_temp_begin(tpurt_temp_ctx* t, const tpurt_op_call* c) {
   memset(t, 0, sizeof *t);
   t->device = c->device;
+  t->op = c->op;
   t->arena = c->scratch;
   t->arena_size = c->scratch && c->scratch_bytes > 0 ? (size_t)c->scratch_bytes : 0;
+  t->last = NOT_POPPABLE;
   pthread_mutex_init(&t->mu, NULL);
   t->outer = current;
   current = t;
@@ -56,9 +59,13 @@ void* tpurt_temp(size_t bytes) {
   void* p = NULL;
   if (t->arena && t->used + need <= t->arena_size) {
     p = t->arena + t->used;
+    t->last = t->used;
     t->used += need;
   } else if (reserve_slot(t)) {
-    if (!tpurt_malloc_in_kernel(t->device, bytes + GUARD, &p)) t->blocks[t->n++] = p, p = (char*)p + GUARD;
+    if (!tpurt_malloc_in_kernel(t->device, bytes + GUARD, &p)) {
+      t->blocks[t->n++] = p, p = (char*)p + GUARD;
+      tpurt_metrics_count_unplanned_temp(t->op, (int64_t)bytes);
+    }
   } else {
     tpurt_fail(TPURT_ERR_OOM, "host out of memory tracking kernel temporaries");
   }
@@ -76,11 +83,18 @@ void tpurt_temp_release(void* p) {
   tpurt_temp_ctx* t = current;
   if (!t || !p) return;
   pthread_mutex_lock(&t->mu);
+  /* The arena is a stack: the latest temporary taken from it is given back for reuse (a loop
+   * that takes and releases one per step needs one step's bytes, and its plan says so). */
+  if (t->arena && (char*)p >= t->arena && (char*)p < t->arena + t->arena_size) {
+    if ((char*)p == t->arena + t->last) t->used = t->last, t->last = NOT_POPPABLE;
+    pthread_mutex_unlock(&t->mu);
+    return;
+  }
   for (int i = 0; i < t->n; i++)
     if ((char*)t->blocks[i] + GUARD == (char*)p) {
       t->blocks[i] = t->blocks[--t->n];
       tpurt_free_in_kernel((char*)p - GUARD);
       break;
     }
-  pthread_mutex_unlock(&t->mu); /* arena memory is the caller's: nothing to give back */
+  pthread_mutex_unlock(&t->mu);
 }

@@ -20,6 +20,98 @@ def _randn(*shape, dtype=torch.float32):
 CASES = {}
 
 # ---------------------------------------------------------------- sort, scan, reduce, index, histogram
+def _sorted_rows(*shape):
+    return torch.sort(_randn(*shape), dim=-1).values
+
+
+def _cx64_from_pairs(*shape):
+    return torch.view_as_complex(_randn(*shape, 2))
+
+
+def _nan_every(x, k):
+    x = x.clone()
+    x.view(-1)[::k] = float("nan")
+    return x
+
+
+def _hist_edges(*counts):
+    return [torch.linspace(-2.0, 2.0, n) for n in counts]
+
+
+CASES["sort"] = [lambda d: torch.sort(_randn(40, 30).to(d).t(), dim=1),
+                 lambda d: torch.sort(_randn(70, 5).to(d), dim=0, descending=True)]
+CASES["sort_stable"] = [lambda d: torch.sort((_randn(60, 4) * 3).to(torch.int32).to(d), dim=0, stable=True)]
+CASES["topk"] = [lambda d: torch.topk(_randn(50, 8).to(d), 5, dim=0),
+                 lambda d: torch.topk(_randn(6, 300).to(d).t(), 2, dim=0, largest=False)]
+CASES["kthvalue"] = [lambda d: torch.kthvalue(_randn(33, 7).to(d), 4, dim=0)]
+CASES["median"] = [lambda d: torch.median(_randn(9, 31).to(d).t()),
+                   lambda d: torch.median((_randn(40) * 50).to(torch.int64).to(d))]
+CASES["nanmedian"] = [lambda d: torch.nanmedian(_nan_every(_randn(12, 25), 7).to(d).t())]
+CASES["median_dim"] = [lambda d: torch.median(_randn(41, 6).to(d), dim=0)]
+CASES["nanmedian_dim"] = [lambda d: torch.nanmedian(_nan_every(_randn(6, 41), 5).to(d).t(), dim=0)]
+CASES["mode"] = [lambda d: torch.mode((_randn(45, 5) * 2).round().to(d), dim=0)]
+CASES["cumprod"] = [lambda d: torch.cumprod(_randn(30, 9).to(d), dim=0),
+                    lambda d: torch.cumprod((_randn(20, 3) * 3).to(torch.int32).to(d), dim=0, dtype=torch.int64)]
+CASES["logcumsumexp"] = [lambda d: torch.logcumsumexp(_randn(8, 40).to(d).t(), dim=0)]
+CASES["cummax"] = [lambda d: torch.cummax(_randn(35, 6).to(d), dim=0)]
+CASES["cummin"] = [lambda d: torch.cummin((_randn(35, 6) * 4).to(torch.int16).to(d), dim=0)]
+CASES["searchsorted"] = [
+    lambda d: torch.searchsorted(_sorted_rows(4, 50).to(d), _randn(4, 7).to(d)),
+    lambda d: torch.searchsorted(_sorted_rows(60).double().to(d), _randn(9, 3).double().to(d), right=True),
+    lambda d: torch.searchsorted(_randn(3, 40).to(d), _randn(3, 11).to(d), sorter=torch.argsort(_randn(3, 40)).to(d)),
+    lambda d: torch.searchsorted((_sorted_rows(45) * 9).to(torch.int32).to(d), 2),
+]
+CASES["bucketize"] = [lambda d: torch.bucketize(_randn(13, 5).to(d).t(), _sorted_rows(33).to(d)),
+                      lambda d: torch.bucketize((_randn(20) * 5).to(torch.int16).to(d),
+                                                (_sorted_rows(21) * 5).to(torch.int16).to(d))]
+CASES["histc"] = [lambda d: torch.histc(_randn(30, 20).to(d).t(), bins=17),
+                  lambda d: torch.histc(_randn(200).double().to(d), bins=9, min=-1, max=1)]
+CASES["isin"] = [lambda d: torch.isin((_randn(25, 4) * 3).round().to(d).t(), (_randn(30) * 3).round().to(d)),
+                 lambda d: torch.isin((_randn(50) * 9).to(torch.int8).to(d), 3),
+                 lambda d: torch.isin(2, (_randn(40) * 4).to(torch.int32).to(d))]
+CASES["sum"] = [lambda d: torch.sum((_randn(70, 9) * 20).to(d).t(), dtype=torch.int64)]
+CASES["sum_dim"] = [lambda d: torch.sum((_randn(60, 8) * 20).to(d), dim=0, dtype=torch.int32),
+                    lambda d: torch.sum(_randn(0, 3).to(d), dim=0, dtype=torch.int64)]
+CASES["prod"] = [lambda d: torch.prod((_randn(8, 5) * 3).to(d), dtype=torch.int64)]
+CASES["prod_dim"] = [lambda d: torch.prod((_randn(9, 6) * 3).to(d), dim=0, dtype=torch.int64)]
+CASES["cumsum"] = [lambda d: torch.cumsum((_randn(50, 7) * 20).to(d), dim=0, dtype=torch.int64)]
+CASES["var"] = [lambda d: torch.var(_cx64_from_pairs(30, 6).to(d), dim=0)]
+CASES["std"] = [lambda d: torch.std(_cx64_from_pairs(6, 30).to(d), dim=1, correction=0)]
+CASES["var_mean"] = [lambda d: torch.var_mean(_cx64_from_pairs(25, 7).to(d), dim=0)]
+CASES["std_mean"] = [lambda d: torch.std_mean(_cx64_from_pairs(7, 25).to(d), dim=1, keepdim=True)]
+CASES["vector_norm"] = [lambda d: torch.linalg.vector_norm(_cx64_from_pairs(20, 9).to(d), dim=0),
+                        lambda d: torch.linalg.vector_norm(_cx64_from_pairs(40).to(d), ord=3)]
+CASES["norm"] = [lambda d: torch.ops.aten.norm.Scalar(_cx64_from_pairs(30, 5).to(d), 2)]
+CASES["norm_dim"] = [lambda d: torch.ops.aten.norm.ScalarOpt_dim(_cx64_from_pairs(30, 5).to(d), 1, [0])]
+CASES["logsumexp"] = [lambda d: torch.logsumexp(_cx64_from_pairs(40, 6).to(d), dim=0),
+                      lambda d: torch.logsumexp(_cx64_from_pairs(5, 6, 7).to(d), dim=(0, 2), keepdim=True)]
+CASES["renorm"] = [lambda d: torch.renorm(_randn(40, 6).to(d), p=2, dim=1, maxnorm=3.0)]
+CASES["embedding_dense_backward"] = [
+    lambda d: torch.ops.aten.embedding_dense_backward(_randn(5, 6, 8).to(d), ((_randn(5, 6).abs() * 4).long() % 20).to(d),
+                                                      20, -1, False),
+    lambda d: torch.ops.aten.embedding_dense_backward(_randn(7, 8, 3).to(d), ((_randn(7, 8).abs() * 3).long() % 11).to(d),
+                                                      11, 2, True),
+]
+CASES["index"] = [lambda d: _randn(9, 12).to(d)[(_randn(9, 12) > 0.3).to(d)],
+                  lambda d: _randn(7, 8, 5).to(d)[:, (_randn(8) > 0).to(d)],
+                  lambda d: _randn(10, 6).to(d)[((_randn(4).abs() * 5).long() % 10).to(d), 2]]
+CASES["index_put"] = [
+    lambda d: _randn(9, 12).to(d).index_put_(((_randn(9, 12) > 0.3).to(d),), torch.tensor(7.0).to(d)),
+    lambda d: _randn(8, 5).to(d).index_put_(((_randn(8) > 0).to(d),), _randn(5).to(d), accumulate=True),
+]
+CASES["index_reduce"] = [
+    lambda d: _randn(6, 5).to(d).index_reduce(0, ((_randn(9).abs() * 3).long() % 6).to(d), _randn(9, 5).to(d), "mean"),
+    lambda d: _randn(4, 7).to(d).t().index_reduce(1, ((_randn(6).abs() * 2).long() % 4).to(d), _randn(7, 6).to(d),
+                                                  "amax", include_self=False),
+]
+CASES["scatter_reduce"] = [
+    lambda d: _randn(6, 5).to(d).scatter_reduce(0, ((_randn(9, 5).abs() * 3).long() % 6).to(d), _randn(9, 5).to(d), "mean")]
+CASES["histogram_bin_ct"] = [lambda d: torch.histogram(_randn(30, 7).to(d).t(), bins=13)]
+CASES["histogram_bins_tensor"] = [lambda d: torch.histogram(_randn(120).to(d), bins=_hist_edges(17)[0].to(d))]
+CASES["histogramdd_bin_edges"] = [lambda d: torch.histogramdd(_randn(80, 3).to(d), bins=[4, 7, 9])]
+CASES["histogramdd_from_bin_cts"] = [lambda d: torch.histogramdd(_randn(3, 90).to(d).t(), bins=[5, 6, 8], density=True)]
+CASES["histogramdd_from_bin_tensors"] = [
+    lambda d: torch.histogramdd(_randn(70, 2).to(d), bins=[b.to(d) for b in _hist_edges(11, 6)])]
 
 # ---------------------------------------------------------------- data-sized, fft, misc, nn, matmul
 

@@ -322,6 +322,9 @@ int tpurt_team_single(void); /* 1 for the member that runs the team's next singl
 void* tpurt_temp(size_t bytes);
 void* tpurt_temp_zeroed(size_t bytes);
 static inline void* tpurt_temp_calloc(size_t n, size_t size) { return tpurt_temp_zeroed(n * size); }
+/* The scratch a temporary of `bytes` takes (tpurt_temp rounds each up to 64): what a plan hook
+ * counts for it. */
+static inline int64_t tpurt_temp_bytes(size_t bytes) { return ((int64_t)bytes + 63) & ~(int64_t)63; }
 /* Give a temporary back before the kernel returns (a big buffer used by one phase). Scratch is
  * a stack that pops only its latest temporary: a plan counts every temporary taken, less
  * those given back (latest first) before the next is taken. */

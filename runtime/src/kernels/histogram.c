@@ -94,6 +94,13 @@ static void edges_free(edge_set* es, int64_t D) {
   for (int64_t d = 0; d < D; d++) tpurt_temp_release(es->e[d]);
 }
 
+/* The edges of a dimension: bins + 1 of them from a bin count, a copy of a bin tensor's. */
+static size_t count_edges_size(int64_t bins) { return sizeof(double) * (size_t)(bins + 1); }
+static size_t tensor_edges_size(const tpurt_tensor* b) {
+  int64_t n = tpurt_numel(b);
+  return sizeof(double) * (size_t)(n ? n : 1);
+}
+
 /* Edges from bin counts (bins: an int list, or one int for histogram). */
 static tpurt_status edges_from_counts(const points* p, const int64_t* bins, const tpurt_value* range, edge_set* es) {
   memset(es, 0, sizeof *es);
@@ -102,7 +109,7 @@ static tpurt_status edges_from_counts(const points* p, const int64_t* bins, cons
   for (int64_t d = 0; d < p->d; d++) {
     double lo = 0, hi = 1;
     tpurt_status s = outer_edges(p, range, d, &lo, &hi);
-    if (!s && !(es->e[d] = tpurt_temp(sizeof(double) * (size_t)(bins[d] + 1))))
+    if (!s && !(es->e[d] = tpurt_temp(count_edges_size(bins[d]))))
       s = TPURT_ERR_OOM;
     if (s) {
       edges_free(es, p->d);
@@ -120,7 +127,7 @@ static tpurt_status edges_from_tensors(const points* p, const tpurt_tensor* cons
   for (int64_t d = 0; d < p->d; d++) {
     const tpurt_tensor* b = bins[d];
     int64_t n = tpurt_numel(b);
-    if (!(es->e[d] = tpurt_temp(sizeof(double) * (size_t)(n ? n : 1)))) {
+    if (!(es->e[d] = tpurt_temp(tensor_edges_size(b)))) {
       edges_free(es, p->d);
       return TPURT_ERR_OOM;
     }
@@ -271,4 +278,36 @@ tpurt_status tpurt_kernel_histogramdd_from_bin_tensors(const tpurt_op_call* c) {
   if (b->n > TPURT_MAX_DIMS) return tpurt_fail(TPURT_ERR_RUNTIME, "histogramdd: at most %d dimensions", TPURT_MAX_DIMS);
   for (int d = 0; d < b->n; d++) bins[d] = &b->tensors[d];
   return from_tensors(c, 0, bins, &c->outs[0], NULL);
+}
+
+/* ---------------------------------------------------------------- plan hooks: the edges of every dimension */
+static tpurt_status plan_counts(const tpurt_op_call* c, int flat, const int64_t* bins, int64_t nbins, tpurt_plan* p) {
+  points pts = points_of(&TPURT_ARG(c, histogram_bin_ct, self)->t, flat, TPURT_ARG(c, histogram_bin_ct, weight));
+  for (int64_t d = 0; d < pts.d && d < nbins && d < TPURT_MAX_DIMS; d++)
+    p->scratch_bytes += tpurt_temp_bytes(count_edges_size(bins[d]));
+  return TPURT_OK;
+}
+static tpurt_status plan_tensors(const tpurt_op_call* c, int flat, const tpurt_tensor* bins, int64_t nbins, tpurt_plan* p) {
+  points pts = points_of(&TPURT_ARG(c, histogram_bins_tensor, self)->t, flat, TPURT_ARG(c, histogram_bins_tensor, weight));
+  for (int64_t d = 0; d < pts.d && d < nbins && d < TPURT_MAX_DIMS; d++)
+    p->scratch_bytes += tpurt_temp_bytes(tensor_edges_size(&bins[d]));
+  return TPURT_OK;
+}
+tpurt_status tpurt_plan_histogram_bin_ct(const tpurt_op_call* c, tpurt_plan* p) {
+  return plan_counts(c, 1, &TPURT_ARG(c, histogram_bin_ct, bins)->i, 1, p);
+}
+tpurt_status tpurt_plan_histogram_bins_tensor(const tpurt_op_call* c, tpurt_plan* p) {
+  return plan_tensors(c, 1, &TPURT_ARG(c, histogram_bins_tensor, bins)->t, 1, p);
+}
+tpurt_status tpurt_plan_histogramdd_bin_edges(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_value* b = TPURT_ARG(c, histogramdd_bin_edges, bins);
+  return plan_counts(c, 0, b->ints, b->n, p);
+}
+tpurt_status tpurt_plan_histogramdd_from_bin_cts(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_value* b = TPURT_ARG(c, histogramdd_from_bin_cts, bins);
+  return plan_counts(c, 0, b->ints, b->n, p);
+}
+tpurt_status tpurt_plan_histogramdd_from_bin_tensors(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_value* b = TPURT_ARG(c, histogramdd_from_bin_tensors, bins);
+  return plan_tensors(c, 0, b->tensors, b->n, p);
 }

@@ -106,6 +106,10 @@ tpurt_status tpurt_kernel_embedding(const tpurt_op_call* c) {
   return TPURT_OK;
 }
 
+/* embedding_dense_backward's sums (a double per output element) and counts (one per row) */
+static size_t embedding_acc_size(int64_t nw, int64_t D) { return sizeof(double) * (size_t)(nw * D > 0 ? nw * D : 1); }
+static size_t embedding_count_size(int64_t nw) { return sizeof(int64_t) * (size_t)(nw ? nw : 1); }
+
 tpurt_status tpurt_kernel_embedding_dense_backward(const tpurt_op_call* c) {
   /* embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
    * rows of grad summed per index in double; padding rows get nothing; with
@@ -115,8 +119,8 @@ tpurt_status tpurt_kernel_embedding_dense_backward(const tpurt_op_call* c) {
   int64_t D = out->sizes[1], n = tpurt_numel(ind);
   tpurt_status s = check_indices(ind, 0, nw, 0, "index out of range in self", TPURT_ERR_INDEX);
   if (s) return s;
-  double* acc = tpurt_temp_calloc((size_t)(nw * D > 0 ? nw * D : 1), sizeof(double));
-  int64_t* count = tpurt_temp_calloc((size_t)(nw ? nw : 1), sizeof(int64_t));
+  double* acc = tpurt_temp_zeroed(embedding_acc_size(nw, D));
+  int64_t* count = tpurt_temp_zeroed(embedding_count_size(nw));
   if (!acc || !count) {
     tpurt_temp_release(acc), tpurt_temp_release(count);
     return TPURT_ERR_OOM;
@@ -144,6 +148,11 @@ tpurt_status tpurt_kernel_embedding_dense_backward(const tpurt_op_call* c) {
   s = tpurt_copy_tensor(out, &a);
   tpurt_temp_release(acc), tpurt_temp_release(count);
   return s;
+}
+tpurt_status tpurt_plan_embedding_dense_backward(const tpurt_op_call* c, tpurt_plan* p) {
+  int64_t nw = TPURT_ARG(c, embedding_dense_backward, num_weights)->i, D = c->outs[0].sizes[1];
+  p->scratch_bytes += tpurt_temp_bytes(embedding_acc_size(nw, D)) + tpurt_temp_bytes(embedding_count_size(nw));
+  return TPURT_OK;
 }
 
 tpurt_status tpurt_kernel_gather(const tpurt_op_call* c) {
@@ -332,14 +341,20 @@ static tpurt_status broadcast_indices(index_plan* p) {
   return TPURT_OK;
 }
 
-static tpurt_status plan_index(index_plan* p, const tpurt_tensor* self, const tpurt_value* list) {
-  memset(p, 0, sizeof *p);
+/* Room for the coordinates of every element of the masks in list: as many as a mask of all
+ * true needs (which elements are true is data). */
+static size_t masks_size(const tpurt_value* list) {
   int64_t cells = 0;
   for (int e = 0; e < list->n; e++) {
     const tpurt_tensor* t = &list->tensors[e];
     if (t->ndim >= 0 && (t->dtype == TPURT_BOOL || t->dtype == TPURT_U8)) cells += tpurt_numel(t) * t->ndim;
   }
-  p->masks = tpurt_temp(sizeof(int64_t) * (size_t)(cells ? cells : 1));
+  return sizeof(int64_t) * (size_t)(cells ? cells : 1);
+}
+
+static tpurt_status plan_index(index_plan* p, const tpurt_tensor* self, const tpurt_value* list) {
+  memset(p, 0, sizeof *p);
+  p->masks = tpurt_temp(masks_size(list));
   if (!p->masks) return TPURT_ERR_OOM;
   int64_t* cursor = p->masks;
   int sd = 0;
@@ -418,6 +433,11 @@ tpurt_status tpurt_kernel_index(const tpurt_op_call* c) {
   return s;
 }
 
+tpurt_status tpurt_plan_index(const tpurt_op_call* c, tpurt_plan* p) {
+  p->scratch_bytes += tpurt_temp_bytes(masks_size(TPURT_ARG(c, index, indices)));
+  return TPURT_OK;
+}
+
 tpurt_status tpurt_kernel_index_put(const tpurt_op_call* c) {
   /* index_put(self, Tensor?[] indices, values, accumulate[, unsafe]) and its in-place forms:
    * out = self; out[indices] = values (broadcast to the indexing result), or += with
@@ -458,6 +478,10 @@ tpurt_status tpurt_kernel_index_put(const tpurt_op_call* c) {
   }
   tpurt_temp_release(p.masks);
   return s;
+}
+tpurt_status tpurt_plan_index_put(const tpurt_op_call* c, tpurt_plan* p) {
+  p->scratch_bytes += tpurt_temp_bytes(masks_size(TPURT_ARG(c, index_put, indices)));
+  return TPURT_OK;
 }
 
 /* ---------------------------------------------------------------- shape kernels */

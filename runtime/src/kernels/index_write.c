@@ -109,6 +109,15 @@ static int64_t ir_combine_i(ir_op r, int64_t a, int64_t b) {
   }
 }
 
+/* index_reduce accumulates in a dense f64 / i64 copy of out, with a count and a flag (taken
+ * from source yet) per element. */
+typedef union { double f; int64_t i; } ir_acc;
+static int64_t index_reduce_bytes(int64_t total) {
+  if (total == 0) return 0;
+  return tpurt_temp_bytes((size_t)total * sizeof(ir_acc)) + tpurt_temp_bytes((size_t)total * sizeof(int64_t)) +
+         tpurt_temp_bytes((size_t)total);
+}
+
 tpurt_status tpurt_kernel_index_reduce(const tpurt_op_call* c) {
   /* index_reduce(self, dim, index, source, reduce, *, include_self): out = self;
    * out[..., index[k], ...] (reduce)= source[..., k, ...]; without include_self the indexed
@@ -130,9 +139,8 @@ tpurt_status tpurt_kernel_index_reduce(const tpurt_op_call* c) {
   int64_t total = tpurt_numel(out);
   tpurt_status s = tpurt_copy_tensor(out, &TPURT_ARG(c, index_reduce, self)->t);
   if (s || total == 0) return s;
-  /* accumulate in a dense f64 / i64 copy of out, with a count per element for mean */
   int fl = tpurt_is_float(out->dtype);
-  union acc_u { double f; int64_t i; }* acc = tpurt_temp((size_t)total * sizeof *acc);
+  ir_acc* acc = tpurt_temp((size_t)total * sizeof *acc);
   int64_t* cnt = tpurt_temp_calloc((size_t)total, sizeof *cnt);
   char* touched = tpurt_temp_calloc((size_t)total, 1);
   if (!acc || !cnt || !touched) {
@@ -184,10 +192,20 @@ tpurt_status tpurt_kernel_index_reduce(const tpurt_op_call* c) {
   tpurt_temp_release(acc), tpurt_temp_release(cnt), tpurt_temp_release(touched);
   return TPURT_OK;
 }
+tpurt_status tpurt_plan_index_reduce(const tpurt_op_call* c, tpurt_plan* p) {
+  p->scratch_bytes += index_reduce_bytes(tpurt_numel(&c->outs[0]));
+  return TPURT_OK;
+}
 
 /* ---------------------------------------------------------------- scatter_reduce */
 typedef enum { SRD_SUM, SRD_PROD, SRD_MEAN, SRD_AMAX, SRD_AMIN } srd_op;
 static const char* const SRD_NAMES[] = {"sum", "prod", "mean", "amax", "amin"};
+/* The srd_op named by scatter_reduce's reduce argument; 5 when it names none. */
+static int srd_of(const tpurt_op_call* c) {
+  int r = 0;
+  while (r < 5 && strcmp(TPURT_ARG(c, scatter_reduce, reduce)->s, SRD_NAMES[r])) r++;
+  return r;
+}
 
 /* *d (op)= *s in d's dtype, rounding like CPU's scalar_t loop after each element; ints wrap. */
 static void srd_combine(char* d, const char* s, int dt, srd_op r) {
@@ -226,8 +244,7 @@ tpurt_status tpurt_kernel_scatter_reduce(const tpurt_op_call* c) {
   if (o.ndim == 0) o.ndim = 1, o.sizes[0] = 1, o.strides[0] = 0;
   if (ix.ndim == 0) ix.ndim = 1, ix.sizes[0] = 1, ix.strides[0] = 0;
   if (src.ndim == 0) src.ndim = 1, src.sizes[0] = 1, src.strides[0] = 0;
-  int r = 0;
-  while (r < 5 && strcmp(TPURT_ARG(c, scatter_reduce, reduce)->s, SRD_NAMES[r])) r++;
+  int r = srd_of(c);
   if (r == 5)
     return tpurt_fail(TPURT_ERR_RUNTIME, "reduce argument must be either sum, prod, mean, amax or amin, got %s",
                       TPURT_ARG(c, scatter_reduce, reduce)->s);
@@ -281,6 +298,12 @@ tpurt_status tpurt_kernel_scatter_reduce(const tpurt_op_call* c) {
     } while (tpurt_next_index(i, o.sizes, o.ndim));
     tpurt_temp_release(count);
   }
+  return TPURT_OK;
+}
+/* mean's count per element of out */
+tpurt_status tpurt_plan_scatter_reduce(const tpurt_op_call* c, tpurt_plan* p) {
+  if (srd_of(c) == SRD_MEAN && tpurt_numel(&TPURT_ARG(c, scatter_reduce, index)->t))
+    p->scratch_bytes += tpurt_temp_bytes((size_t)tpurt_numel(&c->outs[0]) * sizeof(int64_t));
   return TPURT_OK;
 }
 

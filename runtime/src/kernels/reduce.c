@@ -767,17 +767,20 @@ static tpurt_status red_run_complex(const tpurt_tensor* in, uint32_t mask, const
 static const tpurt_value NONE_DIMS = {.kind = TPURT_V_NONE, .scalar_dtype = -1};
 
 static tpurt_status scratch_like(const tpurt_tensor* t, int dt, tpurt_tensor* s);
+static int64_t scratch_like_bytes(const tpurt_tensor* t, int dt);
 
 /* CPU reduces (and scans) in the output's dtype: a float input summed into an integer out=
  * is cast to that dtype first, element by element (sum(x, out=int64) is sum(x.long())).
  * When that changes values, *conv is the converted input (a temporary). */
+static int converts_to_out_dtype(const tpurt_tensor* in, const tpurt_tensor* out) {
+  return tpurt_is_float(in->dtype) && !tpurt_is_float(out->dtype) && !tpurt_is_complex(out->dtype) &&
+         !tpurt_is_complex(in->dtype);
+}
 static tpurt_status in_out_dtype(const tpurt_tensor* in, const tpurt_tensor* out, tpurt_tensor* conv,
                                  const tpurt_tensor** use) {
   *use = in;
   conv->data = NULL;
-  if (!tpurt_is_float(in->dtype) || tpurt_is_float(out->dtype) || tpurt_is_complex(out->dtype) ||
-      tpurt_is_complex(in->dtype))
-    return TPURT_OK;
+  if (!converts_to_out_dtype(in, out)) return TPURT_OK;
   tpurt_status s = scratch_like(in, out->dtype, conv);
   if (!s) s = tpurt_copy_tensor(conv, in);
   if (s) return s;
@@ -807,6 +810,13 @@ static tpurt_status reduce_in_out_dtype(const tpurt_op_call* c, int dim_arg, con
   TPURT_ARG(view, sum, self)->t = conv;
   return reduce(view, dim_arg, op, ctx);
 }
+/* reduce_in_out_dtype's converted input and the call copied over it */
+static tpurt_status plan_in_out_dtype(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor *in = &TPURT_ARG(c, sum, self)->t, *out = &c->outs[0];
+  if (converts_to_out_dtype(in, out))
+    p->scratch_bytes += scratch_like_bytes(in, out->dtype) + tpurt_temp_bytes(sizeof(tpurt_op_call));
+  return TPURT_OK;
+}
 
 /* correction: Scalar? (None means 1) */
 static double correction_of(const tpurt_value* v) { return v->kind == TPURT_V_NONE ? 1.0 : tpurt_value_f(v); }
@@ -818,12 +828,13 @@ static double correction_of(const tpurt_value* v) { return v->kind == TPURT_V_NO
   RED_LINK(name, dim_arg, op, __VA_ARGS__) \
   RED_SELF_AGREES(name)                    \
   tpurt_status tpurt_kernel_##name(const tpurt_op_call* c) { return reduce(c, dim_arg, &op, (red_ctx){__VA_ARGS__}); }
-#define RED_KERNEL_OUT_DTYPE(name, dim_arg, op, ...)                     \
-  RED_LINK(name, dim_arg, op, __VA_ARGS__)                              \
-  RED_SELF_AGREES(name)                                                 \
-  tpurt_status tpurt_kernel_##name(const tpurt_op_call* c) {             \
-    return reduce_in_out_dtype(c, dim_arg, &op, (red_ctx){__VA_ARGS__}); \
-  }
+#define RED_KERNEL_OUT_DTYPE(name, dim_arg, op, ...)                                                       \
+  RED_LINK(name, dim_arg, op, __VA_ARGS__)                                                                \
+  RED_SELF_AGREES(name)                                                                                   \
+  tpurt_status tpurt_kernel_##name(const tpurt_op_call* c) {                                               \
+    return reduce_in_out_dtype(c, dim_arg, &op, (red_ctx){__VA_ARGS__});                                   \
+  }                                                                                                       \
+  tpurt_status tpurt_plan_##name(const tpurt_op_call* c, tpurt_plan* p) { return plan_in_out_dtype(c, p); }
 
 /* sum(self, dtype) / sum.dim_IntList(self, dim, keepdim, dtype) / nansum(self, dim, keepdim, dtype) */
 RED_KERNEL_OUT_DTYPE(sum, -1, op_sum, 0)
@@ -863,6 +874,10 @@ tpurt_status tpurt_kernel_aminmax(const tpurt_op_call* c) {
 }
 
 /* A dense scratch tensor of t's sizes in dtype dt (a kernel temporary). */
+static size_t scratch_like_size(const tpurt_tensor* t, int dt) {
+  return (size_t)tpurt_numel(t) * tpurt_dtype_size((tpurt_dtype)dt);
+}
+static int64_t scratch_like_bytes(const tpurt_tensor* t, int dt) { return tpurt_temp_bytes(scratch_like_size(t, dt)); }
 static tpurt_status scratch_like(const tpurt_tensor* t, int dt, tpurt_tensor* s) {
   *s = *t;
   s->dtype = dt;
@@ -871,7 +886,7 @@ static tpurt_status scratch_like(const tpurt_tensor* t, int dt, tpurt_tensor* s)
     s->strides[d] = n;
     n *= t->sizes[d];
   }
-  s->data = tpurt_temp((size_t)n * tpurt_dtype_size((tpurt_dtype)dt));
+  s->data = tpurt_temp(scratch_like_size(t, dt));
   return s->data ? TPURT_OK : TPURT_ERR_OOM;
 }
 
@@ -901,6 +916,12 @@ static tpurt_status var_complex(const tpurt_op_call* c, int flags) {
   return s;
 }
 
+/* var_complex's sums of the parts */
+static tpurt_status plan_var(const tpurt_op_call* c, tpurt_plan* p) {
+  if (TPURT_ARG(c, var, self)->t.dtype == TPURT_C64) p->scratch_bytes += scratch_like_bytes(&c->outs[0], TPURT_C64);
+  return TPURT_OK;
+}
+
 /* var.correction(self, dim?, *, correction?, keepdim) and std / var_mean / std_mean */
 #define VAR_KERNEL(name, flags) \
   RED_SELF_AGREES(name) \
@@ -910,7 +931,8 @@ static tpurt_status var_complex(const tpurt_op_call* c, int flags) {
   tpurt_status tpurt_kernel_##name(const tpurt_op_call* c) { \
     if (TPURT_ARG(c, name, self)->t.dtype == TPURT_C64) return var_complex(c, flags); \
     return reduce(c, TPURT_ARG_##name##_dim, &op_var, (red_ctx){.p = correction_of(TPURT_ARG(c, name, correction)), .flag = flags}); \
-  }
+  } \
+  tpurt_status tpurt_plan_##name(const tpurt_op_call* c, tpurt_plan* p) { return plan_var(c, p); }
 VAR_KERNEL(var, 0)
 VAR_KERNEL(std, 1)
 VAR_KERNEL(var_mean, 2)
@@ -939,6 +961,11 @@ static tpurt_status norm_run(const tpurt_op_call* c, int dim_arg, double p) {
   if (!s) s = tpurt_red_run(&mag, mask, c->outs, 1, &op_norm, &ctx);
   return s;
 }
+static tpurt_status plan_norm(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor* in = &TPURT_ARG(c, vector_norm, self)->t;
+  if (in->dtype == TPURT_C64) p->scratch_bytes += scratch_like_bytes(in, TPURT_F32);
+  return TPURT_OK;
+}
 
 /* complex64 logsumexp as CPU: m = amax of the real parts over dims (0 where infinite),
  * then log(sum(exp(z - m))) + m, through scratch tensors */
@@ -953,11 +980,17 @@ static void lse_log_add(int64_t n, void* o, const void* const* in, const void* c
   for (int64_t i = 0; i < n; i++) r[i] = clogf(s[i]) + m[i];
 }
 
-static tpurt_status logsumexp_complex(const tpurt_op_call* c, uint32_t mask) {
-  const tpurt_tensor *in = &TPURT_ARG(c, logsumexp, self)->t, *out = &c->outs[0];
-  tpurt_tensor keep = *in, m, e;
+/* in with the dims in mask reduced to size 1 */
+static tpurt_tensor kept_dims(const tpurt_tensor* in, uint32_t mask) {
+  tpurt_tensor keep = *in;
   for (int d = 0; d < in->ndim; d++)
     if (mask >> d & 1) keep.sizes[d] = 1;
+  return keep;
+}
+
+static tpurt_status logsumexp_complex(const tpurt_op_call* c, uint32_t mask) {
+  const tpurt_tensor *in = &TPURT_ARG(c, logsumexp, self)->t, *out = &c->outs[0];
+  tpurt_tensor keep = kept_dims(in, mask), m, e;
   tpurt_status s = scratch_like(&keep, TPURT_F32, &m);
   if (s) return s;
   if ((s = scratch_like(in, TPURT_C64, &e))) return s;
@@ -991,6 +1024,17 @@ tpurt_status tpurt_kernel_logsumexp(const tpurt_op_call* c) {
   red_ctx ctx = {0};
   return tpurt_red_run(in, mask, c->outs, c->nouts, &op_lse, &ctx);
 }
+/* logsumexp_complex's amax of the real parts and its shifted exponentials */
+tpurt_status tpurt_plan_logsumexp(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor* in = &TPURT_ARG(c, logsumexp, self)->t;
+  uint32_t mask;
+  if (in->dtype != TPURT_C64) return TPURT_OK;
+  tpurt_status s = tpurt_red_mask(in, TPURT_ARG(c, logsumexp, dim), &c->outs[0], &mask);
+  if (s) return s;
+  tpurt_tensor keep = kept_dims(in, mask);
+  p->scratch_bytes += scratch_like_bytes(&keep, TPURT_F32) + scratch_like_bytes(in, TPURT_C64);
+  return TPURT_OK;
+}
 
 /* linalg_vector_norm(self, ord, dim?, keepdim, *, dtype) */
 tpurt_status tpurt_kernel_vector_norm(const tpurt_op_call* c) { return norm_run(c, TPURT_ARG_vector_norm_dim, tpurt_value_f(TPURT_ARG(c, vector_norm, ord))); }
@@ -998,6 +1042,9 @@ tpurt_status tpurt_kernel_vector_norm(const tpurt_op_call* c) { return norm_run(
 static double norm_p(const tpurt_value* v) { return v->kind == TPURT_V_NONE ? 2.0 : tpurt_value_f(v); }
 tpurt_status tpurt_kernel_norm(const tpurt_op_call* c) { return norm_run(c, -1, norm_p(TPURT_ARG(c, norm, p))); }
 tpurt_status tpurt_kernel_norm_dim(const tpurt_op_call* c) { return norm_run(c, TPURT_ARG_norm_dim_dim, norm_p(TPURT_ARG(c, norm_dim, p))); }
+tpurt_status tpurt_plan_vector_norm(const tpurt_op_call* c, tpurt_plan* p) { return plan_norm(c, p); }
+tpurt_status tpurt_plan_norm(const tpurt_op_call* c, tpurt_plan* p) { return plan_norm(c, p); }
+tpurt_status tpurt_plan_norm_dim(const tpurt_op_call* c, tpurt_plan* p) { return plan_norm(c, p); }
 
 /* renorm(self, p, dim, maxnorm): every slice along dim whose p-norm over the other dims
  * exceeds maxnorm is scaled by maxnorm / (norm + 1e-7). As CPU, the factors are rounded to
@@ -1011,6 +1058,9 @@ tpurt_status tpurt_kernel_norm_dim(const tpurt_op_call* c) { return norm_run(c, 
 RENORM_MUL(float)
 RENORM_MUL(double)
 
+/* renorm's norms and factors, one each per slice along dim */
+static size_t renorm_size(int64_t slices) { return sizeof(double) * (size_t)(2 * slices); }
+
 tpurt_status tpurt_kernel_renorm(const tpurt_op_call* c) {
   const tpurt_tensor *in = &TPURT_ARG(c, renorm, self)->t, *out = &c->outs[0];
   double maxnorm = tpurt_value_f(TPURT_ARG(c, renorm, maxnorm));
@@ -1018,7 +1068,7 @@ tpurt_status tpurt_kernel_renorm(const tpurt_op_call* c) {
   tpurt_status s = tpurt_wrap_dim(TPURT_ARG(c, renorm, dim)->i, in->ndim, &dim);
   if (s || tpurt_numel(in) == 0) return s;
   int64_t n = in->sizes[dim];
-  double* norm = tpurt_temp(sizeof(double) * (size_t)(2 * n));
+  double* norm = tpurt_temp(renorm_size(n));
   if (!norm) return TPURT_ERR_OOM;
   tpurt_tensor nt = {.data = norm, .dtype = TPURT_F64, .ndim = in->ndim}, ft;
   for (int d = 0; d < in->ndim; d++) {
@@ -1036,6 +1086,14 @@ tpurt_status tpurt_kernel_renorm(const tpurt_op_call* c) {
   tpurt_ctype ct = tpurt_ctype_of(in->dtype);
   tpurt_tensor ins[2] = {*in, ft};
   if (!s) s = tpurt_ew_run(out, 2, ins, ct, ct == TPURT_CT_F64 ? renorm_mul_double : renorm_mul_float, NULL);
+  return s;
+}
+
+tpurt_status tpurt_plan_renorm(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor* in = &TPURT_ARG(c, renorm, self)->t;
+  int dim;
+  tpurt_status s = tpurt_wrap_dim(TPURT_ARG(c, renorm, dim)->i, in->ndim, &dim);
+  if (!s && tpurt_numel(in)) p->scratch_bytes += tpurt_temp_bytes(renorm_size(in->sizes[dim]));
   return s;
 }
 
@@ -1089,5 +1147,11 @@ tpurt_status tpurt_kernel_cumsum(const tpurt_op_call* c) {
   if (in->ndim == 0) return tpurt_copy_tensor(out, in);
   tpurt_tensor pi = tpurt_red_pairs(in), po = tpurt_red_pairs(out);
   cumsum_run(&pi, &po, dim);
+  return TPURT_OK;
+}
+/* cumsum's input in the output's dtype (in_out_dtype) */
+tpurt_status tpurt_plan_cumsum(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor *in = &TPURT_ARG(c, cumsum, self)->t, *out = &c->outs[0];
+  if (tpurt_numel(in) && converts_to_out_dtype(in, out)) p->scratch_bytes += scratch_like_bytes(in, out->dtype);
   return TPURT_OK;
 }

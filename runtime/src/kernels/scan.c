@@ -82,18 +82,34 @@ tpurt_status tpurt_kernel_cummin(const tpurt_op_call* c) {
   return scan(c, !tpurt_is_float(TPURT_ARG(c, cummin, self)->t.dtype), cumext_line, &mn);
 }
 
+/* The scratch of scan's line driver. */
+static tpurt_status plan_scan(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor* in = &TPURT_ARG(c, cumprod, self)->t;
+  int dim;
+  tpurt_status s = tpurt_wrap_dim(TPURT_ARG(c, cumprod, dim)->i, in->ndim, &dim);
+  if (!s) p->scratch_bytes += tpurt_lines_bytes(in, dim);
+  return s;
+}
+tpurt_status tpurt_plan_cumprod(const tpurt_op_call* c, tpurt_plan* p) { return plan_scan(c, p); }
+tpurt_status tpurt_plan_logcumsumexp(const tpurt_op_call* c, tpurt_plan* p) { return plan_scan(c, p); }
+tpurt_status tpurt_plan_cummax(const tpurt_op_call* c, tpurt_plan* p) { return plan_scan(c, p); }
+tpurt_status tpurt_plan_cummin(const tpurt_op_call* c, tpurt_plan* p) { return plan_scan(c, p); }
+
 /* ---------------------------------------------------------------- dense scratch copies */
+/* A dense copy of t takes 8 bytes an element (room for the widened keys), and one more. */
+static size_t dense_copy_size(const tpurt_tensor* t) { return sizeof(int64_t) * (size_t)(tpurt_numel(t) + 1); }
+
 /* A dense row-major copy of t converted to dtype `dt` (then widened to int64 or double for
  * comparison, after the rounding to dt happened); free d->data. */
 static tpurt_status dense_copy(const tpurt_tensor* t, int dt, tpurt_tensor* d) {
-  int64_t n = tpurt_numel(t), st = 1;
+  int64_t st = 1;
   *d = (tpurt_tensor){.dtype = dt, .ndim = t->ndim};
   for (int k = t->ndim - 1; k >= 0; k--) {
     d->sizes[k] = t->sizes[k];
     d->strides[k] = st;
     st *= t->sizes[k];
   }
-  d->data = tpurt_temp(sizeof(int64_t) * (size_t)(n + 1));
+  d->data = tpurt_temp(dense_copy_size(t));
   if (!d->data) return TPURT_ERR_OOM;
   tpurt_status s = tpurt_copy_tensor(d, t);
   if (s) {
@@ -116,6 +132,10 @@ static tpurt_status dense_keys(const tpurt_tensor* t, int dt, tpurt_tensor* d) {
   tpurt_temp_release(r.data);
   return s;
 }
+/* Both copies of a narrower dtype stay taken: the first is not the latest when released. */
+static int64_t dense_keys_bytes(const tpurt_tensor* t, int dt) {
+  return tpurt_temp_bytes(dense_copy_size(t)) * (dt == TPURT_I64 || dt == TPURT_F64 ? 1 : 2);
+}
 
 /* ---------------------------------------------------------------- searchsorted / bucketize */
 /* First position in seq[0..m) (visited through sorter when given) whose value is >= v
@@ -134,6 +154,14 @@ static tpurt_status dense_keys(const tpurt_tensor* t, int dt, tpurt_tensor* d) {
 BOUND(double)
 BOUND(int64_t)
 
+/* search's temporaries: seq's and vals' keys, sorter's copy, and one result per value */
+static size_t search_results_size(const tpurt_tensor* vals) { return sizeof(int64_t) * (size_t)(tpurt_numel(vals) + 1); }
+static int64_t search_bytes(const tpurt_tensor* seq, const tpurt_tensor* vals, const tpurt_tensor* sorter) {
+  int common = tpurt_promote_types(seq->dtype, vals->dtype);
+  return dense_keys_bytes(seq, common) + dense_keys_bytes(vals, common) +
+         (sorter ? tpurt_temp_bytes(dense_copy_size(sorter)) : 0) + tpurt_temp_bytes(search_results_size(vals));
+}
+
 /* out[...] = bound in seq's row for each value; seq is 1-D or has vals' leading dims. */
 static tpurt_status search(const tpurt_tensor* out, const tpurt_tensor* seq, const tpurt_tensor* vals,
                            const tpurt_tensor* sorter, int right) {
@@ -145,7 +173,7 @@ static tpurt_status search(const tpurt_tensor* out, const tpurt_tensor* seq, con
   tpurt_status st = dense_keys(seq, common, &s);
   if (!st) st = dense_keys(vals, common, &v);
   if (!st && sorter) st = dense_copy(sorter, TPURT_I64, &so);
-  int64_t* res = st ? NULL : tpurt_temp(sizeof(int64_t) * (size_t)(nv + 1));
+  int64_t* res = st ? NULL : tpurt_temp(search_results_size(vals));
   if (!st && !res) st = TPURT_ERR_OOM;
   const int64_t* srt = so.data;
   for (int64_t i = 0; !st && i < nv; i++) {
@@ -171,14 +199,23 @@ static tpurt_status search(const tpurt_tensor* out, const tpurt_tensor* seq, con
   return st;
 }
 
+static const tpurt_tensor* searchsorted_sorter(const tpurt_op_call* c) {
+  return TPURT_ARG(c, searchsorted, sorter)->kind == TPURT_V_TENSOR ? &TPURT_ARG(c, searchsorted, sorter)->t : NULL;
+}
+
 tpurt_status tpurt_kernel_searchsorted(const tpurt_op_call* c) {
   /* searchsorted.Tensor/.Scalar(sorted_sequence, self, *, out_int32, right, side?, sorter?) */
   int64_t st[1];
   tpurt_tensor vals = tpurt_scalar_tensor(TPURT_ARG(c, searchsorted, self), st);
   int right = (int)TPURT_ARG(c, searchsorted, right)->i;
   if (TPURT_ARG(c, searchsorted, side)->kind == TPURT_V_STRING) right = strcmp(TPURT_ARG(c, searchsorted, side)->s, "right") == 0;
-  const tpurt_tensor* sorter = TPURT_ARG(c, searchsorted, sorter)->kind == TPURT_V_TENSOR ? &TPURT_ARG(c, searchsorted, sorter)->t : NULL;
-  return search(&c->outs[0], &TPURT_ARG(c, searchsorted, sorted_sequence)->t, &vals, sorter, right);
+  return search(&c->outs[0], &TPURT_ARG(c, searchsorted, sorted_sequence)->t, &vals, searchsorted_sorter(c), right);
+}
+tpurt_status tpurt_plan_searchsorted(const tpurt_op_call* c, tpurt_plan* p) {
+  int64_t st[1];
+  tpurt_tensor vals = tpurt_scalar_tensor(TPURT_ARG(c, searchsorted, self), st);
+  p->scratch_bytes += search_bytes(&TPURT_ARG(c, searchsorted, sorted_sequence)->t, &vals, searchsorted_sorter(c));
+  return TPURT_OK;
 }
 
 tpurt_status tpurt_kernel_bucketize(const tpurt_op_call* c) {
@@ -186,6 +223,12 @@ tpurt_status tpurt_kernel_bucketize(const tpurt_op_call* c) {
   int64_t st[1];
   tpurt_tensor vals = tpurt_scalar_tensor(TPURT_ARG(c, bucketize, self), st);
   return search(&c->outs[0], &TPURT_ARG(c, bucketize, boundaries)->t, &vals, NULL, (int)TPURT_ARG(c, bucketize, right)->i);
+}
+tpurt_status tpurt_plan_bucketize(const tpurt_op_call* c, tpurt_plan* p) {
+  int64_t st[1];
+  tpurt_tensor vals = tpurt_scalar_tensor(TPURT_ARG(c, bucketize, self), st);
+  p->scratch_bytes += search_bytes(&TPURT_ARG(c, bucketize, boundaries)->t, &vals, NULL);
+  return TPURT_OK;
 }
 
 /* ---------------------------------------------------------------- histc */
@@ -207,6 +250,9 @@ static void histc_edges(double lo, double hi, int64_t bins, int dt, double* e) {
     e[i] = tpurt_load_f64(&r, dt);
   }
 }
+
+/* histc's edges (bins + 1) and counts (bins) */
+static size_t histc_bins_size(int64_t bins) { return sizeof(double) * (size_t)(2 * bins + 1); }
 
 tpurt_status tpurt_kernel_histc(const tpurt_op_call* c) {
   /* histc(self, bins, min, max): elements outside [min, max] (and NaN) are ignored; the last
@@ -234,7 +280,7 @@ tpurt_status tpurt_kernel_histc(const tpurt_op_call* c) {
     lo -= 1;
     hi += 1;
   }
-  double* e = tpurt_temp(sizeof(double) * (size_t)(2 * bins + 1));
+  double* e = tpurt_temp(histc_bins_size(bins));
   if (!isfinite(lo) || !isfinite(hi))
     s = tpurt_fail(TPURT_ERR_RUNTIME, "torch.histc: range of [%g, %g] is not finite", lo, hi);
   else if (!(lo < hi)) s = tpurt_fail(TPURT_ERR_RUNTIME, "torch.histc: max must be larger than min");
@@ -272,6 +318,12 @@ tpurt_status tpurt_kernel_histc(const tpurt_op_call* c) {
   tpurt_temp_release(x.data);
   return s;
 }
+tpurt_status tpurt_plan_histc(const tpurt_op_call* c, tpurt_plan* p) {
+  int64_t bins = TPURT_ARG(c, histc, bins)->i;
+  if (bins > 0)
+    p->scratch_bytes += tpurt_temp_bytes(dense_copy_size(&TPURT_ARG(c, histc, self)->t)) + tpurt_temp_bytes(histc_bins_size(bins));
+  return TPURT_OK;
+}
 
 /* ---------------------------------------------------------------- isin */
 static int cmp_f64(const void* a, const void* b) {
@@ -283,21 +335,27 @@ static int cmp_i64(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
+/* isin compares in the promoted dtype of its operands */
+static int isin_dtype(const tpurt_op_call* c) {
+  tpurt_promo p;
+  tpurt_promo_init(&p);
+  tpurt_promo_add_value(&p, TPURT_ARG(c, isin, elements));
+  tpurt_promo_add_value(&p, TPURT_ARG(c, isin, test_elements));
+  return tpurt_promo_result(&p);
+}
+static size_t isin_results_size(const tpurt_tensor* el) { return (size_t)tpurt_numel(el) + 1; }
+
 tpurt_status tpurt_kernel_isin(const tpurt_op_call* c) {
   /* isin.Tensor_Tensor/.Tensor_Scalar/.Scalar_Tensor(elements, test_elements, *, assume_unique,
    * invert): equality in the promoted dtype; NaN is in nothing */
   int64_t s0[1], s1[1];
   tpurt_tensor el = tpurt_scalar_tensor(TPURT_ARG(c, isin, elements), s0), te = tpurt_scalar_tensor(TPURT_ARG(c, isin, test_elements), s1);
-  tpurt_promo p;
-  tpurt_promo_init(&p);
-  tpurt_promo_add_value(&p, TPURT_ARG(c, isin, elements));
-  tpurt_promo_add_value(&p, TPURT_ARG(c, isin, test_elements));
-  int common = tpurt_promo_result(&p), as_int = !tpurt_is_float(common), invert = (int)TPURT_ARG(c, isin, invert)->i;
+  int common = isin_dtype(c), as_int = !tpurt_is_float(common), invert = (int)TPURT_ARG(c, isin, invert)->i;
   tpurt_tensor e = {0}, t = {0};
   tpurt_status s = dense_keys(&el, common, &e);
   if (!s) s = dense_keys(&te, common, &t);
   int64_t ne = tpurt_numel(&el), nt = tpurt_numel(&te);
-  uint8_t* r = s ? NULL : tpurt_temp((size_t)ne + 1);
+  uint8_t* r = s ? NULL : tpurt_temp(isin_results_size(&el));
   if (!s && !r) s = TPURT_ERR_OOM;
   if (!s) {
     if (!as_int) { /* NaN matches nothing, and would break the sort's ordering */
@@ -319,4 +377,11 @@ tpurt_status tpurt_kernel_isin(const tpurt_op_call* c) {
   tpurt_temp_release(e.data);
   tpurt_temp_release(t.data);
   return s;
+}
+tpurt_status tpurt_plan_isin(const tpurt_op_call* c, tpurt_plan* p) {
+  int64_t s0[1], s1[1];
+  tpurt_tensor el = tpurt_scalar_tensor(TPURT_ARG(c, isin, elements), s0), te = tpurt_scalar_tensor(TPURT_ARG(c, isin, test_elements), s1);
+  int common = isin_dtype(c);
+  p->scratch_bytes += dense_keys_bytes(&el, common) + dense_keys_bytes(&te, common) + tpurt_temp_bytes(isin_results_size(&el));
+  return TPURT_OK;
 }

@@ -25,6 +25,16 @@ static void with_dim(tpurt_tensor* t, int ndim, int dim) {
   t->ndim++;
 }
 
+/* The driver's one temporary: keys, idx and tmp of n each, and one more element. */
+static size_t line_scratch_size(int64_t n) { return sizeof(int64_t) * (size_t)(3 * n + 1); }
+
+int64_t tpurt_lines_bytes(const tpurt_tensor* in, int dim) {
+  if (in->ndim == 0) return tpurt_temp_bytes(line_scratch_size(1));
+  for (int d = 0; d < in->ndim; d++)
+    if (d != dim && in->sizes[d] == 0) return 0; /* no lines: nothing taken */
+  return tpurt_temp_bytes(line_scratch_size(in->sizes[dim]));
+}
+
 tpurt_status tpurt_lines_run(const tpurt_tensor* in0, int dim, int as_int, const tpurt_tensor* outs0, int nouts,
                              tpurt_line_fn fn, const void* ctx) {
   tpurt_tensor in = *in0, outs[TPURT_MAX_OUTS];
@@ -43,7 +53,7 @@ tpurt_status tpurt_lines_run(const tpurt_tensor* in0, int dim, int as_int, const
     if (sizes[d] == 0) return TPURT_OK;
   }
   tpurt_line l = {.n = in.sizes[dim], .as_int = as_int, .nouts = nouts};
-  int64_t* scratch = tpurt_temp(sizeof(int64_t) * (size_t)(3 * l.n + 1));
+  int64_t* scratch = tpurt_temp(line_scratch_size(l.n));
   if (!scratch) return TPURT_ERR_OOM;
   l.keys = scratch;
   l.idx = scratch + l.n;
@@ -447,6 +457,7 @@ tpurt_status tpurt_kernel_kthvalue(const tpurt_op_call* c) {
 
 /* median(self) / nanmedian(self): the whole tensor as one line, via a dense copy */
 _Static_assert(TPURT_ARG_nanmedian_self == TPURT_ARG_median_self, "median_all serves median and nanmedian");
+static size_t median_flat_size(int64_t n) { return sizeof(int64_t) * (size_t)(n + 1); }
 static tpurt_status median_all(const tpurt_op_call* c, int skip_nan) {
   const tpurt_tensor* in = &TPURT_ARG(c, median, self)->t;
   int64_t n = tpurt_numel(in);
@@ -454,7 +465,7 @@ static tpurt_status median_all(const tpurt_op_call* c, int skip_nan) {
   memcpy(flat.sizes, in->sizes, sizeof flat.sizes);
   int64_t st = 1;
   for (int d = in->ndim - 1; d >= 0; st *= in->sizes[d], d--) flat.strides[d] = st;
-  flat.data = tpurt_temp(sizeof(int64_t) * (size_t)(n + 1));
+  flat.data = tpurt_temp(median_flat_size(n));
   if (!flat.data) return TPURT_ERR_OOM;
   tpurt_status s = tpurt_copy_tensor(&flat, in);
   tpurt_tensor line = {.data = flat.data, .dtype = flat.dtype, .ndim = 1, .sizes = {n}, .strides = {1}};
@@ -488,3 +499,29 @@ tpurt_status tpurt_kernel_mode(const tpurt_op_call* c) {
   if (s) return s;
   return tpurt_lines_run(in, dim, int_keys(in), c->outs, 2, mode_line, NULL);
 }
+
+/* ---------------------------------------------------------------- plan hooks */
+/* The line driver's scratch over self along the dim argument. */
+static tpurt_status plan_lines(const tpurt_op_call* c, int dim_arg, tpurt_plan* p) {
+  int dim;
+  tpurt_status s = dim_of(c, dim_arg, &dim);
+  if (!s) p->scratch_bytes += tpurt_lines_bytes(&TPURT_ARG(c, sort, self)->t, dim);
+  return s;
+}
+tpurt_status tpurt_plan_sort(const tpurt_op_call* c, tpurt_plan* p) { return plan_lines(c, TPURT_ARG_sort_dim, p); }
+tpurt_status tpurt_plan_sort_stable(const tpurt_op_call* c, tpurt_plan* p) { return plan_lines(c, TPURT_ARG_sort_stable_dim, p); }
+tpurt_status tpurt_plan_topk(const tpurt_op_call* c, tpurt_plan* p) { return plan_lines(c, TPURT_ARG_topk_dim, p); }
+tpurt_status tpurt_plan_kthvalue(const tpurt_op_call* c, tpurt_plan* p) { return plan_lines(c, TPURT_ARG_kthvalue_dim, p); }
+tpurt_status tpurt_plan_median_dim(const tpurt_op_call* c, tpurt_plan* p) { return plan_lines(c, TPURT_ARG_median_dim_dim, p); }
+tpurt_status tpurt_plan_nanmedian_dim(const tpurt_op_call* c, tpurt_plan* p) { return plan_lines(c, TPURT_ARG_nanmedian_dim_dim, p); }
+tpurt_status tpurt_plan_mode(const tpurt_op_call* c, tpurt_plan* p) { return plan_lines(c, TPURT_ARG_mode_dim, p); }
+
+/* median_all's dense copy, and the driver's scratch over it as one line */
+static tpurt_status plan_median_all(const tpurt_op_call* c, tpurt_plan* p) {
+  int64_t n = tpurt_numel(&TPURT_ARG(c, median, self)->t);
+  tpurt_tensor line = {.ndim = 1, .sizes = {n}};
+  p->scratch_bytes += tpurt_temp_bytes(median_flat_size(n)) + tpurt_lines_bytes(&line, 0);
+  return TPURT_OK;
+}
+tpurt_status tpurt_plan_median(const tpurt_op_call* c, tpurt_plan* p) { return plan_median_all(c, p); }
+tpurt_status tpurt_plan_nanmedian(const tpurt_op_call* c, tpurt_plan* p) { return plan_median_all(c, p); }

@@ -23,6 +23,8 @@ typedef tpurt_status (*tpurt_line_fn)(tpurt_line* l, const void* ctx);
  * along dim (any length there; keepdim=False outputs lack the dim). */
 tpurt_status tpurt_lines_run(const tpurt_tensor* in, int dim, int as_int, const tpurt_tensor* outs, int nouts,
                              tpurt_line_fn fn, const void* ctx);
+/* The scratch tpurt_lines_run takes for `in` along dim (for the plan hooks of its users). */
+int64_t tpurt_lines_bytes(const tpurt_tensor* in, int dim);
 /* Store into output o at position j of the line. */
 void tpurt_line_put_f(const tpurt_line* l, int o, int64_t j, double v);
 void tpurt_line_put_i(const tpurt_line* l, int o, int64_t j, int64_t v);

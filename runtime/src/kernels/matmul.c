@@ -527,9 +527,10 @@ static tpurt_status run_matmul_conj(const tpurt_op_call* c, const problem* pr, c
   int direct = acc_is_out(out, acc_dt);
   /* Float products with K > 0 write every element on their first K block: no zeroing. */
   int store = ct != TPURT_CT_I64 && pr->K > 0 && pr->nb > 0;
-  void* acc = direct ? out->data : store ? tpurt_temp(acc_bytes(out, acc_dt)) : tpurt_temp_zeroed(acc_bytes(out, acc_dt));
+  size_t bytes = acc_bytes(out, acc_dt);
+  void* acc = direct ? out->data : store ? tpurt_temp(bytes) : tpurt_temp_zeroed(bytes);
   if (!acc) return TPURT_ERR_OOM;
-  if (direct && !store) memset(acc, 0, acc_bytes(out, acc_dt));
+  if (direct && !store) memset(acc, 0, bytes);
   batch_job J = {pr, acc, es, ct, pass_of(pr->A.dtype, c->precision), pass_of(pr->B.dtype, c->precision), store, 0};
   /* Many small independent batches (attention's bmm): one batch per thread at a time beats
    * splitting each small GEMM over the pool (two hand-offs per batch). Every batch is still

@@ -225,9 +225,10 @@ static tpurt_status for_lines(int nt, const tpurt_tensor* const* t, unsigned out
   return run_loop(J.tiles, J.grain, tile_elems(&J), line_tiles, &J) ? TPURT_OK : OOM("softmax");
 }
 
-static tpurt_status plan_lines(int nt, const tpurt_tensor* const* t, int64_t dim, tpurt_plan* p) {
+/* The work space of for_lines over nt tensors shaped like `first` (all lines_setup reads). */
+static tpurt_status plan_lines(int nt, const tpurt_tensor* first, int64_t dim, tpurt_plan* p) {
   lines_job J;
-  tpurt_status s = lines_setup(nt, t, 0, dim, NULL, &J);
+  tpurt_status s = lines_setup(nt, &first, 0, dim, NULL, &J);
   if (!s) p->scratch_bytes += loop_planned(J.tiles, J.grain, tile_elems(&J));
   return s;
 }
@@ -302,22 +303,18 @@ tpurt_status tpurt_kernel_log_softmax_backward(const tpurt_op_call* c) {
   return for_lines(3, t, 4, TPURT_ARG(c, log_softmax_backward, dim)->i, log_softmax_bwd_line);
 }
 
-/* Plans: the tile loop's work space (lines_setup only reads the first tensor). */
 tpurt_status tpurt_plan_softmax(const tpurt_op_call* c, tpurt_plan* p) {
-  const tpurt_tensor* t[2] = {&TPURT_ARG(c, softmax, self)->t, &c->outs[0]};
-  return plan_lines(2, t, TPURT_ARG(c, softmax, dim)->i, p);
+  return plan_lines(2, &TPURT_ARG(c, softmax, self)->t, TPURT_ARG(c, softmax, dim)->i, p);
 }
 tpurt_status tpurt_plan_log_softmax(const tpurt_op_call* c, tpurt_plan* p) {
-  const tpurt_tensor* t[2] = {&TPURT_ARG(c, log_softmax, self)->t, &c->outs[0]};
-  return plan_lines(2, t, TPURT_ARG(c, log_softmax, dim)->i, p);
+  return plan_lines(2, &TPURT_ARG(c, log_softmax, self)->t, TPURT_ARG(c, log_softmax, dim)->i, p);
 }
 tpurt_status tpurt_plan_softmax_backward(const tpurt_op_call* c, tpurt_plan* p) {
-  const tpurt_tensor* t[3] = {&TPURT_ARG(c, softmax_backward, grad_output)->t, &TPURT_ARG(c, softmax_backward, output)->t, &c->outs[0]};
-  return plan_lines(3, t, TPURT_ARG(c, softmax_backward, dim)->i, p);
+  return plan_lines(3, &TPURT_ARG(c, softmax_backward, grad_output)->t, TPURT_ARG(c, softmax_backward, dim)->i, p);
 }
 tpurt_status tpurt_plan_log_softmax_backward(const tpurt_op_call* c, tpurt_plan* p) {
-  const tpurt_tensor* t[3] = {&TPURT_ARG(c, log_softmax_backward, grad_output)->t, &TPURT_ARG(c, log_softmax_backward, output)->t, &c->outs[0]};
-  return plan_lines(3, t, TPURT_ARG(c, log_softmax_backward, dim)->i, p);
+  return plan_lines(3, &TPURT_ARG(c, log_softmax_backward, grad_output)->t, TPURT_ARG(c, log_softmax_backward, dim)->i,
+                    p);
 }
 
 /* ---------------------------------------------------------------- layer norm */

@@ -114,6 +114,180 @@ CASES["histogramdd_from_bin_tensors"] = [
     lambda d: torch.histogramdd(_randn(70, 2).to(d), bins=[b.to(d) for b in _hist_edges(11, 6)])]
 
 # ---------------------------------------------------------------- data-sized, fft, misc, nn, matmul
+def _ints(*shape, high=50):
+    g = torch.Generator().manual_seed(sum(shape) + high)
+    return torch.randint(0, high, shape, generator=g)
+
+
+def _cplx(*shape):
+    return torch.view_as_complex(_randn(*shape, 2))
+
+
+def _at_highest(f):
+    """f(d), at "highest" matmul precision on tpu (CPU's float matmuls are plain f32)."""
+    def run(d):
+        if d != "tpu":
+            return f(d)
+        with torch.tpu.precision("highest"):
+            return f(d)
+    return run
+
+
+def _grad(f, x, d):
+    """x's gradient through f for a fixed upstream gradient (backward kernels)."""
+    x = x.detach().to(d).requires_grad_()
+    y = f(x)
+    y.backward(_randn(y.numel()).reshape(y.shape).to(d))
+    return x.grad
+
+
+CASES["unique"] = [  # both passes sort a copy of every element
+    lambda d: torch.unique(_ints(3000, high=97).to(d), return_inverse=True, return_counts=True),
+    lambda d: torch.unique(_randn(40, 50).round().t().to(d), return_inverse=True),
+]
+CASES["unique_dim"] = [
+    lambda d: torch.unique(_ints(300, 4, high=3).to(d), dim=0, return_inverse=True, return_counts=True),
+    lambda d: torch.unique(_ints(5, 200, high=2).to(d), dim=1),
+]
+CASES["bincount"] = [  # the run pass's accumulator has one bin per output element
+    lambda d: torch.bincount(_ints(500, high=300).to(d)),
+    lambda d: torch.bincount(_ints(500, high=300).to(d), weights=_randn(500).to(d), minlength=400),
+]
+CASES["fft_c2c"] = [
+    lambda d: torch.fft.fft(_cplx(64).to(d)),
+    lambda d: torch.fft.ifft(_cplx(67).to(d), norm="ortho"),  # a large prime: Bluestein
+    lambda d: torch.fft.fft(_cplx(2048, 48).to(d), dim=0, norm="ortho"),  # strided lines, in groups
+    lambda d: torch.fft.fft(_cplx(1500, 64).to(d)),  # lines over the pool's threads
+    lambda d: torch.fft.fftn(_cplx(6, 10, 134).to(d).transpose(0, 2), norm="ortho"),  # passes through a work buffer
+]
+CASES["fft_r2c"] = [
+    lambda d: torch.fft.rfft(_randn(64).to(d)),
+    lambda d: torch.fft.rfft(_randn(3, 134).to(d), norm="forward"),
+    lambda d: torch.fft.rfft2(_randn(40, 30).to(d).t()),
+    lambda d: torch.fft.fft(_randn(1200, 96).to(d)),  # two-sided
+    lambda d: torch.fft.rfftn(_randn(5, 7, 71).to(d), norm="ortho"),
+]
+CASES["fft_c2r"] = [
+    lambda d: torch.fft.irfft(_cplx(64).to(d)),
+    lambda d: torch.fft.irfft(_cplx(3, 68).to(d), n=134),
+    lambda d: torch.fft.irfft2(_cplx(30, 21).to(d).t()),
+    lambda d: torch.fft.irfftn(_cplx(5, 7, 36).to(d), s=(5, 7, 71)),
+    lambda d: torch.fft.irfft(_cplx(1500, 33).to(d)),
+]
+CASES["randperm"] = [lambda d: torch.randperm(3000, device=d).sort().values]  # the draws are tpu's own
+CASES["multinomial"] = [  # without replacement, all categories: a permutation per row
+    lambda d: torch.multinomial(_randn(4, 300).abs().to(d), 300).sort().values,
+    lambda d: torch.multinomial(_randn(500).abs().to(d), 500).sort().values,
+]
+_bag_w, _bag_i, _bag_o = _randn(30, 70), _ints(40, high=30), torch.tensor([0, 5, 5, 17, 30])
+CASES["embedding_bag"] = [
+    lambda d, m=m: torch.nn.functional.embedding_bag(_bag_i.to(d), _bag_w.to(d), _bag_o.to(d), mode=m)
+    for m in ("sum", "mean", "max")
+]
+CASES["embedding_bag_backward"] = [
+    lambda d, m=m: _grad(lambda w: torch.nn.functional.embedding_bag(_bag_i.to(d), w, _bag_o.to(d), mode=m), _bag_w, d)
+    for m in ("sum", "mean", "max")
+]
+CASES["embedding_bag_dense_backward"] = [  # offset2bag and bag_size of _bag_o
+    lambda d: torch.ops.aten._embedding_bag_dense_backward(
+        _randn(5, 70).to(d), _bag_i.to(d), torch.tensor([0] * 5 + [2] * 12 + [3] * 13 + [4] * 10).to(d),
+        torch.tensor([5, 0, 12, 13, 10]).to(d), torch.zeros(5, 70, dtype=torch.long).to(d), 30, False, 1, None, -1)
+]
+CASES["softmax"] = [
+    lambda d: torch.softmax(_randn(512, 256).to(d), -1),  # rows over the pool's threads
+    lambda d: torch.softmax(_randn(300, 40).to(d), 0),  # tiles of lines along a denser dim
+    lambda d: torch.softmax(_randn(64, 96, 33).to(d).transpose(1, 2), 1),
+]
+CASES["log_softmax"] = [
+    lambda d: torch.log_softmax(_randn(512, 256).to(d), -1),
+    lambda d: torch.log_softmax(_randn(700, 130).to(d), 0),
+]
+CASES["softmax_backward"] = [
+    lambda d: _grad(lambda x: torch.softmax(x, -1), _randn(512, 256), d),
+    lambda d: _grad(lambda x: torch.softmax(x, 0), _randn(300, 40), d),
+]
+CASES["log_softmax_backward"] = [
+    lambda d: _grad(lambda x: torch.log_softmax(x, -1), _randn(512, 256), d),
+    lambda d: _grad(lambda x: torch.log_softmax(x, 1), _randn(20, 50, 70), d),
+]
+CASES["layer_norm"] = [
+    lambda d: torch.nn.functional.layer_norm(_randn(256, 512).to(d), (512,), _randn(512).to(d), _randn(512).to(d)),
+    lambda d: torch.nn.functional.layer_norm(_randn(64, 40, 33).to(d).transpose(0, 2), (40, 64)),  # strided rows
+    lambda d: torch.nn.functional.layer_norm(_randn(3, 5).to(d), (5,)),
+]
+CASES["layer_norm_backward"] = [
+    lambda d: _grad(lambda x: torch.nn.functional.layer_norm(x, (64,), _randn(64).to(d)), _randn(50, 64), d),
+]
+CASES["group_norm"] = [lambda d: torch.nn.functional.group_norm(_randn(4, 6, 9, 7).to(d), 3, _randn(6).to(d))]
+CASES["group_norm_backward"] = [
+    lambda d: _grad(lambda x: torch.nn.functional.group_norm(x, 2, _randn(6).to(d)), _randn(4, 6, 9, 7), d),
+]
+_bn_x = _randn(8, 5, 6, 7)
+CASES["batch_norm"] = [
+    lambda d: torch.nn.functional.batch_norm(_bn_x.to(d), torch.zeros(5).to(d), torch.ones(5).to(d), training=True),
+    lambda d: torch.nn.functional.batch_norm(_bn_x.to(d).transpose(0, 3).transpose(1, 3), None, None, training=True),
+]
+CASES["batch_norm_no_stats"] = [
+    lambda d: torch.ops.aten._native_batch_norm_legit.no_stats(_bn_x.to(d), None, None, True, 0.1, 1e-5),
+]
+CASES["batch_norm_no_training"] = [
+    lambda d: torch.ops.aten._native_batch_norm_legit_no_training(
+        _bn_x.to(d), _randn(5).to(d), None, _randn(5).to(d), _randn(5).abs().to(d), 0.1, 1e-5),
+]
+CASES["batch_norm_with_update"] = [
+    lambda d: torch.ops.aten._batch_norm_with_update(_bn_x.to(d), _randn(5).to(d), _randn(5).to(d), torch.zeros(5).to(d),
+                                                     torch.ones(5).to(d), 0.1, 1e-5)[:3],
+]
+CASES["batch_norm_backward"] = [
+    lambda d: _grad(lambda x: torch.nn.functional.batch_norm(x, None, None, _randn(5).to(d), training=True), _bn_x, d),
+]
+_mlm_t = torch.tensor([[3, 0, -1, 1, 1, 1, 1, 1, 1], [8, 7, 1, 2, 5, -1, 0, 0, 0]] * 20)
+CASES["multilabel_margin_loss"] = [
+    lambda d: torch.nn.functional.multilabel_margin_loss(_randn(40, 9).to(d), _mlm_t.to(d), reduction="none"),
+]
+CASES["multilabel_margin_loss_backward"] = [
+    lambda d: _grad(lambda x: torch.nn.functional.multilabel_margin_loss(x, _mlm_t.to(d)), _randn(40, 9), d),
+]
+# Accumulators: bf16 and int32 products accumulate in f32 / int64 apart from the output,
+# complex64 ones in four float parts.
+_bf = torch.bfloat16
+CASES["mm"] = [
+    lambda d: torch.mm(_randn(40, 30, dtype=_bf).to(d), _randn(30, 20, dtype=_bf).to(d)),
+    lambda d: torch.mm(_ints(40, 30).int().to(d), _ints(30, 20).int().t().contiguous().t().to(d)),
+    _at_highest(lambda d: torch.mm(_cplx(20, 30).to(d), _cplx(30, 10).to(d))),
+]
+CASES["bmm"] = [
+    lambda d: torch.bmm(_ints(3, 40, 30).int().to(d), _ints(3, 30, 20).int().to(d)),
+    _at_highest(lambda d: torch.bmm(_cplx(3, 20, 30).to(d), _cplx(3, 30, 10).to(d))),
+]
+CASES["addmm"] = [
+    lambda d: torch.addmm(_randn(20, dtype=_bf).to(d), _randn(40, 30, dtype=_bf).to(d), _randn(30, 20, dtype=_bf).to(d)),
+    _at_highest(lambda d: torch.addmm(_cplx(10).to(d), _cplx(20, 30).to(d), _cplx(30, 10).to(d), alpha=2)),
+]
+CASES["baddbmm"] = [
+    lambda d: torch.baddbmm(_ints(3, 40, 20).int().to(d), _ints(3, 40, 30).int().to(d), _ints(3, 30, 20).int().to(d)),
+    _at_highest(lambda d: torch.baddbmm(_cplx(3, 20, 10).to(d), _cplx(3, 20, 30).to(d), _cplx(3, 30, 10).to(d))),
+]
+CASES["addbmm"] = [
+    lambda d: torch.addbmm(_ints(40, 20).int().to(d), _ints(3, 40, 30).int().to(d), _ints(3, 30, 20).int().to(d)),
+    _at_highest(lambda d: torch.addbmm(_cplx(20, 10).to(d), _cplx(3, 20, 30).to(d), _cplx(3, 30, 10).to(d))),
+]
+CASES["mv"] = [
+    lambda d: torch.mv(_ints(40, 30).int().to(d), _ints(30).int().to(d)),
+    _at_highest(lambda d: torch.mv(_cplx(20, 30).to(d), _cplx(30).to(d))),
+]
+CASES["addmv"] = [
+    lambda d: torch.addmv(_ints(40).int().to(d), _ints(40, 30).int().to(d), _ints(30).int().to(d)),
+    _at_highest(lambda d: torch.addmv(_cplx(20).to(d), _cplx(20, 30).to(d), _cplx(30).to(d))),
+]
+CASES["dot"] = [
+    lambda d: torch.dot(_ints(300).int().to(d), _ints(300).int().to(d)),
+    lambda d: torch.dot(_cplx(300).to(d), _cplx(300).to(d)),
+]
+CASES["vdot"] = [
+    lambda d: torch.vdot(_ints(300).int().to(d), _ints(300).int().to(d)),
+    lambda d: torch.vdot(_cplx(300).to(d), _cplx(300).to(d)),
+]
 
 # ---------------------------------------------------------------- attention, pooling, resampling, linalg, conv
 

@@ -12,6 +12,12 @@ static size_t esize(const tpurt_tensor* t) { return tpurt_dtype_size((tpurt_dtyp
 
 static size_t cells_of(int64_t n) { return (size_t)(n > 0 ? n : 1); }
 
+/* An array of n 8-byte values (int64 or double; at least one). */
+static size_t array_bytes(int64_t n) { return cells_of(n) * sizeof(int64_t); }
+
+/* A temporary's bytes as temp.c takes them from the call's scratch. */
+static int64_t temp_bytes(size_t n) { return ((int64_t)n + 63) & ~(int64_t)63; }
+
 static int is_integral(int dt) { return !tpurt_is_float(dt) && dt != TPURT_BOOL; }
 
 /* ---------------------------------------------------------------- nonzero */
@@ -137,7 +143,7 @@ tpurt_status tpurt_kernel_bincount(const tpurt_op_call* c) {
     return TPURT_OK;
   }
   const tpurt_tensor* out = &c->outs[0];
-  double* acc = tpurt_temp_calloc((size_t)(bins ? bins : 1), sizeof(double));
+  double* acc = tpurt_temp_zeroed(array_bytes(bins));
   if (!acc) return TPURT_ERR_OOM;
   for (int64_t j = 0; j < n; j++) {
     int64_t v = tpurt_load_i64((const char*)self->data + j * self->strides[0] * (int64_t)esize(self), self->dtype);
@@ -148,6 +154,13 @@ tpurt_status tpurt_kernel_bincount(const tpurt_op_call* c) {
   tpurt_status s = tpurt_copy_tensor(out, &a);
   tpurt_temp_release(acc);
   return s;
+}
+
+/* Only the run pass takes the accumulator: one double per bin, as many as the sizing pass
+ * declared the output from the same data. */
+tpurt_status tpurt_plan_bincount(const tpurt_op_call* c, tpurt_plan* p) {
+  if (!tpurt_sizing(c)) p->scratch_bytes += temp_bytes(array_bytes(c->outs[0].sizes[0]));
+  return TPURT_OK;
 }
 
 /* ---------------------------------------------------------------- repeat_interleave */
@@ -192,10 +205,10 @@ tpurt_status tpurt_kernel_unique(const tpurt_op_call* c) {
   int with_counts = c->nargs > 3, want_inv = TPURT_ARG(c, unique, return_inverse)->i != 0, want_cnt = with_counts && TPURT_ARG(c, unique, return_counts)->i != 0;
   int64_t n = tpurt_numel(self);
   tpurt_line l = {.n = n, .as_int = !tpurt_is_float(self->dtype)};
-  l.keys = tpurt_temp((size_t)(n ? n : 1) * 8);
-  l.idx = tpurt_temp((size_t)(n ? n : 1) * sizeof(int64_t));
-  l.tmp = tpurt_temp((size_t)(n ? n : 1) * sizeof(int64_t));
-  int64_t* group = tpurt_temp((size_t)(n ? n : 1) * sizeof(int64_t)); /* group of each sorted position */
+  l.keys = tpurt_temp(array_bytes(n));
+  l.idx = tpurt_temp(array_bytes(n));
+  l.tmp = tpurt_temp(array_bytes(n));
+  int64_t* group = tpurt_temp(array_bytes(n)); /* group of each sorted position */
   tpurt_status s = TPURT_OK;
   if (!l.keys || !l.idx || !l.tmp || !group) {
     s = TPURT_ERR_OOM;
@@ -247,6 +260,12 @@ tpurt_status tpurt_kernel_unique(const tpurt_op_call* c) {
 done:
   tpurt_temp_release(l.keys), tpurt_temp_release(l.idx), tpurt_temp_release(l.tmp), tpurt_temp_release(group);
   return s;
+}
+
+/* Both passes sort: keys, two index arrays and the groups, one entry per element each. */
+tpurt_status tpurt_plan_unique(const tpurt_op_call* c, tpurt_plan* p) {
+  p->scratch_bytes += 4 * temp_bytes(array_bytes(tpurt_numel(&TPURT_ARG(c, unique, self)->t)));
+  return TPURT_OK;
 }
 
 /* ---------------------------------------------------------------- unique_consecutive */
@@ -369,7 +388,7 @@ tpurt_status tpurt_kernel_unique_dim(const tpurt_op_call* c) {
   if (n == 0 && zero_dims > 1)
     return tpurt_fail(TPURT_ERR_RUNTIME, "Number of zero sized dimensions is more than one, so unique cannot be applied ");
   o.per = n ? tpurt_numel(self) / n : 0;
-  int64_t* idx = tpurt_temp(cells_of(n) * sizeof(int64_t));
+  int64_t* idx = tpurt_temp(array_bytes(n));
   if (!idx) return TPURT_ERR_OOM;
   for (int64_t k = 0; k < n; k++) idx[k] = k;
   tpurt_std_sort(idx, n, slice_less, &o);
@@ -403,5 +422,13 @@ tpurt_status tpurt_kernel_unique_dim(const tpurt_op_call* c) {
     ((int64_t*)inv->data)[idx[k] * inv->strides[0]] = g;
   }
   tpurt_temp_release(idx);
+  return TPURT_OK;
+}
+
+/* Both passes sort the indices of the slices along dim (a bad dim is the kernel's to report). */
+tpurt_status tpurt_plan_unique_dim(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor* self = &TPURT_ARG(c, unique_dim, self)->t;
+  int64_t d = TPURT_ARG(c, unique_dim, dim)->i, nd = self->ndim;
+  if (d >= -nd && d < nd) p->scratch_bytes += temp_bytes(array_bytes(self->sizes[d < 0 ? d + nd : d]));
   return TPURT_OK;
 }

@@ -59,6 +59,8 @@ static cplx root_of_unity(int64_t num, int64_t den) {
  * complex multiply-adds per element, Bluestein about 3 FFTs of 2-4x the length. */
 #define FFT_MAX_DIRECT_PRIME 61
 
+/* A plan is shaped from its length alone (plan_shape: the hook sizes it so), then its tables
+ * are filled in memory the pass provides (plan_fill). */
 typedef struct fft_plan {
   int64_t n;
   int nf;
@@ -71,13 +73,6 @@ typedef struct fft_plan {
   struct fft_plan* sub;
   int64_t scratch; /* complex scratch elements fft_exec needs */
 } fft_plan;
-
-static void plan_free(fft_plan* p) {
-  if (!p) return;
-  tpurt_temp_release(p->roots), tpurt_temp_release(p->chirp), tpurt_temp_release(p->kernel);
-  plan_free(p->sub);
-  tpurt_temp_release(p);
-}
 
 static void fft_exec(const fft_plan* p, cplx* x, cplx* tmp);
 
@@ -94,9 +89,9 @@ static int64_t smooth_size(int64_t n) {
   return best;
 }
 
-static fft_plan* plan_new(int64_t n) {
-  fft_plan* p = tpurt_temp_zeroed((size_t)(1) * (sizeof *p));
-  if (!p) return NULL;
+/* p's factors and, for Bluestein, its sub plan (shaped in `sub`); no tables yet. */
+static void plan_shape(fft_plan* p, fft_plan* sub, int64_t n) {
+  memset(p, 0, sizeof *p);
   p->n = n;
   int64_t r = n;
   int big_prime = 0;
@@ -110,30 +105,39 @@ static fft_plan* plan_new(int64_t n) {
     }
   }
   if (!big_prime) {
-    p->roots = tpurt_temp((size_t)(n ? n : 1) * sizeof(cplx));
-    if (!p->roots) return plan_free(p), NULL;
-    for (int64_t t = 0; t < n; t++) p->roots[t] = root_of_unity(t, n);
     p->scratch = n;
-    return p;
+    return;
   }
   p->nf = 0;
-  int64_t m = p->m = smooth_size(2 * n - 1);
-  p->sub = plan_new(m);
-  p->chirp = tpurt_temp((size_t)n * sizeof(cplx));
-  p->kernel = tpurt_temp_calloc((size_t)m, sizeof(cplx));
-  cplx* tmp = tpurt_temp((size_t)m * sizeof(cplx));
-  if (!p->sub || !p->chirp || !p->kernel || !tmp) return tpurt_temp_release(tmp), plan_free(p), NULL;
+  p->m = smooth_size(2 * n - 1);
+  p->sub = sub;
+  plan_shape(sub, NULL, p->m); /* 2^a 3^b 5^c: a direct plan */
+  p->scratch = p->m + sub->scratch;
+}
+
+/* Complex entries of p's tables: the roots, or the chirp, the kernel and the sub plan's. */
+static int64_t plan_elems(const fft_plan* p) { return p->sub ? p->n + p->m + plan_elems(p->sub) : p->n; }
+
+/* Fills p's tables into mem (plan_elems(p) entries); tmp holds p->scratch entries. */
+static void plan_fill(fft_plan* p, cplx* mem, cplx* tmp) {
+  const int64_t n = p->n;
+  if (!p->sub) {
+    p->roots = mem;
+    for (int64_t t = 0; t < n; t++) p->roots[t] = root_of_unity(t, n);
+    return;
+  }
+  const int64_t m = p->m;
+  p->chirp = mem, p->kernel = mem + n;
+  plan_fill(p->sub, mem + n + m, tmp);
   /* k^2 mod 2n, kept exact by (k+1)^2 = k^2 + 2k + 1; exp(-pi i t/n) = exp(-2 pi i t/(2n)) */
   for (int64_t k = 0, t = 0; k < n; t = (t + 2 * k + 1) % (2 * n), k++) p->chirp[k] = root_of_unity(t, 2 * n);
+  memset(p->kernel, 0, (size_t)m * sizeof(cplx));
   for (int64_t k = 0; k < n; k++) {
     p->kernel[k] = cconj(p->chirp[k]);
     if (k) p->kernel[m - k] = cconj(p->chirp[k]);
   }
   fft_exec(p->sub, p->kernel, tmp);
   for (int64_t k = 0; k < m; k++) p->kernel[k].re /= (double)m, p->kernel[k].im /= (double)m;
-  tpurt_temp_release(tmp);
-  p->scratch = m + p->sub->scratch;
-  return p;
 }
 
 /* One Stockham pass of radix p: A holds L-point transforms of the R = n/L residue classes
@@ -310,19 +314,15 @@ typedef struct {
                   * extension from n/2+1 on) */
   int64_t kept;  /* entries written per line */
   double scale;
-  int failed;
+  int64_t lines, grain, next; /* the lines, claimed by the pool's threads `grain` at a time */
+  int64_t group;              /* lines moved together */
+  cplx* work;                 /* a slice per worker: a group of lines, then the plan's scratch */
+  int64_t per;                /* entries of a slice */
 } pass_job;
 
-static void pass_chunk(void* ctx, int64_t begin, int64_t end) {
-  pass_job* J = ctx;
-  const int64_t n = J->plan->n, ss = J->src.strides[J->dim], ds = J->dst.strides[J->dim];
-  int64_t group = ss == 1 && ds == 1 ? 1 : (1 << 16) / n;
-  group = group < 1 ? 1 : group > FFT_GROUP ? FFT_GROUP : group;
-  cplx* x = tpurt_temp((size_t)(group * n + J->plan->scratch + 1) * sizeof(cplx));
-  if (!x) {
-    __atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
-    return;
-  }
+/* Lines [begin, end), x being the calling worker's slice. */
+static void pass_lines(const pass_job* J, cplx* x, int64_t begin, int64_t end) {
+  const int64_t n = J->plan->n, ss = J->src.strides[J->dim], ds = J->dst.strides[J->dim], group = J->group;
   cplx* tmp = x + group * n;
   const int64_t zero_to = J->kind == LINE_C2R ? n / 2 + 1 : n;
   for (int64_t l0 = begin; l0 < end; l0 += group) {
@@ -349,22 +349,16 @@ static void pass_chunk(void* ctx, int64_t begin, int64_t end) {
     }
     write_lines(&J->dst, dof, g, ds, J->kept, x, n, J->inverse, J->scale);
   }
-  tpurt_temp_release(x);
 }
 
-static tpurt_status run_pass(pass_job* J, int64_t n) {
-  int64_t lines = 1;
-  for (int d = 0; d < J->ndim; d++)
-    if (d != J->dim) lines *= J->region[d];
-  if (lines == 0) return TPURT_OK;
-  fft_plan* plan = plan_new(n);
-  if (!plan) return TPURT_ERR_OOM;
-  J->plan = plan;
-  tpurt_parallel_for(lines, 1 + 32768 / n, pass_chunk, J);
-  plan_free(plan);
-  if (J->failed) /* a helper thread's temporary: its message stays with that thread */
-    return tpurt_fail(TPURT_ERR_OOM, "fft: TPU out of memory for the work buffers of %lld-point lines", (long long)n);
-  return TPURT_OK;
+/* Chunks are claimed in order as parallel_for's are; each line runs the same whatever thread
+ * runs it. */
+static void pass_member(void* ctx, int member, int size) {
+  pass_job* J = ctx;
+  (void)size;
+  cplx* x = J->work + member * J->per;
+  for (int64_t b; (b = __atomic_fetch_add(&J->next, J->grain, __ATOMIC_RELAXED)) < J->lines;)
+    pass_lines(J, x, b, J->lines - b < J->grain ? J->lines : b + J->grain);
 }
 
 /* ---------------------------------------------------------------- kernels */
@@ -378,7 +372,46 @@ typedef struct {
   double scale;
   int64_t bsizes[TPURT_MAX_DIMS], bstrides[TPURT_MAX_DIMS];
   cplx* buf;
+  /* A plan hook's run: nothing is read, written or taken, only the temporaries' bytes counted:
+   * the work buffer's, and the largest pass's (each gives its one temporary back, popping it
+   * from the call's scratch, before the next takes its own). */
+  int measure;
+  int64_t buf_bytes, pass_bytes;
 } fft_run;
+
+static int64_t temp_bytes(size_t n) { return ((int64_t)n + 63) & ~(int64_t)63; } /* as temp.c takes them */
+
+/* One temporary per pass: the plan's tables, then a slice for each worker that can run at
+ * once (slices taken per chunk would be given back out of order by the threads, and never pop
+ * from the call's scratch). */
+static tpurt_status run_pass(fft_run* R, pass_job* J, int64_t n) {
+  J->lines = 1;
+  for (int d = 0; d < J->ndim; d++)
+    if (d != J->dim) J->lines *= J->region[d];
+  if (J->lines == 0) return TPURT_OK;
+  fft_plan plan, sub;
+  plan_shape(&plan, &sub, n);
+  J->plan = &plan;
+  const int64_t ss = J->src.strides[J->dim], ds = J->dst.strides[J->dim];
+  int64_t group = ss == 1 && ds == 1 ? 1 : (1 << 16) / n;
+  J->group = group < 1 ? 1 : group > FFT_GROUP ? FFT_GROUP : group;
+  J->per = J->group * n + plan.scratch + 1;
+  J->grain = 1 + 32768 / n;
+  int64_t chunks = (J->lines + J->grain - 1) / J->grain, nt = tpurt_pool_threads();
+  int workers = (int)(chunks < nt ? chunks : nt);
+  size_t bytes = sizeof(cplx) * (size_t)(plan_elems(&plan) + workers * J->per);
+  if (R->measure) {
+    if (temp_bytes(bytes) > R->pass_bytes) R->pass_bytes = temp_bytes(bytes);
+    return TPURT_OK;
+  }
+  cplx* block = tpurt_temp(bytes);
+  if (!block) return TPURT_ERR_OOM;
+  J->work = block + plan_elems(&plan);
+  plan_fill(&plan, block, J->work); /* worker 0's slice is free until the loop */
+  tpurt_parallel_team(workers, pass_member, J);
+  tpurt_temp_release(block);
+  return TPURT_OK;
+}
 
 /* dims (wrapped, distinct) and the normalization scale of a signal of `sizes` */
 _Static_assert(TPURT_ARG_fft_r2c_self == TPURT_ARG_fft_c2c_self && TPURT_ARG_fft_r2c_dim == TPURT_ARG_fft_c2c_dim &&
@@ -415,83 +448,101 @@ static tpurt_status pass(fft_run* R, int i, const int64_t* region, int64_t n, in
                          int64_t given, int64_t kept) {
   const int ndim = R->in->ndim, last = i == R->ndims - 1;
   if (n == 0) return tpurt_fail(TPURT_ERR_RUNTIME, "Invalid number of data points (0) specified");
-  if (!last && !R->buf) {
+  if (i == 0 && !last) { /* the buffer carries the passes from the first to the last */
     int64_t total = 1;
     for (int d = ndim - 1; d >= 0; d--) R->bstrides[d] = total, total *= R->bsizes[d];
-    R->buf = tpurt_temp((size_t)(total ? total : 1) * sizeof(cplx));
-    if (!R->buf) return TPURT_ERR_OOM;
+    size_t bytes = (size_t)(total ? total : 1) * sizeof(cplx);
+    if (R->measure) R->buf_bytes = temp_bytes(bytes);
+    else if (!(R->buf = tpurt_temp(bytes))) return TPURT_ERR_OOM;
   }
   const endpoint work = {(char*)R->buf, -1, sizeof(cplx), R->bstrides};
   pass_job J = {.src = i == 0 ? tensor_end(R->in) : work, .dst = last ? tensor_end(R->out) : work,
                 .ndim = ndim, .dim = R->dims[i], .region = region, .inverse = inverse, .kind = kind,
                 .given = given < n ? given : n, .kept = kept, .scale = last ? R->scale : 1};
-  return run_pass(&J, n);
+  return run_pass(R, &J, n);
 }
 
-static tpurt_status finish(fft_run* R, tpurt_status s) {
-  tpurt_temp_release(R->buf);
+typedef tpurt_status (*fft_body)(const tpurt_op_call* c, fft_run* R);
+
+static tpurt_status run(const tpurt_op_call* c, fft_body body) {
+  fft_run R = {0};
+  tpurt_status s = body(c, &R);
+  tpurt_temp_release(R.buf);
+  return s;
+}
+
+static tpurt_status measure(const tpurt_op_call* c, tpurt_plan* p, fft_body body) {
+  fft_run R = {.measure = 1};
+  tpurt_status s = body(c, &R);
+  if (!s) p->scratch_bytes += R.buf_bytes + R.pass_bytes;
   return s;
 }
 
 /* _fft_c2c(self, dim[], normalization, forward) */
-tpurt_status tpurt_kernel_fft_c2c(const tpurt_op_call* c) {
-  fft_run R;
-  tpurt_status s = parse(c, "_fft_c2c", TPURT_ARG(c, fft_c2c, self)->t.sizes, &R);
-  if (s || tpurt_numel(R.out) == 0) return s;
-  memcpy(R.bsizes, R.in->sizes, sizeof R.bsizes);
-  if (R.ndims == 0) {
-    if (R.in->ndim == 0) return *(tpurt_c64*)R.out->data = *(const tpurt_c64*)R.in->data, TPURT_OK;
-    R.ndims = 1, R.dims[0] = R.in->ndim - 1;
-    return finish(&R, pass(&R, 0, R.in->sizes, R.in->sizes[R.dims[0]], 0, LINE_COPY, R.in->sizes[R.dims[0]],
-                           R.in->sizes[R.dims[0]]));
+static tpurt_status c2c(const tpurt_op_call* c, fft_run* R) {
+  tpurt_status s = parse(c, "_fft_c2c", TPURT_ARG(c, fft_c2c, self)->t.sizes, R);
+  if (s || tpurt_numel(R->out) == 0) return s;
+  memcpy(R->bsizes, R->in->sizes, sizeof R->bsizes);
+  if (R->ndims == 0) {
+    if (R->in->ndim == 0) {
+      if (!R->measure) *(tpurt_c64*)R->out->data = *(const tpurt_c64*)R->in->data;
+      return TPURT_OK;
+    }
+    R->ndims = 1, R->dims[0] = R->in->ndim - 1;
+    return pass(R, 0, R->in->sizes, R->in->sizes[R->dims[0]], 0, LINE_COPY, R->in->sizes[R->dims[0]],
+                R->in->sizes[R->dims[0]]);
   }
-  for (int i = 0; i < R.ndims && !s; i++) {
-    int64_t n = R.in->sizes[R.dims[i]];
-    s = pass(&R, i, R.in->sizes, n, !TPURT_ARG(c, fft_c2c, forward)->i, LINE_C2C, n, n);
+  for (int i = 0; i < R->ndims && !s; i++) {
+    int64_t n = R->in->sizes[R->dims[i]];
+    s = pass(R, i, R->in->sizes, n, !TPURT_ARG(c, fft_c2c, forward)->i, LINE_C2C, n, n);
   }
-  return finish(&R, s);
+  return s;
 }
+tpurt_status tpurt_kernel_fft_c2c(const tpurt_op_call* c) { return run(c, c2c); }
+tpurt_status tpurt_plan_fft_c2c(const tpurt_op_call* c, tpurt_plan* p) { return measure(c, p, c2c); }
 
 /* _fft_r2c(self, dim[], normalization, onesided): the last dim's transform first, then the
  * other dims over the part of it the output keeps */
-tpurt_status tpurt_kernel_fft_r2c(const tpurt_op_call* c) {
-  fft_run R;
-  tpurt_status s = parse(c, "_fft_r2c", TPURT_ARG(c, fft_r2c, self)->t.sizes, &R);
-  if (s || tpurt_numel(R.out) == 0) return s;
+static tpurt_status r2c(const tpurt_op_call* c, fft_run* R) {
+  tpurt_status s = parse(c, "_fft_r2c", TPURT_ARG(c, fft_r2c, self)->t.sizes, R);
+  if (s || tpurt_numel(R->out) == 0) return s;
   /* passes in the order last dim, dims[0], dims[1], ... */
-  int last = R.dims[R.ndims - 1];
-  memmove(R.dims + 1, R.dims, (size_t)(R.ndims - 1) * sizeof(int));
-  R.dims[0] = last;
+  int last = R->dims[R->ndims - 1];
+  memmove(R->dims + 1, R->dims, (size_t)(R->ndims - 1) * sizeof(int));
+  R->dims[0] = last;
   int64_t region[TPURT_MAX_DIMS];
-  memcpy(region, R.in->sizes, sizeof region);
-  memcpy(R.bsizes, R.out->sizes, sizeof R.bsizes);
-  const int64_t n = R.in->sizes[last], kept = R.out->sizes[last];
-  s = pass(&R, 0, region, n, 0, LINE_C2C, n, kept);
+  memcpy(region, R->in->sizes, sizeof region);
+  memcpy(R->bsizes, R->out->sizes, sizeof R->bsizes);
+  const int64_t n = R->in->sizes[last], kept = R->out->sizes[last];
+  s = pass(R, 0, region, n, 0, LINE_C2C, n, kept);
   region[last] = kept;
-  for (int i = 1; i < R.ndims && !s; i++) {
-    int64_t m = R.in->sizes[R.dims[i]];
-    s = pass(&R, i, region, m, 0, LINE_C2C, m, m);
+  for (int i = 1; i < R->ndims && !s; i++) {
+    int64_t m = R->in->sizes[R->dims[i]];
+    s = pass(R, i, region, m, 0, LINE_C2C, m, m);
   }
-  return finish(&R, s);
+  return s;
 }
+tpurt_status tpurt_kernel_fft_r2c(const tpurt_op_call* c) { return run(c, r2c); }
+tpurt_status tpurt_plan_fft_r2c(const tpurt_op_call* c, tpurt_plan* p) { return measure(c, p, r2c); }
 
 /* _fft_c2r(self, dim[], normalization, last_dim_size): the other dims' inverse transforms over
  * the first last_dim_size/2+1 entries of the last dim, then its Hermitian inverse transform */
-tpurt_status tpurt_kernel_fft_c2r(const tpurt_op_call* c) {
-  fft_run R;
-  tpurt_status s = parse(c, "_fft_c2r", c->outs[0].sizes, &R);
-  if (s || tpurt_numel(R.out) == 0) return s;
-  const int last = R.dims[R.ndims - 1];
-  const int64_t n = R.out->sizes[last], half = n / 2 + 1;
-  const int64_t given = half < R.in->sizes[last] ? half : R.in->sizes[last];
+static tpurt_status c2r(const tpurt_op_call* c, fft_run* R) {
+  tpurt_status s = parse(c, "_fft_c2r", c->outs[0].sizes, R);
+  if (s || tpurt_numel(R->out) == 0) return s;
+  const int last = R->dims[R->ndims - 1];
+  const int64_t n = R->out->sizes[last], half = n / 2 + 1;
+  const int64_t given = half < R->in->sizes[last] ? half : R->in->sizes[last];
   int64_t region[TPURT_MAX_DIMS];
-  memcpy(region, R.out->sizes, sizeof region);
-  memcpy(R.bsizes, R.out->sizes, sizeof R.bsizes);
+  memcpy(region, R->out->sizes, sizeof region);
+  memcpy(R->bsizes, R->out->sizes, sizeof R->bsizes);
   region[last] = given;
-  for (int i = 0; i + 1 < R.ndims && !s; i++) {
-    int64_t m = R.out->sizes[R.dims[i]];
-    s = pass(&R, i, region, m, 1, LINE_C2C, m, m);
+  for (int i = 0; i + 1 < R->ndims && !s; i++) {
+    int64_t m = R->out->sizes[R->dims[i]];
+    s = pass(R, i, region, m, 1, LINE_C2C, m, m);
   }
-  if (!s) s = pass(&R, R.ndims - 1, region, n, 1, LINE_C2R, given, n);
-  return finish(&R, s);
+  if (!s) s = pass(R, R->ndims - 1, region, n, 1, LINE_C2R, given, n);
+  return s;
 }
+tpurt_status tpurt_kernel_fft_c2r(const tpurt_op_call* c) { return run(c, c2r); }
+tpurt_status tpurt_plan_fft_c2r(const tpurt_op_call* c, tpurt_plan* p) { return measure(c, p, c2r); }

@@ -408,6 +408,31 @@ static void run_batches(void* arg, int64_t b0, int64_t b1) {
   }
 }
 
+/* ---------------------------------------------------------------- accumulators */
+/* The dtype a product of dt operands accumulates in: complex64 (from its float parts), else
+ * its compute type. */
+static int acc_dtype_of(int dt) {
+  if (dt == TPURT_C64) return TPURT_C64;
+  tpurt_ctype ct = tpurt_ctype_of(dt);
+  return ct == TPURT_CT_F32 ? TPURT_F32 : ct == TPURT_CT_F64 ? TPURT_F64 : TPURT_I64;
+}
+/* A dense output of the accumulator's dtype is the accumulator itself (no temporary). */
+static int acc_is_out(const tpurt_tensor* out, int acc_dt) { return out->dtype == acc_dt && tpurt_is_contiguous(out); }
+static size_t acc_bytes(const tpurt_tensor* out, int acc_dt) {
+  return (size_t)tpurt_numel(out) * tpurt_dtype_size((tpurt_dtype)acc_dt);
+}
+/* complex64's four real products, each shaped like out */
+static size_t parts_bytes(const tpurt_tensor* out) { return 4 * sizeof(float) * (size_t)tpurt_numel(out); }
+
+static int64_t temp_bytes(size_t n) { return ((int64_t)n + 63) & ~(int64_t)63; } /* as temp.c takes them */
+
+/* The temporaries run_matmul_conj takes for dt operands into out. */
+static int64_t matmul_scratch(const tpurt_tensor* out, int dt) {
+  int acc_dt = acc_dtype_of(dt);
+  int64_t n = acc_is_out(out, acc_dt) ? 0 : temp_bytes(acc_bytes(out, acc_dt));
+  return dt == TPURT_C64 ? n + temp_bytes(parts_bytes(out)) : n;
+}
+
 /* ---------------------------------------------------------------- complex64 */
 /* A complex64 product is four real ones on the float parts (a complex matrix's real and
  * imaginary parts are float matrices with doubled strides), each through the f32 core and
@@ -445,9 +470,9 @@ static tpurt_status run_matmul_complex(const tpurt_op_call* c, const problem* pr
                                        const tpurt_value* beta, const tpurt_value* alpha, int conj_a) {
   const tpurt_tensor* out = &c->outs[0];
   int64_t nacc = tpurt_numel(out), mn = pr->M * pr->N;
-  int direct = out->dtype == TPURT_C64 && tpurt_is_contiguous(out);
-  float* parts = tpurt_temp_zeroed((size_t)(4 * nacc) * sizeof(float));
-  tpurt_c64* acc = direct ? out->data : tpurt_temp(sizeof(tpurt_c64) * (size_t)nacc);
+  int direct = acc_is_out(out, TPURT_C64);
+  float* parts = tpurt_temp_zeroed(parts_bytes(out));
+  tpurt_c64* acc = direct ? out->data : tpurt_temp(acc_bytes(out, TPURT_C64));
   void* ws = tpurt_scratch(gemm_scratch_bytes(pr->N));
   if (!parts || !acc) return TPURT_ERR_OOM;
   if (!ws) return tpurt_fail(TPURT_ERR_OOM, "matmul: host out of memory for the GEMM workspace");
@@ -496,17 +521,16 @@ static tpurt_status run_matmul_conj(const tpurt_op_call* c, const problem* pr, c
   if (dt == TPURT_BOOL)
     return tpurt_fail(TPURT_ERR_RUNTIME, "\"addmm_impl_cpu_\" not implemented for 'Bool'");
   tpurt_ctype ct = tpurt_ctype_of(dt);
-  int acc_dt = ct == TPURT_CT_F32 ? TPURT_F32 : ct == TPURT_CT_F64 ? TPURT_F64 : TPURT_I64;
+  int acc_dt = acc_dtype_of(dt);
   size_t es = tpurt_dtype_size((tpurt_dtype)acc_dt);
-  int64_t nacc = tpurt_numel(out);
-  /* A dense output of the accumulator's type is the accumulator itself (no scratch, no
-   * copy); the epilogue then runs in place, or not at all for alpha = 1 without self. */
-  int direct = out->dtype == acc_dt && tpurt_is_contiguous(out);
+  /* A direct accumulator: the epilogue runs in place, or not at all for alpha = 1 without self. */
+  int direct = acc_is_out(out, acc_dt);
   /* Float products with K > 0 write every element on their first K block: no zeroing. */
   int store = ct != TPURT_CT_I64 && pr->K > 0 && pr->nb > 0;
-  void* acc = direct ? out->data : store ? tpurt_temp((size_t)nacc * es) : tpurt_temp_zeroed((size_t)nacc * es);
+  size_t bytes = acc_bytes(out, acc_dt);
+  void* acc = direct ? out->data : store ? tpurt_temp(bytes) : tpurt_temp_zeroed(bytes);
   if (!acc) return TPURT_ERR_OOM;
-  if (direct && !store) memset(acc, 0, (size_t)nacc * es);
+  if (direct && !store) memset(acc, 0, bytes);
   batch_job J = {pr, acc, es, ct, pass_of(pr->A.dtype, c->precision), pass_of(pr->B.dtype, c->precision), store, 0};
   /* Many small independent batches (attention's bmm): one batch per thread at a time beats
    * splitting each small GEMM over the pool (two hand-offs per batch). Every batch is still
@@ -559,6 +583,24 @@ static problem problem_mv(const tpurt_tensor* a, const tpurt_tensor* v) {
   problem p = {1, a->sizes[0], 1, a->sizes[1], mat_of(a, 0, 1), mat_of(v, 0, -1), 0, 0, 1};
   return p;
 }
+
+/* Plans: the accumulators of the first operand's dtype (a mismatched second one fails the
+ * kernel before it takes any). */
+#define MATMUL_PLAN(K, A)                                                    \
+  tpurt_status tpurt_plan_##K(const tpurt_op_call* c, tpurt_plan* p) {      \
+    p->scratch_bytes += matmul_scratch(&c->outs[0], TPURT_ARG(c, K, A)->t.dtype); \
+    return TPURT_OK;                                                         \
+  }
+MATMUL_PLAN(mm, self)
+MATMUL_PLAN(bmm, self)
+MATMUL_PLAN(addmm, mat1)
+MATMUL_PLAN(baddbmm, batch1)
+MATMUL_PLAN(addbmm, batch1)
+MATMUL_PLAN(mv, self)
+MATMUL_PLAN(addmv, mat)
+MATMUL_PLAN(dot, self)
+MATMUL_PLAN(vdot, self)
+#undef MATMUL_PLAN
 
 tpurt_status tpurt_kernel_mm(const tpurt_op_call* c) {
   /* mm(self, mat2) */

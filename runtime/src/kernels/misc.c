@@ -26,6 +26,9 @@ static int64_t dot(const int64_t* idx, const int64_t* st, int n) {
   return o;
 }
 
+/* A temporary's bytes as temp.c takes them from the call's scratch. */
+static int64_t temp_bytes(size_t n) { return ((int64_t)n + 63) & ~(int64_t)63; }
+
 static tpurt_status fill_zero(const tpurt_tensor* t) {
   tpurt_value z = {.kind = TPURT_V_INT, .scalar_dtype = -1, .i = 0};
   int64_t st[1]; /* 8-byte aligned scalar storage */
@@ -379,12 +382,21 @@ tpurt_status tpurt_kernel_normal_tensor(const tpurt_op_call* c) {
   return TPURT_OK;
 }
 
+/* randperm's permutation, one spare entry so n = 0 takes a valid block. */
+static size_t perm_bytes(int64_t n) { return sizeof(int64_t) * (size_t)(n + 1); }
+
+tpurt_status tpurt_plan_randperm(const tpurt_op_call* c, tpurt_plan* p) {
+  int64_t n = TPURT_ARG(c, randperm, n)->i;
+  if (n >= 0) p->scratch_bytes += temp_bytes(perm_bytes(n));
+  return TPURT_OK;
+}
+
 tpurt_status tpurt_kernel_randperm(const tpurt_op_call* c) {
   /* randperm.generator_out(n, *, generator, out): Fisher-Yates, swap i draws counter i */
   const tpurt_tensor* out = &c->outs[0];
   int64_t n = TPURT_ARG(c, randperm, n)->i;
   if (n < 0) return tpurt_fail(TPURT_ERR_RUNTIME, "n must be non-negative, got%lld", (long long)n);
-  int64_t* p = tpurt_temp(sizeof(int64_t) * (size_t)(n + 1));
+  int64_t* p = tpurt_temp(perm_bytes(n));
   if (!p) return TPURT_ERR_OOM;
   for (int64_t i = 0; i < n; i++) p[i] = i;
   for (int64_t i = n - 1; i > 0; i--) {
@@ -414,6 +426,15 @@ static int64_t pick(const double* w, const uint8_t* taken, int64_t n, double u) 
   return 0;
 }
 
+/* multinomial's row of n weights (double) and n taken flags. */
+static size_t draw_bytes(int64_t n) { return sizeof(double) * (size_t)n + (size_t)n + 8; }
+
+tpurt_status tpurt_plan_multinomial(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor* in = &TPURT_ARG(c, multinomial, self)->t;
+  if (in->ndim > 0) p->scratch_bytes += temp_bytes(draw_bytes(in->sizes[in->ndim - 1]));
+  return TPURT_OK;
+}
+
 tpurt_status tpurt_kernel_multinomial(const tpurt_op_call* c) {
   /* multinomial(self [n] or [rows, n], num_samples, replacement, *, generator) + out.
    * Sample j of row r draws counter r * num_samples + j; without replacement each draw
@@ -423,7 +444,7 @@ tpurt_status tpurt_kernel_multinomial(const tpurt_op_call* c) {
   int repl = (int)TPURT_ARG(c, multinomial, replacement)->i;
   int64_t ist = in->strides[in->ndim - 1], irs = in->ndim == 2 ? in->strides[0] : 0;
   int64_t ost = out->strides[out->ndim - 1], ors = out->ndim == 2 ? out->strides[0] : 0;
-  double* w = tpurt_temp(sizeof(double) * (size_t)n + (size_t)n + 8);
+  double* w = tpurt_temp(draw_bytes(n));
   if (!w) return TPURT_ERR_OOM;
   uint8_t* taken = (uint8_t*)(w + n);
   tpurt_status s = TPURT_OK;
@@ -461,6 +482,14 @@ static void st_f(const tpurt_tensor* t, int64_t i, int64_t j, double v) {
   tpurt_store_f64(at(t, i * t->strides[0] + j * t->strides[1]), t->dtype, v);
 }
 
+/* One bag's accumulator: a double per embedding column (weight's D). */
+static size_t bag_acc_bytes(int64_t D) { return sizeof(double) * (size_t)(D + 1); }
+
+tpurt_status tpurt_plan_embedding_bag(const tpurt_op_call* c, tpurt_plan* p) {
+  p->scratch_bytes += temp_bytes(bag_acc_bytes(TPURT_ARG(c, embedding_bag, weight)->t.sizes[1]));
+  return TPURT_OK;
+}
+
 tpurt_status tpurt_kernel_embedding_bag(const tpurt_op_call* c) {
   /* _embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse,
    * per_sample_weights?, include_last_offset, padding_idx) -> (out, offset2bag, bag_size,
@@ -476,7 +505,7 @@ tpurt_status tpurt_kernel_embedding_bag(const tpurt_op_call* c) {
     return tpurt_fail(TPURT_ERR_RUNTIME, "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                       "supported for mode='sum' (got mode='%s'). Please open a feature request on GitHub.",
                       mode == BAG_MEAN ? "mean" : "max");
-  double* acc = tpurt_temp(sizeof(double) * (size_t)(D + 1));
+  double* acc = tpurt_temp(bag_acc_bytes(D));
   if (!acc) return TPURT_ERR_OOM;
   tpurt_status s = TPURT_OK;
   for (int64_t i = 0; i < tpurt_numel(bsz); i++) tpurt_store_i64(at(bsz, i * bsz->strides[0]), bsz->dtype, 0);
@@ -533,6 +562,15 @@ typedef struct {
         (int)TPURT_ARG(c, K, scale_grad_by_freq)->i, (int)TPURT_ARG(c, K, mode)->i, TPURT_ARG(c, K, padding_idx)->i \
   }
 
+/* The backward's counts per weight row and gradient accumulator (out: [num_weights, D]). */
+static size_t bag_count_bytes(const tpurt_tensor* out) { return sizeof(int64_t) * (size_t)(out->sizes[0] + 1); }
+static size_t bag_grad_bytes(const tpurt_tensor* out) {
+  return sizeof(double) * (size_t)(out->sizes[0] * out->sizes[1] + 1);
+}
+static int64_t bag_backward_scratch(const tpurt_op_call* c) {
+  return temp_bytes(bag_count_bytes(&c->outs[0])) + temp_bytes(bag_grad_bytes(&c->outs[0]));
+}
+
 /* -> [num_weights, D] */
 static tpurt_status bag_backward(const tpurt_op_call* c, bag_grad_args A) {
   const tpurt_tensor *g = A.grad, *ind = A.indices, *o2b = A.offset2bag, *bsz = A.bag_size;
@@ -540,8 +578,8 @@ static tpurt_status bag_backward(const tpurt_op_call* c, bag_grad_args A) {
   int freq = A.scale_grad_by_freq, mode = A.mode;
   int64_t pad = A.padding_idx, n = ind->sizes[0], nw = out->sizes[0], D = out->sizes[1];
   tpurt_status s = fill_zero(out);
-  int64_t* cnt = s ? NULL : tpurt_temp_calloc((size_t)nw + 1, sizeof(int64_t));
-  double* acc = s ? NULL : tpurt_temp_calloc((size_t)(nw * D + 1), sizeof(double));
+  int64_t* cnt = s ? NULL : tpurt_temp_zeroed(bag_count_bytes(out));
+  double* acc = s ? NULL : tpurt_temp_zeroed(bag_grad_bytes(out));
   if (!s && (!cnt || !acc)) s = TPURT_ERR_OOM;
   if (!s && mode == BAG_MAX) {
     for (int64_t b = 0; b < g->sizes[0]; b++) {
@@ -567,6 +605,15 @@ static tpurt_status bag_backward(const tpurt_op_call* c, bag_grad_args A) {
   tpurt_temp_release(cnt);
   tpurt_temp_release(acc);
   return s;
+}
+
+tpurt_status tpurt_plan_embedding_bag_backward(const tpurt_op_call* c, tpurt_plan* p) {
+  p->scratch_bytes += bag_backward_scratch(c);
+  return TPURT_OK;
+}
+tpurt_status tpurt_plan_embedding_bag_dense_backward(const tpurt_op_call* c, tpurt_plan* p) {
+  p->scratch_bytes += bag_backward_scratch(c);
+  return TPURT_OK;
 }
 
 tpurt_status tpurt_kernel_embedding_bag_backward(const tpurt_op_call* c) { /* ... offsets ..., sparse, ... */

@@ -53,8 +53,54 @@ static int64_t prod_dims(const tpurt_tensor* t, int from, int to) {
 
 static int defined(const tpurt_tensor* t) { return t->ndim >= 0 && t->data; }
 
-static double* scratch(int64_t n) { return tpurt_temp(sizeof(double) * (size_t)(n > 0 ? n : 1)); }
+/* Work space of n doubles (at least one), and what a plan counts for it (temp.c's rounding). */
+static size_t scratch_bytes(int64_t n) { return sizeof(double) * (size_t)(n > 0 ? n : 1); }
+static double* scratch(int64_t n) { return tpurt_temp(scratch_bytes(n)); }
+static int64_t planned(int64_t n) { return ((int64_t)scratch_bytes(n) + 63) & ~(int64_t)63; }
 #define OOM(op) tpurt_fail(TPURT_ERR_OOM, op ": out of host memory for scratch")
+
+/* ---------------------------------------------------------------- pool loops with work space
+ * A loop over n items, claimed by the pool's threads in chunks of `grain`, each chunk using
+ * `per` doubles of work space. The space of every thread that can run at once is one
+ * temporary taken before the loop, a slice per team member: taken per chunk inside the loop,
+ * threads giving theirs back out of order would not pop them from the call's scratch. */
+typedef void (*chunk_fn)(void* ctx, double* work, int64_t lo, int64_t hi);
+typedef struct {
+  chunk_fn fn;
+  void* ctx;
+  double* work;
+  int64_t per, n, grain, next;
+} chunk_loop;
+
+static int loop_workers(int64_t n, int64_t grain) {
+  int64_t chunks = (n + grain - 1) / grain, nt = tpurt_pool_threads();
+  return (int)(chunks < nt ? chunks : nt);
+}
+
+/* The loop's work space in a plan (none for no items). */
+static int64_t loop_planned(int64_t n, int64_t grain, int64_t per) {
+  return n > 0 ? planned(per * loop_workers(n, grain)) : 0;
+}
+
+/* Chunks are claimed in order as parallel_for's are, so each item runs the same whatever
+ * thread runs it. */
+static void loop_member(void* arg, int member, int size) {
+  chunk_loop* L = arg;
+  (void)size;
+  for (int64_t lo; (lo = __atomic_fetch_add(&L->next, L->grain, __ATOMIC_RELAXED)) < L->n;)
+    L->fn(L->ctx, L->work + member * L->per, lo, L->n - lo < L->grain ? L->n : lo + L->grain);
+}
+
+/* 0 when out of memory for the work space. */
+static int run_loop(int64_t n, int64_t grain, int64_t per, chunk_fn fn, void* ctx) {
+  if (n <= 0) return 1;
+  int workers = loop_workers(n, grain);
+  chunk_loop L = {fn, ctx, scratch(per * workers), per, n, grain, 0};
+  if (!L.work) return 0;
+  tpurt_parallel_team(workers, loop_member, &L);
+  tpurt_temp_release(L.work);
+  return 1;
+}
 
 /* ---------------------------------------------------------------- lines along one dim */
 /* Call fn on every line along `dim` of same-shaped tensors t[0..nt): each line is loaded
@@ -96,19 +142,17 @@ typedef struct lines_job {
   int64_t len, B;
   int64_t sizes[TPURT_MAX_DIMS];
   line_fn fn;
-  int oom;
+  int64_t tiles, grain; /* the pool loop over tiles */
 } lines_job;
 
-static void line_tiles(void* arg, int64_t lo, int64_t hi) {
+/* A tile's work space: its lines of every tensor, and one row across them. */
+static int64_t tile_elems(const lines_job* J) { return J->len * J->B * J->nt + J->B; }
+
+static void line_tiles(void* arg, double* buf, int64_t lo, int64_t hi) {
   lines_job* J = arg;
   const tpurt_tensor* const* t = J->t;
   int nd = J->nd, d = J->d, p = J->p, nt = J->nt;
   int64_t len = J->len, B = J->B;
-  double* buf = scratch(len * B * nt + B);
-  if (!buf) {
-    __atomic_store_n(&J->oom, 1, __ATOMIC_RELAXED);
-    return;
-  }
   double* row = buf + len * B * nt;
   int64_t idx[TPURT_MAX_DIMS];
   for (int64_t item = lo; item < hi; item++) {
@@ -136,19 +180,21 @@ static void line_tiles(void* arg, int64_t lo, int64_t hi) {
         tile_io(t[k], base[k], nd ? t[k]->strides[d] : 0, p >= 0 ? t[k]->strides[p] : 0, len, b, buf + k * len * B,
                 row, 1);
   }
-  tpurt_temp_release(buf);
 }
 
 /* Work per pool claim and the least total worth splitting, in elements per tensor. */
 #define NN_PAR_GRAIN (1 << 14)
 #define NN_PAR_MIN (1 << 16)
 
-static tpurt_status for_lines(int nt, const tpurt_tensor* const* t, unsigned outs, int64_t dim, line_fn fn) {
+/* The tiles of t[0..nt) along dim (none for an empty tensor) and how the pool claims them. */
+static tpurt_status lines_setup(int nt, const tpurt_tensor* const* t, unsigned outs, int64_t dim, line_fn fn,
+                                lines_job* J) {
   int d;
   tpurt_status s = tpurt_wrap_dim(dim, t[0]->ndim, &d);
   if (s) return s;
   int nd = t[0]->ndim;
   int64_t len = nd ? t[0]->sizes[d] : 1;
+  *J = (lines_job){nt, t, outs, d, -1, nd, len, 1, {0}, fn, 0, 1};
   if (tpurt_numel(t[0]) == 0) return TPURT_OK;
   int p = -1;
   for (int e = 0; e < nd; e++)
@@ -160,18 +206,31 @@ static tpurt_status for_lines(int nt, const tpurt_tensor* const* t, unsigned out
     B = LINE_TILE / len;
     B = B < 1 ? 1 : B > t[0]->sizes[p] ? t[0]->sizes[p] : B;
   }
-  lines_job J = {nt, t, outs, d, p, nd, len, B, {0}, fn, 0};
-  memcpy(J.sizes, t[0]->sizes, sizeof J.sizes);
-  if (nd) J.sizes[d] = 1;
-  if (p >= 0) J.sizes[p] = (J.sizes[p] + B - 1) / B;
+  J->p = p, J->B = B;
+  memcpy(J->sizes, t[0]->sizes, sizeof J->sizes);
+  if (nd) J->sizes[d] = 1;
+  if (p >= 0) J->sizes[p] = (J->sizes[p] + B - 1) / B;
   int64_t tiles = 1;
-  for (int e = 0; e < nd; e++) tiles *= J.sizes[e];
+  for (int e = 0; e < nd; e++) tiles *= J->sizes[e];
   int64_t per_tile = len * B;
-  if (tiles > 1 && tiles * per_tile >= NN_PAR_MIN)
-    tpurt_parallel_for(tiles, (NN_PAR_GRAIN + per_tile - 1) / per_tile, line_tiles, &J);
-  else
-    line_tiles(&J, 0, tiles);
-  return J.oom ? OOM("softmax") : TPURT_OK;
+  J->tiles = tiles;
+  J->grain = tiles > 1 && tiles * per_tile >= NN_PAR_MIN ? (NN_PAR_GRAIN + per_tile - 1) / per_tile : tiles;
+  return TPURT_OK;
+}
+
+static tpurt_status for_lines(int nt, const tpurt_tensor* const* t, unsigned outs, int64_t dim, line_fn fn) {
+  lines_job J;
+  tpurt_status s = lines_setup(nt, t, outs, dim, fn, &J);
+  if (s) return s;
+  return run_loop(J.tiles, J.grain, tile_elems(&J), line_tiles, &J) ? TPURT_OK : OOM("softmax");
+}
+
+/* The work space of for_lines over nt tensors shaped like `first` (all lines_setup reads). */
+static tpurt_status plan_lines(int nt, const tpurt_tensor* first, int64_t dim, tpurt_plan* p) {
+  lines_job J;
+  tpurt_status s = lines_setup(nt, &first, 0, dim, NULL, &J);
+  if (!s) p->scratch_bytes += loop_planned(J.tiles, J.grain, tile_elems(&J));
+  return s;
 }
 
 /* ---------------------------------------------------------------- softmax */
@@ -244,6 +303,20 @@ tpurt_status tpurt_kernel_log_softmax_backward(const tpurt_op_call* c) {
   return for_lines(3, t, 4, TPURT_ARG(c, log_softmax_backward, dim)->i, log_softmax_bwd_line);
 }
 
+tpurt_status tpurt_plan_softmax(const tpurt_op_call* c, tpurt_plan* p) {
+  return plan_lines(2, &TPURT_ARG(c, softmax, self)->t, TPURT_ARG(c, softmax, dim)->i, p);
+}
+tpurt_status tpurt_plan_log_softmax(const tpurt_op_call* c, tpurt_plan* p) {
+  return plan_lines(2, &TPURT_ARG(c, log_softmax, self)->t, TPURT_ARG(c, log_softmax, dim)->i, p);
+}
+tpurt_status tpurt_plan_softmax_backward(const tpurt_op_call* c, tpurt_plan* p) {
+  return plan_lines(3, &TPURT_ARG(c, softmax_backward, grad_output)->t, TPURT_ARG(c, softmax_backward, dim)->i, p);
+}
+tpurt_status tpurt_plan_log_softmax_backward(const tpurt_op_call* c, tpurt_plan* p) {
+  return plan_lines(3, &TPURT_ARG(c, log_softmax_backward, grad_output)->t, TPURT_ARG(c, log_softmax_backward, dim)->i,
+                    p);
+}
+
 /* ---------------------------------------------------------------- layer norm */
 /* Leading dims of `in` that are not normalized; fails when normalized_shape doesn't match. */
 static tpurt_status norm_axis(const tpurt_tensor* in, const tpurt_value* shape, int* k) {
@@ -302,19 +375,18 @@ typedef struct ln_job {
   int64_t n;
   double eps;
   const double *w, *b;
-  int oom;
 } ln_job;
 
-/* Rows [lo, hi): each normalized independently (the pool splits them). */
-TPURT_VEC_ATTRS static void ln_rows(void* arg, int64_t lo, int64_t hi) {
+/* The pool claims rows in chunks of about NN_PAR_GRAIN elements when there are enough. */
+static int64_t ln_grain(int64_t m, int64_t n) {
+  return m > 1 && m * n >= NN_PAR_MIN ? (NN_PAR_GRAIN + n - 1) / (n ? n : 1) : m;
+}
+
+/* Rows [lo, hi): each normalized independently, x holding one (the pool splits them). */
+TPURT_VEC_ATTRS static void ln_rows(void* arg, double* x, int64_t lo, int64_t hi) {
   ln_job* J = arg;
   const tpurt_op_call* c = J->c;
   int64_t n = J->n;
-  double* x = scratch(n);
-  if (!x) {
-    __atomic_store_n(&J->oom, 1, __ATOMIC_RELAXED);
-    return;
-  }
   int dense = ln_dense(&TPURT_ARG(c, layer_norm, input)->t) && ln_dense(&c->outs[0]) && ln_dense(&c->outs[1]) && ln_dense(&c->outs[2]);
   for (int64_t o = lo; o < hi; o++) {
     double mean, rstd;
@@ -336,7 +408,6 @@ TPURT_VEC_ATTRS static void ln_rows(void* arg, int64_t lo, int64_t hi) {
     store_block(&c->outs[1], J->k, o, &mean);
     store_block(&c->outs[2], J->k, o, &rstd);
   }
-  tpurt_temp_release(x);
 }
 
 tpurt_status tpurt_kernel_layer_norm(const tpurt_op_call* c) {
@@ -350,13 +421,21 @@ tpurt_status tpurt_kernel_layer_norm(const tpurt_op_call* c) {
   double *w = buf, *b = buf + n;
   load_param(TPURT_ARG(c, layer_norm, weight), w, n, 1);
   load_param(TPURT_ARG(c, layer_norm, bias), b, n, 0);
-  ln_job J = {c, k, n, tpurt_value_f(TPURT_ARG(c, layer_norm, eps)), w, b, 0};
-  if (m > 1 && m * n >= NN_PAR_MIN)
-    tpurt_parallel_for(m, (NN_PAR_GRAIN + n - 1) / (n ? n : 1), ln_rows, &J);
-  else
-    ln_rows(&J, 0, m);
+  ln_job J = {c, k, n, tpurt_value_f(TPURT_ARG(c, layer_norm, eps)), w, b};
+  int ok = run_loop(m, ln_grain(m, n), n, ln_rows, &J);
   tpurt_temp_release(buf);
-  return J.oom ? OOM("layer_norm") : TPURT_OK;
+  return ok ? TPURT_OK : OOM("layer_norm");
+}
+
+/* weight and bias, then a row per worker */
+tpurt_status tpurt_plan_layer_norm(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor* in = &TPURT_ARG(c, layer_norm, input)->t;
+  int k;
+  tpurt_status s = norm_axis(in, TPURT_ARG(c, layer_norm, normalized_shape), &k);
+  if (s) return s;
+  int64_t m = prod_dims(in, 0, k), n = prod_dims(in, k, in->ndim);
+  p->scratch_bytes += planned(2 * n) + loop_planned(m, ln_grain(m, n), n);
+  return TPURT_OK;
 }
 
 /* One row of the layer norm backward: x becomes x-hat, dw / db accumulate, g = dy * w.
@@ -424,6 +503,14 @@ tpurt_status tpurt_kernel_layer_norm_backward(const tpurt_op_call* c) {
   if (defined(&c->outs[2])) store_block(&c->outs[2], 0, 0, db);
   tpurt_temp_release(buf);
   return TPURT_OK;
+}
+
+tpurt_status tpurt_plan_layer_norm_backward(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor* in = &TPURT_ARG(c, layer_norm_backward, input)->t;
+  int k;
+  tpurt_status s = norm_axis(in, TPURT_ARG(c, layer_norm_backward, normalized_shape), &k);
+  if (!s) p->scratch_bytes += planned(6 * prod_dims(in, k, in->ndim));
+  return s;
 }
 
 /* ---------------------------------------------------------------- nll_loss */
@@ -658,6 +745,13 @@ tpurt_status tpurt_kernel_group_norm(const tpurt_op_call* c) {
   return TPURT_OK;
 }
 
+/* a sample, weight and bias */
+tpurt_status tpurt_plan_group_norm(const tpurt_op_call* c, tpurt_plan* p) {
+  int64_t C = TPURT_ARG(c, group_norm, C)->i, HW = TPURT_ARG(c, group_norm, HxW)->i;
+  p->scratch_bytes += planned(C * HW + 2 * C);
+  return TPURT_OK;
+}
+
 /* native_group_norm_backward(grad_out, input, mean, rstd, weight?, N, C, HxW, group,
  * output_mask) -> (grad_input, grad_weight, grad_bias) */
 tpurt_status tpurt_kernel_group_norm_backward(const tpurt_op_call* c) {
@@ -698,7 +792,17 @@ tpurt_status tpurt_kernel_group_norm_backward(const tpurt_op_call* c) {
   return TPURT_OK;
 }
 
+/* a sample of input and of grad_out, weight, and the two parameter gradients */
+tpurt_status tpurt_plan_group_norm_backward(const tpurt_op_call* c, tpurt_plan* p) {
+  int64_t C = TPURT_ARG(c, group_norm_backward, C)->i, HW = TPURT_ARG(c, group_norm_backward, HxW)->i;
+  p->scratch_bytes += planned(2 * C * HW + 3 * C);
+  return TPURT_OK;
+}
+
 /* ---------------------------------------------------------------- batch norm */
+/* Values per channel of an [N, C, *] tensor. */
+static int64_t channel_elems(const tpurt_tensor* t) { return t->sizes[0] * prod_dims(t, 2, t->ndim); }
+
 /* Channel c of an [N, C, *] tensor as a dense array of N * HxW values. */
 static void channel_io(const tpurt_tensor* t, int64_t ch, double* buf, int store) {
   int64_t N = t->sizes[0], C = t->sizes[1], HW = prod_dims(t, 2, t->ndim);
@@ -737,7 +841,7 @@ static tpurt_status batch_norm(const tpurt_op_call* c, bn_args a) {
   const tpurt_value* rv = a.running_var >= 0 ? &c->args[a.running_var] : &none;
   int train = a.training == BN_ALWAYS || (a.training >= 0 && c->args[a.training].i);
   double mom = tpurt_value_f(&c->args[a.momentum]), eps = tpurt_value_f(&c->args[a.eps]);
-  int64_t N = in->sizes[0], C = in->sizes[1], M = N * prod_dims(in, 2, in->ndim);
+  int64_t C = in->sizes[1], M = channel_elems(in);
   double* x = scratch(M);
   if (!x) return OOM("batch_norm");
   for (int64_t ch = 0; ch < C; ch++) {
@@ -768,6 +872,16 @@ static tpurt_status batch_norm(const tpurt_op_call* c, bn_args a) {
   return TPURT_OK;
 }
 
+/* Plans of the four forward lines: one channel (their input is at the same place). */
+static tpurt_status plan_batch_norm(const tpurt_op_call* c, tpurt_plan* p) {
+  p->scratch_bytes += planned(channel_elems(&TPURT_ARG(c, batch_norm, input)->t));
+  return TPURT_OK;
+}
+tpurt_status tpurt_plan_batch_norm(const tpurt_op_call* c, tpurt_plan* p) { return plan_batch_norm(c, p); }
+tpurt_status tpurt_plan_batch_norm_no_stats(const tpurt_op_call* c, tpurt_plan* p) { return plan_batch_norm(c, p); }
+tpurt_status tpurt_plan_batch_norm_no_training(const tpurt_op_call* c, tpurt_plan* p) { return plan_batch_norm(c, p); }
+tpurt_status tpurt_plan_batch_norm_with_update(const tpurt_op_call* c, tpurt_plan* p) { return plan_batch_norm(c, p); }
+
 /* native_batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum, eps)
  * and _native_batch_norm_legit (same arguments, running stats mutable) */
 tpurt_status tpurt_kernel_batch_norm(const tpurt_op_call* c) { return batch_norm(c, (bn_args){TPURT_ARG_batch_norm_running_mean, TPURT_ARG_batch_norm_running_var, TPURT_ARG_batch_norm_momentum, TPURT_ARG_batch_norm_eps, TPURT_ARG_batch_norm_training}); }
@@ -792,7 +906,7 @@ tpurt_status tpurt_kernel_batch_norm_backward(const tpurt_op_call* c) {
   const tpurt_tensor *dy_t = &TPURT_ARG(c, batch_norm_backward, grad_out)->t, *in = &TPURT_ARG(c, batch_norm_backward, input)->t;
   int train = (int)TPURT_ARG(c, batch_norm_backward, train)->i;
   double eps = tpurt_value_f(TPURT_ARG(c, batch_norm_backward, eps));
-  int64_t C = in->sizes[1], M = in->sizes[0] * prod_dims(in, 2, in->ndim);
+  int64_t C = in->sizes[1], M = channel_elems(in);
   double* buf = scratch(2 * M);
   if (!buf) return OOM("batch_norm_backward");
   double *x = buf, *dy = buf + M;
@@ -819,6 +933,12 @@ tpurt_status tpurt_kernel_batch_norm_backward(const tpurt_op_call* c) {
   return TPURT_OK;
 }
 
+/* a channel of input and of grad_out */
+tpurt_status tpurt_plan_batch_norm_backward(const tpurt_op_call* c, tpurt_plan* p) {
+  p->scratch_bytes += planned(2 * channel_elems(&TPURT_ARG(c, batch_norm_backward, input)->t));
+  return TPURT_OK;
+}
+
 /* ---------------------------------------------------------------- multilabel margin loss */
 /* Sample n of a (N, D) or (D) tensor, element d. */
 static char* row_elem(const tpurt_tensor* t, int64_t n, int64_t d) {
@@ -839,12 +959,14 @@ typedef struct {
 
 /* Targets of a row are its entries up to the first -1; CPU checks every entry is in [-1, D)
  * and takes float32 / float64 only. */
+static int64_t mlm_classes(const tpurt_tensor* x) { return x->ndim == 0 ? 1 : x->sizes[x->ndim - 1]; }
+
 static tpurt_status mlm_init(mlm* m, const tpurt_tensor* x, const tpurt_tensor* target, const char* frame) {
   if (x->dtype != TPURT_F32 && x->dtype != TPURT_F64)
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s\" not implemented for '%s'", frame, tpurt_dtype_name((tpurt_dtype)x->dtype));
   m->x = x;
   m->target = target;
-  m->D = x->ndim == 0 ? 1 : x->sizes[x->ndim - 1];
+  m->D = mlm_classes(x);
   m->N = x->ndim == 2 ? x->sizes[0] : 1;
   for (int64_t n = 0; n < m->N; n++)
     for (int64_t d = 0; d < m->D; d++) {
@@ -907,6 +1029,12 @@ tpurt_status tpurt_kernel_multilabel_margin_loss(const tpurt_op_call* c) {
   return TPURT_OK;
 }
 
+/* a row's target flags */
+tpurt_status tpurt_plan_multilabel_margin_loss(const tpurt_op_call* c, tpurt_plan* p) {
+  p->scratch_bytes += planned(mlm_classes(&TPURT_ARG(c, multilabel_margin_loss, self)->t));
+  return TPURT_OK;
+}
+
 /* multilabel_margin_loss_backward(grad_output, self, target, reduction, is_target): each
  * positive margin moves g = 1/D (1/(N*D) for mean) from its target to its non-target, added
  * in the input's dtype in CPU's order, then scaled by grad_output. */
@@ -934,5 +1062,11 @@ tpurt_status tpurt_kernel_multilabel_margin_loss_backward(const tpurt_op_call* c
     for (int64_t d = 0; d < m.D; d++) tpurt_store_f64(row_elem(gi, n, d), dt, round_to(row[d] * scale, dt));
   }
   tpurt_temp_release(buf);
+  return TPURT_OK;
+}
+
+/* a row's target flags and gradient */
+tpurt_status tpurt_plan_multilabel_margin_loss_backward(const tpurt_op_call* c, tpurt_plan* p) {
+  p->scratch_bytes += planned(2 * mlm_classes(&TPURT_ARG(c, multilabel_margin_loss_backward, self)->t));
   return TPURT_OK;
 }

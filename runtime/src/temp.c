@@ -54,7 +54,7 @@ void* tpurt_temp(size_t bytes) {
     tpurt_fail(TPURT_ERR_RUNTIME, "kernel temporary requested outside a kernel");
     return NULL;
   }
-  size_t need = (bytes + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+  size_t need = (size_t)tpurt_temp_bytes(bytes);
   pthread_mutex_lock(&t->mu);
   void* p = NULL;
   if (t->arena && t->used + need <= t->arena_size) {

@@ -438,8 +438,6 @@ static tpurt_status conv_dtype_check(const geom* g, int dtype, int transposed, i
 static void* acc_alloc(const conv_run* r, int64_t n) { return tpurt_temp_zeroed((size_t)n * r->aes); }
 
 /* Bytes of the temporaries the kernels below take, in the order they take them. */
-static int64_t temp_bytes(size_t n) { return ((int64_t)n + 63) & ~(int64_t)63; }
-
 tpurt_status tpurt_plan_convolution(const tpurt_op_call* c, tpurt_plan* p) {
   const tpurt_tensor *x = &TPURT_ARG(c, convolution, input)->t, *w = &TPURT_ARG(c, convolution, weight)->t, *out = &c->outs[0];
   int transposed = (int)tpurt_value_i(TPURT_ARG(c, convolution, transposed));
@@ -448,12 +446,12 @@ tpurt_status tpurt_plan_convolution(const tpurt_op_call* c, tpurt_plan* p) {
   tpurt_status s = conv_dtype_check(&g, x->dtype, transposed, x->ndim - 2);
   if (s) return s;
   int direct = transposed && unit_strides(&g);
-  p->scratch_bytes += temp_bytes(col_bytes(&g)) + temp_bytes((size_t)tpurt_numel(out) * acc_dtype_size(x->dtype)) +
-                      temp_bytes(operand_bytes(w, 1));
-  if (transposed && !direct) p->scratch_bytes += temp_bytes(operand_bytes(x, 2));
+  p->scratch_bytes += tpurt_temp_bytes(col_bytes(&g)) + tpurt_temp_bytes((size_t)tpurt_numel(out) * acc_dtype_size(x->dtype)) +
+                      tpurt_temp_bytes(operand_bytes(w, 1));
+  if (transposed && !direct) p->scratch_bytes += tpurt_temp_bytes(operand_bytes(x, 2));
   if (direct)
-    p->scratch_bytes += temp_bytes((size_t)tpurt_numel(w) * tpurt_dtype_size((tpurt_dtype)w->dtype)) +
-                        temp_bytes(direct_col_bytes(&g));
+    p->scratch_bytes += tpurt_temp_bytes((size_t)tpurt_numel(w) * tpurt_dtype_size((tpurt_dtype)w->dtype)) +
+                        tpurt_temp_bytes(direct_col_bytes(&g));
   p->flops = 2 * g.N * g.G * g.Csg * g.Ls * g.CbK;
   return TPURT_OK;
 }
@@ -467,14 +465,14 @@ tpurt_status tpurt_plan_convolution_backward(const tpurt_op_call* c, tpurt_plan*
   geom g;
   geom_init(&g, B, Sraw, w, c, TPURT_ARG_convolution_backward_stride, TPURT_ARG_convolution_backward_groups);
   size_t aes = acc_dtype_size(x->dtype);
-  p->scratch_bytes += temp_bytes(col_bytes(&g)) + temp_bytes(operand_bytes(Sraw, 2));
+  p->scratch_bytes += tpurt_temp_bytes(col_bytes(&g)) + tpurt_temp_bytes(operand_bytes(Sraw, 2));
   if (gi->ndim >= 0) {
-    p->scratch_bytes += temp_bytes(operand_bytes(w, 1)) + temp_bytes((size_t)tpurt_numel(gi) * aes);
+    p->scratch_bytes += tpurt_temp_bytes(operand_bytes(w, 1)) + tpurt_temp_bytes((size_t)tpurt_numel(gi) * aes);
     if (!transposed && unit_strides(&g))
-      p->scratch_bytes += temp_bytes((size_t)tpurt_numel(w) * tpurt_dtype_size((tpurt_dtype)w->dtype)) +
-                          temp_bytes(direct_col_bytes(&g));
+      p->scratch_bytes += tpurt_temp_bytes((size_t)tpurt_numel(w) * tpurt_dtype_size((tpurt_dtype)w->dtype)) +
+                          tpurt_temp_bytes(direct_col_bytes(&g));
   }
-  if (gw->ndim >= 0) p->scratch_bytes += temp_bytes((size_t)tpurt_numel(gw) * aes);
+  if (gw->ndim >= 0) p->scratch_bytes += tpurt_temp_bytes((size_t)tpurt_numel(gw) * aes);
   p->flops = 2 * g.N * g.G * g.Csg * g.Ls * g.CbK * ((gi->ndim >= 0) + (gw->ndim >= 0));
   return TPURT_OK;
 }

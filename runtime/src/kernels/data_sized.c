@@ -16,7 +16,6 @@ static size_t cells_of(int64_t n) { return (size_t)(n > 0 ? n : 1); }
 static size_t array_bytes(int64_t n) { return cells_of(n) * sizeof(int64_t); }
 
 /* A temporary's bytes as temp.c takes them from the call's scratch. */
-static int64_t temp_bytes(size_t n) { return ((int64_t)n + 63) & ~(int64_t)63; }
 
 static int is_integral(int dt) { return !tpurt_is_float(dt) && dt != TPURT_BOOL; }
 
@@ -159,7 +158,7 @@ tpurt_status tpurt_kernel_bincount(const tpurt_op_call* c) {
 /* Only the run pass takes the accumulator: one double per bin, as many as the sizing pass
  * declared the output from the same data. */
 tpurt_status tpurt_plan_bincount(const tpurt_op_call* c, tpurt_plan* p) {
-  if (!tpurt_sizing(c)) p->scratch_bytes += temp_bytes(array_bytes(c->outs[0].sizes[0]));
+  if (!tpurt_sizing(c)) p->scratch_bytes += tpurt_temp_bytes(array_bytes(c->outs[0].sizes[0]));
   return TPURT_OK;
 }
 
@@ -264,7 +263,7 @@ done:
 
 /* Both passes sort: keys, two index arrays and the groups, one entry per element each. */
 tpurt_status tpurt_plan_unique(const tpurt_op_call* c, tpurt_plan* p) {
-  p->scratch_bytes += 4 * temp_bytes(array_bytes(tpurt_numel(&TPURT_ARG(c, unique, self)->t)));
+  p->scratch_bytes += 4 * tpurt_temp_bytes(array_bytes(tpurt_numel(&TPURT_ARG(c, unique, self)->t)));
   return TPURT_OK;
 }
 
@@ -429,6 +428,6 @@ tpurt_status tpurt_kernel_unique_dim(const tpurt_op_call* c) {
 tpurt_status tpurt_plan_unique_dim(const tpurt_op_call* c, tpurt_plan* p) {
   const tpurt_tensor* self = &TPURT_ARG(c, unique_dim, self)->t;
   int64_t d = TPURT_ARG(c, unique_dim, dim)->i, nd = self->ndim;
-  if (d >= -nd && d < nd) p->scratch_bytes += temp_bytes(array_bytes(self->sizes[d < 0 ? d + nd : d]));
+  if (d >= -nd && d < nd) p->scratch_bytes += tpurt_temp_bytes(array_bytes(self->sizes[d < 0 ? d + nd : d]));
   return TPURT_OK;
 }

@@ -379,7 +379,6 @@ typedef struct {
   int64_t buf_bytes, pass_bytes;
 } fft_run;
 
-static int64_t temp_bytes(size_t n) { return ((int64_t)n + 63) & ~(int64_t)63; } /* as temp.c takes them */
 
 /* One temporary per pass: the plan's tables, then a slice for each worker that can run at
  * once (slices taken per chunk would be given back out of order by the threads, and never pop
@@ -401,7 +400,7 @@ static tpurt_status run_pass(fft_run* R, pass_job* J, int64_t n) {
   int workers = (int)(chunks < nt ? chunks : nt);
   size_t bytes = sizeof(cplx) * (size_t)(plan_elems(&plan) + workers * J->per);
   if (R->measure) {
-    if (temp_bytes(bytes) > R->pass_bytes) R->pass_bytes = temp_bytes(bytes);
+    if (tpurt_temp_bytes(bytes) > R->pass_bytes) R->pass_bytes = tpurt_temp_bytes(bytes);
     return TPURT_OK;
   }
   cplx* block = tpurt_temp(bytes);
@@ -452,7 +451,7 @@ static tpurt_status pass(fft_run* R, int i, const int64_t* region, int64_t n, in
     int64_t total = 1;
     for (int d = ndim - 1; d >= 0; d--) R->bstrides[d] = total, total *= R->bsizes[d];
     size_t bytes = (size_t)(total ? total : 1) * sizeof(cplx);
-    if (R->measure) R->buf_bytes = temp_bytes(bytes);
+    if (R->measure) R->buf_bytes = tpurt_temp_bytes(bytes);
     else if (!(R->buf = tpurt_temp(bytes))) return TPURT_ERR_OOM;
   }
   const endpoint work = {(char*)R->buf, -1, sizeof(cplx), R->bstrides};

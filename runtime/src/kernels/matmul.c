@@ -424,13 +424,12 @@ static size_t acc_bytes(const tpurt_tensor* out, int acc_dt) {
 /* complex64's four real products, each shaped like out */
 static size_t parts_bytes(const tpurt_tensor* out) { return 4 * sizeof(float) * (size_t)tpurt_numel(out); }
 
-static int64_t temp_bytes(size_t n) { return ((int64_t)n + 63) & ~(int64_t)63; } /* as temp.c takes them */
 
 /* The temporaries run_matmul_conj takes for dt operands into out. */
 static int64_t matmul_scratch(const tpurt_tensor* out, int dt) {
   int acc_dt = acc_dtype_of(dt);
-  int64_t n = acc_is_out(out, acc_dt) ? 0 : temp_bytes(acc_bytes(out, acc_dt));
-  return dt == TPURT_C64 ? n + temp_bytes(parts_bytes(out)) : n;
+  int64_t n = acc_is_out(out, acc_dt) ? 0 : tpurt_temp_bytes(acc_bytes(out, acc_dt));
+  return dt == TPURT_C64 ? n + tpurt_temp_bytes(parts_bytes(out)) : n;
 }
 
 /* ---------------------------------------------------------------- complex64 */

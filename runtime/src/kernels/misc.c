@@ -27,7 +27,6 @@ static int64_t dot(const int64_t* idx, const int64_t* st, int n) {
 }
 
 /* A temporary's bytes as temp.c takes them from the call's scratch. */
-static int64_t temp_bytes(size_t n) { return ((int64_t)n + 63) & ~(int64_t)63; }
 
 static tpurt_status fill_zero(const tpurt_tensor* t) {
   tpurt_value z = {.kind = TPURT_V_INT, .scalar_dtype = -1, .i = 0};
@@ -387,7 +386,7 @@ static size_t perm_bytes(int64_t n) { return sizeof(int64_t) * (size_t)(n + 1); 
 
 tpurt_status tpurt_plan_randperm(const tpurt_op_call* c, tpurt_plan* p) {
   int64_t n = TPURT_ARG(c, randperm, n)->i;
-  if (n >= 0) p->scratch_bytes += temp_bytes(perm_bytes(n));
+  if (n >= 0) p->scratch_bytes += tpurt_temp_bytes(perm_bytes(n));
   return TPURT_OK;
 }
 
@@ -431,7 +430,7 @@ static size_t draw_bytes(int64_t n) { return sizeof(double) * (size_t)n + (size_
 
 tpurt_status tpurt_plan_multinomial(const tpurt_op_call* c, tpurt_plan* p) {
   const tpurt_tensor* in = &TPURT_ARG(c, multinomial, self)->t;
-  if (in->ndim > 0) p->scratch_bytes += temp_bytes(draw_bytes(in->sizes[in->ndim - 1]));
+  if (in->ndim > 0) p->scratch_bytes += tpurt_temp_bytes(draw_bytes(in->sizes[in->ndim - 1]));
   return TPURT_OK;
 }
 
@@ -486,7 +485,7 @@ static void st_f(const tpurt_tensor* t, int64_t i, int64_t j, double v) {
 static size_t bag_acc_bytes(int64_t D) { return sizeof(double) * (size_t)(D + 1); }
 
 tpurt_status tpurt_plan_embedding_bag(const tpurt_op_call* c, tpurt_plan* p) {
-  p->scratch_bytes += temp_bytes(bag_acc_bytes(TPURT_ARG(c, embedding_bag, weight)->t.sizes[1]));
+  p->scratch_bytes += tpurt_temp_bytes(bag_acc_bytes(TPURT_ARG(c, embedding_bag, weight)->t.sizes[1]));
   return TPURT_OK;
 }
 
@@ -568,7 +567,7 @@ static size_t bag_grad_bytes(const tpurt_tensor* out) {
   return sizeof(double) * (size_t)(out->sizes[0] * out->sizes[1] + 1);
 }
 static int64_t bag_backward_scratch(const tpurt_op_call* c) {
-  return temp_bytes(bag_count_bytes(&c->outs[0])) + temp_bytes(bag_grad_bytes(&c->outs[0]));
+  return tpurt_temp_bytes(bag_count_bytes(&c->outs[0])) + tpurt_temp_bytes(bag_grad_bytes(&c->outs[0]));
 }
 
 /* -> [num_weights, D] */

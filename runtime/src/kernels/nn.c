@@ -56,7 +56,7 @@ static int defined(const tpurt_tensor* t) { return t->ndim >= 0 && t->data; }
 /* Work space of n doubles (at least one), and what a plan counts for it (temp.c's rounding). */
 static size_t scratch_bytes(int64_t n) { return sizeof(double) * (size_t)(n > 0 ? n : 1); }
 static double* scratch(int64_t n) { return tpurt_temp(scratch_bytes(n)); }
-static int64_t planned(int64_t n) { return ((int64_t)scratch_bytes(n) + 63) & ~(int64_t)63; }
+static int64_t planned(int64_t n) { return tpurt_temp_bytes(scratch_bytes(n)); }
 #define OOM(op) tpurt_fail(TPURT_ERR_OOM, op ": out of host memory for scratch")
 
 /* ---------------------------------------------------------------- pool loops with work space

@@ -221,6 +221,12 @@ CASES["convolution"] = CASES["convolution_backward"] = [
     _conv(_F.conv_transpose1d, _randn(2, 4, 9).transpose(0, 1).contiguous().transpose(0, 1), _randn(4, 3, 3),
           _randn(3), stride=1, dilation=3),
     _conv(_F.conv_transpose3d, _randn(1, 2, 3, 4, 5), _randn(2, 3, 2, 2, 3), stride=(2, 1, 2)),
+    _conv(lambda x, w: _F.conv_transpose2d(x.transpose(-1, -2), w, stride=(2, 1)), _randn(2, 4, 6, 5),
+          _randn(4, 3, 2, 3)),
+    _conv(lambda x, w: _F.conv2d(x, w, stride=2, dilation=(1, 2)).transpose(-1, -2), _randn(2, 4, 11, 9),
+          _randn(3, 4, 3, 2)),
+    _conv(lambda x, w: _F.conv_transpose2d(x.transpose(-1, -2), w, padding=1), _randn(2, 4, 6, 5),
+          _randn(4, 3, 3, 3)),
     lambda d: _grads(d, lambda x, w: _F.conv2d(x, w, padding=1), _randn(2, 3, 8, 8).double(),
                      _randn(5, 3, 3, 3).double()),
     lambda d: _grads(d, lambda w: _F.conv2d(_randn(2, 3, 8, 8).to(d), w, stride=2), _randn(5, 3, 3, 3))]

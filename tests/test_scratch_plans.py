@@ -197,8 +197,8 @@ CASES["eigh"] = [_lin(_eigh, _mat(12, 16, 16, spd=True)), _lin(torch.linalg.eigv
 CASES["lstsq"] = [_lin(lambda a, b: torch.linalg.lstsq(a, b, driver="gelsd")[:2], _mat(3, 7, 5), _mat(3, 7, 4)),
                   _lin(lambda a, b: torch.linalg.lstsq(a, b, driver="gelsy")[0], _mat(3, 4, 6), _mat(3, 4, 2))]
 CASES["ldl_factor_ex"] = [_lin(torch.linalg.ldl_factor_ex, _mat(3, 6, 6) + _mat(3, 6, 6).mT)]
-CASES["ldl_solve"] = [lambda d: torch.linalg.ldl_solve(*torch.linalg.ldl_factor((_mat(3, 6, 6) + _mat(3, 6, 6).mT).to(d)),
-                                                       _mat(3, 6, 4).to(d))]
+CASES["ldl_solve"] = [lambda d: torch.linalg.ldl_solve(
+    *torch.linalg.ldl_factor((_mat(3, 6, 6) + _mat(3, 6, 6).mT).to(d)), _mat(3, 6, 4).to(d))]
 CASES["matrix_exp"] = [_lin(torch.linalg.matrix_exp, _mat(3, 6, 6) / 6)]
 CASES["householder_product"] = [lambda d: torch.linalg.householder_product(*torch.geqrf(_mat(2, 7, 5).to(d)))]
 

@@ -171,7 +171,8 @@ static int64_t scratch_layout(const attn_job* J, int backward, int64_t* sizes) {
 static void scratch_init(const attn_job* J, int backward, double* p, attn_scratch* w) {
   int64_t sizes[NPARTS];
   scratch_layout(J, backward, sizes);
-  double** parts[NPARTS] = {&w->k, &w->kt, &w->vt, &w->v, &w->q, &w->dout, &w->s, &w->t, &w->acc, &w->zero, &w->dk, &w->dv};
+  double** parts[NPARTS] = {&w->k, &w->kt, &w->vt, &w->v,    &w->q,  &w->dout,
+                            &w->s, &w->t,  &w->acc, &w->zero, &w->dk, &w->dv};
   for (int i = 0; i < NPARTS; i++) *parts[i] = p, p += sizes[i];
   w->head = -1;
 }
@@ -488,6 +489,7 @@ tpurt_status tpurt_plan_sdpa_fused_backward(const tpurt_op_call* c, tpurt_plan* 
   p->scratch_bytes += temp_bytes(f32_bytes(tpurt_numel(&TPURT_ARG(c, sdpa_fused_backward, logsumexp)->t))) +
                       temp_bytes(out_buf_bytes(&c->outs[0], tpurt_numel(q))) +
                       temp_bytes(out_buf_bytes(&c->outs[1], tpurt_numel(k))) +
-                      temp_bytes(out_buf_bytes(&c->outs[2], tpurt_numel(v))) + temp_bytes(team_bytes(&J, 1, bwd_tasks(&J)));
+                      temp_bytes(out_buf_bytes(&c->outs[2], tpurt_numel(v))) +
+                      temp_bytes(team_bytes(&J, 1, bwd_tasks(&J)));
   return TPURT_OK;
 }

@@ -224,7 +224,8 @@ tpurt_status tpurt_kernel_lu_unpack(const tpurt_op_call* c) {
 /* scratch: LU, the right-hand sides (as op(B) when solving from the right), the pivots */
 static la_dims lu_solve_dims(const tpurt_op_call* c) {
   const tpurt_tensor* B = &TPURT_ARG(c, lu_solve, B)->t;
-  int64_t n = la_rows(&TPURT_ARG(c, lu_solve, LU)->t, 0), r = TPURT_ARG(c, lu_solve, left)->i ? la_cols(B, 0) : la_rows(B, 0);
+  int64_t n = la_rows(&TPURT_ARG(c, lu_solve, LU)->t, 0);
+  int64_t r = TPURT_ARG(c, lu_solve, left)->i ? la_cols(B, 0) : la_rows(B, 0);
   return (la_dims){n * n, n * r, n};
 }
 LA_SCRATCH_PLAN(lu_solve, lu_solve_dims)
@@ -321,7 +322,9 @@ static la_dims solve_dims(const tpurt_op_call* c, const tpurt_tensor* o_x, int l
   int64_t n = la_rows(A, 0), r = left ? la_cols(o_x, vec) : la_rows(o_x, vec);
   return (la_dims){n * n, n * r, n};
 }
-static la_dims solve_ex_dims(const tpurt_op_call* c) { return solve_dims(c, &c->outs[0], (int)TPURT_ARG(c, solve_ex, left)->i); }
+static la_dims solve_ex_dims(const tpurt_op_call* c) {
+  return solve_dims(c, &c->outs[0], (int)TPURT_ARG(c, solve_ex, left)->i);
+}
 static la_dims inv_ex_dims(const tpurt_op_call* c) { return solve_dims(c, &c->outs[0], 1); }
 LA_SCRATCH_PLAN(solve_ex, solve_ex_dims)
 LA_SCRATCH_PLAN(inv_ex, inv_ex_dims)
@@ -390,9 +393,9 @@ static la_dims cholesky_dims(const tpurt_tensor* A) {
   return (la_dims){n * n, 0, 0};
 }
 static la_dims cholesky_ex_dims(const tpurt_op_call* c) { return cholesky_dims(&TPURT_ARG(c, cholesky_ex, self)->t); }
-static la_dims cholesky_deprecated_dims(const tpurt_op_call* c) { return cholesky_dims(&TPURT_ARG(c, cholesky, self)->t); }
+static la_dims cholesky_old_dims(const tpurt_op_call* c) { return cholesky_dims(&TPURT_ARG(c, cholesky, self)->t); }
 LA_SCRATCH_PLAN(cholesky_ex, cholesky_ex_dims)
-LA_SCRATCH_PLAN(cholesky, cholesky_deprecated_dims)
+LA_SCRATCH_PLAN(cholesky, cholesky_old_dims)
 
 /* potrf on the lower triangle of A into L, or on the upper one into U = L^H when upper (L is then
  * the factor of A^H, whose lower triangle that is); as LAPACK, the diagonal's imaginary parts are
@@ -536,7 +539,8 @@ tpurt_status tpurt_kernel_geqrf(const tpurt_op_call* c) {
 /* scratch: the reflectors and tau, then C */
 static la_dims ormqr_dims(const tpurt_op_call* c) {
   const tpurt_tensor *A = &TPURT_ARG(c, ormqr, self)->t, *C = &TPURT_ARG(c, ormqr, input3)->t;
-  return (la_dims){la_rows(A, 0) * la_cols(A, 0) + la_rows(&TPURT_ARG(c, ormqr, input2)->t, 1), la_rows(C, 0) * la_cols(C, 0), 0};
+  int64_t k = la_rows(&TPURT_ARG(c, ormqr, input2)->t, 1);
+  return (la_dims){la_rows(A, 0) * la_cols(A, 0) + k, la_rows(C, 0) * la_cols(C, 0), 0};
 }
 LA_SCRATCH_PLAN(ormqr, ormqr_dims)
 
@@ -686,7 +690,9 @@ static la_dims cholesky_apply_dims(const tpurt_op_call* c, const tpurt_tensor* F
   int64_t n = la_rows(F, 0);
   return (la_dims){n * n, n * la_cols(&c->outs[0], 0), 0};
 }
-static la_dims cholesky_solve_dims(const tpurt_op_call* c) { return cholesky_apply_dims(c, &TPURT_ARG(c, cholesky_solve, A)->t); }
+static la_dims cholesky_solve_dims(const tpurt_op_call* c) {
+  return cholesky_apply_dims(c, &TPURT_ARG(c, cholesky_solve, A)->t);
+}
 static la_dims cholesky_inverse_dims(const tpurt_op_call* c) {
   return cholesky_apply_dims(c, &TPURT_ARG(c, cholesky_inverse, self)->t);
 }

@@ -198,8 +198,8 @@ static int64_t svd_flops(int64_t m, int64_t n) {
 
 tpurt_status tpurt_plan_svd(const tpurt_op_call* c, tpurt_plan* p) {
   const tpurt_tensor* A = &TPURT_ARG(c, svd, A)->t;
-  int64_t m = la_rows(A, 0), n = la_cols(A, 0);
-  p->scratch_bytes += la_batch_bytes(A->ndim - 2, A->sizes, svd_ws(m, n, (int)TPURT_ARG(c, svd, full_matrices)->i), svd_flops(m, n));
+  int64_t m = la_rows(A, 0), n = la_cols(A, 0), ws = svd_ws(m, n, (int)TPURT_ARG(c, svd, full_matrices)->i);
+  p->scratch_bytes += la_batch_bytes(A->ndim - 2, A->sizes, ws, svd_flops(m, n));
   return TPURT_OK;
 }
 

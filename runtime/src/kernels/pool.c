@@ -402,6 +402,7 @@ static tpurt_status plan_pool(tpurt_plan* p, int nsp, const tpurt_tensor* sized,
   POOL_PLAN(avg_pool##N##d, N, &c->outs[0], NULL)                                                             \
   POOL_PLAN(avg_pool##N##d_backward, N, &TPURT_ARG(c, avg_pool2d_backward, grad_output)->t, &c->outs[0])      \
   POOL_PLAN(adaptive_avg_pool##N##d, N, &c->outs[0], NULL)                                                    \
-  POOL_PLAN(adaptive_avg_pool##N##d_backward, N, &TPURT_ARG(c, adaptive_avg_pool2d_backward, grad_output)->t, &c->outs[0])
+  POOL_PLAN(adaptive_avg_pool##N##d_backward, N, &TPURT_ARG(c, adaptive_avg_pool2d_backward, grad_output)->t,     \
+            &c->outs[0])
 POOL_PLANS(2)
 POOL_PLANS(3)

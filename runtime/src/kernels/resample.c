@@ -335,7 +335,9 @@ static tpurt_status plan_resample(rcall r, tpurt_plan* p) {
                      TPURT_ARG_##NAME##_backward_input_size == TPURT_ARG_upsample_nearest1d_backward_input_size,  \
                  "upsample serves " #NAME " and " #NAME "_backward");                                           \
   tpurt_status tpurt_kernel_##NAME(const tpurt_op_call* c) { return resample(upsample_call(c, MODE, N, 0)); }     \
-  tpurt_status tpurt_kernel_##NAME##_backward(const tpurt_op_call* c) { return resample(upsample_call(c, MODE, N, 1)); } \
+  tpurt_status tpurt_kernel_##NAME##_backward(const tpurt_op_call* c) {                                            \
+    return resample(upsample_call(c, MODE, N, 1));                                                                 \
+  }                                                                                                                \
   tpurt_status tpurt_plan_##NAME(const tpurt_op_call* c, tpurt_plan* p) {                                          \
     return plan_resample(upsample_call(c, MODE, N, 0), p);                                                         \
   }                                                                                                                \
@@ -372,7 +374,9 @@ _Static_assert(UPSAMPLE_ALIGN_AT_A0(upsample_linear1d) && UPSAMPLE_ALIGN_AT_A0(u
                  "pad serves " #NAME " and " #NAME "_backward");                                   \
   tpurt_status tpurt_kernel_##NAME(const tpurt_op_call* c) { return resample(pad_call(c, MODE, N, 0)); } \
   tpurt_status tpurt_kernel_##NAME##_backward(const tpurt_op_call* c) { return resample(pad_call(c, MODE, N, 1)); } \
-  tpurt_status tpurt_plan_##NAME(const tpurt_op_call* c, tpurt_plan* p) { return plan_resample(pad_call(c, MODE, N, 0), p); } \
+  tpurt_status tpurt_plan_##NAME(const tpurt_op_call* c, tpurt_plan* p) {                           \
+    return plan_resample(pad_call(c, MODE, N, 0), p);                                              \
+  }                                                                                                \
   tpurt_status tpurt_plan_##NAME##_backward(const tpurt_op_call* c, tpurt_plan* p) {                \
     return plan_resample(pad_call(c, MODE, N, 1), p);                                              \
   }

@@ -196,14 +196,16 @@ typedef struct {
   attn_job* J;
   attn_pass pass;
   int backward;
-  double* ws; /* one zeroed scratch of `cells` doubles per member */
+  double* ws; /* one scratch of `cells` doubles per member, which zeroes its own */
   int64_t cells, n, grain, next;
 } attn_team;
 
 static void team_member(void* ctx, int member, int size) {
   attn_team* T = ctx;
   attn_scratch w;
-  scratch_init(T->J, T->backward, T->ws + member * T->cells, &w);
+  double* mine = T->ws + member * T->cells;
+  memset(mine, 0, sizeof(double) * (size_t)T->cells);
+  scratch_init(T->J, T->backward, mine, &w);
   for (;;) {
     int64_t u = __atomic_fetch_add(&T->next, T->grain, __ATOMIC_RELAXED);
     if (u >= T->n) return;
@@ -213,7 +215,7 @@ static void team_member(void* ctx, int member, int size) {
 
 /* The pass over tasks [0, n) on the pool; results do not depend on which thread ran which task. */
 static tpurt_status run_team(attn_job* J, int backward, int64_t n, attn_pass pass) {
-  double* ws = tpurt_temp_zeroed(team_bytes(J, backward, n));
+  double* ws = tpurt_temp(team_bytes(J, backward, n));
   if (!ws) return TPURT_ERR_OOM;
   attn_team T = {J, pass, backward, ws, scratch_layout(J, backward, NULL), n, team_grain(n), 0};
   tpurt_parallel_team(team_size(n), team_member, &T);

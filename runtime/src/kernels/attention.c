@@ -25,7 +25,6 @@ typedef struct {
   float *out, *lse;         /* forward: dense [B, Hq, L, Ev], [B, Hq, L] */
   const float* lse_in;      /* backward: dense [B, Hq, L] */
   float *dq, *dk, *dv;      /* backward outputs, dense like q/k/v */
-  tpurt_status status;
 } attn_job;
 
 /* Elements to allocate for n (at least one). */
@@ -147,26 +146,82 @@ static inline int64_t live(const attn_job* J, int64_t i) { return J->causal && i
 
 /* Per-worker scratch, zeroed once (padding cells stay 0): the current key/value head
  * (k rows, k and v transposed, v rows), the block's q and dout rows, two RB x S8 score
- * tiles and an RB x max(E8, Ev8) result tile. */
+ * tiles, an RB x max(E8, Ev8) result tile, and for the backward the kv head's dk and dv sums. */
 typedef struct {
-  double *k, *kt, *vt, *v, *q, *dout, *s, *t, *acc, *zero;
+  double *k, *kt, *vt, *v, *q, *dout, *s, *t, *acc, *zero, *dk, *dv;
   int64_t head; /* b * Hk + hk loaded, -1 for none */
 } attn_scratch;
+enum { NPARTS = 12 };
 
-static int scratch_init(const attn_job* J, attn_scratch* w) {
+/* Doubles of a worker's scratch, in whole 64-byte lines so that workers never share one; each
+ * part's into sizes unless NULL. */
+static int64_t scratch_layout(const attn_job* J, int backward, int64_t* sizes) {
   int64_t d = J->E8 > J->Ev8 ? J->E8 : J->Ev8;
-  int64_t sizes[10] = {J->S * J->E8, J->E * J->S8, J->Ev * J->S8, J->S * J->Ev8, RB * J->E8, RB * J->Ev8,
-                       RB * J->S8,   RB * J->S8,   RB * d,        d};
+  int64_t parts[NPARTS] = {J->S * J->E8, J->E * J->S8, J->Ev * J->S8, J->S * J->Ev8, RB * J->E8, RB * J->Ev8,
+                           RB * J->S8,   RB * J->S8,   RB * d,        d,
+                           backward ? J->S * J->E8 : 0, backward ? J->S * J->Ev8 : 0};
   int64_t total = 0;
-  for (int i = 0; i < 10; i++) total += sizes[i];
-  double* p = tpurt_temp_zeroed((size_t)(cells(total)) * (sizeof(double)));
-  if (!p) return 0;
-  double** parts[10] = {&w->k, &w->kt, &w->vt, &w->v, &w->q, &w->dout, &w->s, &w->t, &w->acc, &w->zero};
-  for (int i = 0; i < 10; i++) *parts[i] = p, p += sizes[i];
-  w->head = -1;
-  return 1;
+  for (int i = 0; i < NPARTS; i++) {
+    if (sizes) sizes[i] = parts[i];
+    total += parts[i];
+  }
+  return pad8(total > 0 ? total : 1);
 }
-static void scratch_free(attn_scratch* w) { tpurt_temp_release(w->k); }
+
+static void scratch_init(const attn_job* J, int backward, double* p, attn_scratch* w) {
+  int64_t sizes[NPARTS];
+  scratch_layout(J, backward, sizes);
+  double** parts[NPARTS] = {&w->k, &w->kt, &w->vt, &w->v,    &w->q,  &w->dout,
+                            &w->s, &w->t,  &w->acc, &w->zero, &w->dk, &w->dv};
+  for (int i = 0; i < NPARTS; i++) *parts[i] = p, p += sizes[i];
+  w->head = -1;
+}
+
+/* The pool's threads claim chunks of a pass's n tasks, about 4 per thread (each chunk converts
+ * every key/value head it touches), each thread working in a scratch of its own. The scratch
+ * of all of them is one temporary taken before the loop: temporaries taken and given back per
+ * chunk would end out of order across threads, and planned scratch only reuses the latest. */
+static int64_t team_grain(int64_t n) { return (n + 4 * tpurt_pool_threads() - 1) / (4 * tpurt_pool_threads()); }
+static int team_size(int64_t n) {
+  int64_t grain = team_grain(n), chunks = grain > 0 ? (n + grain - 1) / grain : 1;
+  return chunks < tpurt_pool_threads() ? (int)(chunks > 0 ? chunks : 1) : tpurt_pool_threads();
+}
+/* Bytes of that temporary. */
+static size_t team_bytes(const attn_job* J, int backward, int64_t n) {
+  return sizeof(double) * (size_t)(team_size(n) * scratch_layout(J, backward, NULL));
+}
+
+typedef void (*attn_pass)(attn_job* J, attn_scratch* w, int64_t begin, int64_t end);
+typedef struct {
+  attn_job* J;
+  attn_pass pass;
+  int backward;
+  double* ws; /* one scratch of `cells` doubles per member, which zeroes its own */
+  int64_t cells, n, grain, next;
+} attn_team;
+
+static void team_member(void* ctx, int member, int size) {
+  attn_team* T = ctx;
+  attn_scratch w;
+  double* mine = T->ws + member * T->cells;
+  memset(mine, 0, sizeof(double) * (size_t)T->cells);
+  scratch_init(T->J, T->backward, mine, &w);
+  for (;;) {
+    int64_t u = __atomic_fetch_add(&T->next, T->grain, __ATOMIC_RELAXED);
+    if (u >= T->n) return;
+    T->pass(T->J, &w, u, u + T->grain < T->n ? u + T->grain : T->n);
+  }
+}
+
+/* The pass over tasks [0, n) on the pool; results do not depend on which thread ran which task. */
+static tpurt_status run_team(attn_job* J, int backward, int64_t n, attn_pass pass) {
+  double* ws = tpurt_temp(team_bytes(J, backward, n));
+  if (!ws) return TPURT_ERR_OOM;
+  attn_team T = {J, pass, backward, ws, scratch_layout(J, backward, NULL), n, team_grain(n), 0};
+  tpurt_parallel_team(team_size(n), team_member, &T);
+  tpurt_temp_release(ws);
+  return TPURT_OK;
+}
 
 /* Loads key/value head t = b * Hk + hk in the layouts a pass reads, unless already there. */
 TPURT_VEC_ATTRS static void load_head(const attn_job* J, attn_scratch* w, int64_t t, int backward) {
@@ -227,39 +282,32 @@ static inline void block_scores(const attn_job* J, const attn_scratch* w, const 
 }
 
 /* Blocks [begin, end) of all (b, h, row block): out_i = softmax(s) v, lse_i = log sum exp s. */
-TPURT_VEC_ATTRS static void fwd_blocks(void* ctx, int64_t begin, int64_t end) {
-  attn_job* J = ctx;
-  attn_scratch w;
-  if (!scratch_init(J, &w)) {
-    J->status = TPURT_ERR_OOM;
-    return;
-  }
+TPURT_VEC_ATTRS static void fwd_blocks(attn_job* J, attn_scratch* w, int64_t begin, int64_t end) {
   int64_t nblk = (J->L + RB - 1) / RB;
   for (int64_t u = begin; u < end; u++) {
-    attn_block k = block_at(J, &w, u / nblk, u % nblk * RB, 0);
-    block_scores(J, &w, &k, w.s);
+    attn_block k = block_at(J, w, u / nblk, u % nblk * RB, 0);
+    block_scores(J, w, &k, w->s);
     /* The rows' max and sum chains interleave (each still in key order): a lone chain of
      * dependent additions would wait on every one. Keys past a row's own are -inf, whose
      * exp is exactly 0 and adds nothing. */
     double mx[RB], sum[RB];
     for (int r = 0; r < RB; r++) mx[r] = -INFINITY, sum[r] = 0;
     for (int64_t j = 0; j < k.nb; j++)
-      for (int r = 0; r < RB; r++) mx[r] = w.s[r * J->S8 + j] > mx[r] ? w.s[r * J->S8 + j] : mx[r];
+      for (int r = 0; r < RB; r++) mx[r] = w->s[r * J->S8 + j] > mx[r] ? w->s[r * J->S8 + j] : mx[r];
     for (int r = 0; r < RB; r++) {
-      double* s = w.s + r * J->S8;
+      double* s = w->s + r * J->S8;
       if (r >= k.nr) memset(s, 0, (size_t)k.nb * sizeof(double));
       else for (int64_t j = 0; j < k.nb; j++) s[j] = vm_exp(s[j] - mx[r]); /* all -inf: NaN, as the math path's softmax */
     }
     for (int64_t j = 0; j < k.nb; j++)
-      for (int r = 0; r < RB; r++) sum[r] += w.s[r * J->S8 + j];
+      for (int r = 0; r < RB; r++) sum[r] += w->s[r * J->S8 + j];
     for (int r = 0; r < k.nr; r++) J->lse[k.r0 + r] = (float)(mx[r] + log(sum[r]));
-    tile_mix(w.s, J->S8, k.nb, w.v, J->Ev8, J->Ev8, w.acc, J->Ev8);
+    tile_mix(w->s, J->S8, k.nb, w->v, J->Ev8, J->Ev8, w->acc, J->Ev8);
     for (int r = 0; r < k.nr; r++) {
       float* o = J->out + (k.r0 + r) * J->Ev;
-      for (int64_t e = 0; e < J->Ev; e++) o[e] = (float)(w.acc[r * J->Ev8 + e] / sum[r]);
+      for (int64_t e = 0; e < J->Ev; e++) o[e] = (float)(w->acc[r * J->Ev8 + e] / sum[r]);
     }
   }
-  scratch_free(&w);
 }
 
 /* The job's sizes from q [B, Hq, L, E], k [B, Hk, S, E], v [B, Hk, S, Ev]. */
@@ -270,12 +318,22 @@ static attn_job job_of(const tpurt_tensor* q, const tpurt_tensor* k, const tpurt
   return J;
 }
 
-/* Where output t is written as dense f32: its own memory when it is dense f32 already (no
- * copy afterwards), else scratch for tpurt_store_dense. NULL on OOM. */
+/* Tasks of the passes: the forward's blocks of query rows, the backward's (b, kv head) groups. */
+static int64_t fwd_tasks(const attn_job* J) { return J->B * J->Hq * ((J->L + RB - 1) / RB); }
+static int64_t bwd_tasks(const attn_job* J) { return J->B * J->Hk; }
+
+/* What a temporary of n bytes takes from planned scratch (tpurt_temp rounds to 64). */
+static int64_t temp_bytes(size_t n) { return ((int64_t)n + 63) & ~(int64_t)63; }
+
+/* Where output t (n elements) is written as dense f32: its own memory when it is dense f32
+ * already (no copy afterwards), else scratch for tpurt_store_dense. NULL on OOM. */
+static int in_place(const tpurt_tensor* t, int64_t n) {
+  return t->ndim >= 0 && n > 0 && t->dtype == TPURT_F32 && tpurt_is_contiguous(t) && tpurt_numel(t) == n;
+}
+static size_t f32_bytes(int64_t n) { return cells(n) * sizeof(float); }
+static size_t out_buf_bytes(const tpurt_tensor* t, int64_t n) { return in_place(t, n) ? 0 : f32_bytes(n); }
 static float* out_buf(const tpurt_tensor* t, int64_t n) {
-  if (t->ndim >= 0 && t->data && t->dtype == TPURT_F32 && tpurt_is_contiguous(t) && tpurt_numel(t) == n)
-    return t->data;
-  return tpurt_temp(cells(n) * sizeof(float));
+  return in_place(t, n) ? t->data : tpurt_temp(out_buf_bytes(t, n));
 }
 static tpurt_status out_done(const tpurt_tensor* t, float* buf, tpurt_status s) {
   if (buf == t->data) return s;
@@ -297,7 +355,15 @@ tpurt_status tpurt_plan_sdpa_fused(const tpurt_op_call* c, tpurt_plan* p) {
   if (k->sizes[1] == 0 || q->sizes[1] % k->sizes[1])
     return tpurt_fail(TPURT_ERR_RUNTIME, "tpu fused attention: query heads (%lld) must be a multiple of key heads (%lld)",
                       (long long)q->sizes[1], (long long)k->sizes[1]);
-  if (p) p->flops = 2 * q->sizes[0] * q->sizes[1] * q->sizes[2] * k->sizes[2] * (q->sizes[3] + v->sizes[3]);
+  if (!p) return TPURT_OK;
+  p->flops = 2 * q->sizes[0] * q->sizes[1] * q->sizes[2] * k->sizes[2] * (q->sizes[3] + v->sizes[3]);
+  attn_job J = job_of(q, k, v, 0);
+  int64_t rows = J.B * J.Hq * J.L;
+  /* the backend choice plans a call without outputs: count their buffers */
+  tpurt_tensor none = {.ndim = -1};
+  const tpurt_tensor *out = c->nouts > 0 ? &c->outs[0] : &none, *lse = c->nouts > 1 ? &c->outs[1] : &none;
+  p->scratch_bytes += temp_bytes(out_buf_bytes(out, rows * J.Ev)) + temp_bytes(out_buf_bytes(lse, rows)) +
+                      temp_bytes(team_bytes(&J, 0, fwd_tasks(&J)));
   return TPURT_OK;
 }
 
@@ -311,18 +377,14 @@ tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
   attn_job J = job_of(q, k, v, TPURT_ARG(c, sdpa_fused, is_causal)->i != 0);
   J.scale = TPURT_ARG(c, sdpa_fused, scale)->kind == TPURT_V_FLOAT ? TPURT_ARG(c, sdpa_fused, scale)->f : 1.0 / sqrt((double)J.E);
   J.bias = TPURT_ARG(c, sdpa_fused, attn_bias)->kind == TPURT_V_TENSOR ? &TPURT_ARG(c, sdpa_fused, attn_bias)->t : NULL;
-  int64_t rows = J.B * J.Hq * J.L, blocks = J.B * J.Hq * ((J.L + RB - 1) / RB);
+  int64_t rows = J.B * J.Hq * J.L;
   float* out = out_buf(&c->outs[0], rows * J.Ev);
   float* lse = out_buf(&c->outs[1], rows);
   if (!out || !lse) {
     s = TPURT_ERR_OOM;
   } else {
     J.out = out, J.lse = lse;
-    /* About 4 tasks per thread: each task sets up its scratch and converts every key/value
-     * head it touches, so one task per block would redo that for every 6 query rows. */
-    int64_t grain = (blocks + 4 * tpurt_pool_threads() - 1) / (4 * tpurt_pool_threads());
-    tpurt_parallel_for(blocks, grain, fwd_blocks, &J);
-    if (J.status) s = tpurt_fail(J.status, "tpu fused attention: TPU out of memory for per-block scratch");
+    s = run_team(&J, 0, fwd_tasks(&J), fwd_blocks);
   }
   if (out) s = out_done(&c->outs[0], out, s);
   if (lse) s = out_done(&c->outs[1], lse, s);
@@ -331,27 +393,19 @@ tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
 
 /* Backward for the query heads of one (b, kv head) group: dq for those heads, dk/dv for
  * the kv head (summed over the group, so one task owns each). */
-TPURT_VEC_ATTRS static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
-  attn_job* J = ctx;
-  attn_scratch w;
-  double* dk = tpurt_temp(cells(J->S * J->E8) * sizeof(double));
-  double* dv = tpurt_temp(cells(J->S * J->Ev8) * sizeof(double));
-  if (!dk || !dv || !scratch_init(J, &w)) {
-    J->status = TPURT_ERR_OOM;
-    tpurt_temp_release(dk), tpurt_temp_release(dv);
-    return;
-  }
+TPURT_VEC_ATTRS static void bwd_groups(attn_job* J, attn_scratch* w, int64_t begin, int64_t end) {
+  double *dk = w->dk, *dv = w->dv;
   int64_t g = J->Hq / J->Hk;
   for (int64_t t = begin; t < end; t++) {
     int64_t b = t / J->Hk, hk = t % J->Hk;
-    memset(dk, 0, cells(J->S * J->E8) * sizeof(double));
-    memset(dv, 0, cells(J->S * J->Ev8) * sizeof(double));
+    memset(dk, 0, (size_t)(J->S * J->E8) * sizeof(double));
+    memset(dv, 0, (size_t)(J->S * J->Ev8) * sizeof(double));
     for (int64_t h = hk * g; h < (hk + 1) * g; h++)
       for (int64_t i0 = 0; i0 < J->L; i0 += RB) {
-        attn_block k = block_at(J, &w, b * J->Hq + h, i0, 1);
-        double *p = w.s, *ds = w.t; /* ds first holds dp = dout_i . v_j */
-        block_scores(J, &w, &k, p);
-        tile_dot(k.dout, w.vt, J->S8, J->Ev, k.m, 1.0, ds, J->S8);
+        attn_block k = block_at(J, w, b * J->Hq + h, i0, 1);
+        double *p = w->s, *ds = w->t; /* ds first holds dp = dout_i . v_j */
+        block_scores(J, w, &k, p);
+        tile_dot(k.dout, w->vt, J->S8, J->Ev, k.m, 1.0, ds, J->S8);
         /* Keys past a row's own have score -inf: weight and gradient exactly 0. Rows
          * past nr get zero weights. */
         double D[RB] = {0};
@@ -381,9 +435,9 @@ TPURT_VEC_ATTRS static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
         }
         tile_update(p, J->S8, k.nb, k.dout, J->Ev8, dv, J->Ev8);
         tile_update(ds, J->S8, k.nb, k.q, J->E8, dk, J->E8);
-        tile_mix(ds, J->S8, k.nb, w.k, J->E8, J->E8, w.acc, J->E8);
+        tile_mix(ds, J->S8, k.nb, w->k, J->E8, J->E8, w->acc, J->E8);
         for (int r = 0; r < k.nr; r++)
-          for (int64_t e = 0; e < J->E; e++) J->dq[(k.r0 + r) * J->E + e] = (float)w.acc[r * J->E8 + e];
+          for (int64_t e = 0; e < J->E; e++) J->dq[(k.r0 + r) * J->E + e] = (float)w->acc[r * J->E8 + e];
       }
     float* dkb = J->dk + t * J->S * J->E;
     float* dvb = J->dv + t * J->S * J->Ev;
@@ -392,8 +446,6 @@ TPURT_VEC_ATTRS static void bwd_groups(void* ctx, int64_t begin, int64_t end) {
       for (int64_t e = 0; e < J->Ev; e++) dvb[j * J->Ev + e] = (float)dv[j * J->Ev8 + e];
     }
   }
-  tpurt_temp_release(dk), tpurt_temp_release(dv);
-  scratch_free(&w);
 }
 
 tpurt_status tpurt_kernel_sdpa_fused_backward(const tpurt_op_call* c) {
@@ -409,7 +461,7 @@ tpurt_status tpurt_kernel_sdpa_fused_backward(const tpurt_op_call* c) {
   J.dout = go;
   J.scale = TPURT_ARG(c, sdpa_fused_backward, scale)->kind == TPURT_V_FLOAT ? TPURT_ARG(c, sdpa_fused_backward, scale)->f : 1.0 / sqrt((double)J.E);
   J.bias = TPURT_ARG(c, sdpa_fused_backward, attn_bias)->kind == TPURT_V_TENSOR ? &TPURT_ARG(c, sdpa_fused_backward, attn_bias)->t : NULL;
-  float* flse = tpurt_temp(cells(tpurt_numel(lse)) * sizeof(float));
+  float* flse = tpurt_temp(f32_bytes(tpurt_numel(lse)));
   float* dq = out_buf(&c->outs[0], tpurt_numel(q));
   float* dk = out_buf(&c->outs[1], tpurt_numel(k));
   float* dv = out_buf(&c->outs[2], tpurt_numel(v));
@@ -422,13 +474,24 @@ tpurt_status tpurt_kernel_sdpa_fused_backward(const tpurt_op_call* c) {
     s = TPURT_ERR_OOM;
   } else {
     J.lse_in = flse, J.dq = dq, J.dk = dk, J.dv = dv;
-    int64_t groups = J.B * J.Hk; /* about 4 tasks per thread, each with its scratch */
-    tpurt_parallel_for(groups, (groups + 4 * tpurt_pool_threads() - 1) / (4 * tpurt_pool_threads()), bwd_groups, &J);
-    if (J.status) s = tpurt_fail(J.status, "tpu fused attention backward: TPU out of memory for per-group scratch");
+    s = run_team(&J, 1, bwd_tasks(&J), bwd_groups);
   }
   float* grads[3] = {dq, dk, dv};
   for (int o = 0; o < 3; o++)
     if (grads[o]) s = out_done(&c->outs[o], grads[o], s);
   tpurt_temp_release(flse);
   return s;
+}
+
+/* The backward's temporaries: the logsumexp as f32, the gradients' buffers, the workers' scratch. */
+tpurt_status tpurt_plan_sdpa_fused_backward(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor *q = &TPURT_ARG(c, sdpa_fused_backward, query)->t, *k = &TPURT_ARG(c, sdpa_fused_backward, key)->t,
+                     *v = &TPURT_ARG(c, sdpa_fused_backward, value)->t;
+  attn_job J = job_of(q, k, v, 0);
+  p->scratch_bytes += temp_bytes(f32_bytes(tpurt_numel(&TPURT_ARG(c, sdpa_fused_backward, logsumexp)->t))) +
+                      temp_bytes(out_buf_bytes(&c->outs[0], tpurt_numel(q))) +
+                      temp_bytes(out_buf_bytes(&c->outs[1], tpurt_numel(k))) +
+                      temp_bytes(out_buf_bytes(&c->outs[2], tpurt_numel(v))) +
+                      temp_bytes(team_bytes(&J, 1, bwd_tasks(&J)));
+  return TPURT_OK;
 }

@@ -584,6 +584,13 @@ static void fold_init(fold* f, const tpurt_tensor* img, const tpurt_value* args)
   g->CbK = g->Cbg * g->Kk;
 }
 
+/* Temporaries, as es-byte elements: the column matrices [N][CbK x Ls] (im2col's output, col2im's
+ * converted input) and col2im's image accumulator [N][Cb x Lb]. */
+static size_t fold_cols_bytes(const geom* g, size_t es) { return (size_t)(g->N * g->CbK * g->Ls) * es; }
+static size_t fold_image_bytes(const geom* g, size_t es) { return (size_t)(g->N * g->Cb * g->Lb) * es; }
+/* col2im sums in float, double for float64 */
+static int col2im_acc_dtype(int dtype) { return dtype == TPURT_F64 ? TPURT_F64 : TPURT_F32; }
+
 /* CPU's kernels take floats and bool only. */
 static tpurt_status fold_dtype_check(const char* op, int dtype) {
   if (tpurt_is_float(dtype) || dtype == TPURT_BOOL) return TPURT_OK;
@@ -601,7 +608,7 @@ tpurt_status tpurt_kernel_im2col(const tpurt_op_call* c) {
   fold_init(&f, img, TPURT_ARG(c, im2col, kernel_size));
   const geom* g = &f.g;
   size_t es = tpurt_dtype_size((tpurt_dtype)img->dtype), block = (size_t)(g->CbK * g->Ls);
-  char* cols = tpurt_temp((size_t)g->N * block * es);
+  char* cols = tpurt_temp(fold_cols_bytes(g, es));
   if (!cols) return TPURT_ERR_OOM;
   for (int64_t n = 0; n < g->N; n++) im2col_raw(cols + (size_t)n * block * es, at(img, n * f.sn), es, f.sc, f.sb, g);
   tpurt_tensor src = tpurt_dense_like(out, cols, out->dtype);
@@ -618,10 +625,10 @@ tpurt_status tpurt_kernel_col2im(const tpurt_op_call* c) {
   fold f;
   fold_init(&f, img, TPURT_ARG(c, col2im, kernel_size));
   const geom* g = &f.g;
-  int acc_dt = img->dtype == TPURT_F64 ? TPURT_F64 : TPURT_F32;
+  int acc_dt = col2im_acc_dtype(img->dtype);
   size_t aes = tpurt_dtype_size((tpurt_dtype)acc_dt), cblock = (size_t)(g->CbK * g->Ls), iblock = (size_t)(g->Cb * g->Lb);
-  char* col = tpurt_temp((size_t)g->N * cblock * aes);
-  char* acc = tpurt_temp_zeroed((size_t)g->N * iblock * aes);
+  char* col = tpurt_temp(fold_cols_bytes(g, aes));
+  char* acc = tpurt_temp_zeroed(fold_image_bytes(g, aes));
   tpurt_tensor dcol = tpurt_dense_like(cols, col, acc_dt), dimg = tpurt_dense_like(img, acc, acc_dt);
   s = col && acc ? tpurt_copy_tensor(&dcol, cols) : TPURT_ERR_OOM;
   for (int64_t n = 0; !s && n < g->N; n++) {
@@ -636,6 +643,23 @@ tpurt_status tpurt_kernel_col2im(const tpurt_op_call* c) {
   }
   if (!s) s = tpurt_copy_tensor(img, &dimg);
   return s;
+}
+
+tpurt_status tpurt_plan_im2col(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor* img = &TPURT_ARG(c, im2col, self)->t;
+  fold f;
+  fold_init(&f, img, TPURT_ARG(c, im2col, kernel_size));
+  p->scratch_bytes += temp_bytes(fold_cols_bytes(&f.g, tpurt_dtype_size((tpurt_dtype)img->dtype)));
+  return TPURT_OK;
+}
+
+tpurt_status tpurt_plan_col2im(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor* img = &c->outs[0];
+  fold f;
+  fold_init(&f, img, TPURT_ARG(c, col2im, kernel_size));
+  size_t aes = tpurt_dtype_size((tpurt_dtype)col2im_acc_dtype(img->dtype));
+  p->scratch_bytes += temp_bytes(fold_cols_bytes(&f.g, aes)) + temp_bytes(fold_image_bytes(&f.g, aes));
+  return TPURT_OK;
 }
 
 /* *d += *s, rounded to d's dtype as CPU's scalar_t accumulation does. */

@@ -205,6 +205,9 @@ _Static_assert(TPURT_ARG_grid_sampler_3d_backward_grad_output == TPURT_ARG_grid_
                    TPURT_ARG_grid_sampler_3d_backward_padding_mode == TPURT_ARG_grid_sampler_2d_backward_padding_mode &&
                    TPURT_ARG_grid_sampler_3d_backward_align_corners == TPURT_ARG_grid_sampler_2d_backward_align_corners,
                "backward serves grid_sampler_2d_backward and grid_sampler_3d_backward");
+/* The backward's accumulators: ni grad_input and ng grad_grid elements, in double. */
+static size_t acc_bytes(int64_t ni, int64_t ng) { return sizeof(double) * (size_t)(ni + ng + 1); }
+
 static tpurt_status backward(const tpurt_op_call* c, int nsp) {
   /* grid_sampler_Nd_backward(grad_output, input, grid, interpolation_mode, padding_mode,
    * align_corners, output_mask) -> (grad_input, grad_grid) */
@@ -214,7 +217,7 @@ static tpurt_status backward(const tpurt_op_call* c, int nsp) {
   const tpurt_tensor *gi = &c->outs[0], *gg = &c->outs[1];
   int want_gi = gi->ndim >= 0 && gi->data != NULL;
   int64_t ni = want_gi ? tpurt_numel(gi) : 0, ng = tpurt_numel(gg);
-  double* acc = tpurt_temp_calloc((size_t)(ni + ng + 1), sizeof(double));
+  double* acc = tpurt_temp_zeroed(acc_bytes(ni, ng));
   if (!acc) return TPURT_ERR_OOM;
   double *agi = acc, *agg = acc + ni;
   size_t ies = tpurt_dtype_size((tpurt_dtype)in->dtype), ges = tpurt_dtype_size((tpurt_dtype)go->dtype);
@@ -257,3 +260,12 @@ tpurt_status tpurt_kernel_grid_sampler_2d(const tpurt_op_call* c) { return forwa
 tpurt_status tpurt_kernel_grid_sampler_3d(const tpurt_op_call* c) { return forward(c, 3); }
 tpurt_status tpurt_kernel_grid_sampler_2d_backward(const tpurt_op_call* c) { return backward(c, 2); }
 tpurt_status tpurt_kernel_grid_sampler_3d_backward(const tpurt_op_call* c) { return backward(c, 3); }
+
+/* The backward's one temporary; a grad_input not asked for (undefined) takes no room. */
+static tpurt_status plan_backward(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor *gi = &c->outs[0], *gg = &c->outs[1];
+  p->scratch_bytes += ((int64_t)acc_bytes(gi->ndim >= 0 ? tpurt_numel(gi) : 0, tpurt_numel(gg)) + 63) & ~(int64_t)63;
+  return TPURT_OK;
+}
+tpurt_status tpurt_plan_grid_sampler_2d_backward(const tpurt_op_call* c, tpurt_plan* p) { return plan_backward(c, p); }
+tpurt_status tpurt_plan_grid_sampler_3d_backward(const tpurt_op_call* c, tpurt_plan* p) { return plan_backward(c, p); }

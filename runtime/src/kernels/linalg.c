@@ -77,6 +77,14 @@ static void getrs(const la_t* lu, const int* piv, int64_t n, la_t* b, int64_t r,
 }
 
 /* ---------------------------------------------------------------- LU family */
+/* scratch: the matrix and its pivots */
+static la_dims lu_factor_dims(const tpurt_op_call* c) {
+  const tpurt_tensor* A = &TPURT_ARG(c, lu_factor_ex, A)->t;
+  int64_t m = la_rows(A, 0), n = la_cols(A, 0);
+  return (la_dims){m * n, 0, m < n ? m : n};
+}
+LA_SCRATCH_PLAN(lu_factor_ex, lu_factor_dims)
+
 tpurt_status tpurt_kernel_lu_factor_ex(const tpurt_op_call* c) {
   /* linalg_lu_factor_ex(A, *, pivot, check_errors) -> (LU, pivots, info) */
   const tpurt_tensor* A = &TPURT_ARG(c, lu_factor_ex, A)->t;
@@ -91,7 +99,7 @@ tpurt_status tpurt_kernel_lu_factor_ex(const tpurt_op_call* c) {
   mv_init(&lu, &c->outs[0], nb, 0);
   int64_t m = a.rows, n = a.cols, k = m < n ? m : n;
   scratch s = {0};
-  if ((st = scratch_alloc(&s, m * n, 0, k))) return st;
+  if ((st = scratch_alloc(&s, lu_factor_dims(c)))) return st;
   FOR_BATCH(b, nb, bs) {
     mv_load(&a, b, nb, s.a, LA_PLAIN);
     int64_t info = getrf(s.a, m, n, s.piv);
@@ -108,6 +116,17 @@ tpurt_status tpurt_kernel_lu_factor_ex(const tpurt_op_call* c) {
   tpurt_temp_release(s.a);
   return st;
 }
+
+/* scratch of unpacking the LU factorization `lu`: the factorization, lu_unpack_one's w, and
+ * pivots followed by its perm */
+static la_dims unpack_dims(const tpurt_tensor* lu) {
+  int64_t m = la_rows(lu, 0), n = la_cols(lu, 0);
+  return (la_dims){m * n, m * (m > n ? m : n), (m < n ? m : n) + m};
+}
+static la_dims lu_dims(const tpurt_op_call* c) { return unpack_dims(&TPURT_ARG(c, lu, A)->t); }
+static la_dims lu_unpack_dims(const tpurt_op_call* c) { return unpack_dims(&TPURT_ARG(c, lu_unpack, LU_data)->t); }
+LA_SCRATCH_PLAN(lu, lu_dims)
+LA_SCRATCH_PLAN(lu_unpack, lu_unpack_dims)
 
 /* P, L, U of a row-major LU factorization (P/L/U views with no elements are skipped);
  * w: scratch of m * max(m, n) elements, perm: m ints */
@@ -154,7 +173,7 @@ tpurt_status tpurt_kernel_lu(const tpurt_op_call* c) {
   mv_init(&U, &c->outs[2], nb, 0);
   int64_t m = a.rows, n = a.cols, k = m < n ? m : n;
   scratch s = {0};
-  if ((st = scratch_alloc(&s, m * n, m * (m > n ? m : n), k + m))) return st;
+  if ((st = scratch_alloc(&s, lu_dims(c)))) return st;
   FOR_BATCH(b, nb, bs) {
     mv_load(&a, b, nb, s.a, LA_PLAIN);
     getrf(s.a, m, n, s.piv);
@@ -183,7 +202,7 @@ tpurt_status tpurt_kernel_lu_unpack(const tpurt_op_call* c) {
   }
   int64_t m = lu.rows, n = lu.cols, k = m < n ? m : n;
   scratch s = {0};
-  if ((st = scratch_alloc(&s, m * n, m * (m > n ? m : n), k + m))) return st;
+  if ((st = scratch_alloc(&s, lu_unpack_dims(c)))) return st;
   FOR_BATCH(b, nb, bs) {
     mv_load(&lu, b, nb, s.a, LA_PLAIN);
     for (int64_t i = 0; i < k; i++) {
@@ -202,6 +221,15 @@ tpurt_status tpurt_kernel_lu_unpack(const tpurt_op_call* c) {
   return st;
 }
 
+/* scratch: LU, the right-hand sides (as op(B) when solving from the right), the pivots */
+static la_dims lu_solve_dims(const tpurt_op_call* c) {
+  const tpurt_tensor* B = &TPURT_ARG(c, lu_solve, B)->t;
+  int64_t n = la_rows(&TPURT_ARG(c, lu_solve, LU)->t, 0);
+  int64_t r = TPURT_ARG(c, lu_solve, left)->i ? la_cols(B, 0) : la_rows(B, 0);
+  return (la_dims){n * n, n * r, n};
+}
+LA_SCRATCH_PLAN(lu_solve, lu_solve_dims)
+
 tpurt_status tpurt_kernel_lu_solve(const tpurt_op_call* c) {
   /* linalg_lu_solve(LU, pivots, B, *, left, adjoint) */
   const tpurt_tensor *LU = &TPURT_ARG(c, lu_solve, LU)->t, *out = &c->outs[0];
@@ -216,7 +244,7 @@ tpurt_status tpurt_kernel_lu_solve(const tpurt_op_call* c) {
   mv_init(&X, out, nb, 0);
   int64_t n = lu.rows, r = left ? B.cols : B.rows;
   scratch s = {0};
-  tpurt_status st = scratch_alloc(&s, n * n, n * r, n);
+  tpurt_status st = scratch_alloc(&s, lu_solve_dims(c));
   if (st) return st;
   FOR_BATCH(b, nb, bs) {
     mv_load(&lu, b, nb, s.a, LA_PLAIN);
@@ -228,6 +256,14 @@ tpurt_status tpurt_kernel_lu_solve(const tpurt_op_call* c) {
   tpurt_temp_release(s.a);
   return TPURT_OK;
 }
+
+/* scratch: the matrix and its pivots */
+static la_dims det_dims(const tpurt_op_call* c) {
+  int64_t n = la_rows(&TPURT_ARG(c, det, A)->t, 0);
+  return (la_dims){n * n, 0, n};
+}
+LA_SCRATCH_PLAN(det, det_dims)
+LA_SCRATCH_PLAN(slogdet, det_dims)
 
 /* det and slogdet: LU of A^T when A is real and contiguous (ATen's choice), then the diagonal;
  * the sign is the product of the pivots' phases (+-1 for real A) */
@@ -245,7 +281,7 @@ static tpurt_status det_family(const tpurt_op_call* c, int slog) {
   mv_init(&lu, o_lu, nb, 0);
   int64_t n = a.rows;
   scratch s = {0};
-  if ((st = scratch_alloc(&s, n * n, 0, n))) return st;
+  if ((st = scratch_alloc(&s, det_dims(c)))) return st;
   FOR_BATCH(b, nb, bs) {
     mv_load(&a, b, nb, s.a, trans ? LA_TRANS : LA_PLAIN);
     getrf(s.a, n, n, s.piv);
@@ -278,6 +314,21 @@ tpurt_status tpurt_kernel_det(const tpurt_op_call* c) { return det_family(c, 0);
 tpurt_status tpurt_kernel_slogdet(const tpurt_op_call* c) { return det_family(c, 1); }
 
 /* ---------------------------------------------------------------- solve / inverse */
+/* scratch: A, X (as op(X) when solving from the right), the pivots; X is a batch of vectors when
+ * it has a dim fewer than A */
+static la_dims solve_dims(const tpurt_op_call* c, const tpurt_tensor* o_x, int left) {
+  const tpurt_tensor* A = &TPURT_ARG(c, solve_ex, A)->t;
+  int vec = o_x->ndim == A->ndim - 1;
+  int64_t n = la_rows(A, 0), r = left ? la_cols(o_x, vec) : la_rows(o_x, vec);
+  return (la_dims){n * n, n * r, n};
+}
+static la_dims solve_ex_dims(const tpurt_op_call* c) {
+  return solve_dims(c, &c->outs[0], (int)TPURT_ARG(c, solve_ex, left)->i);
+}
+static la_dims inv_ex_dims(const tpurt_op_call* c) { return solve_dims(c, &c->outs[0], 1); }
+LA_SCRATCH_PLAN(solve_ex, solve_ex_dims)
+LA_SCRATCH_PLAN(inv_ex, inv_ex_dims)
+
 /* X with A X = B (left) or X A = B, B = identity when ident; LU/pivots/info report A's
  * factorization. */
 _Static_assert(TPURT_ARG_inv_ex_A == TPURT_ARG_solve_ex_A, "solve serves _linalg_solve_ex and linalg_inv_ex");
@@ -297,7 +348,7 @@ static tpurt_status solve(const tpurt_op_call* c, const tpurt_tensor* B, int lef
   if (o_lu) mv_init(&lu, o_lu, nb, 0);
   int64_t n = a.rows, r = left ? x.cols : x.rows;
   scratch s = {0};
-  if ((st = scratch_alloc(&s, n * n, n * r, n))) return st;
+  if ((st = scratch_alloc(&s, solve_dims(c, o_x, left)))) return st;
   FOR_BATCH(b, nb, bs) {
     mv_load(&a, b, nb, s.a, LA_PLAIN);
     int64_t info = getrf(s.a, n, n, s.piv);
@@ -336,6 +387,16 @@ tpurt_status tpurt_kernel_inv_ex(const tpurt_op_call* c) {
 }
 
 /* ---------------------------------------------------------------- Cholesky */
+/* scratch: the factor */
+static la_dims cholesky_dims(const tpurt_tensor* A) {
+  int64_t n = la_rows(A, 0);
+  return (la_dims){n * n, 0, 0};
+}
+static la_dims cholesky_ex_dims(const tpurt_op_call* c) { return cholesky_dims(&TPURT_ARG(c, cholesky_ex, self)->t); }
+static la_dims cholesky_old_dims(const tpurt_op_call* c) { return cholesky_dims(&TPURT_ARG(c, cholesky, self)->t); }
+LA_SCRATCH_PLAN(cholesky_ex, cholesky_ex_dims)
+LA_SCRATCH_PLAN(cholesky, cholesky_old_dims)
+
 /* potrf on the lower triangle of A into L, or on the upper one into U = L^H when upper (L is then
  * the factor of A^H, whose lower triangle that is); as LAPACK, the diagonal's imaginary parts are
  * not read. info (NULL: none) gets the order of the first leading minor that is not positive
@@ -352,7 +413,7 @@ static tpurt_status cholesky_run(const char* name, const tpurt_tensor* A, int up
   mv_init(&l, out, nb, 0);
   int64_t n = a.rows;
   scratch s = {0};
-  if ((st = scratch_alloc(&s, n * n, 0, 0))) return st;
+  if ((st = scratch_alloc(&s, cholesky_dims(A)))) return st;
   FOR_BATCH(b, nb, bs) {
     la_t* L = s.a;
     mv_load(&a, b, nb, L, upper ? LA_ADJ : LA_PLAIN);
@@ -442,6 +503,14 @@ void la_apply_q(const la_t* v, int64_t ldv, const la_t* tau, int64_t k, la_t* y,
   }
 }
 
+/* scratch: the matrix and tau */
+static la_dims geqrf_dims(const tpurt_op_call* c) {
+  const tpurt_tensor* A = &TPURT_ARG(c, geqrf, self)->t;
+  int64_t m = la_rows(A, 0), n = la_cols(A, 0);
+  return (la_dims){m * n + (m < n ? m : n), 0, 0};
+}
+LA_SCRATCH_PLAN(geqrf, geqrf_dims)
+
 tpurt_status tpurt_kernel_geqrf(const tpurt_op_call* c) {
   /* geqrf(A) -> (a, tau) */
   const tpurt_tensor* A = &TPURT_ARG(c, geqrf, self)->t;
@@ -456,7 +525,7 @@ tpurt_status tpurt_kernel_geqrf(const tpurt_op_call* c) {
   mv_init(&t, &c->outs[1], nb, 1);
   int64_t m = a.rows, n = a.cols, k = m < n ? m : n;
   scratch s = {0};
-  if ((st = scratch_alloc(&s, m * n + k, 0, 0))) return st;
+  if ((st = scratch_alloc(&s, geqrf_dims(c)))) return st;
   FOR_BATCH(b, nb, bs) {
     mv_load(&a, b, nb, s.a, LA_PLAIN);
     la_householder_qr(s.a, m, n, s.a + m * n);
@@ -466,6 +535,14 @@ tpurt_status tpurt_kernel_geqrf(const tpurt_op_call* c) {
   tpurt_temp_release(s.a);
   return TPURT_OK;
 }
+
+/* scratch: the reflectors and tau, then C */
+static la_dims ormqr_dims(const tpurt_op_call* c) {
+  const tpurt_tensor *A = &TPURT_ARG(c, ormqr, self)->t, *C = &TPURT_ARG(c, ormqr, input3)->t;
+  int64_t k = la_rows(&TPURT_ARG(c, ormqr, input2)->t, 1);
+  return (la_dims){la_rows(A, 0) * la_cols(A, 0) + k, la_rows(C, 0) * la_cols(C, 0), 0};
+}
+LA_SCRATCH_PLAN(ormqr, ormqr_dims)
 
 tpurt_status tpurt_kernel_ormqr(const tpurt_op_call* c) {
   /* ormqr(A, tau, C, left, transpose): op(Q) C or C op(Q), op(Q) = Q^H when transpose;
@@ -483,7 +560,7 @@ tpurt_status tpurt_kernel_ormqr(const tpurt_op_call* c) {
   mv_init(&o, out, nb, 0);
   int64_t rows = a.rows, k = t.rows, r = left ? C.cols : C.rows;
   scratch s = {0};
-  if ((st = scratch_alloc(&s, a.rows * a.cols + k, C.rows * C.cols, 0))) return st;
+  if ((st = scratch_alloc(&s, ormqr_dims(c)))) return st;
   FOR_BATCH(b, nb, bs) {
     mv_load(&a, b, nb, s.a, LA_PLAIN);
     mv_load(&t, b, nb, s.a + a.rows * a.cols, LA_PLAIN);
@@ -495,13 +572,25 @@ tpurt_status tpurt_kernel_ormqr(const tpurt_op_call* c) {
   return TPURT_OK;
 }
 
+/* linalg_qr's mode: Q and R complete (m columns of Q, m rows of R) or reduced; Q or not */
+static const char* qr_mode(const tpurt_op_call* c) {
+  return TPURT_ARG(c, qr, mode)->kind == TPURT_V_STRING ? TPURT_ARG(c, qr, mode)->s : "reduced";
+}
+/* scratch: the factorization and tau, then a matrix of Q's or R's rows */
+static la_dims qr_dims(const tpurt_op_call* c) {
+  const tpurt_tensor* A = &TPURT_ARG(c, qr, A)->t;
+  int64_t m = la_rows(A, 0), n = la_cols(A, 0), k = m < n ? m : n, qc = strcmp(qr_mode(c), "complete") == 0 ? m : k;
+  return (la_dims){m * n + k, m * (qc > n ? qc : n), 0};
+}
+LA_SCRATCH_PLAN(qr, qr_dims)
+
 tpurt_status tpurt_kernel_qr(const tpurt_op_call* c) {
   /* linalg_qr(A, mode) -> (Q, R): Householder reflections with geqrf's conventions
    * (beta = -sign(alpha) * norm, no reflection for an already-zero column) */
   const tpurt_tensor* A = &TPURT_ARG(c, qr, A)->t;
   tpurt_status st = dtype_check("linalg.qr", A);
   if (st) return st;
-  const char* mode = TPURT_ARG(c, qr, mode)->kind == TPURT_V_STRING ? TPURT_ARG(c, qr, mode)->s : "reduced";
+  const char* mode = qr_mode(c);
   int complete = strcmp(mode, "complete") == 0, want_q = strcmp(mode, "r") != 0, nb;
   int64_t bs[TPURT_MAX_DIMS];
   if (!batch_of(A, 2, &nb, bs)) return TPURT_OK;
@@ -511,7 +600,7 @@ tpurt_status tpurt_kernel_qr(const tpurt_op_call* c) {
   mv_init(&r, &c->outs[1], nb, 0);
   int64_t m = a.rows, n = a.cols, k = m < n ? m : n, qc = complete ? m : k, rr = complete ? m : k;
   scratch s = {0};
-  if ((st = scratch_alloc(&s, m * n + k, m * (qc > n ? qc : n), 0))) return st;
+  if ((st = scratch_alloc(&s, qr_dims(c)))) return st;
   la_t* tau = s.a + m * n;
   FOR_BATCH(b, nb, bs) {
     la_t* x = s.a;
@@ -545,6 +634,18 @@ static void trsm(const la_t* t, int64_t n, int upper, int unit, la_t* x, int64_t
   }
 }
 
+/* scratch of tri_solve: A, then X (as op(X) when solving from the right) */
+static la_dims tri_dims(const tpurt_op_call* c, int a_arg, int left) {
+  int64_t n = la_rows(&c->args[a_arg].t, 0), r = left ? la_cols(&c->outs[0], 0) : la_rows(&c->outs[0], 0);
+  return (la_dims){n * n, n * r, 0};
+}
+static la_dims solve_triangular_dims(const tpurt_op_call* c) {
+  return tri_dims(c, TPURT_ARG_solve_triangular_self, (int)TPURT_ARG(c, solve_triangular, left)->i);
+}
+static la_dims triangular_solve_dims(const tpurt_op_call* c) { return tri_dims(c, TPURT_ARG_triangular_solve_A, 1); }
+LA_SCRATCH_PLAN(solve_triangular, solve_triangular_dims)
+LA_SCRATCH_PLAN(triangular_solve, triangular_solve_dims)
+
 /* outs[0] <- op(A)^-1 B (left) or B op(A)^-1 for triangular A, with A = args[a_arg] and
  * B = args[b_arg]; op transposes when trans. X op(A) = B is solved as op(A)^T X^T = B^T. */
 static tpurt_status tri_solve(const tpurt_op_call* c, int a_arg, int b_arg, int upper, int left, int trans, int unit,
@@ -561,7 +662,7 @@ static tpurt_status tri_solve(const tpurt_op_call* c, int a_arg, int b_arg, int 
   mv_init(&X, out, nb, 0);
   int64_t n = a.rows, r = left ? X.cols : X.rows;
   scratch s = {0};
-  if ((st = scratch_alloc(&s, n * n, n * r, 0))) return st;
+  if ((st = scratch_alloc(&s, tri_dims(c, a_arg, left)))) return st;
   FOR_BATCH(b, nb, bs) {
     mv_load(&a, b, nb, s.a, ta ? LA_TRANS : LA_PLAIN);
     mv_load(&B, b, nb, s.b, left ? LA_PLAIN : LA_TRANS);
@@ -584,6 +685,20 @@ tpurt_status tpurt_kernel_triangular_solve(const tpurt_op_call* c) {
   return st ? st : tpurt_copy_tensor(&c->outs[1], &TPURT_ARG(c, triangular_solve, A)->t);
 }
 
+/* scratch of cholesky_apply with factor F: the factor, then X */
+static la_dims cholesky_apply_dims(const tpurt_op_call* c, const tpurt_tensor* F) {
+  int64_t n = la_rows(F, 0);
+  return (la_dims){n * n, n * la_cols(&c->outs[0], 0), 0};
+}
+static la_dims cholesky_solve_dims(const tpurt_op_call* c) {
+  return cholesky_apply_dims(c, &TPURT_ARG(c, cholesky_solve, A)->t);
+}
+static la_dims cholesky_inverse_dims(const tpurt_op_call* c) {
+  return cholesky_apply_dims(c, &TPURT_ARG(c, cholesky_inverse, self)->t);
+}
+LA_SCRATCH_PLAN(cholesky_solve, cholesky_solve_dims)
+LA_SCRATCH_PLAN(cholesky_inverse, cholesky_inverse_dims)
+
 /* (L L^H)^-1 B, or (U^H U)^-1 B when upper, for Cholesky factors; B = identity when NULL */
 static tpurt_status cholesky_apply(const tpurt_op_call* c, const tpurt_tensor* F, const tpurt_tensor* B, int upper,
                                    const char* api) {
@@ -599,7 +714,7 @@ static tpurt_status cholesky_apply(const tpurt_op_call* c, const tpurt_tensor* F
   mv_init(&X, out, nb, 0);
   int64_t n = f.rows, r = X.cols;
   scratch s = {0};
-  if ((st = scratch_alloc(&s, n * n, n * r, 0))) return st;
+  if ((st = scratch_alloc(&s, cholesky_apply_dims(c, F)))) return st;
   FOR_BATCH(b, nb, bs) {
     mv_load(&f, b, nb, s.a, upper ? LA_ADJ : LA_PLAIN); /* as the lower factor L either way */
     if (B) mv_load(&bv, b, nb, s.b, LA_PLAIN);

@@ -30,14 +30,18 @@ typedef struct mview {
   int64_t bst[TPURT_MAX_DIMS]; /* batch strides over the iteration's batch dims */
 } mview;
 
+/* Rows and columns of t's trailing matrix (or vector, as one column: vec = 1). */
+static inline int64_t la_rows(const tpurt_tensor* t, int vec) { return t->sizes[t->ndim - (vec ? 1 : 2)]; }
+static inline int64_t la_cols(const tpurt_tensor* t, int vec) { return vec ? 1 : t->sizes[t->ndim - 1]; }
+
 /* A view of t's trailing matrix (or vector, as one column: vec = 1) with its batch dims
  * broadcast to the nb iteration dims. */
 static inline void mv_init(mview* v, const tpurt_tensor* t, int nb, int vec) {
   int nd = t->ndim, tb = vec ? nd - 1 : nd - 2;
   v->t = t;
-  v->rows = t->sizes[vec ? nd - 1 : nd - 2];
+  v->rows = la_rows(t, vec);
   v->rs = t->strides[vec ? nd - 1 : nd - 2];
-  v->cols = vec ? 1 : t->sizes[nd - 1];
+  v->cols = la_cols(t, vec);
   v->cs = vec ? 0 : t->strides[nd - 1];
   for (int d = 0; d < nb; d++) {
     int td = d - (nb - tb);
@@ -129,64 +133,115 @@ static inline tpurt_status dtype_check(const char* api, const tpurt_tensor* t) {
 }
 
 /* ---------------------------------------------------------------- scratch */
+/* A kernel's scratch, one temporary whose sizes each kernel gives by a function of its call's
+ * descriptors that its plan hook calls too. */
 typedef struct scratch {
   la_t* a; /* matrix */
   la_t* b; /* right-hand sides / second matrix */
   int* piv;
 } scratch;
+typedef struct {
+  int64_t na, nb, np; /* elements of a and b, pivots */
+} la_dims;
 
-static inline tpurt_status scratch_alloc(scratch* s, int64_t na, int64_t nb, int64_t np) {
-  s->a = tpurt_temp(sizeof(la_t) * (size_t)(na + nb + 2) + sizeof(int) * (size_t)(np + 1));
+static inline size_t scratch_bytes(la_dims d) {
+  return sizeof(la_t) * (size_t)(d.na + d.nb + 2) + sizeof(int) * (size_t)(d.np + 1);
+}
+
+static inline tpurt_status scratch_alloc(scratch* s, la_dims d) {
+  s->a = tpurt_temp(scratch_bytes(d));
   if (!s->a) return TPURT_ERR_OOM;
-  s->b = s->a + na + 1;
-  s->piv = (int*)(s->b + nb + 1);
+  s->b = s->a + d.na + 1;
+  s->piv = (int*)(s->b + d.nb + 1);
   return TPURT_OK;
 }
+
+/* What a temporary of n bytes takes from planned scratch (tpurt_temp rounds to 64). */
+static inline int64_t la_temp_bytes(size_t n) { return ((int64_t)n + 63) & ~(int64_t)63; }
+
+/* The plan hook of a kernel whose one temporary is its scratch of DIMS(c). */
+#define LA_SCRATCH_PLAN(KERNEL, DIMS)                                             \
+  tpurt_status tpurt_plan_##KERNEL(const tpurt_op_call* c, tpurt_plan* p) {      \
+    p->scratch_bytes += la_temp_bytes(scratch_bytes(DIMS(c)));                   \
+    return TPURT_OK;                                                             \
+  }
 
 /* ---------------------------------------------------------------- batches across the pool */
 /* One matrix of a batch: its batch index b, ws: the per-thread scratch. Returns 0, or a
  * kernel-defined nonzero code that la_for_batch reports. */
 typedef int (*la_matrix_fn)(void* ctx, const int64_t* b, la_t* ws);
 
+/* matrices in the batch bs[0..nb) */
+static inline int64_t la_batch_count(int nb, const int64_t* bs) {
+  int64_t count = 1;
+  for (int d = 0; d < nb; d++) count *= bs[d];
+  return count;
+}
+
+/* The pool's threads claim chunks of about 64K flops of matrices, each thread working in a
+ * scratch of its own: one temporary for all of them, taken before the loop (temporaries taken
+ * and given back per chunk would end out of order across threads, and planned scratch only
+ * reuses the latest). */
+static inline int64_t la_batch_grain(int64_t flops) { return 1 + (1 << 16) / (flops + 1); }
+static inline int la_batch_threads(int64_t count, int64_t flops) {
+  int64_t chunks = (count + la_batch_grain(flops) - 1) / la_batch_grain(flops);
+  return chunks < 1 ? 1 : chunks < tpurt_pool_threads() ? (int)chunks : tpurt_pool_threads();
+}
+/* la_t elements from one thread's scratch to the next: ws_elems in whole 64-byte lines */
+static inline int64_t la_ws_stride(int64_t ws_elems) { return (ws_elems + 1 + 3) & ~(int64_t)3; }
+
+/* Bytes of la_for_batch's temporaries (its users' plan hooks count them): the per-matrix codes
+ * and the threads' scratch. */
+static inline int64_t la_batch_bytes(int nb, const int64_t* bs, int64_t ws_elems, int64_t flops) {
+  int64_t count = la_batch_count(nb, bs);
+  return la_temp_bytes(sizeof(int) * (size_t)count) +
+         la_temp_bytes(sizeof(la_t) * (size_t)(la_batch_threads(count, flops) * la_ws_stride(ws_elems)));
+}
+
 typedef struct la_batch_job {
   la_matrix_fn fn;
   void* ctx;
   int nb;
   const int64_t* bs;
-  int64_t ws_elems; /* la_t elements of scratch per thread */
-  int* codes; /* per matrix, in batch order; -1: scratch allocation failed */
+  la_t* ws;       /* member m's scratch: ws + m * stride */
+  int64_t stride;
+  int64_t count, grain, next; /* matrices [next, next + grain) are the next chunk */
+  int* codes;     /* per matrix, in batch order */
 } la_batch_job;
 
-static inline void la_batch_chunk(void* p, int64_t begin, int64_t end) {
+static inline void la_batch_member(void* p, int member, int size) {
   la_batch_job* J = (la_batch_job*)p;
-  la_t* ws = tpurt_temp(sizeof(la_t) * (size_t)(J->ws_elems + 1));
+  la_t* ws = J->ws + member * J->stride;
   int64_t b[TPURT_MAX_DIMS];
-  for (int64_t i = begin; i < end; i++) {
-    for (int64_t d = J->nb - 1, r = i; d >= 0; d--) { /* batch index i, row-major over bs */
-      b[d] = r % J->bs[d];
-      r /= J->bs[d];
+  for (int64_t begin; (begin = __atomic_fetch_add(&J->next, J->grain, __ATOMIC_RELAXED)) < J->count;)
+    for (int64_t i = begin; i < begin + J->grain && i < J->count; i++) {
+      for (int64_t d = J->nb - 1, r = i; d >= 0; d--) { /* batch index i, row-major over bs */
+        b[d] = r % J->bs[d];
+        r /= J->bs[d];
+      }
+      J->codes[i] = J->fn(J->ctx, b, ws);
     }
-    J->codes[i] = ws ? J->fn(J->ctx, b, ws) : -1;
-  }
-  tpurt_temp_release(ws);
 }
 
 /* fn on every matrix of the batch bs[0..nb), split across the worker pool (each matrix writes
- * only its own outputs, so results do not depend on the split); flops: rough work per matrix.
- * Returns the first nonzero code in batch order (its batch index in *at), or 0. */
+ * only its own outputs, so results do not depend on the split); ws_elems: la_t elements of
+ * scratch per matrix; flops: rough work per matrix. Returns the first nonzero code in batch
+ * order (its batch index in *at), or 0. */
 static inline tpurt_status la_for_batch(int nb, const int64_t* bs, int64_t ws_elems, int64_t flops, la_matrix_fn fn,
                                         void* ctx, int* code, int64_t* at) {
-  int64_t count = 1;
-  for (int d = 0; d < nb; d++) count *= bs[d];
+  int64_t count = la_batch_count(nb, bs);
+  int threads = la_batch_threads(count, flops);
   *code = 0;
   int* codes = tpurt_temp(sizeof(int) * (size_t)count);
-  if (!codes) return TPURT_ERR_OOM;
-  la_batch_job J = {fn, ctx, nb, bs, ws_elems, codes};
-  tpurt_parallel_for(count, 1 + (1 << 16) / (flops + 1), la_batch_chunk, &J);
+  la_t* ws = codes ? tpurt_temp(sizeof(la_t) * (size_t)(threads * la_ws_stride(ws_elems))) : NULL;
+  if (!ws) return TPURT_ERR_OOM;
+  la_batch_job J = {fn, ctx, nb, bs, ws, la_ws_stride(ws_elems), count, la_batch_grain(flops), 0, codes};
+  tpurt_parallel_team(threads, la_batch_member, &J);
+  tpurt_temp_release(ws);
   for (int64_t i = 0; i < count && !*code; i++)
     if (codes[i]) *code = codes[i], *at = i;
   tpurt_temp_release(codes);
-  return *code == -1 ? tpurt_fail(TPURT_ERR_OOM, "linalg: out of host memory for scratch") : TPURT_OK;
+  return TPURT_OK;
 }
 
 /* ---------------------------------------------------------------- shared factorizations (linalg.c) */

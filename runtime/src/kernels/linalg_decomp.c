@@ -186,6 +186,23 @@ static int svd_matrix(void* ctx, const int64_t* b, la_t* ws) {
   return 0;
 }
 
+/* la_for_batch's scratch per matrix (svd_matrix's layout) and work per matrix, for an m x n A */
+static int64_t svd_ws(int64_t m, int64_t n, int full) {
+  int64_t k = m < n ? m : n;
+  return m * n + k + (full ? m * m + n * n : (m + n) * k) + svd_scratch(m, n);
+}
+static int64_t svd_flops(int64_t m, int64_t n) {
+  int64_t k = m < n ? m : n, p = m > n ? m : n;
+  return 8 * p * k * k + 1;
+}
+
+tpurt_status tpurt_plan_svd(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor* A = &TPURT_ARG(c, svd, A)->t;
+  int64_t m = la_rows(A, 0), n = la_cols(A, 0), ws = svd_ws(m, n, (int)TPURT_ARG(c, svd, full_matrices)->i);
+  p->scratch_bytes += la_batch_bytes(A->ndim - 2, A->sizes, ws, svd_flops(m, n));
+  return TPURT_OK;
+}
+
 tpurt_status tpurt_kernel_svd(const tpurt_op_call* c) {
   /* _linalg_svd(A, full_matrices, compute_uv, driver) -> (U, S, Vh); U and Vh have no elements
    * unless compute_uv */
@@ -201,10 +218,9 @@ tpurt_status tpurt_kernel_svd(const tpurt_op_call* c) {
     mv_init(&J.U, &c->outs[0], J.nb, 0);
     mv_init(&J.Vh, &c->outs[2], J.nb, 0);
   }
-  int64_t m = J.m = J.a.rows, n = J.n = J.a.cols, k = m < n ? m : n, p = m > n ? m : n;
+  int64_t m = J.m = J.a.rows, n = J.n = J.a.cols;
   int code;
-  st = la_for_batch(J.nb, bs, m * n + k + (J.full ? m * m + n * n : (m + n) * k) + svd_scratch(m, n),
-                    8 * p * k * k + 1, svd_matrix, &J, &code, &at);
+  st = la_for_batch(J.nb, bs, svd_ws(m, n, J.full), svd_flops(m, n), svd_matrix, &J, &code, &at);
   if (!st && code)
     st = batch_fail("linalg.svd", J.nb, at, "The algorithm failed to converge because the input matrix contained "
                     "non-finite values.");
@@ -290,6 +306,17 @@ static int eigh_matrix(void* ctx, const int64_t* b, la_t* ws) {
   return 0;
 }
 
+/* la_for_batch's scratch per matrix (eigh_matrix's layout) and work per matrix, for an n x n A */
+static int64_t eigh_ws(int64_t n) { return 3 * n * n + 2 * n; }
+static int64_t eigh_flops(int64_t n) { return 16 * n * n * n + 1; }
+
+tpurt_status tpurt_plan_eigh(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_tensor* A = &TPURT_ARG(c, eigh, A)->t;
+  int64_t n = la_rows(A, 0);
+  p->scratch_bytes += la_batch_bytes(A->ndim - 2, A->sizes, eigh_ws(n), eigh_flops(n));
+  return TPURT_OK;
+}
+
 tpurt_status tpurt_kernel_eigh(const tpurt_op_call* c) {
   /* _linalg_eigh(A, UPLO, compute_v) -> (eigenvalues ascending, eigenvectors); only the UPLO
    * triangle of A is read */
@@ -305,7 +332,7 @@ tpurt_status tpurt_kernel_eigh(const tpurt_op_call* c) {
   if (J.want_v) mv_init(&J.V, &c->outs[1], J.nb, 0);
   int64_t n = J.n = J.a.rows;
   int code;
-  st = la_for_batch(J.nb, bs, 3 * n * n + 2 * n, 16 * n * n * n + 1, eigh_matrix, &J, &code, &at);
+  st = la_for_batch(J.nb, bs, eigh_ws(n), eigh_flops(n), eigh_matrix, &J, &code, &at);
   if (!st && code) /* LAPACK's info for a NaN input is not reproducible: report 1 */
     st = batch_fail("linalg.eigh", J.nb, at, "The algorithm failed to converge because the input matrix is "
                     "ill-conditioned or has too many repeated eigenvalues (error code: 1).");
@@ -313,6 +340,15 @@ tpurt_status tpurt_kernel_eigh(const tpurt_op_call* c) {
 }
 
 /* ---------------------------------------------------------------- least squares */
+/* scratch: A, its SVD's u and v, U^H b, the solution, the residuals (then the singular values);
+ * b, then svd_one's workspace. B is a batch of vectors when it has a dim fewer than A. */
+static la_dims lstsq_dims(const tpurt_op_call* c) {
+  const tpurt_tensor *A = &TPURT_ARG(c, lstsq, self)->t, *B = &TPURT_ARG(c, lstsq, b)->t;
+  int64_t m = la_rows(A, 0), n = la_cols(A, 0), k = m < n ? m : n, r = la_cols(&c->outs[0], B->ndim == A->ndim - 1);
+  return (la_dims){m * n + k + m * k + n * k + k * r + n * r + r, m * r + svd_scratch(m, n), 0};
+}
+LA_SCRATCH_PLAN(lstsq, lstsq_dims)
+
 tpurt_status tpurt_kernel_lstsq(const tpurt_op_call* c) {
   /* linalg_lstsq.out(A, B, rcond, driver, *, solution, residuals, rank, singular_values): the
    * minimum-norm solution through the SVD, singular values at most rcond times the largest
@@ -337,8 +373,7 @@ tpurt_status tpurt_kernel_lstsq(const tpurt_op_call* c) {
   double rcond = TPURT_ARG(c, lstsq, rcond)->kind == TPURT_V_FLOAT ? TPURT_ARG(c, lstsq, rcond)->f
                  : (A->dtype == TPURT_F64 ? DBL_EPSILON : FLT_EPSILON) * (double)(m > n ? m : n);
   scratch s = {0};
-  if ((st = scratch_alloc(&s, m * n + k + m * k + n * k + k * r + n * r + r, m * r + svd_scratch(m, n), 0)))
-    return st;
+  if ((st = scratch_alloc(&s, lstsq_dims(c)))) return st;
   la_t *u = s.a + m * n, *v = u + m * k, *utb = v + n * k, *xs = utb + k * r;
   double *sg = (double*)(xs + n * r), *rs = sg + k;
   FOR_BATCH(b, nb, bs) {
@@ -518,6 +553,13 @@ static void sytrs_lower(const la_t* a, int64_t n, const int* piv, la_t* b, int64
 #undef SWAP
 #undef A_
 
+/* scratch: the matrix and its pivots */
+static la_dims ldl_factor_dims(const tpurt_op_call* c) {
+  int64_t n = la_rows(&TPURT_ARG(c, ldl_factor_ex, self)->t, 0);
+  return (la_dims){n * n, 0, n};
+}
+LA_SCRATCH_PLAN(ldl_factor_ex, ldl_factor_dims)
+
 tpurt_status tpurt_kernel_ldl_factor_ex(const tpurt_op_call* c) {
   /* linalg_ldl_factor_ex(A, *, hermitian, check_errors) -> (LD, pivots, info): hermitian selects
    * hetrf for complex inputs; real ones use sytrf either way, as on CPU */
@@ -533,7 +575,7 @@ tpurt_status tpurt_kernel_ldl_factor_ex(const tpurt_op_call* c) {
   mv_init(&pv, &c->outs[1], nb, 1);
   int64_t n = a.rows;
   scratch s = {0};
-  if ((st = scratch_alloc(&s, n * n, 0, n))) return st;
+  if ((st = scratch_alloc(&s, ldl_factor_dims(c)))) return st;
   FOR_BATCH(b, nb, bs) {
     mv_load(&a, b, nb, s.a, LA_PLAIN);
     int64_t info = sytf2_lower(s.a, n, s.piv, herm);
@@ -551,6 +593,13 @@ tpurt_status tpurt_kernel_ldl_factor_ex(const tpurt_op_call* c) {
   return st;
 }
 
+/* scratch: LD, X, the pivots */
+static la_dims ldl_solve_dims(const tpurt_op_call* c) {
+  int64_t n = la_rows(&TPURT_ARG(c, ldl_solve, LD)->t, 0);
+  return (la_dims){n * n, n * la_cols(&c->outs[0], 0), n};
+}
+LA_SCRATCH_PLAN(ldl_solve, ldl_solve_dims)
+
 tpurt_status tpurt_kernel_ldl_solve(const tpurt_op_call* c) {
   /* linalg_ldl_solve(LD, pivots, B, *, hermitian) */
   const tpurt_tensor *LD = &TPURT_ARG(c, ldl_solve, LD)->t, *out = &c->outs[0];
@@ -566,7 +615,7 @@ tpurt_status tpurt_kernel_ldl_solve(const tpurt_op_call* c) {
   mv_init(&X, out, nb, 0);
   int64_t n = ld.rows, r = X.cols;
   scratch s = {0};
-  if ((st = scratch_alloc(&s, n * n, n * r, n))) return st;
+  if ((st = scratch_alloc(&s, ldl_solve_dims(c)))) return st;
   FOR_BATCH(b, nb, bs) {
     mv_load(&ld, b, nb, s.a, LA_PLAIN);
     for (int64_t i = 0; i < n; i++) {
@@ -638,6 +687,13 @@ static void mexp_one(la_t* a, int64_t n, const double* theta, la_t* e, la_t* w) 
   }
 }
 
+/* scratch: the matrix, then its exponential and mexp_one's w */
+static la_dims matrix_exp_dims(const tpurt_op_call* c) {
+  int64_t n = la_rows(&TPURT_ARG(c, matrix_exp, self)->t, 0);
+  return (la_dims){n * n, 2 * n * n, 0};
+}
+LA_SCRATCH_PLAN(matrix_exp, matrix_exp_dims)
+
 tpurt_status tpurt_kernel_matrix_exp(const tpurt_op_call* c) {
   /* linalg_matrix_exp(A) */
   const tpurt_tensor* A = &TPURT_ARG(c, matrix_exp, self)->t;
@@ -651,7 +707,7 @@ tpurt_status tpurt_kernel_matrix_exp(const tpurt_op_call* c) {
   mv_init(&o, &c->outs[0], nb, 0);
   int64_t n = a.rows;
   scratch s = {0};
-  if ((st = scratch_alloc(&s, n * n, 2 * n * n, 0))) return st;
+  if ((st = scratch_alloc(&s, matrix_exp_dims(c)))) return st;
   FOR_BATCH(b, nb, bs) {
     mv_load(&a, b, nb, s.a, LA_PLAIN);
     if (n == 1) s.b[0] = cexp(s.a[0]); /* ATen: exp itself for 1 x 1 */
@@ -663,6 +719,14 @@ tpurt_status tpurt_kernel_matrix_exp(const tpurt_op_call* c) {
 }
 
 /* ---------------------------------------------------------------- householder_product */
+/* scratch: the reflectors and tau, then the product */
+static la_dims householder_dims(const tpurt_op_call* c) {
+  const tpurt_tensor* A = &TPURT_ARG(c, householder_product, input)->t;
+  int64_t mn = la_rows(A, 0) * la_cols(A, 0);
+  return (la_dims){mn + la_rows(&TPURT_ARG(c, householder_product, tau)->t, 1), mn, 0};
+}
+LA_SCRATCH_PLAN(householder_product, householder_dims)
+
 tpurt_status tpurt_kernel_householder_product(const tpurt_op_call* c) {
   /* linalg_householder_product(A, tau) -> the first n columns of H_0 ... H_{k-1} (orgqr) */
   const tpurt_tensor *A = &TPURT_ARG(c, householder_product, input)->t, *out = &c->outs[0];
@@ -677,7 +741,7 @@ tpurt_status tpurt_kernel_householder_product(const tpurt_op_call* c) {
   mv_init(&o, out, nb, 0);
   int64_t m = a.rows, n = a.cols, k = t.rows;
   scratch s = {0};
-  if ((st = scratch_alloc(&s, m * n + k, m * n, 0))) return st;
+  if ((st = scratch_alloc(&s, householder_dims(c)))) return st;
   FOR_BATCH(b, nb, bs) {
     mv_load(&a, b, nb, s.a, LA_PLAIN);
     mv_load(&t, b, nb, s.a + m * n, LA_PLAIN);

@@ -205,10 +205,7 @@ static tpurt_status fractional_max_pool(const tpurt_op_call* c, int nsp) {
 }
 
 /* ---------------------------------------------------------------- backward */
-static double* acc_alloc(const tpurt_tensor* gi) {
-  int64_t n = tpurt_numel(gi);
-  return tpurt_temp_calloc((size_t)(n ? n : 1), sizeof(double));
-}
+static double* acc_alloc(const tpurt_tensor* gi) { return tpurt_temp_zeroed(spatial_acc_bytes(gi)); }
 
 /* grad_input[plane, indices] += grad_output (max and adaptive max pooling). */
 static tpurt_status max_bwd(const pgeom* g, const tpurt_tensor* go, const tpurt_tensor* idx, const tpurt_tensor* gi,
@@ -382,3 +379,30 @@ POOL_KERNELS(3)
   }
 FRACTIONAL_KERNELS(2)
 FRACTIONAL_KERNELS(3)
+
+/* ---------------------------------------------------------------- plans */
+/* Temporaries: the window tables, one entry per output position of `sized` (the tensor with the
+ * output's spatial sizes), and for a backward the accumulator of grad_input gi. */
+static tpurt_status plan_pool(tpurt_plan* p, int nsp, const tpurt_tensor* sized, const tpurt_tensor* gi) {
+  p->scratch_bytes += spatial_temp_bytes(spatial_table_bytes(nsp, sized, sizeof(win)));
+  if (gi) p->scratch_bytes += spatial_temp_bytes(spatial_acc_bytes(gi));
+  return TPURT_OK;
+}
+
+/* Forwards size their tables by the output; backwards by grad_output, and accumulate outs[0]. */
+#define POOL_PLAN(NAME, N, SIZED, GI) \
+  tpurt_status tpurt_plan_##NAME(const tpurt_op_call* c, tpurt_plan* p) { return plan_pool(p, N, SIZED, GI); }
+#define POOL_PLANS(N)                                                                                         \
+  POOL_PLAN(max_pool##N##d, N, &c->outs[0], NULL)                                                             \
+  POOL_PLAN(max_pool##N##d_backward, N, &TPURT_ARG(c, max_pool2d_backward, grad_output)->t, &c->outs[0])      \
+  POOL_PLAN(adaptive_max_pool##N##d, N, &c->outs[0], NULL)                                                    \
+  POOL_PLAN(adaptive_max_pool##N##d_backward, N, &TPURT_ARG(c, max_pool2d_backward, grad_output)->t, &c->outs[0]) \
+  POOL_PLAN(fractional_max_pool##N##d, N, &c->outs[0], NULL)                                                  \
+  POOL_PLAN(fractional_max_pool##N##d_backward, N, &TPURT_ARG(c, max_pool2d_backward, grad_output)->t, &c->outs[0]) \
+  POOL_PLAN(avg_pool##N##d, N, &c->outs[0], NULL)                                                             \
+  POOL_PLAN(avg_pool##N##d_backward, N, &TPURT_ARG(c, avg_pool2d_backward, grad_output)->t, &c->outs[0])      \
+  POOL_PLAN(adaptive_avg_pool##N##d, N, &c->outs[0], NULL)                                                    \
+  POOL_PLAN(adaptive_avg_pool##N##d_backward, N, &TPURT_ARG(c, adaptive_avg_pool2d_backward, grad_output)->t,     \
+            &c->outs[0])
+POOL_PLANS(2)
+POOL_PLANS(3)

@@ -145,18 +145,26 @@ static int max_taps(const rparams* rp, int fake, int64_t I, int64_t O, double sc
   }
 }
 
+/* Taps per output position of each dim (maxn) and in all (returned; the store holds them). */
+static int64_t tap_counts(const rparams* rp, int nsp, const tpurt_tensor* in, const tpurt_tensor* out, int maxn[3]) {
+  int64_t total = 0;
+  for (int i = 0; i < 3; i++) {
+    int64_t O = sp_size(out, nsp, i);
+    maxn[i] = max_taps(rp, i < 3 - nsp, sp_size(in, nsp, i), O, rp->scale[i]);
+    total += maxn[i] * O;
+  }
+  return total;
+}
+static size_t store_bytes(int64_t total) { return (sizeof(int64_t) + sizeof(double)) * (size_t)(total ? total : 1); }
+
 /* in / out: tensors with the input's / output's spatial sizes. */
 static tpurt_status geom_init(rgeom* g, int nsp, const rparams* rp, const tpurt_tensor* in, const tpurt_tensor* out) {
   g->store = NULL;
   if (!spatial_init(&g->sp, nsp, in, out, sizeof(tap), (void**)g->t))
     return TPURT_ERR_OOM;
   int maxn[3];
-  int64_t total = 0;
-  for (int i = 0; i < 3; i++) {
-    maxn[i] = max_taps(rp, i < 3 - nsp, g->sp.is[i], g->sp.os[i], rp->scale[i]);
-    total += maxn[i] * g->sp.os[i];
-  }
-  g->store = tpurt_temp((sizeof(int64_t) + sizeof(double)) * (size_t)(total ? total : 1));
+  int64_t total = tap_counts(rp, nsp, in, out, maxn);
+  g->store = tpurt_temp(store_bytes(total));
   if (!g->store) {
     tpurt_temp_release(g->t[0]);
     return TPURT_ERR_OOM;
@@ -245,8 +253,7 @@ static tpurt_status forward(const rgeom* g, const tpurt_tensor* in, const tpurt_
 
 /* grad_input (in's spatial sizes) <- scatter of grad_output through the taps. */
 static tpurt_status backward(const rgeom* g, const tpurt_tensor* go, const tpurt_tensor* gi) {
-  int64_t n = tpurt_numel(gi);
-  double* acc = tpurt_temp_calloc((size_t)(n ? n : 1), sizeof(double));
+  double* acc = tpurt_temp_zeroed(spatial_acc_bytes(gi));
   if (!acc) return TPURT_ERR_OOM;
   int64_t so[3], plane = g->sp.is[0] * g->sp.is[1] * g->sp.is[2];
   for (int i = 0; i < 3; i++) so[i] = sp_stride(go, g->sp.nsp, i);
@@ -268,40 +275,56 @@ static tpurt_status backward(const rgeom* g, const tpurt_tensor* go, const tpurt
 /* ---------------------------------------------------------------- kernels */
 static double opt_f(const tpurt_value* v) { return v->kind == TPURT_V_NONE ? 0.0 : tpurt_value_f(v); }
 
+/* A call of the family: its parameters and the tensors with the input's / output's spatial
+ * sizes (a backward's grad_input / grad_output). */
+typedef struct {
+  rparams rp;
+  int nsp, bwd;
+  const tpurt_tensor *in, *out;
+} rcall;
+
 /* upsample_*(self, output_size, [align_corners,] scales...) and
  * upsample_*_backward(grad_output, output_size, input_size, [align_corners,] scales...) */
-static tpurt_status upsample(const tpurt_op_call* c, rmode m, int nsp, int bwd) {
+static rcall upsample_call(const tpurt_op_call* c, rmode m, int nsp, int bwd) {
   int interp = m == R_LINEAR || m == R_CUBIC || m == R_AA;
   int a0 = bwd ? TPURT_ARG_upsample_nearest1d_backward_input_size + 1 : TPURT_ARG_upsample_nearest1d_output_size + 1; /* align_corners, or the first scale */
   const tpurt_tensor* in = bwd ? &c->outs[0] : &TPURT_ARG(c, upsample_nearest1d, self)->t;
   const tpurt_tensor* out = bwd ? &TPURT_ARG(c, upsample_nearest1d_backward, grad_output)->t : &c->outs[0];
-  rparams rp = {m, interp ? (int)tpurt_value_i(&c->args[a0]) : 0, in->dtype == TPURT_F64, {0}, {0}};
+  rcall r = {{m, interp ? (int)tpurt_value_i(&c->args[a0]) : 0, in->dtype == TPURT_F64, {0}, {0}}, nsp, bwd, in, out};
   for (int i = 0; i < 3; i++) {
     int j = i - (3 - nsp), k = a0 + interp + j;
-    rp.scale[i] = j >= 0 && k < c->nargs ? opt_f(&c->args[k]) : 0.0;
+    r.rp.scale[i] = j >= 0 && k < c->nargs ? opt_f(&c->args[k]) : 0.0;
   }
-  rgeom g;
-  tpurt_status s = geom_init(&g, nsp, &rp, in, out);
-  if (s) return s;
-  s = bwd ? backward(&g, out, in) : forward(&g, in, out);
-  geom_free(&g);
-  return s;
+  return r;
 }
 
 /* *_padNd(self, padding) and *_padNd_backward(grad_output, self, padding); padding lists
  * (left, right) pairs from the last dim backwards. */
-static tpurt_status pad(const tpurt_op_call* c, rmode m, int nsp, int bwd) {
+static rcall pad_call(const tpurt_op_call* c, rmode m, int nsp, int bwd) {
   const tpurt_value* pv = &c->args[bwd ? TPURT_ARG_reflection_pad1d_backward_padding : TPURT_ARG_reflection_pad1d_padding];
   const tpurt_tensor* in = bwd ? &c->outs[0] : &TPURT_ARG(c, reflection_pad1d, self)->t;
   const tpurt_tensor* out = bwd ? &TPURT_ARG(c, reflection_pad1d_backward, grad_output)->t : &c->outs[0];
-  rparams rp = {m, 0, 0, {0}, {0}};
-  for (int j = 0; j < nsp; j++) rp.pad[3 - 1 - j] = pv->ints[2 * j];
+  rcall r = {{m, 0, 0, {0}, {0}}, nsp, bwd, in, out};
+  for (int j = 0; j < nsp; j++) r.rp.pad[3 - 1 - j] = pv->ints[2 * j];
+  return r;
+}
+
+static tpurt_status resample(rcall r) {
   rgeom g;
-  tpurt_status s = geom_init(&g, nsp, &rp, in, out);
+  tpurt_status s = geom_init(&g, r.nsp, &r.rp, r.in, r.out);
   if (s) return s;
-  s = bwd ? backward(&g, out, in) : forward(&g, in, out);
+  s = r.bwd ? backward(&g, r.out, r.in) : forward(&g, r.in, r.out);
   geom_free(&g);
   return s;
+}
+
+/* Temporaries: geom_init's tables and tap store, backward's accumulator. */
+static tpurt_status plan_resample(rcall r, tpurt_plan* p) {
+  int maxn[3];
+  p->scratch_bytes += spatial_temp_bytes(spatial_table_bytes(r.nsp, r.out, sizeof(tap))) +
+                      spatial_temp_bytes(store_bytes(tap_counts(&r.rp, r.nsp, r.in, r.out, maxn)));
+  if (r.bwd) p->scratch_bytes += spatial_temp_bytes(spatial_acc_bytes(r.in));
+  return TPURT_OK;
 }
 
 /* upsample reads the arguments at upsample_nearest1d's indices: every upsample line agrees */
@@ -311,8 +334,16 @@ static tpurt_status pad(const tpurt_op_call* c, rmode m, int nsp, int bwd) {
                      TPURT_ARG_##NAME##_backward_grad_output == TPURT_ARG_upsample_nearest1d_backward_grad_output && \
                      TPURT_ARG_##NAME##_backward_input_size == TPURT_ARG_upsample_nearest1d_backward_input_size,  \
                  "upsample serves " #NAME " and " #NAME "_backward");                                           \
-  tpurt_status tpurt_kernel_##NAME(const tpurt_op_call* c) { return upsample(c, MODE, N, 0); }                   \
-  tpurt_status tpurt_kernel_##NAME##_backward(const tpurt_op_call* c) { return upsample(c, MODE, N, 1); }
+  tpurt_status tpurt_kernel_##NAME(const tpurt_op_call* c) { return resample(upsample_call(c, MODE, N, 0)); }     \
+  tpurt_status tpurt_kernel_##NAME##_backward(const tpurt_op_call* c) {                                            \
+    return resample(upsample_call(c, MODE, N, 1));                                                                 \
+  }                                                                                                                \
+  tpurt_status tpurt_plan_##NAME(const tpurt_op_call* c, tpurt_plan* p) {                                          \
+    return plan_resample(upsample_call(c, MODE, N, 0), p);                                                         \
+  }                                                                                                                \
+  tpurt_status tpurt_plan_##NAME##_backward(const tpurt_op_call* c, tpurt_plan* p) {                               \
+    return plan_resample(upsample_call(c, MODE, N, 1), p);                                                         \
+  }
 UPSAMPLE_KERNEL(upsample_nearest1d, R_NEAREST, 1)
 UPSAMPLE_KERNEL(upsample_nearest2d, R_NEAREST, 2)
 UPSAMPLE_KERNEL(upsample_nearest3d, R_NEAREST, 3)
@@ -341,8 +372,14 @@ _Static_assert(UPSAMPLE_ALIGN_AT_A0(upsample_linear1d) && UPSAMPLE_ALIGN_AT_A0(u
                      TPURT_ARG_##NAME##_backward_grad_output == TPURT_ARG_reflection_pad1d_backward_grad_output && \
                      TPURT_ARG_##NAME##_backward_padding == TPURT_ARG_reflection_pad1d_backward_padding, \
                  "pad serves " #NAME " and " #NAME "_backward");                                   \
-  tpurt_status tpurt_kernel_##NAME(const tpurt_op_call* c) { return pad(c, MODE, N, 0); }          \
-  tpurt_status tpurt_kernel_##NAME##_backward(const tpurt_op_call* c) { return pad(c, MODE, N, 1); }
+  tpurt_status tpurt_kernel_##NAME(const tpurt_op_call* c) { return resample(pad_call(c, MODE, N, 0)); } \
+  tpurt_status tpurt_kernel_##NAME##_backward(const tpurt_op_call* c) { return resample(pad_call(c, MODE, N, 1)); } \
+  tpurt_status tpurt_plan_##NAME(const tpurt_op_call* c, tpurt_plan* p) {                           \
+    return plan_resample(pad_call(c, MODE, N, 0), p);                                              \
+  }                                                                                                \
+  tpurt_status tpurt_plan_##NAME##_backward(const tpurt_op_call* c, tpurt_plan* p) {                \
+    return plan_resample(pad_call(c, MODE, N, 1), p);                                              \
+  }
 PAD_KERNEL(reflection_pad1d, R_REFLECT, 1)
 PAD_KERNEL(reflection_pad2d, R_REFLECT, 2)
 PAD_KERNEL(reflection_pad3d, R_REFLECT, 3)

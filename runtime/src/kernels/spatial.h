@@ -35,6 +35,23 @@ static inline int64_t plane_off(const tpurt_tensor* t, int lead, int64_t p) {
   return off;
 }
 
+/* Bytes of the tables' block for a tensor `out` with the output's spatial sizes (the temporary
+ * spatial_init takes, which its users' plan hooks count). */
+static inline size_t spatial_table_bytes(int nsp, const tpurt_tensor* out, size_t entry) {
+  int64_t tot = 0;
+  for (int i = 0; i < 3; i++) tot += sp_size(out, nsp, i);
+  return entry * (size_t)(tot ? tot : 1);
+}
+
+/* Bytes of a backward's dense double accumulator for grad_input gi. */
+static inline size_t spatial_acc_bytes(const tpurt_tensor* gi) {
+  int64_t n = tpurt_numel(gi);
+  return sizeof(double) * (size_t)(n ? n : 1);
+}
+
+/* What a temporary of n bytes takes from planned scratch (tpurt_temp rounds to 64). */
+static inline int64_t spatial_temp_bytes(size_t n) { return ((int64_t)n + 63) & ~(int64_t)63; }
+
 /* in / out: tensors with the input's / output's spatial sizes. Points tab[i] at os[i]
  * entries of `entry` bytes each, in one block (returned, for tpurt_temp_release(); NULL when out of
  * memory). */
@@ -43,13 +60,11 @@ static inline void* spatial_init(spatial* s, int nsp, const tpurt_tensor* in, co
   s->nsp = nsp;
   s->P = 1;
   for (int d = 0; d < in->ndim - nsp; d++) s->P *= in->sizes[d];
-  int64_t tot = 0;
   for (int i = 0; i < 3; i++) {
     s->is[i] = sp_size(in, nsp, i);
     s->os[i] = sp_size(out, nsp, i);
-    tot += s->os[i];
   }
-  char* block = tpurt_temp(entry * (size_t)(tot ? tot : 1));
+  char* block = tpurt_temp(spatial_table_bytes(nsp, out, entry));
   int64_t at = 0;
   for (int i = 0; i < 3; at += s->os[i], i++) tab[i] = block ? block + entry * (size_t)at : NULL;
   return block;

@@ -323,7 +323,6 @@ static int64_t fwd_tasks(const attn_job* J) { return J->B * J->Hq * ((J->L + RB 
 static int64_t bwd_tasks(const attn_job* J) { return J->B * J->Hk; }
 
 /* What a temporary of n bytes takes from planned scratch (tpurt_temp rounds to 64). */
-static int64_t temp_bytes(size_t n) { return ((int64_t)n + 63) & ~(int64_t)63; }
 
 /* Where output t (n elements) is written as dense f32: its own memory when it is dense f32
  * already (no copy afterwards), else scratch for tpurt_store_dense. NULL on OOM. */
@@ -362,8 +361,8 @@ tpurt_status tpurt_plan_sdpa_fused(const tpurt_op_call* c, tpurt_plan* p) {
   /* the backend choice plans a call without outputs: count their buffers */
   tpurt_tensor none = {.ndim = -1};
   const tpurt_tensor *out = c->nouts > 0 ? &c->outs[0] : &none, *lse = c->nouts > 1 ? &c->outs[1] : &none;
-  p->scratch_bytes += temp_bytes(out_buf_bytes(out, rows * J.Ev)) + temp_bytes(out_buf_bytes(lse, rows)) +
-                      temp_bytes(team_bytes(&J, 0, fwd_tasks(&J)));
+  p->scratch_bytes += tpurt_temp_bytes(out_buf_bytes(out, rows * J.Ev)) + tpurt_temp_bytes(out_buf_bytes(lse, rows)) +
+                      tpurt_temp_bytes(team_bytes(&J, 0, fwd_tasks(&J)));
   return TPURT_OK;
 }
 
@@ -488,10 +487,10 @@ tpurt_status tpurt_plan_sdpa_fused_backward(const tpurt_op_call* c, tpurt_plan* 
   const tpurt_tensor *q = &TPURT_ARG(c, sdpa_fused_backward, query)->t, *k = &TPURT_ARG(c, sdpa_fused_backward, key)->t,
                      *v = &TPURT_ARG(c, sdpa_fused_backward, value)->t;
   attn_job J = job_of(q, k, v, 0);
-  p->scratch_bytes += temp_bytes(f32_bytes(tpurt_numel(&TPURT_ARG(c, sdpa_fused_backward, logsumexp)->t))) +
-                      temp_bytes(out_buf_bytes(&c->outs[0], tpurt_numel(q))) +
-                      temp_bytes(out_buf_bytes(&c->outs[1], tpurt_numel(k))) +
-                      temp_bytes(out_buf_bytes(&c->outs[2], tpurt_numel(v))) +
-                      temp_bytes(team_bytes(&J, 1, bwd_tasks(&J)));
+  p->scratch_bytes += tpurt_temp_bytes(f32_bytes(tpurt_numel(&TPURT_ARG(c, sdpa_fused_backward, logsumexp)->t))) +
+                      tpurt_temp_bytes(out_buf_bytes(&c->outs[0], tpurt_numel(q))) +
+                      tpurt_temp_bytes(out_buf_bytes(&c->outs[1], tpurt_numel(k))) +
+                      tpurt_temp_bytes(out_buf_bytes(&c->outs[2], tpurt_numel(v))) +
+                      tpurt_temp_bytes(team_bytes(&J, 1, bwd_tasks(&J)));
   return TPURT_OK;
 }

@@ -649,7 +649,7 @@ tpurt_status tpurt_plan_im2col(const tpurt_op_call* c, tpurt_plan* p) {
   const tpurt_tensor* img = &TPURT_ARG(c, im2col, self)->t;
   fold f;
   fold_init(&f, img, TPURT_ARG(c, im2col, kernel_size));
-  p->scratch_bytes += temp_bytes(fold_cols_bytes(&f.g, tpurt_dtype_size((tpurt_dtype)img->dtype)));
+  p->scratch_bytes += tpurt_temp_bytes(fold_cols_bytes(&f.g, tpurt_dtype_size((tpurt_dtype)img->dtype)));
   return TPURT_OK;
 }
 
@@ -658,7 +658,7 @@ tpurt_status tpurt_plan_col2im(const tpurt_op_call* c, tpurt_plan* p) {
   fold f;
   fold_init(&f, img, TPURT_ARG(c, col2im, kernel_size));
   size_t aes = tpurt_dtype_size((tpurt_dtype)col2im_acc_dtype(img->dtype));
-  p->scratch_bytes += temp_bytes(fold_cols_bytes(&f.g, aes)) + temp_bytes(fold_image_bytes(&f.g, aes));
+  p->scratch_bytes += tpurt_temp_bytes(fold_cols_bytes(&f.g, aes)) + tpurt_temp_bytes(fold_image_bytes(&f.g, aes));
   return TPURT_OK;
 }
 

@@ -264,7 +264,7 @@ tpurt_status tpurt_kernel_grid_sampler_3d_backward(const tpurt_op_call* c) { ret
 /* The backward's one temporary; a grad_input not asked for (undefined) takes no room. */
 static tpurt_status plan_backward(const tpurt_op_call* c, tpurt_plan* p) {
   const tpurt_tensor *gi = &c->outs[0], *gg = &c->outs[1];
-  p->scratch_bytes += ((int64_t)acc_bytes(gi->ndim >= 0 ? tpurt_numel(gi) : 0, tpurt_numel(gg)) + 63) & ~(int64_t)63;
+  p->scratch_bytes += tpurt_temp_bytes(acc_bytes(gi->ndim >= 0 ? tpurt_numel(gi) : 0, tpurt_numel(gg)));
   return TPURT_OK;
 }
 tpurt_status tpurt_plan_grid_sampler_2d_backward(const tpurt_op_call* c, tpurt_plan* p) { return plan_backward(c, p); }

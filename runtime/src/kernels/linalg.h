@@ -156,13 +156,10 @@ static inline tpurt_status scratch_alloc(scratch* s, la_dims d) {
   return TPURT_OK;
 }
 
-/* What a temporary of n bytes takes from planned scratch (tpurt_temp rounds to 64). */
-static inline int64_t la_temp_bytes(size_t n) { return ((int64_t)n + 63) & ~(int64_t)63; }
-
 /* The plan hook of a kernel whose one temporary is its scratch of DIMS(c). */
 #define LA_SCRATCH_PLAN(KERNEL, DIMS)                                             \
   tpurt_status tpurt_plan_##KERNEL(const tpurt_op_call* c, tpurt_plan* p) {      \
-    p->scratch_bytes += la_temp_bytes(scratch_bytes(DIMS(c)));                   \
+    p->scratch_bytes += tpurt_temp_bytes(scratch_bytes(DIMS(c)));                   \
     return TPURT_OK;                                                             \
   }
 
@@ -194,8 +191,8 @@ static inline int64_t la_ws_stride(int64_t ws_elems) { return (ws_elems + 1 + 3)
  * and the threads' scratch. */
 static inline int64_t la_batch_bytes(int nb, const int64_t* bs, int64_t ws_elems, int64_t flops) {
   int64_t count = la_batch_count(nb, bs);
-  return la_temp_bytes(sizeof(int) * (size_t)count) +
-         la_temp_bytes(sizeof(la_t) * (size_t)(la_batch_threads(count, flops) * la_ws_stride(ws_elems)));
+  return tpurt_temp_bytes(sizeof(int) * (size_t)count) +
+         tpurt_temp_bytes(sizeof(la_t) * (size_t)(la_batch_threads(count, flops) * la_ws_stride(ws_elems)));
 }
 
 typedef struct la_batch_job {

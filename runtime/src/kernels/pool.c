@@ -384,8 +384,8 @@ FRACTIONAL_KERNELS(3)
 /* Temporaries: the window tables, one entry per output position of `sized` (the tensor with the
  * output's spatial sizes), and for a backward the accumulator of grad_input gi. */
 static tpurt_status plan_pool(tpurt_plan* p, int nsp, const tpurt_tensor* sized, const tpurt_tensor* gi) {
-  p->scratch_bytes += spatial_temp_bytes(spatial_table_bytes(nsp, sized, sizeof(win)));
-  if (gi) p->scratch_bytes += spatial_temp_bytes(spatial_acc_bytes(gi));
+  p->scratch_bytes += tpurt_temp_bytes(spatial_table_bytes(nsp, sized, sizeof(win)));
+  if (gi) p->scratch_bytes += tpurt_temp_bytes(spatial_acc_bytes(gi));
   return TPURT_OK;
 }
 

@@ -321,9 +321,9 @@ static tpurt_status resample(rcall r) {
 /* Temporaries: geom_init's tables and tap store, backward's accumulator. */
 static tpurt_status plan_resample(rcall r, tpurt_plan* p) {
   int maxn[3];
-  p->scratch_bytes += spatial_temp_bytes(spatial_table_bytes(r.nsp, r.out, sizeof(tap))) +
-                      spatial_temp_bytes(store_bytes(tap_counts(&r.rp, r.nsp, r.in, r.out, maxn)));
-  if (r.bwd) p->scratch_bytes += spatial_temp_bytes(spatial_acc_bytes(r.in));
+  p->scratch_bytes += tpurt_temp_bytes(spatial_table_bytes(r.nsp, r.out, sizeof(tap))) +
+                      tpurt_temp_bytes(store_bytes(tap_counts(&r.rp, r.nsp, r.in, r.out, maxn)));
+  if (r.bwd) p->scratch_bytes += tpurt_temp_bytes(spatial_acc_bytes(r.in));
   return TPURT_OK;
 }
 

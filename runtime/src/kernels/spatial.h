@@ -49,9 +49,6 @@ static inline size_t spatial_acc_bytes(const tpurt_tensor* gi) {
   return sizeof(double) * (size_t)(n ? n : 1);
 }
 
-/* What a temporary of n bytes takes from planned scratch (tpurt_temp rounds to 64). */
-static inline int64_t spatial_temp_bytes(size_t n) { return ((int64_t)n + 63) & ~(int64_t)63; }
-
 /* in / out: tensors with the input's / output's spatial sizes. Points tab[i] at os[i]
  * entries of `entry` bytes each, in one block (returned, for tpurt_temp_release(); NULL when out of
  * memory). */

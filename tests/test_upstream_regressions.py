@@ -728,3 +728,20 @@ def test_binary_ops_over_every_dtype_pair_and_out_dtype(name):
                                                msg=str(what))
                 else:
                     assert torch.equal(actual, expected), what
+
+
+# ---------------------------------------------------------------- where CPU is wrong
+def test_embedding_bag_scale_grad_by_freq_divides_by_each_index_count():
+    # CPU 2.13 divides by the count of another index (pytorch/pytorch#190063, fixed after
+    # 2.13); tpu gives the documented gradient, as CUDA: each row's by its own frequency
+    idx, offsets = torch.tensor([1, 1, 3, 5, 1]), torch.tensor([0, 3])
+    for mode, per_bag in (("sum", [1, 1]), ("mean", [3, 2])):
+        w = torch.ones(6, 2, device="tpu", requires_grad=True)
+        out = torch.nn.functional.embedding_bag(idx.to("tpu"), w, offsets.to("tpu"), mode=mode,
+                                                scale_grad_by_freq=True)
+        out.backward(torch.ones_like(out))
+        expected = torch.zeros(6, 2)
+        for bag, ids in enumerate((idx[:3], idx[3:])):
+            for i in ids:
+                expected[i] += 1 / per_bag[bag] / int((idx == i).sum())
+        torch.testing.assert_close(w.grad.cpu(), expected)

@@ -313,6 +313,22 @@ int tpurt_team_member(void); /* 0 outside a team */
 int tpurt_team_size(void);   /* 1 outside a team */
 void tpurt_team_barrier(void);
 int tpurt_team_single(void); /* 1 for the member that runs the team's next single construct */
+/* A loop whose chunks need working memory: fn(ctx, slice, begin, end) over [0, n) cut into
+ * chunks of `grain` (the last one shorter) claimed in order, as tpurt_parallel_for's are, by a
+ * team of tpurt_sliced_workers(n, grain) members; member m works in slice m of `work`, the
+ * slices slice_bytes apart. init (NULL for none) runs on a member's slice once, before it claims
+ * any chunk. Returns when all chunks are done; does nothing for n <= 0.
+ * The caller takes `work` (workers * slice_bytes) as one temporary before the loop and gives it
+ * back after, and its plan hook counts those bytes with tpurt_sliced_workers: temporaries taken
+ * per chunk would be given back by the threads out of order and never pop from the call's
+ * planned scratch. A team with fewer members (nested call, busy pool) leaves the slices past
+ * theirs unused. */
+typedef void (*tpurt_slice_init_fn)(void* ctx, void* slice);
+typedef void (*tpurt_slice_fn)(void* ctx, void* slice, int64_t begin, int64_t end);
+void tpurt_parallel_sliced(int64_t n, int64_t grain, void* work, size_t slice_bytes, tpurt_slice_init_fn init,
+                           tpurt_slice_fn fn, void* ctx);
+/* Slices tpurt_parallel_sliced uses: min(chunks, pool threads), 0 for n <= 0. */
+int tpurt_sliced_workers(int64_t n, int64_t grain);
 
 /* ---------------------------------------------------------------- kernel temporaries (temp.c) */
 /* A kernel's working memory: 64-byte aligned device memory counted against the chip's HBM,

@@ -239,6 +239,41 @@ int tpurt_team_single(void) {
          __atomic_compare_exchange_n(&pool.single_taken, &seen, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
+/* A sliced loop: its chunks run on the team's members, each in a slice of its own. */
+typedef struct {
+  int64_t n, grain, next; /* next: first unclaimed item */
+  char* work;
+  size_t slice_bytes;
+  tpurt_slice_init_fn init;
+  tpurt_slice_fn fn;
+  void* ctx;
+} sliced_loop;
+
+/* Chunks are claimed in order, as tpurt_parallel_for's are, so each item runs the same
+ * whatever member runs it. */
+static void sliced_member(void* arg, int id, int size) {
+  sliced_loop* L = arg;
+  (void)size;
+  void* slice = L->work + (size_t)id * L->slice_bytes;
+  if (L->init) L->init(L->ctx, slice);
+  for (int64_t b; (b = __atomic_fetch_add(&L->next, L->grain, __ATOMIC_RELAXED)) < L->n;)
+    L->fn(L->ctx, slice, b, L->n - b < L->grain ? L->n : b + L->grain);
+}
+
+int tpurt_sliced_workers(int64_t n, int64_t grain) {
+  if (n <= 0) return 0;
+  int64_t chunks = (n - 1) / (grain < 1 ? 1 : grain) + 1, nt = tpurt_pool_threads();
+  return (int)(chunks < nt ? chunks : nt);
+}
+
+void tpurt_parallel_sliced(int64_t n, int64_t grain, void* work, size_t slice_bytes, tpurt_slice_init_fn init,
+                           tpurt_slice_fn fn, void* ctx) {
+  int workers = tpurt_sliced_workers(n, grain);
+  if (!workers) return;
+  sliced_loop L = {n, grain < 1 ? 1 : grain, 0, work, slice_bytes, init, fn, ctx};
+  tpurt_parallel_team(workers, sliced_member, &L);
+}
+
 static _Thread_local struct {
   void* p;
   size_t bytes;

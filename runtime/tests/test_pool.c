@@ -1,5 +1,6 @@
 /* The worker pool and the stream command ring under ASan + UBSan: every item of a parallel
- * loop runs exactly once (also nested, from two threads at once and in a forked child),
+ * loop runs exactly once (also nested, from two threads at once and in a forked child), a
+ * sliced loop claims its chunks in order with a slice per member,
  * more commands than the ring holds keep their order, small ops run inline on an idle
  * stream keep the strict-mode error contract, and side streams start after the default
  * stream's earlier work. */
@@ -91,6 +92,82 @@ static void test_concurrent_loops(void) {
   CHECK(all_equal(a.hits, a.n, 50) && all_equal(b.hits, b.n, 50), "two threads' loops mixed up items");
   free(a.hits);
   free(b.hits);
+}
+
+/* ---------------------------------------------------------------- sliced loops */
+typedef struct {
+  pthread_t owner; /* the thread whose member initialized the slice */
+  int inits;
+  int64_t last; /* begin of the slice's latest chunk, -1 before the first */
+} slice_log;
+
+typedef struct {
+  int64_t n, grain;
+  int* hits;
+  char* work;
+  size_t slice_bytes;
+  int slices;
+  int bad; /* a chunk not on the grain, out of claim order, or in another member's slice */
+} sliced_ctx;
+
+static void slice_init(void* p, void* slice) {
+  sliced_ctx* c = p;
+  slice_log* s = slice;
+  if ((char*)slice != c->work + (size_t)tpurt_team_member() * c->slice_bytes)
+    __atomic_store_n(&c->bad, 1, __ATOMIC_RELAXED);
+  *s = (slice_log){pthread_self(), s->inits + 1, -1};
+}
+
+static void slice_chunk(void* p, void* slice, int64_t b, int64_t e) {
+  sliced_ctx* c = p;
+  slice_log* s = slice;
+  if (!pthread_equal(s->owner, pthread_self()) || s->inits != 1 || b <= s->last || b % c->grain ||
+      e != (b + c->grain < c->n ? b + c->grain : c->n))
+    __atomic_store_n(&c->bad, 1, __ATOMIC_RELAXED);
+  s->last = b;
+  memset(s + 1, 0xab, c->slice_bytes - sizeof *s); /* the whole slice is the member's (ASan: and no more) */
+  for (int64_t i = b; i < e; i++) __atomic_fetch_add(&c->hits[i], 1, __ATOMIC_RELAXED);
+}
+
+/* Runs a sliced loop; returns the slices it initialized, or -1 when it went wrong. */
+static int run_sliced(int64_t n, int64_t grain) {
+  sliced_ctx c = {n, grain, calloc((size_t)n + 1, sizeof(int)), NULL, sizeof(slice_log) + 40, 0, 0};
+  c.slices = tpurt_sliced_workers(n, grain);
+  c.work = calloc((size_t)c.slices, c.slice_bytes); /* exactly: ASan catches a slice past the last */
+  tpurt_parallel_sliced(n, grain, c.work, c.slice_bytes, slice_init, slice_chunk, &c);
+  int inited = 0;
+  for (int m = 0; m < c.slices; m++) inited += ((slice_log*)(c.work + (size_t)m * c.slice_bytes))->inits;
+  int ok = !c.bad && all_equal(c.hits, n, 1);
+  free(c.hits);
+  free(c.work);
+  return ok ? inited : -1;
+}
+
+static void nested_sliced(void* p, int64_t b, int64_t e) {
+  int* inited = p;
+  for (int64_t i = b; i < e; i++) __atomic_store_n(&inited[i], run_sliced(1000, 7), __ATOMIC_RELAXED);
+}
+
+static void test_parallel_sliced(void) {
+  int nt = tpurt_pool_threads();
+  CHECK(tpurt_sliced_workers(0, 4) == 0 && tpurt_sliced_workers(-3, 4) == 0, "no items: no workers");
+  CHECK(tpurt_sliced_workers(1, 4) == 1 && tpurt_sliced_workers(9, 4) == (nt < 3 ? nt : 3),
+        "workers: one per chunk up to the pool's threads");
+  CHECK(tpurt_sliced_workers(1000, 1) == nt, "workers: at most the pool's threads (%d)", nt);
+  int64_t sizes[] = {1, 7, 64, 1000, 100003};
+  int64_t grains[] = {1, 5, 64, 4096};
+  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+    for (size_t g = 0; g < sizeof grains / sizeof *grains; g++) {
+      int inited = run_sliced(sizes[s], grains[g]);
+      CHECK(inited >= 1 && inited <= tpurt_sliced_workers(sizes[s], grains[g]),
+            "n=%lld grain=%lld: items not run once in order, shared slices or %d inits", (long long)sizes[s],
+            (long long)grains[g], inited);
+    }
+  CHECK(run_sliced(0, 3) == 0, "an empty sliced loop runs nothing");
+  /* inside a parallel loop the team is one member: only slice 0 is used */
+  int inited[4] = {0};
+  tpurt_parallel_for(4, 1, nested_sliced, inited);
+  for (int i = 0; i < 4; i++) CHECK(inited[i] == 1, "nested sliced loop %d: %d slices initialized", i, inited[i]);
 }
 
 /* ---------------------------------------------------------------- stream ring */
@@ -232,6 +309,7 @@ int main(void) {
   test_parallel_for();
   test_nested_serial();
   test_concurrent_loops();
+  test_parallel_sliced();
   test_fork();
   test_ring_order();
   test_inline_when_idle();

@@ -178,17 +178,16 @@ static void scratch_init(const attn_job* J, int backward, double* p, attn_scratc
 }
 
 /* The pool's threads claim chunks of a pass's n tasks, about 4 per thread (each chunk converts
- * every key/value head it touches), each thread working in a scratch of its own. The scratch
- * of all of them is one temporary taken before the loop: temporaries taken and given back per
- * chunk would end out of order across threads, and planned scratch only reuses the latest. */
+ * every key/value head it touches), on tpurt_parallel_sliced: a member's slice is its view (in
+ * a whole 64-byte line) then its scratch. */
 static int64_t team_grain(int64_t n) { return (n + 4 * tpurt_pool_threads() - 1) / (4 * tpurt_pool_threads()); }
-static int team_size(int64_t n) {
-  int64_t grain = team_grain(n), chunks = grain > 0 ? (n + grain - 1) / grain : 1;
-  return chunks < tpurt_pool_threads() ? (int)(chunks > 0 ? chunks : 1) : tpurt_pool_threads();
+enum { VIEW_BYTES = (sizeof(attn_scratch) + 63) & ~63 };
+static size_t slice_bytes(const attn_job* J, int backward) {
+  return VIEW_BYTES + sizeof(double) * (size_t)scratch_layout(J, backward, NULL);
 }
-/* Bytes of that temporary. */
+/* Bytes of the temporary holding the slices. */
 static size_t team_bytes(const attn_job* J, int backward, int64_t n) {
-  return sizeof(double) * (size_t)(team_size(n) * scratch_layout(J, backward, NULL));
+  return (size_t)tpurt_sliced_workers(n, team_grain(n)) * slice_bytes(J, backward);
 }
 
 typedef void (*attn_pass)(attn_job* J, attn_scratch* w, int64_t begin, int64_t end);
@@ -196,29 +195,28 @@ typedef struct {
   attn_job* J;
   attn_pass pass;
   int backward;
-  double* ws; /* one scratch of `cells` doubles per member, which zeroes its own */
-  int64_t cells, n, grain, next;
 } attn_team;
 
-static void team_member(void* ctx, int member, int size) {
+/* Each member zeroes its own scratch, in parallel. */
+static void team_init(void* ctx, void* slice) {
   attn_team* T = ctx;
-  attn_scratch w;
-  double* mine = T->ws + member * T->cells;
-  memset(mine, 0, sizeof(double) * (size_t)T->cells);
-  scratch_init(T->J, T->backward, mine, &w);
-  for (;;) {
-    int64_t u = __atomic_fetch_add(&T->next, T->grain, __ATOMIC_RELAXED);
-    if (u >= T->n) return;
-    T->pass(T->J, &w, u, u + T->grain < T->n ? u + T->grain : T->n);
-  }
+  double* cells = (double*)((char*)slice + VIEW_BYTES);
+  memset(cells, 0, slice_bytes(T->J, T->backward) - VIEW_BYTES);
+  scratch_init(T->J, T->backward, cells, slice);
+}
+
+static void team_chunk(void* ctx, void* slice, int64_t begin, int64_t end) {
+  attn_team* T = ctx;
+  T->pass(T->J, slice, begin, end);
 }
 
 /* The pass over tasks [0, n) on the pool; results do not depend on which thread ran which task. */
 static tpurt_status run_team(attn_job* J, int backward, int64_t n, attn_pass pass) {
-  double* ws = tpurt_temp(team_bytes(J, backward, n));
+  if (n <= 0) return TPURT_OK;
+  void* ws = tpurt_temp(team_bytes(J, backward, n));
   if (!ws) return TPURT_ERR_OOM;
-  attn_team T = {J, pass, backward, ws, scratch_layout(J, backward, NULL), n, team_grain(n), 0};
-  tpurt_parallel_team(team_size(n), team_member, &T);
+  attn_team T = {J, pass, backward};
+  tpurt_parallel_sliced(n, team_grain(n), ws, slice_bytes(J, backward), team_init, team_chunk, &T);
   tpurt_temp_release(ws);
   return TPURT_OK;
 }

@@ -314,14 +314,13 @@ typedef struct {
                   * extension from n/2+1 on) */
   int64_t kept;  /* entries written per line */
   double scale;
-  int64_t lines, grain, next; /* the lines, claimed by the pool's threads `grain` at a time */
-  int64_t group;              /* lines moved together */
-  cplx* work;                 /* a slice per worker: a group of lines, then the plan's scratch */
-  int64_t per;                /* entries of a slice */
+  int64_t group; /* lines moved together */
 } pass_job;
 
-/* Lines [begin, end), x being the calling worker's slice. */
-static void pass_lines(const pass_job* J, cplx* x, int64_t begin, int64_t end) {
+/* Lines [begin, end), in the calling worker's slice: a group of lines, then the plan's scratch. */
+static void pass_lines(void* ctx, void* slice, int64_t begin, int64_t end) {
+  const pass_job* J = ctx;
+  cplx* x = slice;
   const int64_t n = J->plan->n, ss = J->src.strides[J->dim], ds = J->dst.strides[J->dim], group = J->group;
   cplx* tmp = x + group * n;
   const int64_t zero_to = J->kind == LINE_C2R ? n / 2 + 1 : n;
@@ -351,16 +350,6 @@ static void pass_lines(const pass_job* J, cplx* x, int64_t begin, int64_t end) {
   }
 }
 
-/* Chunks are claimed in order as parallel_for's are; each line runs the same whatever thread
- * runs it. */
-static void pass_member(void* ctx, int member, int size) {
-  pass_job* J = ctx;
-  (void)size;
-  cplx* x = J->work + member * J->per;
-  for (int64_t b; (b = __atomic_fetch_add(&J->next, J->grain, __ATOMIC_RELAXED)) < J->lines;)
-    pass_lines(J, x, b, J->lines - b < J->grain ? J->lines : b + J->grain);
-}
-
 /* ---------------------------------------------------------------- kernels */
 /* A transform as a sequence of 1-d passes over dims[0..ndims): the first reads the input, the
  * last writes the output (scaled), and a dense work buffer of `bsizes` carries the rest. */
@@ -380,34 +369,30 @@ typedef struct {
 } fft_run;
 
 
-/* One temporary per pass: the plan's tables, then a slice for each worker that can run at
- * once (slices taken per chunk would be given back out of order by the threads, and never pop
- * from the call's scratch). */
+/* One temporary per pass: the plan's tables, then the slices of tpurt_parallel_sliced, which
+ * the pool's threads claim lines on. */
 static tpurt_status run_pass(fft_run* R, pass_job* J, int64_t n) {
-  J->lines = 1;
+  int64_t lines = 1;
   for (int d = 0; d < J->ndim; d++)
-    if (d != J->dim) J->lines *= J->region[d];
-  if (J->lines == 0) return TPURT_OK;
+    if (d != J->dim) lines *= J->region[d];
+  if (lines == 0) return TPURT_OK;
   fft_plan plan, sub;
   plan_shape(&plan, &sub, n);
   J->plan = &plan;
   const int64_t ss = J->src.strides[J->dim], ds = J->dst.strides[J->dim];
   int64_t group = ss == 1 && ds == 1 ? 1 : (1 << 16) / n;
   J->group = group < 1 ? 1 : group > FFT_GROUP ? FFT_GROUP : group;
-  J->per = J->group * n + plan.scratch + 1;
-  J->grain = 1 + 32768 / n;
-  int64_t chunks = (J->lines + J->grain - 1) / J->grain, nt = tpurt_pool_threads();
-  int workers = (int)(chunks < nt ? chunks : nt);
-  size_t bytes = sizeof(cplx) * (size_t)(plan_elems(&plan) + workers * J->per);
+  const int64_t per = J->group * n + plan.scratch + 1, grain = 1 + 32768 / n;
+  size_t bytes = sizeof(cplx) * (size_t)(plan_elems(&plan) + tpurt_sliced_workers(lines, grain) * per);
   if (R->measure) {
     if (tpurt_temp_bytes(bytes) > R->pass_bytes) R->pass_bytes = tpurt_temp_bytes(bytes);
     return TPURT_OK;
   }
   cplx* block = tpurt_temp(bytes);
   if (!block) return TPURT_ERR_OOM;
-  J->work = block + plan_elems(&plan);
-  plan_fill(&plan, block, J->work); /* worker 0's slice is free until the loop */
-  tpurt_parallel_team(workers, pass_member, J);
+  cplx* work = block + plan_elems(&plan);
+  plan_fill(&plan, block, work); /* worker 0's slice is free until the loop */
+  tpurt_parallel_sliced(lines, grain, work, sizeof(cplx) * (size_t)per, NULL, pass_lines, J);
   tpurt_temp_release(block);
   return TPURT_OK;
 }

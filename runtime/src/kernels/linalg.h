@@ -175,24 +175,21 @@ static inline int64_t la_batch_count(int nb, const int64_t* bs) {
   return count;
 }
 
-/* The pool's threads claim chunks of about 64K flops of matrices, each thread working in a
- * scratch of its own: one temporary for all of them, taken before the loop (temporaries taken
- * and given back per chunk would end out of order across threads, and planned scratch only
- * reuses the latest). */
+/* The pool's threads claim chunks of about 64K flops of matrices (tpurt_parallel_sliced), each
+ * thread working in a slice of its own of one scratch. */
 static inline int64_t la_batch_grain(int64_t flops) { return 1 + (1 << 16) / (flops + 1); }
-static inline int la_batch_threads(int64_t count, int64_t flops) {
-  int64_t chunks = (count + la_batch_grain(flops) - 1) / la_batch_grain(flops);
-  return chunks < 1 ? 1 : chunks < tpurt_pool_threads() ? (int)chunks : tpurt_pool_threads();
-}
 /* la_t elements from one thread's scratch to the next: ws_elems in whole 64-byte lines */
 static inline int64_t la_ws_stride(int64_t ws_elems) { return (ws_elems + 1 + 3) & ~(int64_t)3; }
+/* Bytes of the threads' scratch: a slice per worker. */
+static inline size_t la_ws_bytes(int64_t count, int64_t ws_elems, int64_t flops) {
+  return sizeof(la_t) * (size_t)(tpurt_sliced_workers(count, la_batch_grain(flops)) * la_ws_stride(ws_elems));
+}
 
 /* Bytes of la_for_batch's temporaries (its users' plan hooks count them): the per-matrix codes
  * and the threads' scratch. */
 static inline int64_t la_batch_bytes(int nb, const int64_t* bs, int64_t ws_elems, int64_t flops) {
   int64_t count = la_batch_count(nb, bs);
-  return tpurt_temp_bytes(sizeof(int) * (size_t)count) +
-         tpurt_temp_bytes(sizeof(la_t) * (size_t)(la_batch_threads(count, flops) * la_ws_stride(ws_elems)));
+  return tpurt_temp_bytes(sizeof(int) * (size_t)count) + tpurt_temp_bytes(la_ws_bytes(count, ws_elems, flops));
 }
 
 typedef struct la_batch_job {
@@ -200,24 +197,20 @@ typedef struct la_batch_job {
   void* ctx;
   int nb;
   const int64_t* bs;
-  la_t* ws;       /* member m's scratch: ws + m * stride */
-  int64_t stride;
-  int64_t count, grain, next; /* matrices [next, next + grain) are the next chunk */
-  int* codes;     /* per matrix, in batch order */
+  int* codes; /* per matrix, in batch order */
 } la_batch_job;
 
-static inline void la_batch_member(void* p, int member, int size) {
+/* Matrices [begin, end), in one thread's scratch ws. */
+static inline void la_batch_chunk(void* p, void* ws, int64_t begin, int64_t end) {
   la_batch_job* J = (la_batch_job*)p;
-  la_t* ws = J->ws + member * J->stride;
   int64_t b[TPURT_MAX_DIMS];
-  for (int64_t begin; (begin = __atomic_fetch_add(&J->next, J->grain, __ATOMIC_RELAXED)) < J->count;)
-    for (int64_t i = begin; i < begin + J->grain && i < J->count; i++) {
-      for (int64_t d = J->nb - 1, r = i; d >= 0; d--) { /* batch index i, row-major over bs */
-        b[d] = r % J->bs[d];
-        r /= J->bs[d];
-      }
-      J->codes[i] = J->fn(J->ctx, b, ws);
+  for (int64_t i = begin; i < end; i++) {
+    for (int64_t d = J->nb - 1, r = i; d >= 0; d--) { /* batch index i, row-major over bs */
+      b[d] = r % J->bs[d];
+      r /= J->bs[d];
     }
+    J->codes[i] = J->fn(J->ctx, b, (la_t*)ws);
+  }
 }
 
 /* fn on every matrix of the batch bs[0..nb), split across the worker pool (each matrix writes
@@ -227,13 +220,13 @@ static inline void la_batch_member(void* p, int member, int size) {
 static inline tpurt_status la_for_batch(int nb, const int64_t* bs, int64_t ws_elems, int64_t flops, la_matrix_fn fn,
                                         void* ctx, int* code, int64_t* at) {
   int64_t count = la_batch_count(nb, bs);
-  int threads = la_batch_threads(count, flops);
   *code = 0;
   int* codes = tpurt_temp(sizeof(int) * (size_t)count);
-  la_t* ws = codes ? tpurt_temp(sizeof(la_t) * (size_t)(threads * la_ws_stride(ws_elems))) : NULL;
+  la_t* ws = codes ? tpurt_temp(la_ws_bytes(count, ws_elems, flops)) : NULL;
   if (!ws) return TPURT_ERR_OOM;
-  la_batch_job J = {fn, ctx, nb, bs, ws, la_ws_stride(ws_elems), count, la_batch_grain(flops), 0, codes};
-  tpurt_parallel_team(threads, la_batch_member, &J);
+  la_batch_job J = {fn, ctx, nb, bs, codes};
+  tpurt_parallel_sliced(count, la_batch_grain(flops), ws, sizeof(la_t) * (size_t)la_ws_stride(ws_elems), NULL,
+                        la_batch_chunk, &J);
   tpurt_temp_release(ws);
   for (int64_t i = 0; i < count && !*code; i++)
     if (codes[i]) *code = codes[i], *at = i;

@@ -60,45 +60,20 @@ static int64_t planned(int64_t n) { return tpurt_temp_bytes(scratch_bytes(n)); }
 #define OOM(op) tpurt_fail(TPURT_ERR_OOM, op ": out of host memory for scratch")
 
 /* ---------------------------------------------------------------- pool loops with work space
- * A loop over n items, claimed by the pool's threads in chunks of `grain`, each chunk using
- * `per` doubles of work space. The space of every thread that can run at once is one
- * temporary taken before the loop, a slice per team member: taken per chunk inside the loop,
- * threads giving theirs back out of order would not pop them from the call's scratch. */
-typedef void (*chunk_fn)(void* ctx, double* work, int64_t lo, int64_t hi);
-typedef struct {
-  chunk_fn fn;
-  void* ctx;
-  double* work;
-  int64_t per, n, grain, next;
-} chunk_loop;
-
-static int loop_workers(int64_t n, int64_t grain) {
-  int64_t chunks = (n + grain - 1) / grain, nt = tpurt_pool_threads();
-  return (int)(chunks < nt ? chunks : nt);
-}
-
+ * A loop over n items on the pool (tpurt_parallel_sliced), each chunk using `per` doubles of
+ * work space: a slice of one temporary. */
 /* The loop's work space in a plan (none for no items). */
 static int64_t loop_planned(int64_t n, int64_t grain, int64_t per) {
-  return n > 0 ? planned(per * loop_workers(n, grain)) : 0;
-}
-
-/* Chunks are claimed in order as parallel_for's are, so each item runs the same whatever
- * thread runs it. */
-static void loop_member(void* arg, int member, int size) {
-  chunk_loop* L = arg;
-  (void)size;
-  for (int64_t lo; (lo = __atomic_fetch_add(&L->next, L->grain, __ATOMIC_RELAXED)) < L->n;)
-    L->fn(L->ctx, L->work + member * L->per, lo, L->n - lo < L->grain ? L->n : lo + L->grain);
+  return n > 0 ? planned(per * tpurt_sliced_workers(n, grain)) : 0;
 }
 
 /* 0 when out of memory for the work space. */
-static int run_loop(int64_t n, int64_t grain, int64_t per, chunk_fn fn, void* ctx) {
+static int run_loop(int64_t n, int64_t grain, int64_t per, tpurt_slice_fn fn, void* ctx) {
   if (n <= 0) return 1;
-  int workers = loop_workers(n, grain);
-  chunk_loop L = {fn, ctx, scratch(per * workers), per, n, grain, 0};
-  if (!L.work) return 0;
-  tpurt_parallel_team(workers, loop_member, &L);
-  tpurt_temp_release(L.work);
+  double* work = scratch(per * tpurt_sliced_workers(n, grain));
+  if (!work) return 0;
+  tpurt_parallel_sliced(n, grain, work, sizeof(double) * (size_t)per, NULL, fn, ctx);
+  tpurt_temp_release(work);
   return 1;
 }
 
@@ -148,8 +123,9 @@ typedef struct lines_job {
 /* A tile's work space: its lines of every tensor, and one row across them. */
 static int64_t tile_elems(const lines_job* J) { return J->len * J->B * J->nt + J->B; }
 
-static void line_tiles(void* arg, double* buf, int64_t lo, int64_t hi) {
+static void line_tiles(void* arg, void* slice, int64_t lo, int64_t hi) {
   lines_job* J = arg;
+  double* buf = slice;
   const tpurt_tensor* const* t = J->t;
   int nd = J->nd, d = J->d, p = J->p, nt = J->nt;
   int64_t len = J->len, B = J->B;
@@ -383,8 +359,9 @@ static int64_t ln_grain(int64_t m, int64_t n) {
 }
 
 /* Rows [lo, hi): each normalized independently, x holding one (the pool splits them). */
-TPURT_VEC_ATTRS static void ln_rows(void* arg, double* x, int64_t lo, int64_t hi) {
+TPURT_VEC_ATTRS static void ln_rows(void* arg, void* slice, int64_t lo, int64_t hi) {
   ln_job* J = arg;
+  double* x = slice;
   const tpurt_op_call* c = J->c;
   int64_t n = J->n;
   int dense = ln_dense(&TPURT_ARG(c, layer_norm, input)->t) && ln_dense(&c->outs[0]) && ln_dense(&c->outs[1]) && ln_dense(&c->outs[2]);

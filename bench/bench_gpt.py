@@ -86,7 +86,34 @@ def run_gpt(layers=4, d=256, heads=4, seq=128, batch=8, steps=5, warmup=2, clock
     return {"config": {"layers": layers, "d": d, "heads": heads, "seq": seq, "batch": batch, "steps": steps},
             "params": params, "ms_per_step": med, "times_ms": {k: [t * 1e3 for t in v] for k, v in times.items()},
             "losses": losses, "peak_tpu_bytes": tpu_peak,
-            "peak_cpu_bytes": cpu_peak}
+            "peak_cpu_bytes": cpu_peak, "cpu_one_thread_ms": one_thread_ms(models["cpu"], opts["cpu"], data[0], clock)}
+
+
+def one_thread_ms(model, opt, batch, clock):
+    """A CPU step on one OpenMP thread, or None when CPU already runs on one. PyTorch's threads
+    collapse on a busy 2-core host (a step 10x slower with 2 threads than with 1): a CPU median
+    above this one is no reference (reference_collapsed)."""
+    threads = torch.get_num_threads()
+    if threads == 1:
+        return None
+    x, y = batch
+    torch.set_num_threads(1)
+    try:
+        t0 = clock()
+        loss = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return (clock() - t0) * 1e3
+    finally:
+        torch.set_num_threads(threads)
+
+
+def reference_collapsed(result, slack=1.3):
+    """Whether the CPU median is slower than one thread alone (beyond slack): then a ratio
+    against it measures the host's load, not torch_tpu."""
+    one = result.get("cpu_one_thread_ms")
+    return one is not None and result["ms_per_step"]["cpu"] > slack * one
 
 
 def main():
@@ -117,6 +144,10 @@ def main():
           f"cpu {peak_cpu:,.1f} MiB ({peak_tpu / peak_cpu:.2f}x)   "
           f"final loss tpu {r['losses']['tpu'][-1]:.4f} cpu {r['losses']['cpu'][-1]:.4f} "
           f"(tpu at matmul precision {torch.tpu.get_matmul_precision()})")
+    if reference_collapsed(r):
+        print(f"CPU REFERENCE COLLAPSED: {med['cpu']:.1f} ms/step on {torch.get_num_threads()} threads against "
+              f"{r['cpu_one_thread_ms']:.1f} on one: the ratio above is not a measurement (rerun on a quiet host "
+              "or with --threads 1)")
     fallbacks = torch.tpu.metrics.fallback_ops()
     if fallbacks:
         print("ops that fell back to CPU:", ", ".join(sorted(fallbacks)))
@@ -124,6 +155,7 @@ def main():
     out.mkdir(exist_ok=True)
     (out / "bench_gpt.json").write_text(json.dumps(
         {"config": vars(args), "ms_per_step": med, "ratio_tpu_over_cpu": med["tpu"] / med["cpu"],
+         "cpu_one_thread_ms": r["cpu_one_thread_ms"], "reference_collapsed": reference_collapsed(r),
          "peak_tpu_mib": peak_tpu, "peak_cpu_mib": peak_cpu, "fallbacks": sorted(fallbacks)}, indent=2))
 
 

@@ -326,7 +326,7 @@ def train(args, mach, rows):
 
 
 def gpt(args, mach, rows):
-    from bench_gpt import run_gpt
+    from bench_gpt import reference_collapsed, run_gpt
     shape = dict(layers=6, d=384, heads=6, seq=256, batch=8) if args.gpt_issue else \
         dict(layers=4, d=256, heads=4, seq=128, batch=8)
     steps = 3 if args.quick else args.gpt_steps
@@ -339,6 +339,10 @@ def gpt(args, mach, rows):
                 f"  ms/step cpu {med['cpu']:7.1f} tpu(strict) {med['tpu']:7.1f}  tpu/cpu {r['ratio']:4.2f}x  "
                 f"peak tensor MiB/step cpu {r['peak_cpu_bytes'] / 2**20:6.1f} tpu {r['peak_tpu_bytes'] / 2**20:6.1f}  "
                 f"loss cpu {r['losses']['cpu'][-1]:.4f} tpu {r['losses']['tpu'][-1]:.4f}")
+    r["reference_collapsed"] = reference_collapsed(r)
+    if r["reference_collapsed"]:
+        rows.append(f"  CPU REFERENCE COLLAPSED: {med['cpu']:.1f} ms/step on {torch.get_num_threads()} threads against "
+                    f"{r['cpu_one_thread_ms']:.1f} on one: the tpu/cpu ratio above is not a measurement")
     return r
 
 

@@ -40,7 +40,8 @@ void run_op_check(const std::string& name, const torch::jit::Stack& args);
 // meta arguments, leaving its returns on the stack as a Meta kernel would. False if none.
 bool run_tpu_meta(const c10::FunctionSchema& schema, const std::string& name, torch::jit::Stack& stack);
 
-// tpu tensors (TensorOps.cpp): whether a tpu tensor can hold a dtype (all but quantized ones)
+// tpu tensors (TensorOps.cpp): whether a dense tpu tensor can hold a dtype (all but quantized ones,
+// which are QTensorImpls: Quantized.cpp)
 // and the refusal when not; resize_ as its registered kernel does; the elements a view's strides span.
 bool storable(c10::ScalarType dtype);
 void check_dtype(c10::ScalarType dtype);

@@ -36,17 +36,18 @@ namespace torch_tpu {
 namespace {
 
 // ------------------------------------------------------------------ factories, views, resize
-// tpu tensors hold every dtype a dense CPU tensor can (quantized dtypes need their own
-// tensor type). Dtypes the runtime has no kernels for (complex128, complex32, uint16/32/64,
-// the float8 formats, bits) live on tpu as storage and copies: every op on them takes the
-// counted CPU fallback, so they compute exactly as on CPU, and raise where CPU raises.
+// Dense tpu tensors hold every dtype a dense CPU tensor can; quantized dtypes are another
+// tensor type with its own dispatch key (QuantizedPrivateUse1, Quantized.cpp), so a dense
+// tensor never has one. Dtypes the runtime has no kernels for (complex128, complex32,
+// uint16/32/64, the float8 formats, bits) live on tpu as storage and copies: every op on them
+// takes the counted CPU fallback, so they compute exactly as on CPU, and raise where CPU raises.
 }  // namespace
 
 bool storable(c10::ScalarType dtype) { return dtype != c10::ScalarType::Undefined && !c10::isQIntType(dtype); }
 
 void check_dtype(c10::ScalarType dtype) {
-  TORCH_CHECK_NOT_IMPLEMENTED(storable(dtype), "tpu tensors cannot have dtype torch.",
-                              std::get<0>(c10::getDtypeNames(dtype)), " (quantized dtypes are not supported)");
+  TORCH_CHECK_NOT_IMPLEMENTED(storable(dtype), "dense tpu tensors cannot have dtype torch.",
+                              std::get<0>(c10::getDtypeNames(dtype)), " (quantized tensors are their own type)");
 }
 
 namespace {

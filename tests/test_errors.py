@@ -227,10 +227,12 @@ def test_first_call_of_a_signature_raises_dtype_errors_from_the_call():
 
 
 def test_unsupported_dtype_is_refused_not_crashed():
-    # every dtype a dense CPU tensor holds is stored on tpu (tests/test_upstream_regressions.py);
-    # quantized ones need their own tensor type
-    with pytest.raises(NotImplementedError):
-        torch.empty(1, 0, 3, dtype=torch.qint8, device="tpu")
-    with pytest.raises((NotImplementedError, RuntimeError)):
-        torch.quantize_per_tensor(torch.ones(2), 0.1, 0, torch.qint8).to("tpu")
+    # every dtype a dense CPU tensor holds is stored on tpu (tests/test_upstream_regressions.py),
+    # and qint8/quint8/qint32 quantized tensors (tests/test_quantized.py); the sub-byte quantized
+    # types are refused, and so is every op without a quantized tpu kernel
+    with pytest.raises(NotImplementedError, match="quint4x2"):
+        torch._empty_affine_quantized([1, 0, 3], scale=1, zero_point=0, dtype=torch.quint4x2, device="tpu")
+    q = torch.quantize_per_tensor(torch.ones(2), 0.1, 0, torch.qint8).to("tpu")
+    with pytest.raises(NotImplementedError, match="Quantizedtpu"):
+        q + q
 

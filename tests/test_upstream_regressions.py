@@ -464,9 +464,20 @@ def test_extra_dtype_factories(dtype):
     assert_same(z, torch.zeros(2, 3, dtype=dtype))
 
 
-def test_quantized_dtypes_are_refused():
-    with pytest.raises(NotImplementedError, match="[Qq]uantized"):
-        torch.empty(3, dtype=torch.qint8, device="tpu")
+def test_quantized_tensors_live_on_the_device():
+    # test_view_ops' test_ravel and test_shape_ops' test_flatten build quantized tensors on the
+    # device (tests/test_quantized.py covers quantized tensors in full)
+    q = torch._empty_affine_quantized([5, 5], scale=2, zero_point=3, dtype=torch.quint8, device="tpu")
+    assert q.is_quantized and q.device.type == "tpu" and q.ravel()._base is q and q.flatten(0, 1).is_contiguous()
+    nc = q.t().ravel()
+    assert nc._base is not q and nc.is_contiguous() and (nc.q_scale(), nc.q_zero_point()) == (2.0, 3)
+    assert torch.equal(nc.int_repr().cpu(), q.cpu().t().ravel().int_repr())
+    # plain factories with a quantized dtype do what CPU does: empty gives a tensor whose
+    # quantizer is unknown, zeros has no kernel
+    for device in ("cpu", "tpu"):
+        assert torch.empty(3, dtype=torch.qint8, device=device).is_quantized
+        with pytest.raises(NotImplementedError, match="Quantized"):
+            torch.zeros(3, dtype=torch.qint8, device=device)
 
 
 @pytest.mark.parametrize("call", ["method", "in-place", "function"])

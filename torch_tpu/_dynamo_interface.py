@@ -59,8 +59,9 @@ class TpuInterface(DeviceInterface):
 
     @classmethod
     def is_dtype_supported(cls, dtype, including_emulation: bool = False) -> bool:
-        """Native: the runtime's kernels compute in it. With emulation: any dtype a tpu tensor
-        can hold (its ops run on the counted CPU fallback); quantized ones are refused."""
+        """Native: the runtime's kernels compute in it. With emulation: any dtype a dense tpu
+        tensor can hold (its ops run on the counted CPU fallback); quantized ones are not
+        (quantized tpu tensors are an eager-only tensor type)."""
         if str(dtype).removeprefix("torch.") in _C._native_dtypes():
             return True
         return including_emulation and _C._can_hold_dtype(dtype)

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define TPURT_VERSION_MAJOR 0
-#define TPURT_VERSION_MINOR 6
+#define TPURT_VERSION_MINOR 7
 
 /* ---------------------------------------------------------------- status codes */
 /* X(code, value, the c10 error class the C++ boundary throws, which PyTorch turns into the
@@ -183,6 +183,29 @@ enum {
   TPURT_OPF_EAGER_INT_ERRORS = 1 << 8, /* as EAGER_ERRORS when the op's result is integral: CPU checks integer
                                           data eagerly (a division by zero, a negative integer power) */
 };
+
+/* ---------------------------------------------------------------- affine quantization (since 0.7) */
+/* Two internal ops (tpurt_op_lookup("tpurt::quantize"), "tpurt::dequantize") move a quantized
+ * tensor's values between float32 and its integer representation with the arithmetic of
+ * PyTorch CPU's kernel for the tensor's scheme, so the two agree bit for bit (ties, NaN and
+ * values beyond the integer range included). Arguments, by position:
+ *   args[0]  tpurt::quantize: the float32 values; tpurt::dequantize: the integers (uint8, int8, int32)
+ *   args[1]  scale: a FLOAT value (per tensor) or a tensor broadcasting to args[0] (per channel:
+ *            float64 scales; FLOAT_QPARAMS: float32)
+ *   args[2]  zero point: an INT value or a tensor broadcasting to args[0] (int64; FLOAT_QPARAMS: float32)
+ *   args[3]  INT: the scheme, tpurt_qscheme
+ *   outs[0]  tpurt::quantize: the integers (uint8, int8 or int32: the range clamped to);
+ *            tpurt::dequantize: float32 */
+/* X(enum, value, PyTorch's torch.qscheme name) */
+#define TPURT_QSCHEME_LIST(X)                                                       \
+  X(TPURT_QSCHEME_PER_TENSOR_AFFINE, 0, "per_tensor_affine")                        \
+  X(TPURT_QSCHEME_PER_CHANNEL_AFFINE, 1, "per_channel_affine")                      \
+  X(TPURT_QSCHEME_PER_CHANNEL_FLOAT_QPARAMS, 2, "per_channel_affine_float_qparams")
+typedef enum {
+#define TPURT_X(e, value, name) e = value,
+  TPURT_QSCHEME_LIST(TPURT_X)
+#undef TPURT_X
+} tpurt_qscheme;
 
 /* ---------------------------------------------------------------- op kinds (since 0.4) */
 /* What an op is, from the op table: what a fuser and a cost model need to know of it. */

@@ -143,3 +143,16 @@ def test_cpu_sparse_tensors_unchanged():
     s = x.to_sparse()
     assert s.device.type == "cpu" and torch.equal((s + s).to_dense(), 2 * x)
     assert torch.equal(s.coalesce().to_dense(), x)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_to_sparse_opinfo_samples_and_out(dtype):
+    # What PyTorch's TestCommon.test_out / test_out_warning do with the to_sparse OpInfo: run
+    # each sample on the device, then require that out= (unsupported) raises
+    from torch.testing._internal.common_methods_invocations import op_db
+    op = next(o for o in op_db if o.name == "to_sparse")
+    for sample in op.sample_inputs("tpu", dtype):
+        result = op(sample.input, *sample.args, **sample.kwargs)
+        assert_same_coo(result, op(sample.input.cpu(), *sample.args, **sample.kwargs))
+        with pytest.raises(TypeError):
+            op(sample.input, *sample.args, **sample.kwargs, out=torch.empty_like(result.to_dense()))

@@ -156,3 +156,17 @@ def test_to_sparse_opinfo_samples_and_out(dtype):
         assert_same_coo(result, op(sample.input.cpu(), *sample.args, **sample.kwargs))
         with pytest.raises(TypeError):
             op(sample.input, *sample.args, **sample.kwargs, out=torch.empty_like(result.to_dense()))
+
+
+def test_coalesce_many_duplicates():
+    # indices exact; float runs of 3+ entries round as their summation order does (CPU's
+    # unstable sort order vs the original order here), integers exact
+    g = torch.Generator().manual_seed(5)
+    i = torch.randint(0, 5, (2, 3000), generator=g)
+    for v in (torch.randn(3000, 2, generator=g), torch.randint(-9, 9, (3000, 2), generator=g)):
+        c = torch.sparse_coo_tensor(i, v, (5, 5, 2))
+        t, cc = c.to("tpu").coalesce(), c.coalesce()
+        assert torch.equal(t._indices().cpu(), cc._indices())
+        torch.testing.assert_close(t._values().cpu(), cc._values(), rtol=1e-5, atol=1e-4)
+        assert v.is_floating_point() or torch.equal(t._values().cpu(), cc._values())
+        assert torch.equal(c.to("tpu").to_dense().cpu(), c.to_dense())

@@ -2,8 +2,11 @@
 `_coalesce_sparse_cuda`; `_to_dense` adds the sparse tensor into zeros through the device's
 sparse add), composed from native tpu ops and registered for the SparsePrivateUse1 key. The
 device-generic ones (construction, indices/values, clone, copies, dense -> COO) are registered
-in csrc/Sparse.cpp. Both follow CPU's kernels step by step so the results are CPU's exactly:
-duplicates are summed in their original order, starting from the first one's value."""
+in csrc/Sparse.cpp. Both follow CPU's kernels step by step. `_to_dense` is CPU's exactly
+(duplicates summed in their original order). `_coalesce` gives CPU's indices exactly, and its
+values too for integral and bool dtypes and wherever a position has at most two entries; a
+float position with three or more may differ in the last bits: CPU sums each run in the order
+of its unstable std::sort (which scrambles ties past 16 elements), this sums in original order."""
 
 import math
 
@@ -25,8 +28,8 @@ def _coalesce(self):
         return self.clone()._coalesced_(True)
     sparse_dim = self.sparse_dim()
     indices, values = self._indices(), self._values()
-    # A stable sort keeps duplicates in their original order, as CPU's sort does, so summing
-    # them one after another from the first reproduces CPU's rounding (and a lone -0.0 stays).
+    # Runs of equal positions summed one after another from their first entry, as CPU does (so
+    # a lone -0.0 stays); the stable sort makes that order the original one, deterministically.
     flat, perm = _flat_index(indices, self.shape[:sparse_dim]).sort(stable=True)
     first = torch.ones_like(flat, dtype=torch.bool)
     first[1:] = flat[1:] != flat[:-1]

@@ -18,4 +18,4 @@ import torch  # noqa: E402
 
 _autoload()
 
-from . import _C, composite, meta, metrics, tpu_checks  # noqa: E402,F401
+from . import _C, composite, meta, metrics, sparse, tpu_checks  # noqa: E402,F401

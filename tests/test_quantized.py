@@ -527,7 +527,6 @@ UNSUPPORTED = {
     "quantized::linear": lambda q: torch.ao.nn.quantized.Linear(6, 3)(q),
     "quantized::conv2d": lambda q: torch.ao.nn.quantized.Conv2d(1, 1, 1)(q.view(1, 1, 4, 6)),
     "cat": lambda q: torch.cat([q, q]),
-    "flip": lambda q: q.flip(0),
 }
 
 
@@ -540,3 +539,23 @@ def test_other_ops_raise_not_implemented(name):
             warnings.simplefilter("ignore")
             UNSUPPORTED[name](q)
     assert torch.tpu.metrics.fallback_ops() == before  # nothing ran on the CPU fallback
+
+
+@pytest.mark.parametrize("qdtype", [torch.quint8, torch.qint8, torch.qint32], ids=str)
+@pytest.mark.parametrize("dims", [[0], [1, 2], [-1], [0, 1, 2]], ids=str)
+def test_flip_as_cpu(qdtype, dims):
+    # PyTorch's TestShapeOps.test_flip flips quantized tensors on the device
+    x = torch.randn(3, 4, 5)
+    cpu = torch.quantize_per_tensor(x, 0.1, 5, qdtype).flip(dims)
+    ours = torch.quantize_per_tensor(x.to("tpu"), 0.1, 5, qdtype).flip(dims)
+    assert ours.device.type == "tpu" and ours.shape == cpu.shape
+    assert torch.equal(ours.int_repr().cpu(), cpu.int_repr())
+    assert (ours.q_scale(), ours.q_zero_point()) == (cpu.q_scale(), cpu.q_zero_point())
+
+
+def test_flip_of_a_per_channel_tensor_raises_as_cpu():
+    x, scales, zero_points = torch.randn(3, 4), torch.tensor([0.1, 0.2, 0.3]), torch.tensor([1, 2, 3])
+    for device in ("cpu", "tpu"):
+        q = torch.quantize_per_channel(x.to(device), scales.to(device), zero_points.to(device), 0, torch.quint8)
+        with pytest.raises(RuntimeError, match="only on uniformly quantized tensor"):
+            q.flip([0])

@@ -1,7 +1,8 @@
 """ATen ops composed from native tpu kernels and registered for the tpu device: equal (returns a
 Python value, which the generic C++ path cannot express; the one device->host read is the result
 itself), `addr.out` (PyTorch's composite copies into an out= on any device; CPU refuses one on another
-device, as the native tpu path does), the foreach ops whose per-tensor scalars arrive packed in a CPU tensor
+device, as the native tpu path does), `flip` of a quantized tensor (its integers flipped, the
+quantizer kept: QuantizedCPU's kernel moves the same bytes), the foreach ops whose per-tensor scalars arrive packed in a CPU tensor
 (`_foreach_addcdiv/addcmul(_).Tensor`), which run as their native Scalar[] overloads, and the
 fused weight norm pair, whose CPU kernels are a norm and two broadcasts."""
 
@@ -36,6 +37,17 @@ def addr_out(self, vec1, vec2, *, beta=1, alpha=1, out):
 
 
 _lib.impl("addr.out", addr_out, "PrivateUse1")
+
+
+def quantized_flip(self, dims):
+    # CPU's kernel builds its output through a strided view, which only a per-tensor quantizer takes
+    torch._check(self.qscheme() == torch.per_tensor_affine,
+                 lambda: "Setting strides is possible only on uniformly quantized tensor")
+    return torch._make_per_tensor_quantized_tensor(torch.flip(self.int_repr(), dims), self.q_scale(),
+                                                   self.q_zero_point())
+
+
+_lib.impl("flip", quantized_flip, "QuantizedPrivateUse1")
 
 
 def _scalar_list(self, tensor1, tensor2, scalars):

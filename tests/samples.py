@@ -7,6 +7,8 @@ from typing import Callable, Sequence
 
 import torch
 
+from torch_tpu.compare import check_like_cpu
+
 FLOATS = (torch.float32, torch.bfloat16, torch.float16)
 INTS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 NUMERIC = FLOATS + INTS
@@ -101,35 +103,14 @@ def _flat(out):
 
 
 def _close(actual, expected, sample, dtype, what, exact=None):
-    """assert_close with PyTorch's tolerances. CPU rounds intermediate results in the
-    dtype (float32 and complex64 included), so a result at least as close to the float64 /
-    complex128 computation (`exact()`, computed only when needed) as CPU's also passes."""
+    """torch_tpu.compare's policy (CPU's result within tolerance, else at least as close to the
+    float64 computation `exact()` as CPU's, computed only when needed)."""
     kw = {}
     if sample.atol is not None:
         kw = dict(atol=sample.atol, rtol=sample.rtol if sample.rtol is not None else 0)
     if dtype in (torch.bfloat16, torch.float16) and not kw:
         kw = dict(atol=1e-2, rtol=1.6e-2)
-    try:
-        torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, check_stride=False,
-                                   msg=lambda m: f"{what}: {m}", **kw)
-    except AssertionError:
-        inexact = actual.dtype.is_floating_point or actual.dtype.is_complex
-        exact = exact() if exact is not None and inexact else None
-        if exact is None:
-            raise
-        # NaN where CPU has NaN and nowhere else, except where CPU lost a number the float64
-        # computation has (a vector path's inf * 0): there the result must be close to float64.
-        a, e = _wide(actual.cpu()), _wide(expected)
-        a_nan, e_nan, x_nan = torch.isnan(a), torch.isnan(e), torch.isnan(exact)
-        if ((a_nan & ~e_nan) | (~a_nan & e_nan & x_nan)).any():
-            raise
-        lost = e_nan & ~x_nan
-        torch.testing.assert_close(a[lost], exact[lost], check_dtype=False, msg=lambda m: f"{what}: {m}",
-                                   **(kw or dict(atol=1e-5, rtol=1.3e-6)))
-        err = lambda x: torch.where(x == exact, 0, (x - exact).abs())[~e_nan]  # noqa: E731 (equal infinities: 0)
-        ours, cpus = err(a), err(e)
-        if ours.numel() and not ours.max() <= cpus.max():
-            raise
+    check_like_cpu(actual, expected, exact, what=what, **kw)
 
 
 def _wide(t):

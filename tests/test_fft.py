@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import torch_tpu
+from torch_tpu.compare import assert_error_not_worse, check_like_cpu
 from samples import make
 
 F = torch.fft
@@ -35,17 +36,11 @@ def check(fn, *inputs, **kw):
     got = fn(*tpu_inputs, **kw)
     exact = fn(*[_double(x) for x in inputs], **kw)
     assert got.device.type == "tpu" and got.dtype == want.dtype and got.shape == want.shape
-    got = got.cpu()
-    ours, cpus = (got - exact).abs().max().item(), (want - exact).abs().max().item()
-    try:
-        torch.testing.assert_close(got, want)
-    except AssertionError:
-        # long unnormalized transforms: CPU's own float32 error can exceed the default
-        # tolerances; being at least as close to the exact answer passes (as in conformance)
-        if not ours <= cpus:
-            raise
-    # CPU rounds each butterfly to float32, ours rounds once: slack of a half ulp of the largest value
-    assert ours <= cpus + 2.0 ** -24 * exact.abs().max().item(), f"error {ours} vs CPU's {cpus}"
+    # long unnormalized transforms: CPU's own float32 error can exceed the default tolerances
+    check_like_cpu(got, want, exact)
+    # and always: CPU rounds each butterfly to float32, ours rounds once (slack: half an ulp of
+    # the largest value)
+    assert_error_not_worse(got, want, exact, extra=2.0 ** -24 * exact.abs().max().item())
     assert not torch_tpu.metrics.fallback_ops(), torch_tpu.metrics.fallback_ops()
     ran = torch_tpu.metrics.executed_ops()
     assert any(k.startswith("fft_") for k in ran), ran

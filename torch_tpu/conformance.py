@@ -32,6 +32,8 @@ import warnings
 
 import torch
 
+from .compare import check_like_cpu
+
 DTYPES = {
     "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
     "int64": torch.int64, "int32": torch.int32, "uint8": torch.uint8, "bool": torch.bool,
@@ -232,26 +234,16 @@ class Mismatch(Exception):
 
 
 def _close(actual, expected, ref=None, what="output"):
-    """assert_close with PyTorch's default tolerances; a floating or complex result at least as
-    close to the float64 / complex128 computation `ref` as CPU's own result also passes."""
+    """torch_tpu.compare's policy, with PyTorch's default tolerances; `ref` is the float64 /
+    complex128 computation."""
     if actual.dtype != expected.dtype:
         raise Mismatch(f"{what}: dtype {actual.dtype} != {expected.dtype}")
     if actual.shape != expected.shape:
         raise Mismatch(f"{what}: shape {tuple(actual.shape)} != {tuple(expected.shape)}")
-    a = actual.detach().cpu()
-    e = expected.detach()
     try:
-        torch.testing.assert_close(a, e, equal_nan=True, check_device=False, check_stride=False)
-        return
+        check_like_cpu(actual, expected, ref, what=what)
     except AssertionError as err:
-        msg = " ".join(str(err).split())
-    if ref is not None and (a.is_floating_point() or a.is_complex()) and ref.shape == a.shape:
-        wide = torch.complex128 if a.is_complex() or ref.is_complex() else torch.float64
-        ours = (a.to(wide) - ref.to(wide)).abs().nan_to_num(0).max()
-        cpus = (e.to(wide) - ref.to(wide)).abs().nan_to_num(0).max()
-        if ours <= cpus and torch.equal(a.isnan(), e.isnan()):
-            return
-    raise Mismatch(f"{what}: {msg}"[:400])
+        raise Mismatch(" ".join(str(err).split())[:400]) from None
 
 
 def _compare_outputs(act, exp, refs, shapes_only):

@@ -741,6 +741,20 @@ def test_binary_ops_over_every_dtype_pair_and_out_dtype(name):
                     assert torch.equal(actual, expected), what
 
 
+# ---------------------------------------------------------------- lerp, bit for bit
+@pytest.mark.parametrize("dtype", REDUCED + [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("weight", [0.3, 0.7, -0.2, 1.5, "tensor"])
+def test_lerp_as_cpu_bit_for_bit(dtype, weight):
+    # CPU keeps a Scalar weight in float (opmath): rounding it to bfloat16/float16 first changed
+    # a third of the results by an ulp (found by PyTorch's own half tolerances); and CPU's
+    # vectorized lerp is one fused multiply-add (two roundings changed a quarter of float32's)
+    g = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(1003, generator=g).to(dtype) for _ in range(2))
+    w = (torch.rand(1003, generator=g) * 2 - 0.5).to(dtype) if weight == "tensor" else weight
+    actual, expected = both(lambda a, b, w: torch.lerp(a, b, w), a, b, w)
+    assert_same(actual, expected)
+
+
 # ---------------------------------------------------------------- where CPU is wrong
 def test_embedding_bag_scale_grad_by_freq_divides_by_each_index_count():
     # CPU 2.13 divides by the count of another index (pytorch/pytorch#190063, fixed after

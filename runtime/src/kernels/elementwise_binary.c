@@ -1,5 +1,6 @@
 /* Elementwise family: binary and ternary ops (arithmetic, comparisons, logical/bitwise,
  * where, masked_fill, clamp, addcmul/addcdiv, lerp). */
+#include "vmath.h" /* TPURT_VEC_ATTRS, for lerp */
 #include "elementwise.h"
 
 /* ---------------------------------------------------------------- helpers (CPU's rules) */
@@ -21,9 +22,11 @@
     T fl = floor(div);                                                                   \
     return EW_STEP(div - fl) > (T)0.5 ? EW_STEP(fl + 1) : fl;                            \
   }                                                                                      \
-  static inline T flerp_##S(T a, T b, T w) {                                             \
-    return fabs(w) < (T)0.5 ? a + w * (b - a) : b - (b - a) * (1 - w);                   \
+  static inline T flerp_##S(T a, T b, T w) { /* CPU's vectorized lerp: one fused rounding */ \
+    return fabs(w) < (T)0.5 ? FMA_##S(w, b - a, a) : FMA_##S(w - 1, b - a, b);           \
   }
+#define FMA_f fmaf
+#define FMA_d fma
 DEF_FLOAT_HELPERS(float, f)
 DEF_FLOAT_HELPERS(double, d)
 #define FREMAINDER(a, b) _Generic((a), float: fremainder_f, double: fremainder_d)(a, b)
@@ -317,5 +320,15 @@ EW_KERNEL(addcmul)
 EW_DEF_FC(addcdiv, EW_SAME, 3, x + PF(0) * y / z, x + cx_div(cx_mul(PC(0), y), z))
 EW_KERNEL(addcdiv)
 /* lerp(self, end, weight): the weight is a third operand (Scalar or Tensor) */
-EW_DEF_FC(lerp, EW_SAME, 3, FLERP(x, y, z), cx_lerp(x, y, z))
+/* x86-64-v3 clones: the fused multiply-add is one instruction there (a libm call elsewhere) */
+#undef EW_CHUNK_ATTRS
+#define EW_CHUNK_ATTRS TPURT_VEC_ATTRS
+EW_CHUNK(lerp_f32, float, float, 3, FLERP(x, y, z))
+EW_CHUNK(lerp_f64, double, double, 3, FLERP(x, y, z))
+#undef EW_CHUNK_ATTRS
+#define EW_CHUNK_ATTRS
+EW_CHUNK(lerp_c64, cx_t, cx_t, 3, cx_lerp(x, y, z))
+/* Only self and end promote: CPU reads a Scalar weight in float (opmath) as given, not rounded
+ * to a float16/bfloat16 common dtype; a Tensor weight has self's dtype already. */
+static const ew_op lerp_op = {"lerp", {lerp_f32, lerp_f64, NULL, lerp_c64}, EW_SAME, 3, 0x3, {0, 1, 2, 3}};
 EW_KERNEL(lerp)

@@ -755,6 +755,20 @@ def test_lerp_as_cpu_bit_for_bit(dtype, weight):
     assert_same(actual, expected)
 
 
+@pytest.mark.parametrize("dtype", REDUCED + [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("op", ["add", "sub", "rsub", "sub_"])
+def test_alpha_as_cpu_bit_for_bit(dtype, op):
+    # CPU's vectorized add is one fused multiply-add with alpha in the tensors' dtype (rounded to
+    # float16/bfloat16 there); two roundings, or alpha in float, changed up to a quarter of the
+    # results. 4096 elements: CPU's scalar tail (the last few of other sizes) rounds twice.
+    g = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(4096, generator=g).to(dtype) for _ in range(2))
+    fn = {"add": lambda a, b: torch.add(a, b, alpha=0.3), "sub": lambda a, b: torch.sub(a, b, alpha=0.3),
+          "rsub": lambda a, b: torch.rsub(a, b, alpha=0.3), "sub_": lambda a, b: a.clone().sub_(b, alpha=0.3)}[op]
+    actual, expected = both(fn, a, b)
+    assert_same(actual, expected)
+
+
 # ---------------------------------------------------------------- where CPU is wrong
 def test_embedding_bag_scale_grad_by_freq_divides_by_each_index_count():
     # CPU 2.13 divides by the count of another index (pytorch/pytorch#190063, fixed after

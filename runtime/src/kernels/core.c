@@ -1,6 +1,8 @@
 /* copy, fill, conj_physical, add: the kernels every other path relies on. add is also the worked example
  * of a binary elementwise kernel: promote, pick the compute type, run one chunk function. */
 #include "../internal.h"
+#include "vmath.h" /* TPURT_VEC_ATTRS */
+#include "elementwise.h" /* ew_round_reduced */
 
 tpurt_status tpurt_kernel_copy(const tpurt_op_call* c) {
   /* tpurt::copy(Tensor src) -> out[0] */
@@ -48,8 +50,10 @@ tpurt_status tpurt_kernel_conj_physical(const tpurt_op_call* c) {
 
 typedef struct { double alpha_f; int64_t alpha_i; } add_ctx;
 
-#define ADD_FN(NAME, T, ALPHA)                                                     \
-  static void NAME(int64_t n, void* o, const void* const* in, const void* ctx) {   \
+/* x + alpha * y: one fused multiply-add for floats, as CPU's vectorized add (x86-64-v3
+ * clones: one instruction there, a libm call elsewhere) */
+#define ADD_FN(ATTRS, NAME, T, ALPHA, MULADD)                                      \
+  ATTRS static void NAME(int64_t n, void* o, const void* const* in, const void* ctx) { \
     const add_ctx* a = ctx;                                                        \
     const T *x = in[0], *y = in[1];                                                \
     T* r = o;                                                                      \
@@ -57,11 +61,12 @@ typedef struct { double alpha_f; int64_t alpha_i; } add_ctx;
     if (al == (T)1)                                                                \
       for (int64_t i = 0; i < n; i++) r[i] = x[i] + y[i];                          \
     else                                                                           \
-      for (int64_t i = 0; i < n; i++) r[i] = x[i] + al * y[i];                     \
+      for (int64_t i = 0; i < n; i++) r[i] = MULADD(al, y[i], x[i]);               \
   }
-ADD_FN(add_f32, float, alpha_f)
-ADD_FN(add_f64, double, alpha_f)
-ADD_FN(add_i64, int64_t, alpha_i)
+#define INT_MULADD(a, b, c) ((c) + (a) * (b))
+ADD_FN(TPURT_VEC_ATTRS, add_f32, float, alpha_f, fmaf)
+ADD_FN(TPURT_VEC_ATTRS, add_f64, double, alpha_f, fma)
+ADD_FN(, add_i64, int64_t, alpha_i, INT_MULADD)
 
 tpurt_status tpurt_kernel_add(const tpurt_op_call* c) {
   /* add(Tensor self, Tensor|Scalar other, *, Scalar alpha=1) */
@@ -78,6 +83,8 @@ tpurt_status tpurt_kernel_add(const tpurt_op_call* c) {
   add_ctx ctx = {1.0, 1};
   if (c->nargs > 2 && TPURT_ARG(c, add, alpha)->kind != TPURT_V_NONE) {
     ctx.alpha_f = tpurt_value_f(TPURT_ARG(c, add, alpha));
+    /* CPU's add kernel takes alpha in float16/bfloat16 when those are the common dtype */
+    if (common == TPURT_F16 || common == TPURT_BF16) ctx.alpha_f = ew_round_reduced(common, (float)ctx.alpha_f);
     ctx.alpha_i = tpurt_value_i(TPURT_ARG(c, add, alpha));
   }
   tpurt_ew_fn fn = ct == TPURT_CT_F32 ? add_f32 : ct == TPURT_CT_F64 ? add_f64 : add_i64;

@@ -67,6 +67,7 @@ tpurt_status ew_run_op(const tpurt_tensor* out, const ew_op* op, const tpurt_val
     int one_value = op->nin > 1 && (in[1].ndim == 0 || tpurt_numel(&in[1]) == 1 || tpurt_numel(out) == 1);
     if ((local.reduced & EW_REDUCED_OPMATH_SCALAR) && one_value) via.inputs &= ~2u;
     if ((local.reduced & EW_REDUCED_STEPS) && !one_value) local.step_dt = common;
+    if (local.reduced & EW_REDUCED_ALPHA) local.f[0] = ew_round_reduced(common, (float)local.f[0]);
   }
   s = tpurt_ew_run_via(out, op->rule == EW_BOOL_OUT ? TPURT_CT_I64 : ct, op->nin, in, ct, &via, fn,
                                     &local);

@@ -34,7 +34,8 @@ typedef struct ew_par {
  * float as given, not rounded to the common dtype (mul, div). STEPS: with any other
  * divisor CPU computes in c10::Half / BFloat16 arithmetic, each step rounded (div_trunc,
  * div_floor); expressions mark those steps with EW_STEP. */
-enum { EW_REDUCED_OPMATH_SCALAR = 1, EW_REDUCED_STEPS = 2 };
+enum { EW_REDUCED_OPMATH_SCALAR = 1, EW_REDUCED_STEPS = 2, EW_REDUCED_ALPHA = 4 };
+/* ALPHA: PF(0) (add/sub's alpha) is read in the common dtype, as CPU's add kernel takes it. */
 
 /* v rounded to P->step_dt (float16 or bfloat16), or v itself */
 float ew_round_reduced(int dt, float v);
@@ -100,9 +101,11 @@ static inline int64_t ew_zero_div(const ew_par* P) {
 #define EW_CHUNK_ATTRS
 #endif
 
-/* Chunk function NAME: R[i] = EXPR over NIN operands of type T, result type RT. */
-#define EW_CHUNK(NAME, T, RT, NIN, EXPR)                                                  \
-  EW_CHUNK_ATTRS static void NAME(int64_t n, void* o, const void* const* in, const void* ctx) {        \
+/* Chunk function NAME: R[i] = EXPR over NIN operands of type T, result type RT (BODY: without
+ * the file's attributes, for a function that sets its own). */
+#define EW_CHUNK(NAME, T, RT, NIN, EXPR) EW_CHUNK_ATTRS EW_CHUNK_BODY(NAME, T, RT, NIN, EXPR)
+#define EW_CHUNK_BODY(NAME, T, RT, NIN, EXPR)                                             \
+  static void NAME(int64_t n, void* o, const void* const* in, const void* ctx) {        \
     typedef T ew_t;                                                                      \
     const ew_par* P = ctx;                                                               \
     const ew_t* A0 = in[0];                                                              \

@@ -1,6 +1,6 @@
 /* Elementwise family: binary and ternary ops (arithmetic, comparisons, logical/bitwise,
  * where, masked_fill, clamp, addcmul/addcdiv, lerp). */
-#include "vmath.h" /* TPURT_VEC_ATTRS, for lerp */
+#include "vmath.h" /* TPURT_VEC_ATTRS: the fused multiply-adds of lerp and add/sub with alpha */
 #include "elementwise.h"
 
 /* ---------------------------------------------------------------- helpers (CPU's rules) */
@@ -123,11 +123,20 @@ EW_DEF_I(lcm, EW_SAME, 2, ilcm(x, y))
   X(logical_xor, (x != 0) != (y != 0))
 
 /* Defined for complex64 too: name, float, int64 and complex expressions. */
-#define BINARY_SAME_CX_OPS(X)                                                      \
-  X(add_any, x + PF(0) * y, ew_wadd(x, ew_wmul(PI(0), y)), x + cx_mul(PC(0), y))    \
-  X(sub, x - PF(0) * y, ew_wsub(x, ew_wmul(PI(0), y)), x - cx_mul(PC(0), y))        \
-  X(rsub, y - PF(0) * x, ew_wsub(y, ew_wmul(PI(0), x)), y - cx_mul(PC(0), x))       \
-  X(mul, x * y, ew_wmul(x, y), cx_mul(x, y))
+#define BINARY_SAME_CX_OPS(X) X(mul, x * y, ew_wmul(x, y), cx_mul(x, y))
+/* x + alpha * y as CPU's vectorized add computes it: one fused multiply-add (sub and rsub are
+ * add with -alpha), in x86-64-v3 clones where that is one instruction (a libm call elsewhere) */
+#define ALPHA_OPS(X)                                                                         \
+  X(add_any, fma(PF(0), y, x), ew_wadd(x, ew_wmul(PI(0), y)), x + cx_mul(PC(0), y))          \
+  X(sub, fma(-PF(0), y, x), ew_wsub(x, ew_wmul(PI(0), y)), x - cx_mul(PC(0), y))             \
+  X(rsub, fma(-PF(0), x, y), ew_wsub(y, ew_wmul(PI(0), x)), y - cx_mul(PC(0), x))
+#define DEF_ALPHA(NAME, E, IE, CE)                                                          \
+  TPURT_VEC_ATTRS EW_CHUNK_BODY(NAME##_f32, float, float, 2, E)                             \
+  TPURT_VEC_ATTRS EW_CHUNK_BODY(NAME##_f64, double, double, 2, E)                           \
+  EW_CHUNK(NAME##_i64, int64_t, int64_t, 2, IE)                                             \
+  EW_CHUNK(NAME##_c64, cx_t, cx_t, 2, CE)                                                   \
+  EW_DESC_C(NAME, EW_SAME, 2, NAME##_f32, NAME##_f64, NAME##_i64, NAME##_c64)
+ALPHA_OPS(DEF_ALPHA)
 /* pow's exponent as a Scalar (PC(0)) takes ATen's shortcuts for small integral powers. */
 EW_DEF_FIC(pow, EW_SAME, 2, pow(x, y), ipow(x, y), cpowf(x, y))
 EW_CHUNK(pow_scalar_c64, cx_t, cx_t, 1, cx_pow_scalar(x, PC(0)))
@@ -152,7 +161,7 @@ BINARY_INT_OPS(KERNEL2)
 BINARY_BOOL_OPS(DEF_BOOL)
 BINARY_BOOL_OPS(KERNEL2)
 
-#define BINARY_PLAIN(X) X(sub) X(maximum) X(minimum) X(remainder) X(fmod) \
+#define BINARY_PLAIN(X) X(maximum) X(minimum) X(remainder) X(fmod) \
   X(atan2) X(copysign) X(hypot) X(xlogy) X(fmax) X(fmin) X(logaddexp) X(logaddexp2)
 BINARY_PLAIN(EW_KERNEL)
 
@@ -215,13 +224,25 @@ tpurt_status tpurt_kernel_nextafter(const tpurt_op_call* c) {
   return ew_run_op(&c->outs[0], &nextafter_op, v, &par);
 }
 
+/* sub / rsub: alpha in float16/bfloat16 when those are the common dtype, as CPU */
+static tpurt_status alpha_apply(const tpurt_op_call* c, const ew_op* op) {
+  const tpurt_value* v[TPURT_EW_MAX_IN];
+  ew_par par;
+  ew_operands(c, op, v);
+  ew_params(c, op, &par);
+  par.reduced |= EW_REDUCED_ALPHA;
+  return ew_run_op(&c->outs[0], op, v, &par);
+}
+EW_LINK(sub, sub_op)
+tpurt_status tpurt_kernel_sub(const tpurt_op_call* c) { return alpha_apply(c, &sub_op); }
+
 tpurt_status tpurt_kernel_rsub(const tpurt_op_call* c) {
   /* CPU's sub_check: no bool operand (rsub's meta function does not check) */
   for (int k = 0; k < 2; k++)
     if (c->args[k].kind == TPURT_V_TENSOR && c->args[k].t.dtype == TPURT_BOOL)
       return tpurt_fail(TPURT_ERR_RUNTIME, "Subtraction, the `-` operator, with a bool tensor is not supported. "
                         "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
-  return ew_apply(c, &rsub_op);
+  return alpha_apply(c, &rsub_op);
 }
 
 tpurt_status tpurt_kernel_floor_divide(const tpurt_op_call* c) {
@@ -321,12 +342,8 @@ EW_DEF_FC(addcdiv, EW_SAME, 3, x + PF(0) * y / z, x + cx_div(cx_mul(PC(0), y), z
 EW_KERNEL(addcdiv)
 /* lerp(self, end, weight): the weight is a third operand (Scalar or Tensor) */
 /* x86-64-v3 clones: the fused multiply-add is one instruction there (a libm call elsewhere) */
-#undef EW_CHUNK_ATTRS
-#define EW_CHUNK_ATTRS TPURT_VEC_ATTRS
-EW_CHUNK(lerp_f32, float, float, 3, FLERP(x, y, z))
-EW_CHUNK(lerp_f64, double, double, 3, FLERP(x, y, z))
-#undef EW_CHUNK_ATTRS
-#define EW_CHUNK_ATTRS
+TPURT_VEC_ATTRS EW_CHUNK_BODY(lerp_f32, float, float, 3, FLERP(x, y, z))
+TPURT_VEC_ATTRS EW_CHUNK_BODY(lerp_f64, double, double, 3, FLERP(x, y, z))
 EW_CHUNK(lerp_c64, cx_t, cx_t, 3, cx_lerp(x, y, z))
 /* Only self and end promote: CPU reads a Scalar weight in float (opmath) as given, not rounded
  * to a float16/bfloat16 common dtype; a Tensor weight has self's dtype already. */

@@ -769,6 +769,22 @@ def test_alpha_as_cpu_bit_for_bit(dtype, op):
     assert_same(actual, expected)
 
 
+@pytest.mark.parametrize("dtype", REDUCED + [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("op", ["lerp", "add", "sub"])
+def test_foreach_alpha_and_lerp_as_cpu_bit_for_bit(dtype, op):
+    # AdamW's default path on tpu: the foreach forms round as CPU's per-tensor kernels
+    g = torch.Generator().manual_seed(0)
+    selves, others = ([torch.randn(4096, generator=g).to(dtype) for _ in range(3)] for _ in range(2))
+    fn = {"lerp": lambda s, o: torch._foreach_lerp_(s, o, 0.3),
+          "add": lambda s, o: torch._foreach_add_(s, o, alpha=0.3),
+          "sub": lambda s, o: torch._foreach_sub_(s, o, alpha=0.3)}[op]
+    ours = [t.to("tpu") for t in selves]
+    fn(selves, others)
+    fn(ours, [t.to("tpu") for t in others])
+    for actual, expected in zip(ours, selves):
+        assert_same(actual, expected)
+
+
 # ---------------------------------------------------------------- where CPU is wrong
 def test_embedding_bag_scale_grad_by_freq_divides_by_each_index_count():
     # CPU 2.13 divides by the count of another index (pytorch/pytorch#190063, fixed after

@@ -292,6 +292,16 @@ void tpurt_streams_flush_all(void);
 /* Allocator hooks used by the stream module (scratch memory for kernels is not used). */
 void tpurt_allocator_flush_device(int device);
 
+/* A function with an x86-64-v3 clone (AVX2, FMA) picked at load time beside the portable one
+ * (none under the sanitizers). Both give the same results: no expression is contracted unless
+ * the file allows it (kernels/vmath.h does), and an explicit fma() is one instruction in the
+ * clone and a libm call in the portable build. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define TPURT_VEC_ATTRS __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define TPURT_VEC_ATTRS
+#endif
+
 /* ---------------------------------------------------------------- worker pool (pool.c) */
 /* fn(ctx, begin, end) over a sub-range of [0, n). */
 typedef void (*tpurt_pool_fn)(void* ctx, int64_t begin, int64_t end);

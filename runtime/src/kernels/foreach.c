@@ -45,7 +45,9 @@ static const tpurt_value* fe_outs(const tpurt_op_call* c) {
 }
 
 /* ---------------------------------------------------------------- elementwise foreach ops */
-typedef struct fe_ctx { double f; int64_t i; } fe_ctx; /* the coefficient (alpha / value) */
+/* The coefficient (alpha / value); alpha: as add/sub read it, in float16/bfloat16 when the
+ * tensors are (CPU's add kernel), else f. */
+typedef struct fe_ctx { double f; int64_t i; double alpha; } fe_ctx;
 
 static inline int fe_nan_f(float v) { return v != v; }
 static inline int fe_nan_d(double v) { return v != v; }
@@ -55,7 +57,10 @@ static inline int fe_nan_i(int64_t v) { (void)v; return 0; }
 #define FE_MAX(x, y) (FE_NAN(x) ? (x) : FE_NAN(y) ? (y) : (x) > (y) ? (x) : (y))
 #define FE_MIN(x, y) (FE_NAN(x) ? (x) : FE_NAN(y) ? (y) : (x) < (y) ? (x) : (y))
 /* at::lerp: the form that is exact at the nearer end point */
-#define FE_LERP(x, y, w) (fabs(w) < 0.5 ? (x) + (w) * ((y) - (x)) : (y) - ((y) - (x)) * (1 - (w)))
+#define FE_LERP(x, y, w) (fabs(w) < 0.5 ? FE_FMA(w, (y) - (x), x) : FE_FMA((w) - 1, (y) - (x), y))
+/* a * b + c rounded once for floats (the type of c picks the form), as CPU's vectorized add
+ * (alpha) and lerp */
+#define FE_FMA(a, b, c) _Generic((c), int64_t: (c) + (a) * (b), default: fma(a, b, c))
 #define FE_ABS(x) ((x) <= 0 ? 0 - (x) : (x)) /* abs(-0.0) is +0.0 */
 #define FE_SIGN(x) (((x) > 0) - ((x) < 0))
 #define FE_COEF(T, c) _Generic((T)0, int64_t: (T)(c)->i, default: (T)(c)->f)
@@ -67,8 +72,8 @@ static inline int fe_nan_i(int64_t v) { (void)v; return 0; }
 /* X(op, operands, expression of x, y, z (operands of one element) and a (coefficient)).
  * Each becomes tpurt_kernel_foreach_<op>. */
 #define FE_OPS(X)                                  \
-  X(add, 2, x + a * y)                             \
-  X(sub, 2, x - a * y)                             \
+  X(add, 2, FE_FMA(alpha, y, x))                   \
+  X(sub, 2, FE_FMA(-alpha, y, x))                  \
   X(mul, 2, x * y)                                 \
   X(div, 2, x / y)                                 \
   X(maximum, 2, FE_MAX(x, y))                      \
@@ -112,13 +117,15 @@ static inline int fe_nan_i(int64_t v) { (void)v; return 0; }
   X(frac, 1, x - trunc(x))
 
 #define FE_CHUNK(op, T, nin, expr)                                                        \
-  FE_NOTRAP static void fe_##op##_##T(int64_t n, void* o, const void* const* in, const void* vctx) { \
+  FE_NOTRAP TPURT_VEC_ATTRS static void fe_##op##_##T(int64_t n, void* o, const void* const* in, const void* vctx) { \
     const T* X = in[0];                                                                    \
     const T* Y = nin > 1 ? (const T*)in[1] : X;                                            \
     const T* Z = nin > 2 ? (const T*)in[2] : X;                                            \
     const T a = FE_COEF(T, (const fe_ctx*)vctx);                                           \
+    const T alpha = _Generic((T)0, int64_t: a, default: (T)((const fe_ctx*)vctx)->alpha);  \
     T* r = o;                                                                              \
     (void)a;                                                                               \
+    (void)alpha;                                                                           \
     for (int64_t i = 0; i < n; i++) {                                                      \
       T x = X[i], y = Y[i], z = Z[i];                                                      \
       (void)x; (void)y; (void)z;                                                           \
@@ -128,7 +135,7 @@ static inline int fe_nan_i(int64_t v) { (void)v; return 0; }
 
 /* Coefficient of tensor i: the argument after the operands, when the overload has one. */
 static fe_ctx fe_coef(const tpurt_op_call* c, int nin, int i) {
-  fe_ctx k = {1.0, 1};
+  fe_ctx k = {1.0, 1, 1.0};
   if (c->nargs - 1 > nin && c->args[nin].kind != TPURT_V_NONE) {
     tpurt_value v = fe_elem(&c->args[nin], i);
     k.f = tpurt_value_f(&v);
@@ -170,6 +177,9 @@ static tpurt_status fe_run(const tpurt_op_call* c, int nin, const tpurt_ew_fn fn
     /* integer operands of a float result (div, sqrt, ...) compute in float */
     tpurt_ctype ct = tpurt_ctype_of(tpurt_promote_types(tpurt_promo_result(&p), out->dtype));
     fe_ctx k = fe_coef(c, nin, i);
+    k.alpha = out->dtype == TPURT_F16 ? tpurt_f16_to_f32(tpurt_f32_to_f16((float)k.f))
+              : out->dtype == TPURT_BF16 ? tpurt_round_bf16((float)k.f)
+                                         : k.f;
     tpurt_status s = tpurt_ew_run(out, nin, in, ct, fns[ct], &k);
     if (s) return s;
   }
@@ -383,7 +393,7 @@ static tpurt_status adam_tensor(const adam_ctx* k, tpurt_ctype ct, const tpurt_t
   if (!s) s = tpurt_ew_run(v, 3, in, ct, d ? adam_v_double : adam_v_float, k);
   if (!s && vmax) {
     tpurt_tensor mx[2] = {*vmax, *v};
-    fe_ctx one = {1.0, 1};
+    fe_ctx one = {1.0, 1, 1.0};
     s = tpurt_ew_run(vmax, 2, mx, ct, d ? fe_maximum_double : fe_maximum_float, &one);
   }
   tpurt_tensor pin[3] = {*param, *m, vmax ? *vmax : *v};
@@ -433,7 +443,7 @@ static tpurt_status fused_adam(const tpurt_op_call* c, int adamw, const char* op
     if (a[TPURT_ARG_fused_adam_grad_scale].kind != TPURT_V_NONE) { /* grads are unscaled in place first */
       int64_t st[1]; /* 8-byte aligned scalar storage */
       tpurt_tensor gs[2] = {*grad, tpurt_scalar_tensor(&a[TPURT_ARG_fused_adam_grad_scale], st)};
-      fe_ctx one = {1.0, 1};
+      fe_ctx one = {1.0, 1, 1.0};
       s = tpurt_ew_run(grad, 2, gs, ct, ct == TPURT_CT_F64 ? fe_div_double : fe_div_float, &one);
     }
     if (!s) s = adam_tensor(&k, ct, param, grad, &a[TPURT_ARG_fused_adam_exp_avgs].tensors[i], &a[TPURT_ARG_fused_adam_exp_avg_sqs].tensors[i],
@@ -505,7 +515,7 @@ tpurt_status tpurt_kernel_fused_sgd(const tpurt_op_call* c) {
     if (a[TPURT_ARG_fused_sgd_grad_scale].kind != TPURT_V_NONE) { /* grads are unscaled in place first */
       int64_t st[1]; /* 8-byte aligned scalar storage */
       tpurt_tensor gs[2] = {*grad, tpurt_scalar_tensor(&a[TPURT_ARG_fused_sgd_grad_scale], st)};
-      fe_ctx one = {1.0, 1};
+      fe_ctx one = {1.0, 1, 1.0};
       s = tpurt_ew_run(grad, 2, gs, ct, d ? fe_div_double : fe_div_float, &one);
     }
     const tpurt_tensor* buf = k.momentum != 0 ? &a[TPURT_ARG_fused_sgd_momentum_buffer_list].tensors[i] : grad;

@@ -21,11 +21,7 @@
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("fp-contract=fast", "no-trapping-math")
 #endif
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define TPURT_VEC_ATTRS __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define TPURT_VEC_ATTRS
-#endif
+#include "../internal.h" /* TPURT_VEC_ATTRS */
 
 static inline float vm_f32_of(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline uint32_t vm_bits_f32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }

@@ -756,7 +756,7 @@ def test_lerp_as_cpu_bit_for_bit(dtype, weight):
 
 
 @pytest.mark.parametrize("dtype", REDUCED + [torch.float32, torch.float64], ids=str)
-@pytest.mark.parametrize("op", ["add", "sub", "rsub", "sub_"])
+@pytest.mark.parametrize("op", ["add", "sub", "rsub", "sub_", "addcmul"])
 def test_alpha_as_cpu_bit_for_bit(dtype, op):
     # CPU's vectorized add is one fused multiply-add with alpha in the tensors' dtype (rounded to
     # float16/bfloat16 there); two roundings, or alpha in float, changed up to a quarter of the
@@ -764,20 +764,22 @@ def test_alpha_as_cpu_bit_for_bit(dtype, op):
     g = torch.Generator().manual_seed(0)
     a, b = (torch.randn(4096, generator=g).to(dtype) for _ in range(2))
     fn = {"add": lambda a, b: torch.add(a, b, alpha=0.3), "sub": lambda a, b: torch.sub(a, b, alpha=0.3),
-          "rsub": lambda a, b: torch.rsub(a, b, alpha=0.3), "sub_": lambda a, b: a.clone().sub_(b, alpha=0.3)}[op]
+          "rsub": lambda a, b: torch.rsub(a, b, alpha=0.3), "sub_": lambda a, b: a.clone().sub_(b, alpha=0.3),
+          "addcmul": lambda a, b: torch.addcmul(a, b, b.flip(0), value=0.3)}[op]
     actual, expected = both(fn, a, b)
     assert_same(actual, expected)
 
 
 @pytest.mark.parametrize("dtype", REDUCED + [torch.float32, torch.float64], ids=str)
-@pytest.mark.parametrize("op", ["lerp", "add", "sub"])
+@pytest.mark.parametrize("op", ["lerp", "add", "sub", "addcmul"])
 def test_foreach_alpha_and_lerp_as_cpu_bit_for_bit(dtype, op):
     # AdamW's default path on tpu: the foreach forms round as CPU's per-tensor kernels
     g = torch.Generator().manual_seed(0)
     selves, others = ([torch.randn(4096, generator=g).to(dtype) for _ in range(3)] for _ in range(2))
     fn = {"lerp": lambda s, o: torch._foreach_lerp_(s, o, 0.3),
           "add": lambda s, o: torch._foreach_add_(s, o, alpha=0.3),
-          "sub": lambda s, o: torch._foreach_sub_(s, o, alpha=0.3)}[op]
+          "sub": lambda s, o: torch._foreach_sub_(s, o, alpha=0.3),
+          "addcmul": lambda s, o: torch._foreach_addcmul_(s, o, o, value=0.3)}[op]
     ours = [t.to("tpu") for t in selves]
     fn(selves, others)
     fn(ours, [t.to("tpu") for t in others])

@@ -335,8 +335,12 @@ tpurt_status tpurt_kernel_clamp_max(const tpurt_op_call* c) {
 }
 
 /* addcmul / addcdiv(self, tensor1, tensor2, *, value): PF/PI(0) = value */
-EW_DEF_FIC(addcmul, EW_SAME, 3, x + PF(0) * y * z, ew_wadd(x, ew_wmul(ew_wmul(PI(0), y), z)),
-           x + cx_mul(cx_mul(PC(0), y), z))
+/* addcmul: (value * tensor1) * tensor2 + self with the last two fused, as CPU's vectorized kernel */
+TPURT_VEC_ATTRS EW_CHUNK_BODY(addcmul_f32, float, float, 3, fma(PF(0) * y, z, x))
+TPURT_VEC_ATTRS EW_CHUNK_BODY(addcmul_f64, double, double, 3, fma(PF(0) * y, z, x))
+EW_CHUNK(addcmul_i64, int64_t, int64_t, 3, ew_wadd(x, ew_wmul(ew_wmul(PI(0), y), z)))
+EW_CHUNK(addcmul_c64, cx_t, cx_t, 3, x + cx_mul(cx_mul(PC(0), y), z))
+EW_DESC_C(addcmul, EW_SAME, 3, addcmul_f32, addcmul_f64, addcmul_i64, addcmul_c64)
 EW_KERNEL(addcmul)
 EW_DEF_FC(addcdiv, EW_SAME, 3, x + PF(0) * y / z, x + cx_div(cx_mul(PC(0), y), z))
 EW_KERNEL(addcdiv)

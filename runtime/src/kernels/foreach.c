@@ -81,7 +81,7 @@ static inline int fe_nan_i(int64_t v) { (void)v; return 0; }
   X(clamp_min, 2, FE_MAX(x, y))                    \
   X(clamp_max, 2, FE_MIN(x, y))                    \
   X(pow, 2, pow(x, y))                             \
-  X(addcmul, 3, x + a * y * z)                     \
+  X(addcmul, 3, FE_FMA(a * y, z, x))               \
   X(addcdiv, 3, x + a * (y / z))                   \
   X(lerp, 3, FE_LERP(x, y, z))                     \
   X(abs, 1, FE_ABS(x))                             \

@@ -47,5 +47,5 @@ setup(
         )
     ],
     cmdclass={"build_ext": BuildRuntimeThenExtension.with_options(use_ninja=True)},
-    package_data={"torch_tpu": ["lib/libtpurt.so"]},
+    package_data={"torch_tpu": ["lib/libtpurt.so", "specs/*.json"]},
 )

@@ -14,6 +14,7 @@
 namespace torch_tpu {
 std::map<std::string, std::pair<int64_t, std::string>> fallback_counts();
 void reset_fallback_counts();
+void add_cost_model(py::module& m);
 
 PyExc python_exception_kind(const std::exception& e, std::string* message, bool take_runtime) {
   auto kind_of = [&](PyObject* type) {
@@ -115,10 +116,7 @@ namespace {
 using namespace torch_tpu;
 namespace py = pybind11;
 
-py::dict chip_info(int device) {
-  tpurt_chip_info i{};
-  i.struct_size = sizeof i;
-  check(tpurt_chip_get_info(device, &i));
+py::dict info_dict(const tpurt_chip_info& i) {
   py::dict d;
   d["generation"] = std::string(i.generation);
   d["accelerator_type"] = std::string(i.accelerator_type);
@@ -133,6 +131,20 @@ py::dict chip_info(int device) {
   d["tensorcores"] = i.tensorcores;
   d["usd_per_chip_hour"] = i.usd_per_chip_hour;
   return d;
+}
+
+py::dict chip_info(int device) {
+  tpurt_chip_info i{};
+  i.struct_size = sizeof i;
+  check(tpurt_chip_get_info(device, &i));
+  return info_dict(i);
+}
+
+py::dict generation_info(const std::string& generation) {
+  tpurt_chip_info i{};
+  i.struct_size = sizeof i;
+  check(tpurt_generation_get_info(generation.c_str(), &i));
+  return info_dict(i);
 }
 
 py::dict memory_stats(int device) {
@@ -272,6 +284,8 @@ PYBIND11_MODULE(_C, m) {
     check(tpurt_device_synchronize(d));
   });
   m.def("_chip_info", &chip_info);
+  m.def("_generation_info", &generation_info);
+  add_cost_model(m);
   m.def("_memory_stats", &memory_stats);
   m.def("_empty_cache", [] {
     py::gil_scoped_release nogil;

@@ -169,32 +169,7 @@ struct NativeKernel final : c10::OperatorKernel {
                                        at::TensorOptions().dtype(from_tpurt_dtype(t.dtype)).device(*device)));
       }
     }
-    int nouts = 0;
-    for (const auto& r : results) {
-      if (r.isTensor()) {
-        TORCH_CHECK(nouts < TPURT_MAX_OUTS, "too many outputs for the tpu runtime");
-        call.outs[nouts++] = describe(r.toTensor());
-      } else if (r.isTensorList()) {
-        auto& l = store.list();
-        for (const auto& t : r.toTensorList()) l.push_back(describe(t));
-        tpurt_value v{};
-        v.kind = TPURT_V_TENSORS;
-        v.scalar_dtype = -1;
-        v.n = static_cast<int32_t>(l.size());
-        v.tensors = l.data();
-        call.args[n++] = v;
-      }
-    }
-    if (results.empty()) {  // in-place list ops (_foreach_*_): the mutated list is the output list
-      for (size_t i = 0; i < nargs; i++) {
-        const auto* ai = schema.arguments()[i].alias_info();
-        if (ai && ai->isWrite() && args[i].isTensorList()) {
-          TORCH_CHECK(n < TPURT_MAX_ARGS, "too many arguments for the tpu runtime");
-          call.args[n++] = call.args[i];
-          break;
-        }
-      }
-    }
+    const int nouts = describe_outputs(call, n, results, schema, args, store);
     seal_call(call, n, nouts);
     if (flags_ & TPURT_OPF_RANDOM) {
       auto g = gen && gen->defined() ? *gen : default_generator(device->index());

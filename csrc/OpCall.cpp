@@ -400,6 +400,38 @@ tpurt_value value_of(const c10::IValue& a, ArgStorage& store, Describe describe_
   return v;
 }
 
+int describe_outputs(tpurt_op_call& call, int& n, c10::ArrayRef<c10::IValue> results, const c10::FunctionSchema& schema,
+                     c10::ArrayRef<c10::IValue> args, ArgStorage& store, Describe describe_tensor) {
+  int nouts = 0;
+  for (const auto& r : results) {
+    if (r.isTensor()) {
+      TORCH_CHECK(nouts < TPURT_MAX_OUTS, "too many outputs for the tpu runtime");
+      call.outs[nouts++] = describe_tensor(r.toTensor());
+    } else if (r.isTensorList()) {
+      TORCH_CHECK(n < TPURT_MAX_ARGS, "too many arguments for the tpu runtime");
+      auto& l = store.list();
+      for (const auto& t : r.toTensorList()) l.push_back(describe_tensor(t));
+      tpurt_value v{};
+      v.kind = TPURT_V_TENSORS;
+      v.scalar_dtype = -1;
+      v.n = static_cast<int32_t>(l.size());
+      v.tensors = l.data();
+      call.args[n++] = v;
+    }
+  }
+  if (results.empty()) {  // in-place list ops (_foreach_*_): the mutated list is the output list
+    for (size_t i = 0; i < args.size(); i++) {
+      const auto* ai = schema.arguments()[i].alias_info();
+      if (ai && ai->isWrite() && args[i].isTensorList()) {
+        TORCH_CHECK(n < TPURT_MAX_ARGS, "too many arguments for the tpu runtime");
+        call.args[n++] = call.args[i];
+        break;
+      }
+    }
+  }
+  return nouts;
+}
+
 void begin_call(tpurt_op_call& call, int op, c10::Device device) {
   std::memset(&call, 0, offsetof(tpurt_op_call, args));
   call.struct_size = sizeof call;

@@ -115,6 +115,11 @@ using Describe = tpurt_tensor (*)(const at::Tensor&);
 // One boxed argument as the runtime's value: tpu tensors as descriptors, 0-dim CPU tensors and
 // scalars as values, lists into store.
 tpurt_value value_of(const c10::IValue& a, ArgStorage& store, Describe describe_tensor = describe);
+// The op's results as the call's outputs: tensors into outs (their count is returned), a tensor
+// list as one more list argument at n, and for an in-place list op (_foreach_*_, no results)
+// the mutated list again. n is the next argument slot and advances.
+int describe_outputs(tpurt_op_call& call, int& n, c10::ArrayRef<c10::IValue> results, const c10::FunctionSchema& schema,
+                     c10::ArrayRef<c10::IValue> args, ArgStorage& store, Describe describe_tensor = describe);
 // The call's header (the struct is ~9 KiB: only the header is zeroed here).
 void begin_call(tpurt_op_call& call, int op, c10::Device device);
 // Marks the argument and output slots past the used ones empty, as tpurt_call_copy leaves them.

@@ -14,7 +14,7 @@ def test_available_and_default_chip():
     assert torch.tpu.is_available()
     assert torch.tpu.device_count() == 1
     p = torch.tpu.get_device_properties(0)
-    assert p.generation == "v6e" and p.total_memory == 32_000_000_000 and p.mxu_dim == 256
+    assert p.generation == "v6e" and p.total_memory == 32 << 30 and p.mxu_dim == 256
     assert torch.tpu.current_device() == 0
     assert torch._C._get_privateuse1_backend_name() == "tpu"
 
@@ -59,7 +59,7 @@ def test_slice_from_launch_env():
     env = {"TPU_ACCELERATOR_TYPE": "v5litepod-8", "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env=env).stdout
-    assert out.split() == ["8", "v5e", "2x4", "16000000000"]
+    assert out.split() == ["8", "v5e", "2x4", "17179869184"]
     env["TPU_VISIBLE_CHIPS"] = "3"
     code = "import torch; print(torch.tpu.device_count(), torch.tpu.get_device_properties(0).global_index)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout

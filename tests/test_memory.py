@@ -21,7 +21,7 @@ def test_allocated_peak_reserved():
     torch.tpu.empty_cache()
     assert torch.tpu.memory_reserved() == torch.tpu.memory_allocated()
     free, total = torch.tpu.mem_get_info()
-    assert total == 32_000_000_000 and 0 < free <= total
+    assert total == 32 << 30 and 0 < free <= total
 
 
 def test_cached_block_is_reused():
@@ -35,9 +35,9 @@ def test_cached_block_is_reused():
 def test_oom_names_request_capacity_and_use_and_recovers():
     keep = torch.empty(1 << 20, device="tpu")
     with pytest.raises(torch.OutOfMemoryError) as e:
-        torch.empty(10_000_000_000, device="tpu")  # 40 GB of float32 on a 32 GB v6e
+        torch.empty(10_000_000_000, device="tpu")  # 40 GB of float32 on a 32 GiB v6e
     msg = str(e.value)
-    assert "Tried to allocate 37.25 GiB" in msg and "HBM capacity 29.80 GiB" in msg and "allocated" in msg
+    assert "Tried to allocate 37.25 GiB" in msg and "HBM capacity 32.00 GiB" in msg and "allocated" in msg
     assert torch.tpu.memory_stats()["num_ooms"] >= 1
     torch.tpu.empty_cache()
     y = torch.ones(1000, device="tpu")

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define TPURT_VERSION_MAJOR 0
-#define TPURT_VERSION_MINOR 7
+#define TPURT_VERSION_MINOR 8
 
 /* ---------------------------------------------------------------- status codes */
 /* X(code, value, the c10 error class the C++ boundary throws, which PyTorch turns into the
@@ -284,6 +284,13 @@ tpurt_status tpurt_op_run(const tpurt_op_call* call);
 tpurt_status tpurt_op_size_outputs(int32_t stream, tpurt_op_call* call);
 
 /* ---------------------------------------------------------------- plans (since 0.4) */
+/* One batched matrix product out[batch][m][n] = a[batch][m][k] b[batch][k][n]; causal: only the
+ * blocks on and below the diagonal are computed (flash attention's causal skip). Since 0.8. */
+typedef struct tpurt_gemm_shape {
+  int64_t batch, m, n, k;
+  int32_t causal;
+} tpurt_gemm_shape;
+#define TPURT_MAX_GEMMS 5
 /* What the runtime will do with a call, decided from its descriptors alone: tensor data may
  * be NULL (then nothing is known of overlaps). Everything a kernel would refuse for shapes
  * and dtypes alone is refused here, with the kernel's message. */
@@ -299,6 +306,10 @@ typedef struct tpurt_plan {
   int64_t bytes_moved;      /* bytes the call reads and writes of its tensors */
   tpurt_tensor outs[TPURT_MAX_OUTS]; /* the layout each output is written in (data as given) */
   int32_t nouts;
+  /* Since 0.8: the matrix products the op performs, for the cost model's MXU padding (none
+   * for ops of other kinds). flops counts them at their true sizes. */
+  tpurt_gemm_shape gemms[TPURT_MAX_GEMMS];
+  int32_t ngemms;
 } tpurt_plan;
 /* The scratch bytes `call` needs as given (its data pointers decide private outputs): what
  * tpurt_op_plan reports in scratch_bytes, without its checks. Since 0.6. */
@@ -306,6 +317,49 @@ int64_t tpurt_op_scratch_bytes(const tpurt_op_call* call);
 /* Plan `call`. TPURT_OK: supported, *out filled. TPURT_ERR_UNSUPPORTED (or the error the kernel
  * would raise for these shapes and dtypes): not supported, tpurt_last_error() says why. */
 tpurt_status tpurt_op_plan(const tpurt_op_call* call, tpurt_plan* out);
+
+/* ---------------------------------------------------------------- cost model (since 0.8) */
+/* What work would take on a real TPU generation, from its public figures (tpu_specs.json):
+ * the time of each engine and the roofline, their largest. `generation` is a generation's name
+ * or alias ("v6e", "tpu7x", "v5litepod") or a slice name ("v6e-256"). The formulas, their
+ * sources and the calibration constants are in runtime/src/cost.c, in one place. */
+typedef enum {
+  TPURT_BOUND_NONE = 0, /* no work */
+  TPURT_BOUND_MXU = 1,
+  TPURT_BOUND_VPU = 2,
+  TPURT_BOUND_HBM = 3,
+  TPURT_BOUND_ICI = 4,
+  TPURT_BOUND_LATENCY = 5 /* a collective's per-hop latency floor */
+} tpurt_bound;
+typedef struct tpurt_cost {
+  size_t struct_size;
+  double seconds;                  /* the roofline: the largest engine time */
+  double mxu_seconds, vpu_seconds, hbm_seconds, ici_seconds;
+  double flops;                    /* the work at its true sizes */
+  double mxu_flops;                /* matrix-unit work after padding each GEMM to the MXU tile */
+  double hbm_bytes, ici_bytes;     /* bytes through HBM; bytes each chip sends over ICI */
+  int32_t bound;                   /* tpurt_bound: which time sets seconds */
+} tpurt_cost;
+/* Matrix products of dtype (bf16/f16/f32 run at the bf16 peak, as TPUs do at DEFAULT
+ * precision; int8 at the int8 peak) plus hbm_bytes of traffic. */
+tpurt_status tpurt_gemm_cost(const char* generation, const tpurt_gemm_shape* gemms, int ngemms, int32_t dtype,
+                             int64_t hbm_bytes, tpurt_cost* out);
+/* One op of the op table: its plan's GEMMs on the MXU, its other operations on the VPU, the
+ * bytes it reads and writes through HBM. Data pointers may be NULL. */
+tpurt_status tpurt_op_cost(const tpurt_op_call* call, const char* generation, tpurt_cost* out);
+typedef enum {
+  TPURT_COLLECTIVE_ALL_REDUCE = 0,
+  TPURT_COLLECTIVE_ALL_GATHER = 1,
+  TPURT_COLLECTIVE_REDUCE_SCATTER = 2,
+  TPURT_COLLECTIVE_ALL_TO_ALL = 3,
+  TPURT_COLLECTIVE_COUNT = 4
+} tpurt_collective;
+/* A collective over the torus axes of a slice: naxes axes of axis_sizes[i] chips each,
+ * wraparound[i] nonzero where the axis closes into a ring. bytes: the full array per chip
+ * (the gathered result of an all-gather, the input of a reduce-scatter or all-reduce, what
+ * each chip sends in total in an all-to-all). */
+tpurt_status tpurt_collective_cost(const char* generation, int32_t collective, int64_t bytes, const int32_t* axis_sizes,
+                                   const int32_t* wraparound, int32_t naxes, tpurt_cost* out);
 
 /* ---------------------------------------------------------------- graphs (since 0.4) */
 /* A sequence of planned calls over a set of buffers, validated once and launched many times.
@@ -408,6 +462,9 @@ typedef struct tpurt_chip_info {
 tpurt_status tpurt_init(void);
 int tpurt_device_count(void);
 tpurt_status tpurt_chip_get_info(int device, tpurt_chip_info* out);
+/* The figures of a generation as an emulated chip of it would report them (no device
+ * involved): a generation's name or alias, or a slice name ("v6e-256"). Since 0.8. */
+tpurt_status tpurt_generation_get_info(const char* generation, tpurt_chip_info* out);
 /* Current device of the calling thread (default 0). */
 int tpurt_device_get(void);
 tpurt_status tpurt_device_set(int device);

@@ -6,21 +6,10 @@
 
 #include "internal.h"
 
-typedef struct generation {
-  const char* name;
-  const char* aliases;
-  double bf16_tflops;
-  int64_t hbm_bytes;
-  double hbm_GBps, ici_GBps_bidir;
-  int tensorcores, mxu_per_tc, mxu_dim, chips_per_host, suffix_counts_tensorcores;
-  double usd_per_chip_hour;
-  int topology_dims;
-} generation;
-
 static const generation generations[] = {
-#define GEN(n, a, tf, hbm, bw, ici, tc, mxu, dim, cph, sct, usd, td) \
-  {n, a, tf, hbm, bw, ici, tc, mxu, dim, cph, sct, usd, td},
-#include "generations.def"
+#define GEN(n, a, tf, i8, f8, hbm, bw, ici, tc, mxu, dim, cph, sct, usd, td, maxc) \
+  {n, a, tf, i8, f8, hbm, bw, ici, tc, mxu, dim, cph, sct, usd, td, maxc},
+#include "generations.gen.h"
 #undef GEN
 };
 enum { GENERATION_COUNT = sizeof generations / sizeof generations[0] };
@@ -38,7 +27,7 @@ static struct {
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static _Thread_local int current_device;
 
-static const generation* find_generation(const char* prefix, size_t len) {
+const generation* tpurt_find_generation(const char* prefix, size_t len) {
   for (int g = 0; g < GENERATION_COUNT; g++) {
     const char* a = generations[g].aliases;
     while (*a) {
@@ -74,7 +63,7 @@ static void configure(void) {
   snprintf(cfg.accelerator_type, sizeof cfg.accelerator_type, "%s", type);
   const char* dash = strrchr(type, '-');
   size_t len = dash ? (size_t)(dash - type) : strlen(type);
-  cfg.gen = find_generation(type, len);
+  cfg.gen = tpurt_find_generation(type, len);
   long suffix = dash ? strtol(dash + 1, NULL, 10) : 1;
   if (!cfg.gen || suffix <= 0) {
     cfg.status = TPURT_ERR_VALUE;
@@ -152,30 +141,61 @@ static tpurt_status check_device(int device) {
   return TPURT_OK;
 }
 
+/* The generation's own figures into i. */
+static void describe_generation(const generation* g, tpurt_chip_info* i) {
+  snprintf(i->generation, sizeof i->generation, "%s", g->name);
+  i->hbm_bytes = g->hbm_bytes;
+  i->bf16_tflops = g->bf16_tflops;
+  i->hbm_GBps = g->hbm_GBps;
+  i->ici_GBps_bidir = g->ici_GBps_bidir;
+  i->mxu_dim = g->mxu_dim;
+  i->mxu_count = g->mxu_per_tc > 0 ? g->mxu_per_tc * g->tensorcores : -1;
+  i->tensorcores = g->tensorcores;
+  i->usd_per_chip_hour = g->usd_per_chip_hour;
+}
+
+static tpurt_status give_info(const tpurt_chip_info* i, tpurt_chip_info* out) {
+  size_t n = out->struct_size && out->struct_size < sizeof *i ? out->struct_size : sizeof *i;
+  memcpy(out, i, n);
+  out->struct_size = n;
+  return TPURT_OK;
+}
+
 tpurt_status tpurt_chip_get_info(int device, tpurt_chip_info* out) {
   tpurt_status s = check_device(device);
   if (s) return s;
   tpurt_chip_info i;
   memset(&i, 0, sizeof i);
   i.struct_size = sizeof i;
-  snprintf(i.generation, sizeof i.generation, "%s", cfg.gen->name);
+  describe_generation(cfg.gen, &i);
   snprintf(i.accelerator_type, sizeof i.accelerator_type, "%s", cfg.accelerator_type);
   snprintf(i.topology, sizeof i.topology, "%s", cfg.topology);
   i.global_index = cfg.global_index[device];
-  i.hbm_bytes = cfg.gen->hbm_bytes;
   const char* override = tpurt_env_get(TPURT_ENV_HBM_BYTES); /* shrink the emulated HBM for tests */
   if (override && atoll(override) > 0) i.hbm_bytes = atoll(override);
-  i.bf16_tflops = cfg.gen->bf16_tflops;
-  i.hbm_GBps = cfg.gen->hbm_GBps;
-  i.ici_GBps_bidir = cfg.gen->ici_GBps_bidir;
-  i.mxu_dim = cfg.gen->mxu_dim;
-  i.mxu_count = cfg.gen->mxu_per_tc > 0 ? cfg.gen->mxu_per_tc * cfg.gen->tensorcores : -1;
-  i.tensorcores = cfg.gen->tensorcores;
-  i.usd_per_chip_hour = cfg.gen->usd_per_chip_hour;
-  size_t n = out->struct_size && out->struct_size < sizeof i ? out->struct_size : sizeof i;
-  memcpy(out, &i, n);
-  out->struct_size = n;
-  return TPURT_OK;
+  return give_info(&i, out);
+}
+
+const generation* tpurt_generation_named(const char* name) {
+  if (!name) return NULL;
+  const generation* g = tpurt_find_generation(name, strlen(name));
+  const char* dash = strrchr(name, '-');
+  if (!g && dash && dash[1] && strspn(dash + 1, "0123456789") == strlen(dash + 1))
+    g = tpurt_find_generation(name, (size_t)(dash - name)); /* a slice name: v6e-256 */
+  return g;
+}
+
+tpurt_status tpurt_generation_get_info(const char* generation_name, tpurt_chip_info* out) {
+  const generation* g = tpurt_generation_named(generation_name);
+  if (!g)
+    return tpurt_fail(TPURT_ERR_VALUE, "'%s' is not a TPU generation or slice name; expected one of v4, v5e (v5litepod), "
+                      "v5p, v6e, v7 (tpu7x), optionally with a size (v6e-256)", generation_name ? generation_name : "(null)");
+  tpurt_chip_info i;
+  memset(&i, 0, sizeof i);
+  i.struct_size = sizeof i;
+  describe_generation(g, &i);
+  snprintf(i.accelerator_type, sizeof i.accelerator_type, "%s", generation_name);
+  return give_info(&i, out);
 }
 
 int tpurt_device_get(void) { return current_device; }

@@ -57,6 +57,23 @@ void tpurt_call_copy_fixed(tpurt_op_call* dst, const tpurt_op_call* c);
 void tpurt_op_count_run(const tpurt_op_call* c);
 tpurt_status tpurt_op_execute(const tpurt_op_call* c);
 
+/* A TPU generation's public figures (generations.gen.h, generated from
+ * torch_tpu/specs/tpu_specs.json); -1 marks a figure that is not published. */
+typedef struct generation {
+  const char* name;
+  const char* aliases;
+  double bf16_tflops, int8_tops, fp8_tflops;
+  int64_t hbm_bytes;
+  double hbm_GBps, ici_GBps_bidir;
+  int tensorcores, mxu_per_tc, mxu_dim, chips_per_host, suffix_counts_tensorcores;
+  double usd_per_chip_hour;
+  int topology_dims, max_slice_chips;
+} generation;
+/* The generation one of whose names is prefix[0..len), NULL if none (chip.c). */
+const generation* tpurt_find_generation(const char* prefix, size_t len);
+/* The generation a name, alias or slice name ("v6e-256") names, NULL if none. */
+const generation* tpurt_generation_named(const char* name);
+
 /* The argument `name` of the call to `kernel` (the ATen schema's name; args.gen.h, generated
  * by runtime/gen_args.py, holds its index, the same for every overload on the kernel's line). */
 #define TPURT_ARG(c, kernel, name) (&(c)->args[TPURT_ARG_##kernel##_##name])

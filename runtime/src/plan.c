@@ -51,19 +51,30 @@ static void look(const tpurt_tensor* t, void* p) {
   if (t->ndim > TPURT_MAX_DIMS) s->too_many_dims = 1;
 }
 
+/* The product a matrix op performs: a [batch.., m, k] times b [.., k, n], vectors as one row
+ * or column (mv, dot); addbmm sums its batch into one output. */
+static int generic_gemm(const tpurt_op_call* c, const tpurt_op_info* info, tpurt_gemm_shape* g) {
+  const tpurt_value *a = &c->args[info->contract[0]], *b = &c->args[info->contract[1]];
+  if (a->kind != TPURT_V_TENSOR || b->kind != TPURT_V_TENSOR || a->t.ndim < 1 || b->t.ndim < 1) return 0;
+  g->k = a->t.sizes[a->t.ndim - 1];
+  g->m = a->t.ndim >= 2 ? a->t.sizes[a->t.ndim - 2] : 1;
+  g->n = b->t.ndim >= 2 ? b->t.sizes[b->t.ndim - 1] : 1;
+  int64_t per = g->m * g->k;
+  g->batch = per > 0 ? tpurt_numel(&a->t) / per : 0;
+  g->causal = 0;
+  return 1;
+}
+
 /* Operations of the common kinds; kernels with a hook refine it (convolution). */
-static int64_t generic_flops(const tpurt_op_call* c, const tpurt_op_info* info) {
+static int64_t generic_flops(const tpurt_op_call* c, const tpurt_op_info* info, const tpurt_plan* p) {
   int64_t out = c->nouts > 0 && c->outs[0].ndim >= 0 ? tpurt_numel(&c->outs[0]) : 0;
   switch (info->kind) {
     case TPURT_KIND_ELEMENTWISE: return out * (info->arity > 1 ? info->arity - 1 : 1);
     case TPURT_KIND_REDUCTION:
     case TPURT_KIND_SCAN:
       return c->nargs > 0 && c->args[0].kind == TPURT_V_TENSOR ? tpurt_numel(&c->args[0].t) : 0;
-    case TPURT_KIND_MATMUL: {
-      const tpurt_value* a = &c->args[info->contract[0]];
-      if (a->kind != TPURT_V_TENSOR || a->t.ndim < 1) return 0;
-      return 2 * out * a->t.sizes[a->t.ndim - 1]; /* K: the first operand's last dim */
-    }
+    case TPURT_KIND_MATMUL:
+      return p->ngemms ? 2 * p->gemms[0].batch * p->gemms[0].m * p->gemms[0].n * p->gemms[0].k : 0;
     default: return 0;
   }
 }
@@ -90,7 +101,8 @@ tpurt_status tpurt_op_plan(const tpurt_op_call* c, tpurt_plan* out) {
   p.outputs_from_data = (info.flags & TPURT_OPF_DATA_SIZED) != 0;
   p.runs_blocking = tpurt_op_runs_blocking(c);
   p.bytes_moved = sv.bytes;
-  p.flops = generic_flops(c, &info);
+  if (info.kind == TPURT_KIND_MATMUL) p.ngemms = generic_gemm(c, &info, &p.gemms[0]);
+  p.flops = generic_flops(c, &info, &p);
   p.nouts = c->nouts;
   memcpy(p.outs, c->outs, sizeof(tpurt_tensor) * (size_t)c->nouts);
   p.private_outputs = tpurt_needs_private_outputs(c);

@@ -339,6 +339,24 @@ static tpurt_status out_done(const tpurt_tensor* t, float* buf, tpurt_status s) 
   return s;
 }
 
+/* The products of attention as a TPU's flash kernel does them (scores QK^T, then PV; the
+ * backward recomputes the scores and forms dV, dP, dQ, dK), for the cost model, and their
+ * flops. A causal mask over a square score matrix skips half of every product. */
+static void attention_gemms(const attn_job* J, int causal, int backward, tpurt_plan* p) {
+  int64_t bh = J->B * J->Hq;
+  int half = causal && J->L == J->S;
+  const tpurt_gemm_shape fwd[] = {{bh, J->L, J->S, J->E, half}, {bh, J->L, J->Ev, J->S, half}};
+  const tpurt_gemm_shape bwd[] = {{bh, J->L, J->S, J->E, half}, {bh, J->S, J->Ev, J->L, half}, {bh, J->L, J->S, J->Ev, half},
+                            {bh, J->L, J->E, J->S, half}, {bh, J->S, J->E, J->L, half}};
+  const tpurt_gemm_shape* g = backward ? bwd : fwd;
+  p->ngemms = backward ? 5 : 2;
+  p->flops = 0;
+  for (int i = 0; i < p->ngemms; i++) {
+    p->gemms[i] = g[i];
+    p->flops += 2 * g[i].batch * g[i].m * g[i].n * g[i].k / (g[i].causal ? 2 : 1);
+  }
+}
+
 /* What the fused kernel takes (its plan hook; the C++ layer's backend choice asks the plan,
  * so these limits live here only): no dropout, 4-D query/key/value, query heads a multiple
  * of key heads. */
@@ -353,8 +371,8 @@ tpurt_status tpurt_plan_sdpa_fused(const tpurt_op_call* c, tpurt_plan* p) {
     return tpurt_fail(TPURT_ERR_RUNTIME, "tpu fused attention: query heads (%lld) must be a multiple of key heads (%lld)",
                       (long long)q->sizes[1], (long long)k->sizes[1]);
   if (!p) return TPURT_OK;
-  p->flops = 2 * q->sizes[0] * q->sizes[1] * q->sizes[2] * k->sizes[2] * (q->sizes[3] + v->sizes[3]);
   attn_job J = job_of(q, k, v, 0);
+  attention_gemms(&J, TPURT_ARG(c, sdpa_fused, is_causal)->i != 0, 0, p);
   int64_t rows = J.B * J.Hq * J.L;
   /* the backend choice plans a call without outputs: count their buffers */
   tpurt_tensor none = {.ndim = -1};
@@ -485,6 +503,7 @@ tpurt_status tpurt_plan_sdpa_fused_backward(const tpurt_op_call* c, tpurt_plan* 
   const tpurt_tensor *q = &TPURT_ARG(c, sdpa_fused_backward, query)->t, *k = &TPURT_ARG(c, sdpa_fused_backward, key)->t,
                      *v = &TPURT_ARG(c, sdpa_fused_backward, value)->t;
   attn_job J = job_of(q, k, v, 0);
+  attention_gemms(&J, TPURT_ARG(c, sdpa_fused_backward, is_causal)->i != 0, 1, p);
   p->scratch_bytes += tpurt_temp_bytes(f32_bytes(tpurt_numel(&TPURT_ARG(c, sdpa_fused_backward, logsumexp)->t))) +
                       tpurt_temp_bytes(out_buf_bytes(&c->outs[0], tpurt_numel(q))) +
                       tpurt_temp_bytes(out_buf_bytes(&c->outs[1], tpurt_numel(k))) +

@@ -437,6 +437,16 @@ static tpurt_status conv_dtype_check(const geom* g, int dtype, int transposed, i
 
 static void* acc_alloc(const conv_run* r, int64_t n) { return tpurt_temp_zeroed((size_t)n * r->aes); }
 
+/* The convolution as GEMMs per group over im2col columns (the cost model pads them to the
+ * MXU): the forward or input gradient [N*Ls x CbK] x [CbK x Csg], the weight gradient
+ * [Csg x N*Ls] x [N*Ls x CbK]; and their flops. */
+static void conv_gemms(const geom* g, int data, int weight, tpurt_plan* p) {
+  p->ngemms = 0;
+  if (data) p->gemms[p->ngemms++] = (tpurt_gemm_shape){g->G, g->N * g->Ls, g->Csg, g->CbK, 0};
+  if (weight) p->gemms[p->ngemms++] = (tpurt_gemm_shape){g->G, g->Csg, g->CbK, g->N * g->Ls, 0};
+  p->flops = 2 * g->N * g->G * g->Csg * g->Ls * g->CbK * p->ngemms;
+}
+
 /* Bytes of the temporaries the kernels below take, in the order they take them. */
 tpurt_status tpurt_plan_convolution(const tpurt_op_call* c, tpurt_plan* p) {
   const tpurt_tensor *x = &TPURT_ARG(c, convolution, input)->t, *w = &TPURT_ARG(c, convolution, weight)->t, *out = &c->outs[0];
@@ -452,7 +462,7 @@ tpurt_status tpurt_plan_convolution(const tpurt_op_call* c, tpurt_plan* p) {
   if (direct)
     p->scratch_bytes += tpurt_temp_bytes((size_t)tpurt_numel(w) * tpurt_dtype_size((tpurt_dtype)w->dtype)) +
                         tpurt_temp_bytes(direct_col_bytes(&g));
-  p->flops = 2 * g.N * g.G * g.Csg * g.Ls * g.CbK;
+  conv_gemms(&g, 1, 0, p);
   return TPURT_OK;
 }
 
@@ -473,7 +483,7 @@ tpurt_status tpurt_plan_convolution_backward(const tpurt_op_call* c, tpurt_plan*
                           tpurt_temp_bytes(direct_col_bytes(&g));
   }
   if (gw->ndim >= 0) p->scratch_bytes += tpurt_temp_bytes((size_t)tpurt_numel(gw) * aes);
-  p->flops = 2 * g.N * g.G * g.Csg * g.Ls * g.CbK * ((gi->ndim >= 0) + (gw->ndim >= 0));
+  conv_gemms(&g, gi->ndim >= 0, gw->ndim >= 0, p);
   return TPURT_OK;
 }
 

@@ -49,7 +49,25 @@ py::object op_cost(const std::string& name, const std::string& overload, const p
   auto handle = c10::Dispatcher::singleton().findSchema({"aten::" + name, overload == "default" ? "" : overload});
   if (!handle) return py::none();
   const auto& schema = handle->schema();
-  torch::jit::Stack stack = torch::jit::createStackForSchema(schema, args, kwargs, std::nullopt);
+  // As the dispatcher passes them: a Python number where the schema takes a Tensor (x + 1e-6)
+  // arrives as a wrapped number, which the runtime reads as a scalar argument.
+  torch::jit::Stack stack;
+  const auto& formals = schema.arguments();
+  for (size_t i = 0; i < formals.size(); i++) {
+    const auto& f = formals[i];
+    py::object v;
+    if (i < args.size()) v = args[i];
+    else if (kwargs.contains(f.name().c_str())) v = kwargs[f.name().c_str()];
+    else if (f.default_value()) {
+      stack.push_back(*f.default_value());
+      continue;
+    } else {
+      return py::none();
+    }
+    const bool number = py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v) || py::isinstance<py::bool_>(v);
+    if (number && f.type()->kind() == c10::TypeKind::TensorType) stack.emplace_back(torch::jit::toIValue(v, c10::NumberType::get()));
+    else stack.push_back(torch::jit::toIValue(v, f.type()));
+  }
   std::vector<c10::IValue> results;
   if (py::isinstance<py::tuple>(outputs) || py::isinstance<py::list>(outputs)) {
     for (const auto& o : outputs) {

@@ -1,5 +1,6 @@
 """Makes PrivateUse1 the ``tpu`` device and installs torch_tpu's objects over the stubs that
 PyTorch >= 2.12 registers lazily for the name "tpu" (ARCHITECTURE.md, known traps)."""
+import atexit
 import importlib.abc
 import importlib.util
 import sys
@@ -28,6 +29,25 @@ def register():
     _after_import("accelerate.state", _install_accelerate)
     for name in ("safetensors", "safetensors.torch"):
         _after_import(name, _install_safetensors)
+    atexit.register(_release_autograd_graph_tasks)
+
+
+def _release_autograd_graph_tasks():
+    """torch 2.13 keeps each backward's Python context (contextvars) in its autograd graph task.
+    The tpu device thread can drop the last reference to a finished task after the interpreter
+    has begun finalizing; the context's destructor then takes the GIL, which ends the thread
+    inside a noexcept destructor: abort, exit status 134, at random after any tpu backward.
+    A backward issued here without that context runs on each device thread after every earlier
+    one, so when it returns no thread holds a task with a Python object (pytorch engine.cpp,
+    thread_main drops a task at the end of its loop iteration)."""
+    try:
+        from torch.autograd.variable import Variable
+
+        for d in range(torch.tpu.device_count()):
+            x = torch.ones((), device=f"tpu:{d}", requires_grad=True)
+            Variable._execution_engine.run_backward((x * 1,), (torch.ones((), device=f"tpu:{d}"),), False, False, (), True, True)
+    except Exception:  # best effort while the process exits
+        pass
 
 
 def _C_init():

@@ -35,9 +35,20 @@ def info() -> str:
     return "\n".join(lines)
 
 
+COMMANDS = {
+    "info": "chips, generation, topology, HBM use, environment",
+    "dryrun": "what a training step or serving would take on a TPU slice, on fake tensors (--help)",
+}
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "dryrun":
+        from . import dryrun
+
+        return dryrun.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m torch_tpu")
-    parser.add_argument("command", choices=["info"], help="info: chips, generation, topology, HBM use, environment")
+    parser.add_argument("command", choices=list(COMMANDS), help="; ".join(f"{k}: {v}" for k, v in COMMANDS.items()))
     parser.parse_args(argv)
     print(info())
     return 0

@@ -111,13 +111,17 @@ class CostRecorder(TorchDispatchMode):
 
     def _grouped_mm(self, args, out):
         """Experts' grouped GEMM: rows spread evenly over the groups (balanced routing), every
-        group's weights read once."""
-        x, w = args[0], args[1]
-        if x.dim() != 2 or w.dim() != 3:
+        group's weights read once. Forward and input gradient: x [S, K] by w [E, K, N]; weight
+        gradient: a [K, S] by b [S, N] into [E, K, N]."""
+        a, b = args[0], args[1]
+        if a.dim() == 2 and b.dim() == 3:
+            m, k, n = a.shape[0], a.shape[1], b.shape[-1]
+        elif a.dim() == 2 and b.dim() == 2 and out.dim() == 3:
+            m, k, n = a.shape[0], a.shape[1], b.shape[1]
+        else:
             return None
-        rows, k, n = x.shape[0], x.shape[1], w.shape[-1]
-        moved = _tensor_bytes(x) + _tensor_bytes(w) + _tensor_bytes(out)
-        return torch_tpu._C._gemm_cost(self.generation, [(1, rows, n, k, False)], w.dtype, moved)
+        moved = _tensor_bytes(a) + _tensor_bytes(b) + _tensor_bytes(out)
+        return torch_tpu._C._gemm_cost(self.generation, [(1, m, n, k, False)], b.dtype, moved)
 
     def totals(self, phase=None):
         """Sums over the recorded calls (of one phase), with gemm_flops: the flops of calls that

@@ -256,7 +256,8 @@ int tpurt_stream_valid(int32_t stream);
 #define TPURT_STREAM_PAYLOAD (sizeof(tpurt_op_call) + 2048)
 /* Enqueue fn(payload) on a stream, payload being TPURT_STREAM_PAYLOAD bytes inside the
  * stream's command ring that fill(payload, src) writes while the slot is reserved: no
- * allocation per command. Waits while the ring is full. */
+ * allocation per command. Waits while the ring is full. `what` NULL: the payload starts with
+ * the command's NUL-terminated name (a compiled kernel's, which lives only there). */
 tpurt_status tpurt_stream_enqueue_inline(int32_t stream, tpurt_status (*fn)(void*),
                                          void (*fill)(void* payload, const void* src), const void* src,
                                          const char* what);

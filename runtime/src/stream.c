@@ -375,7 +375,7 @@ tpurt_status tpurt_stream_enqueue_inline(int32_t s, tpurt_status (*fn)(void*),
   c->fn = fn;
   c->arg = c->payload;
   c->release = NULL;
-  c->what = what;
+  c->what = what ? what : c->payload;
   commit_locked(st);
   pthread_mutex_unlock(&st->mu);
   return TPURT_OK;

@@ -290,6 +290,30 @@ int tpurt_stream_defer(int32_t stream, const tpurt_op_call* c, int64_t numel);
 /* Enqueue every stream's pending chain (mode changes). */
 void tpurt_streams_flush_all(void);
 
+/* ---------------------------------------------------------------- trace (trace.c) */
+/* Nonzero while a trace records. */
+extern int tpurt_trace_on;
+static inline int tpurt_tracing(void) { return __builtin_expect(__atomic_load_n(&tpurt_trace_on, __ATOMIC_RELAXED), 0); }
+/* The calling thread's tag (tpurt_trace_set_tag): a command records it when issued. */
+uint64_t tpurt_trace_issuer_tag(void);
+/* fn(arg) run as a command of `stream` named `what`, issued under `tag`, and recorded. */
+tpurt_status tpurt_trace_run(int32_t stream, tpurt_status (*fn)(void*), void* arg, const char* what, uint64_t tag);
+/* Every command runs through one of these, recorded while a trace records: a queued one with the
+ * tag it was issued under, one run on the issuing thread with that thread's. */
+static inline tpurt_status tpurt_run_command(int32_t stream, tpurt_status (*fn)(void*), void* arg, const char* what,
+                                             uint64_t tag) {
+  return tpurt_tracing() ? tpurt_trace_run(stream, fn, arg, what, tag) : fn(arg);
+}
+static inline tpurt_status tpurt_run_inline(int32_t stream, tpurt_status (*fn)(void*), void* arg, const char* what) {
+  return tpurt_tracing() ? tpurt_trace_run(stream, fn, arg, what, tpurt_trace_issuer_tag()) : fn(arg);
+}
+/* An op call the running command executes (tpurt_op_count_run, while tracing): its figures join
+ * the command's record. */
+void tpurt_trace_note_call(const tpurt_op_call* c);
+/* Wait until every stream ran the work issued to it, pending fused chains included; errors stay
+ * pending (stream.c). */
+void tpurt_streams_drain(void);
+
 /* Allocator hooks used by the stream module (scratch memory for kernels is not used). */
 void tpurt_allocator_flush_device(int device);
 

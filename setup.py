@@ -12,7 +12,7 @@ from setuptools import setup
 # Building must not autoload an installed torch_tpu: a stale editable install (pointing at a
 # deleted checkout) would make `import torch` fail before anything is built.
 os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
-from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402
+from torch.utils.cpp_extension import BuildExtension, CppExtension, include_paths  # noqa: E402
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 CCACHE_DIR = "/usr/lib/ccache"  # Debian's compiler symlinks through ccache
@@ -39,7 +39,8 @@ setup(
         CppExtension(
             "torch_tpu._C",
             sorted(os.path.join("csrc", f) for f in os.listdir(os.path.join(ROOT, "csrc")) if f.endswith(".cpp")),
-            include_dirs=[os.path.join(ROOT, "runtime", "include")],
+            # kineto: Profiler.cpp's child profiler implements Kineto's interface
+            include_dirs=[os.path.join(ROOT, "runtime", "include"), os.path.join(include_paths()[0], "kineto")],
             library_dirs=[os.path.join(ROOT, "torch_tpu", "lib")],
             libraries=["tpurt"],
             extra_compile_args=["-std=c++20", "-O2", "-Wno-unused-parameter"],

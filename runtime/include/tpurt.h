@@ -540,6 +540,49 @@ tpurt_status tpurt_event_elapsed_ms(tpurt_event* start, tpurt_event* end, double
 tpurt_status tpurt_memcpy_h2d(int32_t stream, void* dev, const void* host, size_t nbytes);
 tpurt_status tpurt_memcpy_d2h(int32_t stream, void* host, const void* dev, size_t nbytes);
 
+/* ---------------------------------------------------------------- trace (since 0.8) */
+/* While a trace records, every command a stream runs leaves one record: kernels, fused chains,
+ * graphs, compiled kernels, copies, event records and waits. Calls run on the issuing thread
+ * (debug mode, small ops on an idle stream, blocking launches) are recorded on their stream the
+ * same way. A profiler turns the records into its device timeline. With no trace recording, a
+ * command costs one test of a flag where it is issued, run and counted. */
+#define TPURT_TRACE_MAX_ARGS 4
+typedef struct tpurt_trace_arg {
+  const char* key; /* static storage */
+  double value;
+} tpurt_trace_arg;
+typedef struct tpurt_trace_record {
+  size_t struct_size;
+  int64_t start_ns, end_ns; /* when the command ran, on tpurt_trace_now_ns's clock */
+  uint64_t tag;             /* the issuing thread's tag when it issued the command; 0: none (a
+                               fused chain, whose calls were issued under several tags) */
+  int32_t stream;           /* the stream handle (tpurt_stream_device / tpurt_stream_index) */
+  int32_t nargs;
+  /* "emulator_us": end - start in microseconds; for commands running op calls, summed over the
+   * calls: "flops" and "bytes" (tpurt_plan's flops and bytes_moved) */
+  tpurt_trace_arg args[TPURT_TRACE_MAX_ARGS];
+  char name[64]; /* the kernel ("addmm"), "fused chain: add, mul", a compiled kernel's name,
+                    "host-to-device copy", "event record", ... (cut at 63 characters) */
+} tpurt_trace_record;
+/* Start recording; the records of an earlier trace are dropped. */
+tpurt_status tpurt_trace_start(void);
+/* Wait until every stream ran the work issued to it (pending errors stay pending), then stop
+ * recording. The records stay until the next tpurt_trace_start. */
+void tpurt_trace_stop(void);
+/* Records taken so far, in the order their commands started (on one stream: the order it ran
+ * them). */
+int64_t tpurt_trace_count(void);
+/* Record i (0 <= i < tpurt_trace_count()); NULL out of range or while its command runs. Owned
+ * by the runtime, valid until the next tpurt_trace_start. */
+const tpurt_trace_record* tpurt_trace_get(int64_t i);
+/* Records the trace had no room for (it holds the first 1M). */
+int64_t tpurt_trace_dropped(void);
+/* The calling thread's tag, which commands it issues while a trace records carry: a profiler sets
+ * the id of the host op being dispatched, so device records link back to it. 0: none. */
+void tpurt_trace_set_tag(uint64_t tag);
+/* Now on the records' clock (CLOCK_MONOTONIC), in nanoseconds. */
+int64_t tpurt_trace_now_ns(void);
+
 /* ---------------------------------------------------------------- modes */
 /* X(enum, value, TorchTPU's name): strict runs asynchronously (the default), debug
  * synchronously (TPU_LAUNCH_BLOCKING=1), fused (since 0.5; TORCH_TPU_DEFER_AND_FUSE=1) as strict,

@@ -95,8 +95,12 @@ void tpurt_chain_release(void* p) {
   free(ch);
 }
 
+/* "fused chain: add, mul, relu" (cut at 63 characters), the name a trace shows; a failure
+ * overwrites it with the failing kernel's. */
 const char* tpurt_chain_what(tpurt_chain* ch) {
-  snprintf(ch->what, sizeof ch->what, "fused chain");
+  int at = snprintf(ch->what, sizeof ch->what, "fused chain:");
+  for (int k = 0; k < ch->n && at < (int)sizeof ch->what; k++)
+    at += snprintf(ch->what + at, sizeof ch->what - at, "%s %s", k ? "," : "", tpurt_op_kernel_name(ch->calls[k]->op));
   return ch->what;
 }
 

@@ -13,9 +13,9 @@ typedef struct {
   tpurt_host_arg_copy copies[TPURT_MAX_HOST_KERNEL_ARGS]; /* in the caller's launch only */
 } host_launch;
 typedef struct {
+  char name[96]; /* first: the command's name (tpurt_stream_enqueue_inline) */
   tpurt_host_kernel_fn fn;
   int nargs;
-  char name[96];
   int64_t args[TPURT_MAX_HOST_KERNEL_ARGS];
   _Alignas(64) unsigned char snapshots[TPURT_HOST_KERNEL_COPY_BYTES];
 } host_command;
@@ -73,7 +73,7 @@ tpurt_status tpurt_host_kernel_launch(int32_t stream, tpurt_host_kernel_fn fn, c
   if (nargs) memcpy(l.args, args, (size_t)nargs * sizeof(int64_t));
   /* Always the worker: generated loops parallelise with OpenMP, whose thread team belongs to
    * the thread that opens the parallel region, so one thread must run them all. */
-  s = tpurt_stream_enqueue_inline(stream, run_launch, fill_launch, &l, "compiled graph");
+  s = tpurt_stream_enqueue_inline(stream, run_launch, fill_launch, &l, NULL);
   /* debug mode (TPU_LAUNCH_BLOCKING=1): the error raises from the launch that caused it */
   if (!s && tpurt_get_eager_mode() == TPURT_MODE_DEBUG) s = tpurt_stream_synchronize(stream);
   return s;

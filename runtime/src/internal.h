@@ -273,7 +273,8 @@ int tpurt_stream_valid(int32_t stream);
 #define TPURT_STREAM_PAYLOAD (sizeof(tpurt_op_call) + 2048)
 /* Enqueue fn(payload) on a stream, payload being TPURT_STREAM_PAYLOAD bytes inside the
  * stream's command ring that fill(payload, src) writes while the slot is reserved: no
- * allocation per command. Waits while the ring is full. */
+ * allocation per command. Waits while the ring is full. `what` NULL: the payload starts with
+ * the command's NUL-terminated name (a compiled kernel's, which lives only there). */
 tpurt_status tpurt_stream_enqueue_inline(int32_t stream, tpurt_status (*fn)(void*),
                                          void (*fill)(void* payload, const void* src), const void* src,
                                          const char* what);
@@ -305,6 +306,30 @@ const char* tpurt_chain_what(tpurt_chain* chain);
 int tpurt_stream_defer(int32_t stream, const tpurt_op_call* c, int64_t numel);
 /* Enqueue every stream's pending chain (mode changes). */
 void tpurt_streams_flush_all(void);
+
+/* ---------------------------------------------------------------- trace (trace.c) */
+/* Nonzero while a trace records. */
+extern int tpurt_trace_on;
+static inline int tpurt_tracing(void) { return __builtin_expect(__atomic_load_n(&tpurt_trace_on, __ATOMIC_RELAXED), 0); }
+/* The calling thread's tag (tpurt_trace_set_tag): a command records it when issued. */
+uint64_t tpurt_trace_issuer_tag(void);
+/* fn(arg) run as a command of `stream` named `what`, issued under `tag`, and recorded. */
+tpurt_status tpurt_trace_run(int32_t stream, tpurt_status (*fn)(void*), void* arg, const char* what, uint64_t tag);
+/* Every command runs through one of these, recorded while a trace records: a queued one with the
+ * tag it was issued under, one run on the issuing thread with that thread's. */
+static inline tpurt_status tpurt_run_command(int32_t stream, tpurt_status (*fn)(void*), void* arg, const char* what,
+                                             uint64_t tag) {
+  return tpurt_tracing() ? tpurt_trace_run(stream, fn, arg, what, tag) : fn(arg);
+}
+static inline tpurt_status tpurt_run_inline(int32_t stream, tpurt_status (*fn)(void*), void* arg, const char* what) {
+  return tpurt_tracing() ? tpurt_trace_run(stream, fn, arg, what, tpurt_trace_issuer_tag()) : fn(arg);
+}
+/* An op call the running command executes (tpurt_op_count_run, while tracing): its figures join
+ * the command's record. */
+void tpurt_trace_note_call(const tpurt_op_call* c);
+/* Wait until every stream ran the work issued to it, pending fused chains included; errors stay
+ * pending (stream.c). */
+void tpurt_streams_drain(void);
 
 /* Allocator hooks used by the stream module (scratch memory for kernels is not used). */
 void tpurt_allocator_flush_device(int device);

@@ -272,7 +272,10 @@ static tpurt_status run_private(const tpurt_op_call* c) {
   return s;
 }
 
-void tpurt_op_count_run(const tpurt_op_call* c) { tpurt_metrics_count_op(c->op, uses_f64(c)); }
+void tpurt_op_count_run(const tpurt_op_call* c) {
+  tpurt_metrics_count_op(c->op, uses_f64(c));
+  if (tpurt_tracing()) tpurt_trace_note_call(c);
+}
 
 tpurt_status tpurt_op_run(const tpurt_op_call* c) {
   if (c->op < 0 || c->op >= OP_COUNT) return tpurt_fail(TPURT_ERR_VALUE, "unknown op id %d", c->op);
@@ -404,7 +407,7 @@ static tpurt_status launch_blocking(int32_t stream, const tpurt_op_call* c) {
   tpurt_status s = tpurt_stream_synchronize(stream);
   void* block;
   if (!s) s = scratch_attach(stream, c, &block);
-  return s ? s : scratch_done(c, block, tpurt_op_run(c));
+  return s ? s : scratch_done(c, block, tpurt_run_inline(stream, run_cloned, (void*)c, ops[c->op].kernel));
 }
 
 tpurt_status tpurt_op_launch_blocking(int32_t stream, const tpurt_op_call* c) {
@@ -485,7 +488,7 @@ tpurt_status tpurt_op_size_outputs(int32_t stream, tpurt_op_call* c) {
   s = tpurt_stream_synchronize(stream);
   void* block;
   if (!s) s = scratch_attach(stream, c, &block);
-  return s ? s : scratch_done(c, block, size_cmd(c));
+  return s ? s : scratch_done(c, block, tpurt_run_inline(stream, size_cmd, c, ops[c->op].kernel));
 }
 
 /* ---------------------------------------------------------------- host <-> device copies */

@@ -37,6 +37,7 @@ typedef struct command {
   const char* what;
   struct stream_state* after; /* run only once this stream completed after_seq (or NULL) */
   uint64_t after_seq;
+  uint64_t tag; /* the issuing thread's trace tag, taken while a trace records */
   _Alignas(64) char payload[TPURT_STREAM_PAYLOAD];
 } command;
 
@@ -147,6 +148,7 @@ static void keep_failure_locked(stream_state* st, tpurt_status s, const char* wh
 
 static void* worker_main(void* p) {
   stream_state* st = p;
+  int32_t handle = tpurt_stream_make(st->device, st->index);
   for (uint64_t seq = 1;; seq++) {
     if (load_seq(&st->issued) < seq && !spin_until(&st->issued, seq)) {
       pthread_mutex_lock(&st->mu);
@@ -157,7 +159,7 @@ static void* worker_main(void* p) {
     }
     command* c = &st->ring[seq % RING];
     if (c->after) wait_completed(c->after, c->after_seq);
-    tpurt_status s = c->fn(c->arg);
+    tpurt_status s = tpurt_run_command(handle, c->fn, c->arg, c->what, c->tag);
     if (s != TPURT_OK) { /* before the release: a chain's `what` lives in its buffer */
       pthread_mutex_lock(&st->mu);
       keep_failure_locked(st, s, c->what);
@@ -283,6 +285,7 @@ static void flush_chain_locked(stream_state* st) {
     c->arg = ch;
     c->release = tpurt_chain_release;
     c->what = tpurt_chain_what(ch);
+    c->tag = 0; /* its calls were issued under several tags */
     __atomic_store_n(&st->chain, NULL, __ATOMIC_RELEASE);
     commit_locked(st);
   }
@@ -310,6 +313,7 @@ static command* reserve_locked(stream_state* st) {
   } while (st->chain); /* waiting released mu and someone deferred a call meanwhile */
   command* c = &st->ring[(st->issued + 1) % RING];
   c->after = busy_default_stream(st, &c->after_seq);
+  c->tag = tpurt_tracing() ? tpurt_trace_issuer_tag() : 0;
   return c;
 }
 
@@ -336,6 +340,16 @@ int tpurt_stream_defer(int32_t s, const tpurt_op_call* c, int64_t numel) {
 void tpurt_streams_flush_all(void) {
   for (int d = 0; d < TPURT_MAX_DEVICES; d++)
     for (int i = 0; i < TPURT_MAX_STREAMS_PER_DEVICE; i++) flush_chain(__atomic_load_n(&streams[d][i], __ATOMIC_ACQUIRE));
+}
+
+void tpurt_streams_drain(void) {
+  for (int d = 0; d < TPURT_MAX_DEVICES; d++)
+    for (int i = 0; i < TPURT_MAX_STREAMS_PER_DEVICE; i++) {
+      stream_state* st = __atomic_load_n(&streams[d][i], __ATOMIC_ACQUIRE);
+      if (!st) continue;
+      flush_chain(st);
+      wait_completed(st, load_seq(&st->issued));
+    }
 }
 
 static tpurt_status enqueue(int32_t s, tpurt_status (*fn)(void*), void* arg, void (*release)(void*),
@@ -375,7 +389,7 @@ tpurt_status tpurt_stream_enqueue_inline(int32_t s, tpurt_status (*fn)(void*),
   c->fn = fn;
   c->arg = c->payload;
   c->release = NULL;
-  c->what = what;
+  c->what = what ? what : c->payload;
   commit_locked(st);
   pthread_mutex_unlock(&st->mu);
   return TPURT_OK;
@@ -393,7 +407,7 @@ int tpurt_stream_run_if_idle(int32_t s, tpurt_status (*fn)(void*), void* arg, co
   pthread_mutex_lock(&st->mu);
   int idle = load_seq(&st->completed) == st->issued && !st->chain && !busy_default_stream(st, &dep);
   if (idle) {
-    tpurt_status e = fn(arg);
+    tpurt_status e = tpurt_run_inline(s, fn, arg, what);
     if (e) keep_failure_locked(st, e, what);
   }
   pthread_mutex_unlock(&st->mu);

@@ -68,6 +68,14 @@ def test_chrome_trace_has_a_track_per_stream(tmp_path):
         assert e["dur"] > 0 and e["ts"] > 0 and e["args"]["emulator_us"] > 0
         assert e["args"]["External id"] in cpu_ids  # the op that issued it
     assert sorted(e["args"]["flops"] for e in kernels if e["name"] == "addmm") == [2 * 16 * 64 * 8, 2 * 16 * 32 * 64]
+    # each kernel's estimated time on the chip's generation (v6e): the cost model's roofline
+    import torch_tpu
+    for e in kernels:
+        if "flops" in e["args"]:  # an op call (copies carry no cost)
+            assert e["args"]["estimated_tpu_us"] > 0
+    addmm = min((e for e in kernels if e["name"] == "addmm"), key=lambda e: e["args"]["flops"])
+    padded = 2 * 16 * 256 * 256 / (torch_tpu._C._generation_info("v6e")["bf16_tflops"] * 1e12) * 1e6
+    assert addmm["args"]["estimated_tpu_us"] >= padded
 
 
 def test_nothing_recorded_without_device_activity():

@@ -112,10 +112,13 @@ static void add_arg(tpurt_trace_record* r, const char* key, double value) {
 void tpurt_trace_note_call(const tpurt_op_call* c) {
   tpurt_trace_record* r = running;
   if (!r) return;
-  tpurt_plan p = {.struct_size = sizeof p};
-  if (tpurt_op_plan(c, &p)) return; /* the kernel reports its own refusal */
-  add_arg(r, "flops", (double)p.flops);
-  add_arg(r, "bytes", (double)p.bytes_moved);
+  tpurt_chip_info chip = {.struct_size = sizeof chip};
+  tpurt_cost cost = {.struct_size = sizeof cost};
+  if (tpurt_chip_get_info(c->device, &chip) || tpurt_op_cost(c, chip.generation, &cost))
+    return; /* the kernel reports its own refusal */
+  add_arg(r, "flops", cost.flops);
+  add_arg(r, "bytes", cost.hbm_bytes);
+  add_arg(r, "estimated_tpu_us", cost.seconds * 1e6); /* what the chip's generation would take (cost.c) */
 }
 
 tpurt_status tpurt_trace_run(int32_t stream, tpurt_status (*fn)(void*), void* arg, const char* what, uint64_t tag) {

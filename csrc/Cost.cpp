@@ -25,7 +25,11 @@ tpurt_tensor describe_metadata(const at::Tensor& t) {
 }
 
 py::dict cost_dict(const tpurt_cost& c) {
-  static const char* bounds[] = {"none", "mxu", "vpu", "hbm", "ici", "latency"};
+  static const char* bounds[] = {
+#define TPURT_X(e, name) name,
+      TPURT_BOUND_LIST(TPURT_X)
+#undef TPURT_X
+  };
   py::dict d;
   d["seconds"] = c.seconds;
   d["mxu_seconds"] = c.mxu_seconds;
@@ -36,7 +40,7 @@ py::dict cost_dict(const tpurt_cost& c) {
   d["mxu_flops"] = c.mxu_flops;
   d["hbm_bytes"] = c.hbm_bytes;
   d["ici_bytes"] = c.ici_bytes;
-  d["bound"] = bounds[c.bound >= 0 && c.bound <= TPURT_BOUND_LATENCY ? c.bound : 0];
+  d["bound"] = bounds[c.bound >= 0 && c.bound < TPURT_BOUND_COUNT ? c.bound : 0];
   return d;
 }
 
@@ -44,6 +48,9 @@ py::dict cost_dict(const tpurt_cost& c) {
 // in the runtime's op table or its plan refuses these shapes and dtypes (the caller says so).
 py::object op_cost(const std::string& name, const std::string& overload, const py::tuple& args,
                    const py::dict& kwargs, const py::object& outputs, const std::string& generation) {
+  tpurt_chip_info known{};
+  known.struct_size = sizeof known;
+  check(tpurt_generation_get_info(generation.c_str(), &known));  // a bad name raises; a refused plan is None
   const int op = tpurt_op_lookup((overload.empty() || overload == "default" ? name : name + "." + overload).c_str());
   if (op < 0) return py::none();
   auto handle = c10::Dispatcher::singleton().findSchema({"aten::" + name, overload == "default" ? "" : overload});
@@ -90,12 +97,7 @@ py::object op_cost(const std::string& name, const std::string& overload, const p
   seal_call(call, n, nouts);
   tpurt_cost c{};
   c.struct_size = sizeof c;
-  if (tpurt_op_cost(&call, generation.c_str(), &c) != TPURT_OK) {
-    const std::string why = tpurt_last_error();
-    if (why.find("not a TPU generation") != std::string::npos) throw py::value_error(why);
-    return py::none();
-  }
-  return cost_dict(c);
+  return tpurt_op_cost(&call, generation.c_str(), &c) == TPURT_OK ? py::object(cost_dict(c)) : py::none();
 }
 
 py::dict gemm_cost(const std::string& generation, const std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, bool>>& gemms,
@@ -110,14 +112,18 @@ py::dict gemm_cost(const std::string& generation, const std::vector<std::tuple<i
 
 py::dict collective_cost(const std::string& generation, const std::string& kind, int64_t bytes,
                          const std::vector<int32_t>& axis_sizes, const std::vector<int32_t>& wraparound) {
-  static const std::pair<const char*, tpurt_collective> kinds[] = {{"all_reduce", TPURT_COLLECTIVE_ALL_REDUCE},
-                                                                   {"all_gather", TPURT_COLLECTIVE_ALL_GATHER},
-                                                                   {"reduce_scatter", TPURT_COLLECTIVE_REDUCE_SCATTER},
-                                                                   {"all_to_all", TPURT_COLLECTIVE_ALL_TO_ALL}};
+  static const char* kinds[] = {
+#define TPURT_X(e, name) name,
+      TPURT_COLLECTIVE_LIST(TPURT_X)
+#undef TPURT_X
+  };
   int collective = -1;
-  for (const auto& [k, v] : kinds)
-    if (kind == k) collective = v;
-  if (collective < 0) throw py::value_error("unknown collective '" + kind + "': all_reduce, all_gather, reduce_scatter, all_to_all");
+  std::string known;
+  for (int k = 0; k < TPURT_COLLECTIVE_COUNT; k++) {
+    if (kind == kinds[k]) collective = k;
+    known += (k ? ", " : "") + std::string(kinds[k]);
+  }
+  if (collective < 0) throw py::value_error("unknown collective '" + kind + "': " + known);
   if (axis_sizes.size() != wraparound.size()) throw py::value_error("one wraparound flag per axis");
   tpurt_cost c{};
   c.struct_size = sizeof c;

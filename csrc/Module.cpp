@@ -130,6 +130,7 @@ py::dict info_dict(const tpurt_chip_info& i) {
   d["mxu_count"] = i.mxu_count;
   d["tensorcores"] = i.tensorcores;
   d["usd_per_chip_hour"] = i.usd_per_chip_hour;
+  d["slice_chips"] = i.slice_chips;
   return d;
 }
 

@@ -9,7 +9,6 @@ arguments are outputs (call->outs) and take no part.
 
 The runtime itself builds without torch: the header is committed, and tests/test_ops.py runs
 --check, so a PyTorch upgrade that moves an argument fails the tests instead of the kernels."""
-import argparse
 import os
 import pathlib
 import re
@@ -18,6 +17,7 @@ import sys
 
 os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
 import torch  # noqa: E402
+from generated import write_or_check  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 HEADER = HERE / "src" / "args.gen.h"
@@ -71,17 +71,8 @@ def render(kernels):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--check", action="store_true")
-    args = ap.parse_args()
-    text = render(table())
-    if args.check:
-        if not HEADER.exists() or HEADER.read_text() != text:
-            print(f"{HEADER} is not what torch {torch.__version__} gives: run python runtime/gen_args.py", file=sys.stderr)
-            return 1
-        return 0
-    HEADER.write_text(text)
-    return 0
+    return write_or_check(HEADER, render(table()), __doc__,
+                          f"is not what torch {torch.__version__} gives: run python runtime/gen_args.py")
 
 
 if __name__ == "__main__":

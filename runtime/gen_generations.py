@@ -6,10 +6,11 @@ torch_tpu/specs/tpu_specs.json (a copy of the project's public TPU facts, each c
 
 The runtime builds without Python: the header is committed, and tests/test_cost_model.py runs
 --check, so an edit of the JSON that is not regenerated fails the tests."""
-import argparse
 import json
 import pathlib
 import sys
+
+from generated import write_or_check
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SPECS = ROOT / "torch_tpu" / "specs" / "tpu_specs.json"
@@ -40,17 +41,8 @@ def render(specs):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true")
-    args = ap.parse_args()
     text = render(json.loads(SPECS.read_text()))
-    if args.check:
-        if not HEADER.exists() or HEADER.read_text() != text:
-            print(f"{HEADER} is stale: run python runtime/gen_generations.py", file=sys.stderr)
-            return 1
-        return 0
-    HEADER.write_text(text)
-    return 0
+    return write_or_check(HEADER, text, __doc__, "is stale: run python runtime/gen_generations.py")
 
 
 if __name__ == "__main__":

@@ -65,32 +65,19 @@ class Slice:
         gen_prefix, _, count = name.rpartition("-")
         if not count.isdigit() or int(count) < 1:
             raise ValueError(f"slice '{name}': expected <generation>-<count>, e.g. v6e-256 or tpu7x-16384")
-        count = int(count)
         tcs = spec["tensorcores"]
-        if spec["suffix_counts"] == "tensorcores" and count % tcs:
+        if spec["suffix_counts"] == "tensorcores" and int(count) % tcs:
             raise ValueError(f"slice '{name}': {gen_prefix}-N counts TensorCores, {tcs} per chip: N must be a multiple of {tcs}")
-        self.chips = count // tcs if spec["suffix_counts"] == "tensorcores" else count
+        self.chips = self.info["slice_chips"]
         self.tensorcores = self.chips * tcs
         if self.chips > spec["max_slice_chips"]:
             raise ValueError(f"slice '{name}': {self.chips} chips, the largest {self.generation} slice has {spec['max_slice_chips']}")
-        self.dims = self._torus(self.chips, 3 if spec["topology"] == "3d" else 2)
+        self.dims = [int(d) for d in self.info["topology"].split("x")]  # as the emulated chips lay it out
         # 3-D generations close an axis into a ring in whole cubes of 4; v5e/v6e only in a full 16 x 16 pod
         self.wraps = [d >= 4 and d % 4 == 0 if len(self.dims) == 3 else d == 16 for d in self.dims]
         self.peak_flops = self.info["bf16_tflops"] * 1e12
         self.usd_per_chip_hour = spec.get("usd_per_chip_hour")
         self.notes = set()
-
-    @staticmethod
-    def _torus(chips, ndims):  # as the emulated chips lay a slice out (runtime/src/chip.c)
-        d = [1] * ndims
-        i = 0
-        while math.prod(d) < chips:
-            if ndims == 2:
-                d[1 if d[1] <= d[0] else 0] *= 2
-            else:
-                d[i % 3] *= 2
-                i += 1
-        return sorted(d)
 
     def group(self, size):
         """The torus axes a group of `size` consecutive chips spans, largest first."""
@@ -323,6 +310,7 @@ def estimate_training(config, slice_name, seq, global_batch, fsdp=None, tp=1, ep
         "dryrun_seconds": time.perf_counter() - started,
         "_ops": rec.ops + opt.ops,
         "_scale": scale,
+        "_model_flops": model_flops,
         "_collectives": {"fsdp": (layer_params, fsdp_group), "tp": (act, tp, layers * 2 * passes),
                          "ep": (act * topk, ep, layers * 2 * passes) if ep > 1 and experts else None},
     }
@@ -407,7 +395,7 @@ def compare_accelerators(result):
         link = (a["interconnect_GBps"] / 2 if group <= a["scaleup_domain_chips"] else a["scaleout_GBps_per_chip"]) * 1e9
         fsdp = 3 * params * 2 / link if group > 1 else 0.0  # ring: each chip moves about the whole array
         step = compute + max(0.0, fsdp - compute)
-        flops = result["mfu"] * result["step_time_s"] * torch_tpu._C._generation_info(result["generation"])["bf16_tflops"] * 1e12
+        flops = result["_model_flops"]
         tokens = result["tokens_per_s_per_chip"] * result["step_time_s"] * result["chips"]
         price = a.get("usd_per_chip_hour")
         usd = result["chips"] * price * step / 3600 if price else None

@@ -323,13 +323,19 @@ tpurt_status tpurt_op_plan(const tpurt_op_call* call, tpurt_plan* out);
  * the time of each engine and the roofline, their largest. `generation` is a generation's name
  * or alias ("v6e", "tpu7x", "v5litepod") or a slice name ("v6e-256"). The formulas, their
  * sources and the calibration constants are in runtime/src/cost.c, in one place. */
+/* X(enum, name): what sets a cost's time. */
+#define TPURT_BOUND_LIST(X)                                                  \
+  X(TPURT_BOUND_NONE, "none") /* no work */                                 \
+  X(TPURT_BOUND_MXU, "mxu")                                                 \
+  X(TPURT_BOUND_VPU, "vpu")                                                 \
+  X(TPURT_BOUND_HBM, "hbm")                                                 \
+  X(TPURT_BOUND_ICI, "ici")                                                 \
+  X(TPURT_BOUND_LATENCY, "latency") /* a collective's per-hop latency floor */
 typedef enum {
-  TPURT_BOUND_NONE = 0, /* no work */
-  TPURT_BOUND_MXU = 1,
-  TPURT_BOUND_VPU = 2,
-  TPURT_BOUND_HBM = 3,
-  TPURT_BOUND_ICI = 4,
-  TPURT_BOUND_LATENCY = 5 /* a collective's per-hop latency floor */
+#define TPURT_X(e, name) e,
+  TPURT_BOUND_LIST(TPURT_X)
+#undef TPURT_X
+  TPURT_BOUND_COUNT
 } tpurt_bound;
 typedef struct tpurt_cost {
   size_t struct_size;
@@ -347,12 +353,17 @@ tpurt_status tpurt_gemm_cost(const char* generation, const tpurt_gemm_shape* gem
 /* One op of the op table: its plan's GEMMs on the MXU, its other operations on the VPU, the
  * bytes it reads and writes through HBM. Data pointers may be NULL. */
 tpurt_status tpurt_op_cost(const tpurt_op_call* call, const char* generation, tpurt_cost* out);
+/* X(enum, name) */
+#define TPURT_COLLECTIVE_LIST(X)                           \
+  X(TPURT_COLLECTIVE_ALL_REDUCE, "all_reduce")             \
+  X(TPURT_COLLECTIVE_ALL_GATHER, "all_gather")             \
+  X(TPURT_COLLECTIVE_REDUCE_SCATTER, "reduce_scatter")     \
+  X(TPURT_COLLECTIVE_ALL_TO_ALL, "all_to_all")
 typedef enum {
-  TPURT_COLLECTIVE_ALL_REDUCE = 0,
-  TPURT_COLLECTIVE_ALL_GATHER = 1,
-  TPURT_COLLECTIVE_REDUCE_SCATTER = 2,
-  TPURT_COLLECTIVE_ALL_TO_ALL = 3,
-  TPURT_COLLECTIVE_COUNT = 4
+#define TPURT_X(e, name) e,
+  TPURT_COLLECTIVE_LIST(TPURT_X)
+#undef TPURT_X
+  TPURT_COLLECTIVE_COUNT
 } tpurt_collective;
 /* A collective over the torus axes of a slice: naxes axes of axis_sizes[i] chips each,
  * wraparound[i] nonzero where the axis closes into a ring. bytes: the full array per chip
@@ -455,6 +466,7 @@ typedef struct tpurt_chip_info {
   int32_t mxu_count;
   int32_t tensorcores;
   double usd_per_chip_hour; /* < 0 when not published */
+  int32_t slice_chips;      /* chips in the slice (since 0.8) */
 } tpurt_chip_info;
 
 /* Reads TPU_ACCELERATOR_TYPE / TPU_VISIBLE_CHIPS (default: one v6e chip). Idempotent;

@@ -39,12 +39,14 @@ const generation* tpurt_find_generation(const char* prefix, size_t len) {
   return NULL;
 }
 
-static void default_topology(const generation* g, int chips, char* out, size_t n) {
-  const char* env = tpurt_env_get(TPURT_ENV_TOPOLOGY);
-  if (env && *env) {
-    snprintf(out, n, "%s", env);
-    return;
-  }
+/* Chips in a slice whose name ends in `suffix` (v5p-8 counts TensorCores: 4 chips). */
+static int slice_chips(const generation* g, long suffix) {
+  long chips = g->suffix_counts_tensorcores ? suffix / g->tensorcores : suffix;
+  return chips < 1 ? 1 : (int)chips;
+}
+
+/* The torus a slice of `chips` chips of g is laid out as, e.g. 2x4 or 4x4x8. */
+static void slice_topology(const generation* g, int chips, char* out, size_t n) {
   if (g->topology_dims == 2) {
     int x = 1, y = 1;
     while (x * y < chips) (y <= x ? (y *= 2) : (x *= 2));
@@ -73,10 +75,11 @@ static void configure(void) {
              type);
     return;
   }
-  int chips = (int)(cfg.gen->suffix_counts_tensorcores ? suffix / cfg.gen->tensorcores : suffix);
-  if (chips < 1) chips = 1;
+  int chips = slice_chips(cfg.gen, suffix);
   cfg.slice_chips = chips;
-  default_topology(cfg.gen, chips, cfg.topology, sizeof cfg.topology);
+  const char* topology = tpurt_env_get(TPURT_ENV_TOPOLOGY);
+  if (topology) snprintf(cfg.topology, sizeof cfg.topology, "%s", topology);
+  else slice_topology(cfg.gen, chips, cfg.topology, sizeof cfg.topology);
   int host_chips = chips < cfg.gen->chips_per_host ? chips : cfg.gen->chips_per_host;
   const char* worker = tpurt_env_get(TPURT_ENV_WORKER_ID);
   int first = worker ? atoi(worker) * host_chips : 0;
@@ -171,6 +174,7 @@ tpurt_status tpurt_chip_get_info(int device, tpurt_chip_info* out) {
   snprintf(i.accelerator_type, sizeof i.accelerator_type, "%s", cfg.accelerator_type);
   snprintf(i.topology, sizeof i.topology, "%s", cfg.topology);
   i.global_index = cfg.global_index[device];
+  i.slice_chips = cfg.slice_chips;
   const char* override = tpurt_env_get(TPURT_ENV_HBM_BYTES); /* shrink the emulated HBM for tests */
   if (override && atoll(override) > 0) i.hbm_bytes = atoll(override);
   return give_info(&i, out);
@@ -195,6 +199,9 @@ tpurt_status tpurt_generation_get_info(const char* generation_name, tpurt_chip_i
   i.struct_size = sizeof i;
   describe_generation(g, &i);
   snprintf(i.accelerator_type, sizeof i.accelerator_type, "%s", generation_name);
+  const char* dash = strrchr(generation_name, '-');
+  i.slice_chips = tpurt_find_generation(generation_name, strlen(generation_name)) || !dash ? 1 : slice_chips(g, atol(dash + 1));
+  slice_topology(g, i.slice_chips, i.topology, sizeof i.topology);
   return give_info(&i, out);
 }
 

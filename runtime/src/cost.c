@@ -147,8 +147,10 @@ tpurt_status tpurt_collective_cost(const char* generation_name, int32_t collecti
   }
   tpurt_cost c = {.struct_size = sizeof c};
   if (bandwidth > 0 && bytes > 0) {
-    static const double volume[TPURT_COLLECTIVE_COUNT] = {2, 1, 1, 0.25}; /* all-reduce, gather, scatter, to-all */
-    static const int walks[TPURT_COLLECTIVE_COUNT] = {2, 1, 1, 1};
+    static const double volume[TPURT_COLLECTIVE_COUNT] = {[TPURT_COLLECTIVE_ALL_REDUCE] = 2, [TPURT_COLLECTIVE_ALL_GATHER] = 1,
+                                                          [TPURT_COLLECTIVE_REDUCE_SCATTER] = 1, [TPURT_COLLECTIVE_ALL_TO_ALL] = 0.25};
+    static const int walks[TPURT_COLLECTIVE_COUNT] = {[TPURT_COLLECTIVE_ALL_REDUCE] = 2, [TPURT_COLLECTIVE_ALL_GATHER] = 1,
+                                                      [TPURT_COLLECTIVE_REDUCE_SCATTER] = 1, [TPURT_COLLECTIVE_ALL_TO_ALL] = 1};
     c.ici_bytes = volume[collective] * (double)bytes;
     c.ici_seconds = c.ici_bytes / bandwidth;
     double floor = walks[collective] * hops * HOP_LATENCY_S;

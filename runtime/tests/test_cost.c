@@ -19,6 +19,10 @@ static void test_generations(void) {
   CHECK(tpurt_generation_get_info("v6e-256", &i) == TPURT_OK, "%s", tpurt_last_error());
   CHECK(i.hbm_bytes == 32LL << 30, "v6e HBM is 32 GiB, got %lld", (long long)i.hbm_bytes);
   CHECK(strcmp(i.generation, "v6e") == 0 && i.mxu_dim == 256, "v6e: %s %d", i.generation, i.mxu_dim);
+  CHECK(i.slice_chips == 256 && strcmp(i.topology, "16x16") == 0, "v6e-256: %d chips, %s", i.slice_chips, i.topology);
+  CHECK(tpurt_generation_get_info("v5p-8", &i) == TPURT_OK && i.slice_chips == 4 && strcmp(i.topology, "2x2x1") == 0,
+        "v5p-8 counts TensorCores: %d chips, %s", i.slice_chips, i.topology);
+  CHECK(tpurt_generation_get_info("tpu7x-16384", &i) == TPURT_OK && i.slice_chips == 8192, "tpu7x-16384: %d", i.slice_chips);
   CHECK(tpurt_generation_get_info("v5litepod-8", &i) == TPURT_OK && i.hbm_bytes == 16LL << 30, "v5e HBM is 16 GiB");
   CHECK(tpurt_generation_get_info("tpu7x", &i) == TPURT_OK && i.bf16_tflops == 2307 && i.tensorcores == 2, "v7");
   CHECK(tpurt_generation_get_info("v9z", &i) == TPURT_ERR_VALUE, "unknown generation refused");

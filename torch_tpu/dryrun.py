@@ -437,11 +437,9 @@ def format_training(r, gpus=None):
     if gpus:
         lines.append(f"  same step on {r['chips']} other accelerators (predictions from public specs, not validated):")
         lines.append(f"    {'chip':8} {'step s':>9} {'MFU':>6} {'fits':>5} {'$/Mtok':>10}")
-        lines.append(f"    {r['generation']:8} {r['step_time_s']:>9.3f} {r['mfu'] * 100:>5.1f}% {str(r['fits']):>5} "
-                     f"{(r['usd_per_mtok'] or float('nan')):>10.3f}")
-        for g in gpus:
-            lines.append(f"    {g['accelerator']:8} {g['step_time_s']:>9.3f} {g['mfu'] * 100:>5.1f}% {str(g['fits']):>5} "
-                         f"{(g['usd_per_mtok'] or float('nan')):>10.3f}")
+        for name, g in [(r["generation"], r)] + [(g["accelerator"], g) for g in gpus]:
+            usd = f"{g['usd_per_mtok']:.3f}" if g["usd_per_mtok"] is not None else "n/a"
+            lines.append(f"    {name:8} {g['step_time_s']:>9.3f} {g['mfu'] * 100:>5.1f}% {str(g['fits']):>5} {usd:>10}")
     return "\n".join(lines)
 
 

@@ -1,6 +1,7 @@
 """A script that trains on tpu exits 0: torch 2.13's autograd device thread could drop the
 last backward's Python context after the interpreter began finalizing and abort the process
 (exit status 134) at random; torch_tpu drains its device threads at exit."""
+import os
 import subprocess
 import sys
 
@@ -14,6 +15,6 @@ assert x.grad.tolist() == [2.0, 2.0, 2.0]
 
 def test_scripts_with_a_backward_exit_cleanly():
     # one core for the emulator widens the window the race needs (about 1 run in 5 aborted)
-    codes = [subprocess.run([sys.executable, "-c", SCRIPT], env={**__import__("os").environ, "TPU_NUM_THREADS": "1"},
+    codes = [subprocess.run([sys.executable, "-c", SCRIPT], env={**os.environ, "TPU_NUM_THREADS": "1"},
                             capture_output=True).returncode for _ in range(10)]
     assert codes == [0] * 10

@@ -81,3 +81,17 @@ def test_command_line_contract():
     assert {g["accelerator"] for g in result["other_accelerators"]} == {"h100", "h200", "b200", "trn2"}
     bad = subprocess.run([sys.executable, "-m", "torch_tpu", "dryrun", "--config-json", "{}"], capture_output=True, text=True)
     assert bad.returncode == 2 and "model_type" in bad.stderr
+
+
+def test_torchtitan_job_files(tmp_path):
+    job = tmp_path / "llama3_8b.toml"
+    job.write_text('[model]\nname = "llama3"\nflavor = "8B"\n[training]\nlocal_batch_size = 2\nseq_len = 4096\n'
+                   '[parallelism]\ntensor_parallel_degree = 2\n[activation_checkpoint]\nmode = "selective"\n')
+    config, kwargs, notes = dryrun.titan_workload(job, chips=8)
+    # torchtitan's FeedForward width for 8B: 1.3 x 8/3 x 4096 rounded up to 1024s, as Llama 3 8B's 14336
+    assert config["intermediate_size"] == 14336 and config["num_key_value_heads"] == 8
+    assert kwargs == {"seq": 4096, "global_batch": 2 * 4, "tp": 2, "remat": "full"} and "selective" in notes[0]
+    bad = tmp_path / "other.toml"
+    bad.write_text('[model]\nname = "deepseek_v3"\nflavor = "16B"\n')
+    with pytest.raises(ValueError, match="llama3 flavors"):
+        dryrun.titan_workload(bad, chips=8)

@@ -368,6 +368,46 @@ def estimate_serving(config, slice_name, batch, input_len, output_len, tp=None):
     }
 
 
+# ---------------------------------------------------------------- torchtitan configs
+# torchtitan's llama3 flavors (torchtitan/models/llama3/__init__.py): its ModelArgs fields.
+TITAN_LLAMA3 = {
+    "debugmodel": {"dim": 256, "n_layers": 8, "n_heads": 16},
+    "8B": {"dim": 4096, "n_layers": 32, "n_heads": 32, "n_kv_heads": 8, "ffn_dim_multiplier": 1.3, "multiple_of": 1024},
+    "70B": {"dim": 8192, "n_layers": 80, "n_heads": 64, "n_kv_heads": 8, "ffn_dim_multiplier": 1.3, "multiple_of": 4096},
+    "405B": {"dim": 16384, "n_layers": 126, "n_heads": 128, "n_kv_heads": 8, "ffn_dim_multiplier": 1.2, "multiple_of": 4096},
+}
+
+
+def titan_workload(path, chips):
+    """A torchtitan job file (TOML: [model] name/flavor, [training] local_batch_size/
+    global_batch_size/seq_len, [parallelism], [activation_checkpoint] mode) as the dry run's
+    arguments: (AutoConfig fields, keyword arguments of estimate_training, notes)."""
+    import tomllib
+
+    job = tomllib.loads(Path(path).read_text())
+    model, training = job.get("model", {}), job.get("training", {})
+    par, ac = job.get("parallelism", {}), job.get("activation_checkpoint", {})
+    if model.get("name", "llama3") != "llama3" or model.get("flavor", "debugmodel") not in TITAN_LLAMA3:
+        raise ValueError(f"{path}: model {model.get('name')}/{model.get('flavor')}: the dry run knows torchtitan's llama3 "
+                         f"flavors {', '.join(TITAN_LLAMA3)}")
+    a = {"multiple_of": 256, "ffn_dim_multiplier": None, "vocab_size": 128256, **TITAN_LLAMA3[model.get("flavor", "debugmodel")]}
+    hidden = int(2 * 4 * a["dim"] / 3)  # torchtitan's FeedForward width
+    if a["ffn_dim_multiplier"]:
+        hidden = int(a["ffn_dim_multiplier"] * hidden)
+    hidden = a["multiple_of"] * math.ceil(hidden / a["multiple_of"])
+    config = {"model_type": "llama", "hidden_size": a["dim"], "intermediate_size": hidden, "num_hidden_layers": a["n_layers"],
+              "num_attention_heads": a["n_heads"], "num_key_value_heads": a.get("n_kv_heads", a["n_heads"]),
+              "vocab_size": a["vocab_size"], "rope_theta": 500000.0}
+    tp = int(par.get("tensor_parallel_degree", 1))
+    data = chips // tp
+    local = training.get("local_batch_size", training.get("batch_size", 8))
+    global_batch = training.get("global_batch_size", -1)
+    mode = ac.get("mode", "selective")
+    notes = [f"activation checkpointing '{mode}' priced as full per-layer checkpointing"] if mode == "selective" else []
+    return config, {"seq": training.get("seq_len", 2048), "global_batch": global_batch if global_batch > 0 else local * data,
+                    "tp": tp, "remat": "none" if mode == "none" else "full"}, notes
+
+
 # ---------------------------------------------------------------- other accelerators
 def compare_accelerators(result):
     """The same traced training step on NVIDIA and AWS chips from their public figures
@@ -482,6 +522,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m torch_tpu dryrun", description=__doc__.splitlines()[0])
     ap.add_argument("--config-json", help="AutoConfig fields as JSON (model_type required)")
     ap.add_argument("--config", help="a file with those fields (JSON)")
+    ap.add_argument("--titan-toml", help="a torchtitan job file (llama3 flavors): model, batch, sequence, TP, checkpointing")
     ap.add_argument("--slice", default="v6e-256", help="accelerator type, e.g. v6e-256, v5p-512, tpu7x-16384")
     ap.add_argument("--seq", type=int, default=4096)
     ap.add_argument("--global-batch", type=int, default=256, help="sequences per step")
@@ -507,9 +548,14 @@ def main(argv=None):
         if a.json:
             print(json.dumps(rows))
         return 0
-    if bool(a.config_json) == bool(a.config):
-        ap.error("give the model as --config-json '{...}' or --config FILE")
-    config = json.loads(a.config_json if a.config_json else Path(a.config).read_text())
+    if sum(map(bool, (a.config_json, a.config, a.titan_toml))) != 1:
+        ap.error("give the model as --config-json '{...}', --config FILE or --titan-toml FILE")
+    notes = []
+    if a.titan_toml:
+        config, job, notes = titan_workload(a.titan_toml, Slice(a.slice).chips)
+        a.seq, a.global_batch, a.tp, a.remat = job["seq"], job["global_batch"], job["tp"], job["remat"]
+    else:
+        config = json.loads(a.config_json if a.config_json else Path(a.config).read_text())
     if "model_type" not in config:
         ap.error("the config needs a model_type (llama, qwen3_moe, mixtral, ...)")
     if a.serve:
@@ -518,6 +564,7 @@ def main(argv=None):
     else:
         r = estimate_training(config, a.slice, a.seq, a.global_batch, fsdp=a.fsdp, tp=a.tp, ep=a.ep, remat=a.remat,
                               precision=a.precision)
+        r["notes"] = notes + r["notes"]
         gpus = compare_accelerators(r) if a.compare else None
         print(format_training(r, gpus))
         if gpus:

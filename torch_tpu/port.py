@@ -315,7 +315,10 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     cut = argv.index("--") if "--" in argv else len(argv)  # the script's own arguments follow "--"
     a = parser.parse_args(argv[:cut])
-    rec = PortRecorder(a.generation, Path(a.script).resolve().parent)  # ValueError for an unknown generation
+    try:
+        rec = PortRecorder(a.generation, Path(a.script).resolve().parent)
+    except ValueError as e:  # an unknown generation
+        parser.error(str(e))
     findings = scan(a.script)
     before, start = torch_tpu.metrics.fallback_ops(), time.perf_counter()
     error = run_script(a.script, argv[cut + 1:], rec)

@@ -38,6 +38,7 @@ def info() -> str:
 COMMANDS = {
     "info": "chips, generation, topology, HBM use, environment",
     "dryrun": "what a training step or serving would take on a TPU slice, on fake tensors (--help)",
+    "port": "run a PyTorch script on tpu and report what will bite when porting it to TPUs (--help)",
 }
 
 
@@ -47,6 +48,10 @@ def main(argv=None) -> int:
         from . import dryrun
 
         return dryrun.main(argv[1:])
+    if argv and argv[0] == "port":
+        from . import port
+
+        return port.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m torch_tpu")
     parser.add_argument("command", choices=list(COMMANDS), help="; ".join(f"{k}: {v}" for k, v in COMMANDS.items()))
     parser.parse_args(argv)

@@ -4,9 +4,10 @@ PIP := $(PY) -m pip install -q --disable-pip-version-check
 
 .PHONY: setup demo test test-c test-py test-wheel wheel-suite bench
 setup:
-	@command -v ccache >/dev/null 2>&1 || apt-get install -y -q ccache >/dev/null 2>&1 || \
-		(apt-get update -q >/dev/null 2>&1 && apt-get install -y -q ccache >/dev/null 2>&1) || \
-		echo "ccache not installed; builds will be slower"
+	@# Debian packages: ccache (faster rebuilds), chromium (the porting report's browser test)
+	@for pkg in ccache chromium; do command -v $$pkg >/dev/null 2>&1 || apt-get install -y -q $$pkg >/dev/null 2>&1 || \
+		(apt-get update -q >/dev/null 2>&1 && apt-get install -y -q $$pkg >/dev/null 2>&1) || \
+		echo "$$pkg not installed: it is optional (see the Makefile)"; done
 	$(PIP) -r requirements.txt
 	$(PIP) --no-build-isolation -e .
 

@@ -31,10 +31,11 @@ PLANTED = textwrap.dedent("""\
 
 
 def _port(tmp_path, source):
+    """The report of source, the script named relative to the working directory as users do."""
     (tmp_path / "script.py").write_text(source)
     out = tmp_path / "report"
-    run = subprocess.run([sys.executable, "-m", "torch_tpu", "port", str(tmp_path / "script.py"), "--out", str(out)],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run([sys.executable, "-m", "torch_tpu", "port", "script.py", "--out", str(out)],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
     return run, out
 
 
@@ -79,3 +80,33 @@ def test_a_script_that_raises_is_reported(tmp_path):
     md = (out / "report.md").read_text()
     assert "ValueError: planted" in _row(md, "Run", "exception")
     assert "script.py:3" in _row(md, "Run", "raised at")
+
+
+def test_the_page_renders_in_a_real_browser(tmp_path):
+    """Headless Chromium (make setup installs it) loads the page: its charts are in the DOM it
+    built and the screenshot it takes is a picture, not a blank page."""
+    import shutil
+    import struct
+    import zlib
+
+    import pytest
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("no Chromium: `make setup` installs Debian's chromium package")
+    run, out = _port(tmp_path, PLANTED)
+    assert run.returncode == 0, run.stderr
+    url = (out / "report.html").resolve().as_uri()
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+    dom = subprocess.run([browser, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
+    assert dom.count("<svg") >= 2 and "Porting report" in dom
+    shot = tmp_path / "page.png"
+    subprocess.run([browser, *flags, "--window-size=1100,1500", f"--screenshot={shot}", url], capture_output=True, timeout=120)
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", png[16:24]) == (1100, 1500)
+    pixels, pos = b"", 8
+    while pos < len(png):  # the image data: more than one colour on the page
+        size, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        pixels += png[pos + 8:pos + 8 + size] if kind == b"IDAT" else b""
+        pos += size + 12
+    assert len(set(zlib.decompress(pixels))) > 16

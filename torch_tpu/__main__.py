@@ -1,6 +1,7 @@
 """``python -m torch_tpu info`` — the emulated chips this process sees (like ``tpu-info``) and every
 environment variable the runtime reads, with its value here."""
 import argparse
+import importlib
 import sys
 
 import torch
@@ -44,14 +45,8 @@ COMMANDS = {
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "dryrun":
-        from . import dryrun
-
-        return dryrun.main(argv[1:])
-    if argv and argv[0] == "port":
-        from . import port
-
-        return port.main(argv[1:])
+    if argv and argv[0] in ("dryrun", "port"):  # commands with their own arguments
+        return importlib.import_module(f"torch_tpu.{argv[0]}").main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m torch_tpu")
     parser.add_argument("command", choices=list(COMMANDS), help="; ".join(f"{k}: {v}" for k, v in COMMANDS.items()))
     parser.parse_args(argv)

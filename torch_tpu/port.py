@@ -55,6 +55,7 @@ PATTERNS = (
 SYNC_OPS = frozenset({"aten::_local_scalar_dense", "aten::nonzero", "aten::masked_select", "aten::_unique",
                       "aten::_unique2", "aten::unique_dim", "aten::unique_consecutive"})
 WIDE = (torch.float64, torch.complex128)
+SHOWN_VISITS = 3  # distinct shapes listed per recompiling line (the count says how many)
 
 
 # ---------------------------------------------------------------- static scan
@@ -180,7 +181,8 @@ def run_script(script, argv, recorder):
     sys.path.insert(0, str(Path(script).resolve().parent))  # as `python script.py` would
     try:
         with recorder:
-            runpy.run_path(script, run_name="__main__")
+            # absolute, so the script's own frames name it as the recorder's folder does
+            runpy.run_path(str(Path(script).resolve()), run_name="__main__")
     except SystemExit as e:
         return None if e.code in (None, 0) else e
     except Exception as e:  # the report is the point: the user's error is one of its findings
@@ -248,8 +250,9 @@ def sections(script, rec, error, wall, fallbacks, findings):
     recompiles = {k: v for k, v in rec.gemm_visits.items() if len(v) > 1}
     out.append(dict(title="Shapes that recompile", status="amber" if recompiles else "green",
                     text="TPU compilers specialise on shapes: every new input shape at a line is a new compile.",
-                    columns=["where", "code", "GEMM shapes of each distinct visit"],
-                    rows=[[at(w), _code(w), " ; ".join(sorted(_visit(v) for v in visits))]
+                    columns=["where", "code", "compiles", "GEMM shapes of the first visits"],
+                    rows=[[at(w), _code(w), len(visits), " ; ".join(sorted(_visit(v) for v in visits)[:SHOWN_VISITS])
+                           + (" ; ..." if len(visits) > SHOWN_VISITS else "")]
                           for w, visits in recompiles.items()]))
     out += _mxu_sections(rec)
     return out

@@ -548,6 +548,9 @@ def main(argv=None):
         for r in rows:
             print(f"{r['name']:36} {r['generation']:4} {r['metric']:22} {r['published']:>10.4g} {r['predicted']:>10.4g} "
                   f"{r['error'] * 100:>+6.0f}%")
+        print("sources:")
+        for r in rows:
+            print(f"  {r['name']}: {r['source'].split(' (')[0]}")  # the file's entry says where in it
         if a.json:
             print(json.dumps(rows))
         return 0

@@ -17,7 +17,6 @@ import sys
 
 os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
 import torch  # noqa: E402
-from generated import write_or_check  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 HEADER = HERE / "src" / "args.gen.h"
@@ -71,6 +70,8 @@ def render(kernels):
 
 
 def main():
+    from generated import write_or_check  # beside this script (imported as a module, it is not on the path)
+
     return write_or_check(HEADER, render(table()), __doc__,
                           f"is not what torch {torch.__version__} gives: run python runtime/gen_args.py")
 

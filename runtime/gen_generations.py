@@ -10,8 +10,6 @@ import json
 import pathlib
 import sys
 
-from generated import write_or_check
-
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SPECS = ROOT / "torch_tpu" / "specs" / "tpu_specs.json"
 HEADER = ROOT / "runtime" / "src" / "generations.gen.h"
@@ -41,6 +39,8 @@ def render(specs):
 
 
 def main():
+    from generated import write_or_check  # beside this script (imported as a module, it is not on the path)
+
     text = render(json.loads(SPECS.read_text()))
     return write_or_check(HEADER, text, __doc__, "is stale: run python runtime/gen_generations.py")
 

@@ -8,6 +8,8 @@ import sys
 import pytest
 import torch
 
+from torch.optim.optimizer import register_optimizer_step_post_hook
+
 from torch_tpu import dryrun
 from torch_tpu.cost import CostRecorder
 
@@ -95,3 +97,128 @@ def test_torchtitan_job_files(tmp_path):
     bad.write_text('[model]\nname = "deepseek_v3"\nflavor = "16B"\n')
     with pytest.raises(ValueError, match="llama3 flavors"):
         dryrun.titan_workload(bad, chips=8)
+
+
+# ---------------------------------------------------------------- a user's own script
+SCRIPT = '''
+import argparse, torch
+ap = argparse.ArgumentParser()
+ap.add_argument("--steps", type=int, default=100)
+ap.add_argument("--width", type=int, default=200)
+ap.add_argument("--build-on", default="cpu")
+a = ap.parse_args()
+torch.manual_seed(0)
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(96, 64)
+        self.fc, self.out = torch.nn.Linear(64, a.width), torch.nn.Linear(a.width, 96, bias=False)
+        self.head = torch.nn.Linear(64, 96, bias=False)
+        self.head.weight = self.emb.weight  # tied
+
+
+    def forward(self, x):
+        h = self.emb(x)
+        return self.head(h) + self.out(torch.relu(self.fc(h)))
+
+
+with torch.device(a.build_on):
+    model = Model()
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)  # built before the move, as some scripts do
+model.to("tpu")
+for step in range(a.steps):
+    x = torch.randint(0, 96, (4, 24))
+    loss = torch.nn.functional.cross_entropy(model(x.to("tpu")).flatten(0, 1), x.flatten().to("tpu"))
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    print("loss", loss.item())
+'''
+
+
+def _line(text, code):
+    return next(i for i, line in enumerate(text.splitlines(), 1) if code in line)
+
+
+def _real_step_calls(path, steps):
+    """The calls a real tpu run of the script issues, cut at its optimizer steps."""
+    from torch_tpu.port import run_script
+
+    rec, ends = CostRecorder("v6e"), []
+    hook = register_optimizer_step_post_hook(lambda *_: ends.append(len(rec.ops)))
+    try:
+        assert run_script(str(path), ["--steps", str(steps)], rec) is None
+    finally:
+        hook.remove()
+    return rec.ops, ends
+
+
+def test_script_dry_run_issues_the_calls_of_a_real_run(tmp_path):
+    from torch_tpu.dryrun_script import run
+
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT)
+    real, real_ends = _real_step_calls(path, 3)
+    rec, error, _ = run(path, ["--steps", "100"], "v6e", steps=3)
+    assert error is None and rec.step_ends == real_ends  # stopped after 3 of the script's 100 steps
+    real = real[:real_ends[-1]]  # the dry run ends at the last step it was asked for
+    assert [(o.name, o.shapes) for o in rec.ops] == [(o.name, o.shapes) for o in real]
+    assert [o.seconds for o in rec.ops] == [o.seconds for o in real]
+    # the tie survived the move: one embedding matrix, updated once per step
+    (params, grads, state), = {m for m in rec.step_memory}
+    assert params == (96 * 64 + 64 * 200 + 200 + 200 * 96) * 4 and grads == params and state == 2 * params
+    assert rec.host_reads == {f"{path}:{_line(SCRIPT, 'loss.item()')}": 2}  # the loss logged after the first two steps
+
+
+def test_script_dry_run_measures_the_peak_a_real_run_reaches(tmp_path):
+    from torch_tpu.dryrun_script import estimate_script
+
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT)
+    torch.tpu.synchronize()
+    torch.tpu.empty_cache()
+    torch.tpu.reset_peak_memory_stats()
+    base = torch.tpu.memory_allocated()
+    from torch_tpu.port import run_script
+
+    # 8192 wide: the large tensors are whole MiB, which the device's allocator does not round up
+    assert run_script(str(path), ["--steps", "3", "--width", "8192"], CostRecorder("v6e")) is None
+    real_peak = torch.tpu.max_memory_allocated() - base
+    r = estimate_script(path, ["--steps", "100", "--width", "8192"], "v6e-8", steps=3, tokens_per_step=96)
+    assert r["error"] is None and r["steps_recorded"] == 3 and r["steps_priced"] == 2
+    assert r["hbm_per_chip_bytes"] == pytest.approx(real_peak, rel=0.001)
+    assert r["fits"] and r["step_breakdown_s"]["gradient_all_reduce"] > 0
+    assert r["step_time_s"] > 0 and 0 < r["mfu"] < 1 and r["usd_per_mtok"] > 0
+
+
+def test_script_built_on_the_device_allocates_nothing(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT)
+    code = ("import resource, sys, torch\n"
+            "from torch_tpu.dryrun_script import estimate_script\n"
+            "before = torch.tpu.memory_allocated()\n"
+            "rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            f"r = estimate_script({str(path)!r}, ['--width', '400000', '--build-on', 'tpu'], 'v6e-1', steps=2)\n"
+            "print(r['error'], torch.tpu.memory_allocated() - before,"
+            " resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss, r['hbm_per_chip_bytes'], r['fits'])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    error, device, rss_kib, hbm, fits = out[-5:]
+    # 400,000 wide: 64 M parameters, 1 GiB with AdamW's state if real
+    assert error == "None" and int(device) < 4096 and int(rss_kib) < 200 * 1024
+    assert int(hbm) > 2**30 and fits == "True"
+
+
+def test_script_command_line(tmp_path):
+    path = tmp_path / "train.py"
+    text = SCRIPT + "x = torch.ones(3, device='tpu')\nprint(x[x > 0])\n"
+    path.write_text(text)
+    run = subprocess.run([sys.executable, "-m", "torch_tpu", "dryrun", "--script", str(path), "--slice", "v5p-8",
+                          "--steps", "5", "--json", "--", "--steps", "2"], capture_output=True, text=True)
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert run.returncode == 1 and result["steps_recorded"] == 2 and result["chips"] == 4
+    # the script's boolean mask after its loop: no dry run knows that shape, and it says where
+    assert "aten::index" in result["error"] and f"{path}:{_line(text, 'x[x > 0]')}" in result["error"]
+    for key in ("step_time_s", "mfu", "hbm_per_chip_bytes", "fits", "usd_per_step"):
+        assert key in result, key

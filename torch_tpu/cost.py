@@ -46,7 +46,8 @@ def _tensor_bytes(t):
 # Calls that only move or fill bytes: priced by those bytes, which is all they do.
 DATA_MOVEMENT = frozenset({"_to_copy", "clone", "copy_", "copy", "slice_backward", "select_backward", "zeros", "ones",
                            "zeros_like", "ones_like", "empty_like", "new_zeros", "new_ones", "fill_", "zero_",
-                           "constant_pad_nd", "arange", "full", "scalar_tensor", "_to_dense"})
+                           "constant_pad_nd", "arange", "full", "scalar_tensor", "_to_dense",
+                           "_local_scalar_dense"})
 # Views whose schemas do not say so.
 FREE = frozenset({"_unsafe_view", "lift_fresh", "detach"})
 
@@ -55,6 +56,8 @@ def _is_free(func):
     if func.namespace != "aten" or func._schema.name[6:] in FREE:
         return True
     rets = func._schema.returns
+    if rets and all(str(r.type) in ("bool", "int") for r in rets):
+        return True  # a question about metadata (_has_compatible_shallow_copy_type, is_same_size)
     return bool(rets) and all(r.alias_info is not None and not r.alias_info.is_write for r in rets)
 
 

@@ -33,6 +33,7 @@ import argparse
 import contextlib
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -451,7 +452,9 @@ def _gib(n):
 
 
 def _usd(x):
-    return f"${x:.3f}" if x is not None else "price not published"
+    if x is None:
+        return "price not published"
+    return f"${x:,.3f}" if x >= 0.01 else f"${x:.2g}"
 
 
 def format_training(r, gpus=None):
@@ -526,7 +529,11 @@ def main(argv=None):
     ap.add_argument("--config-json", help="AutoConfig fields as JSON (model_type required)")
     ap.add_argument("--config", help="a file with those fields (JSON)")
     ap.add_argument("--titan-toml", help="a torchtitan job file (llama3 flavors): model, batch, sequence, TP, checkpointing")
-    ap.add_argument("--slice", default="v6e-256", help="accelerator type, e.g. v6e-256, v5p-512, tpu7x-16384")
+    ap.add_argument("--script", help="a training script to run on fake tpu tensors (its arguments after --)")
+    ap.add_argument("--steps", type=int, default=3, help="--script: optimizer steps to record")
+    ap.add_argument("--tokens-per-step", type=int, help="--script: tokens one chip's step processes")
+    ap.add_argument("--slice", help="accelerator type, e.g. v6e-256, v5p-512, tpu7x-16384 "
+                                    "(default v6e-256; with --script v6e-1)")
     ap.add_argument("--seq", type=int, default=4096)
     ap.add_argument("--global-batch", type=int, default=256, help="sequences per step")
     ap.add_argument("--fsdp", type=int)
@@ -541,7 +548,9 @@ def main(argv=None):
     ap.add_argument("--compare", action="store_true", help="also NVIDIA H100/H200/B200 and AWS Trainium2")
     ap.add_argument("--validate", action="store_true", help="predicted vs published runs (specs/published_runs.json)")
     ap.add_argument("--json", action="store_true", help="print one JSON object on the last line")
-    a = ap.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cut = argv.index("--") if "--" in argv else len(argv)  # a script's own arguments follow "--"
+    a = ap.parse_args(argv[:cut])
     if a.validate:
         rows = validate()
         print(f"{'run':36} {'gen':4} {'metric':22} {'published':>10} {'predicted':>10} {'error':>7}")
@@ -554,8 +563,17 @@ def main(argv=None):
         if a.json:
             print(json.dumps(rows))
         return 0
-    if sum(map(bool, (a.config_json, a.config, a.titan_toml))) != 1:
-        ap.error("give the model as --config-json '{...}', --config FILE or --titan-toml FILE")
+    if sum(map(bool, (a.config_json, a.config, a.titan_toml, a.script))) != 1:
+        ap.error("give the model as --config-json '{...}', --config FILE, --titan-toml FILE or --script FILE")
+    if a.script:
+        from torch_tpu.dryrun_script import estimate_script, format_script
+
+        r = estimate_script(a.script, argv[cut + 1:], a.slice or "v6e-1", a.steps, a.tokens_per_step)
+        print(format_script(r))
+        if a.json:
+            print(json.dumps(public(r)))
+        return 1 if r["error"] else 0
+    a.slice = a.slice or "v6e-256"
     notes = []
     if a.titan_toml:
         config, job, notes = titan_workload(a.titan_toml, Slice(a.slice).chips)

@@ -188,7 +188,6 @@ def run_script(script, argv, recorder):
     except Exception as e:  # the report is the point: the user's error is one of its findings
         return e
     finally:
-        recorder.finish()
         sys.argv, sys.path[:] = saved
     return None
 
@@ -325,6 +324,7 @@ def main(argv=None) -> int:
     findings = scan(a.script)
     before, start = torch_tpu.metrics.fallback_ops(), time.perf_counter()
     error = run_script(a.script, argv[cut + 1:], rec)
+    rec.finish()
     wall = time.perf_counter() - start
     fallbacks = {op: (n - before.get(op, (0,))[0], why) for op, (n, why) in torch_tpu.metrics.fallback_ops().items()
                  if n > before.get(op, (0,))[0]}

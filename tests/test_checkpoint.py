@@ -49,7 +49,7 @@ except RuntimeError as e:
 
 
 def test_map_location_between_cpu_and_two_chips():
-    out = run_python(["-c", TWO_CHIPS], {"TPU_ACCELERATOR_TYPE": "v6e-2"})
+    out = run_python(["-c", TWO_CHIPS], {"TPU_ACCELERATOR_TYPE": "v6e-4", "TPU_VISIBLE_CHIPS": "0,1"})
     # Like CUDA: loading onto a chip the slice does not have names the chip count.
     assert "error:" in out and "device 2" in out
 

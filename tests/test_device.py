@@ -147,3 +147,14 @@ def test_attention_backend_is_the_runtimes_plan():
         assert kernel in torch.tpu.metrics.executed_ops(), (kw, torch.tpu.metrics.executed_ops())
         if "dropout_p" not in kw:
             torch.testing.assert_close(got.cpu(), F.scaled_dot_product_attention(*args, **kw), rtol=1e-5, atol=1e-5)
+
+
+def test_counters_read_while_ops_are_queued_count_them():
+    torch.tpu.metrics.reset()
+    x = torch.randn(128, 128, device="tpu")
+    for _ in range(50):
+        x = torch.tanh(x @ x)
+    queued = torch.tpu.metrics.counters()["ops_executed"]  # no synchronize before reading
+    assert queued >= 101 and "ops executed: " + f"{queued:,}" in torch.tpu.metrics.short_report()
+    torch.tpu.synchronize()
+    assert torch.tpu.metrics.counters()["ops_executed"] == queued

@@ -23,7 +23,6 @@ def register():
     for sub in ("amp", "metrics"):  # `from torch.tpu.amp import autocast`, as with torch.cuda.amp
         sys.modules[f"torch.tpu.{sub}"] = getattr(_tpu_module, sub)
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
-    _C_init()
     _after_import("torch._dynamo.device_interface", _install_dynamo_interface)
     _after_import("torch._inductor.codegen.wrapper", _install_inductor)
     _after_import("accelerate.state", _install_accelerate)
@@ -48,12 +47,6 @@ def _release_autograd_graph_tasks():
             Variable._execution_engine.run_backward((x * 1,), (torch.ones((), device=f"tpu:{d}"),), False, False, (), True, True)
     except Exception:  # best effort while the process exits
         pass
-
-
-def _C_init():
-    from . import _C
-
-    _C._init()
 
 
 def _install_dynamo_interface(mod):

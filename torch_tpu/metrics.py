@@ -1,30 +1,39 @@
 """``torch.tpu.metrics``: what the emulated chip did — ops executed (per kernel), ops that
-fell back to the CPU and why, host<->device transfers, allocations, float64 use."""
+fell back to the CPU and why, host<->device transfers, allocations, float64 use.
+
+Reading or resetting the counters waits for every device's streams first: the chip counts an
+op when it runs it, and a report read while ops are still queued would under-count them."""
 import sys
 
 from . import _C
 
 
+def _settled():
+    for d in range(_C._device_count()):
+        _C._synchronize(d)
+    return _C._metrics()
+
+
 def counters() -> dict:
     """All counters as a dict (kernels and fallbacks as nested dicts)."""
-    return _C._metrics()
+    return _settled()
 
 
 def fallback_ops() -> dict:
     """{aten op: (count, reason)} for every op that ran on the CPU instead of the chip."""
-    return {k: tuple(v) for k, v in _C._metrics()["fallbacks"].items()}
+    return {k: tuple(v) for k, v in _settled()["fallbacks"].items()}
 
 
 def executed_ops() -> dict:
     """{kernel name: executions}."""
-    return dict(_C._metrics()["kernels"])
+    return dict(_settled()["kernels"])
 
 
 def unplanned_temporaries() -> dict:
     """{kernel name: bytes} of temporaries kernels took beyond what their plan counted (each
     call's scratch is allocated when it is issued, from the plan): empty when every plan is
     exact."""
-    return dict(_C._metrics()["unplanned_temp_bytes_by_kernel"])
+    return dict(_settled()["unplanned_temp_bytes_by_kernel"])
 
 
 def compile_counters() -> dict:
@@ -43,6 +52,7 @@ def recompiles() -> list:
 
 
 def reset() -> None:
+    _settled()
     _C._metrics_reset()
     if "torch_tpu.compiler.report" in sys.modules:
         sys.modules["torch_tpu.compiler.report"].reset()
@@ -53,7 +63,7 @@ def _mib(n: int) -> str:
 
 
 def short_report() -> str:
-    m = _C._metrics()
+    m = _settled()
     lines = [
         f"ops executed: {m['ops_executed']:,} native, {sum(c for c, _ in m['fallbacks'].values()):,} CPU fallback",
         f"transfers: host->tpu {m['h2d_count']:,} ({_mib(m['h2d_bytes'])}), tpu->host {m['d2h_count']:,} "

@@ -2,6 +2,7 @@
 eager modes and metrics of the emulated TPU."""
 import contextlib
 import threading
+import warnings
 from collections import namedtuple
 from typing import Any, Optional, Union
 
@@ -29,7 +30,15 @@ def _index(device: _Device) -> int:
 
 # ---------------------------------------------------------------- devices
 def is_available() -> bool:
-    return _C._device_count() > 0
+    """False, with a warning that says why, when the TPU_* launch variables are invalid: as with
+    CUDA, importing works and the first use of the device raises the error."""
+    if _C._device_count() > 0:
+        return True
+    try:
+        _C._init()
+    except ValueError as e:
+        warnings.warn(f"tpu initialization: {e}")
+    return False
 
 
 def is_initialized() -> bool:

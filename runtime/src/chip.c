@@ -39,10 +39,45 @@ const generation* tpurt_find_generation(const char* prefix, size_t len) {
   return NULL;
 }
 
-/* Chips in a slice whose name ends in `suffix` (v5p-8 counts TensorCores: 4 chips). */
-static int slice_chips(const generation* g, long suffix) {
-  long chips = g->suffix_counts_tensorcores ? suffix / g->tensorcores : suffix;
-  return chips < 1 ? 1 : (int)chips;
+/* Whether Google offers a slice of `chips` chips of g: 2-D generations (v5e, v6e) as 1x1 and
+ * the powers of two from 2x2 to the full pod (tpu_specs.json's valid_topologies); 3-D ones as
+ * 2x2x1, 2x2x2, 2x2x4, 2x4x4, then any whole number of 4x4x4 cubes (dims multiples of 4). */
+static int slice_offered(const generation* g, long chips) {
+  if (chips < 1 || chips > g->max_slice_chips) return 0;
+  if (g->topology_dims == 2) return chips == 1 || (chips >= 4 && (chips & (chips - 1)) == 0);
+  return chips == 4 || chips == 8 || chips == 16 || chips == 32 || chips % 64 == 0;
+}
+
+/* A full-string decimal integer (no sign, no trailing characters). */
+static int parse_count(const char* s, long* out) {
+  if (!s || !*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 12) return 0;
+  *out = strtol(s, NULL, 10);
+  return 1;
+}
+
+/* The chips of a slice named "<generation>-<suffix>" (v5p-8: the suffix counts TensorCores,
+ * 4 chips), or a VALUE failure that lists the sizes the generation offers. */
+static tpurt_status slice_chips(const generation* g, const char* name, const char* suffix, int* chips) {
+  long n;
+  int per = g->suffix_counts_tensorcores ? g->tensorcores : 1;
+  char sizes[200];
+  if (g->topology_dims == 2)
+    snprintf(sizes, sizeof sizes, "%s-1, 4, 8, 16, ... (powers of two) up to %d chips", g->name, g->max_slice_chips);
+  else
+    snprintf(sizes, sizeof sizes, "%s-%d, %d, %d, %d, then multiples of %d up to %d (%s)", g->name, 4 * per, 8 * per,
+             16 * per, 32 * per, 64 * per, g->max_slice_chips * per, per > 1 ? "TensorCores, 2 per chip" : "chips");
+  if (!parse_count(suffix, &n) || n < 1)
+    return tpurt_fail(TPURT_ERR_VALUE, "'%s' is not a slice name: expected <generation>-<count>, e.g. v6e-8 or tpu7x-16384", name);
+  if (n % per)
+    return tpurt_fail(TPURT_ERR_VALUE, "slice '%s': %s-N counts TensorCores, %d per chip: N must be a multiple of %d", name,
+                      g->name, per, per);
+  if (n / per > g->max_slice_chips)
+    return tpurt_fail(TPURT_ERR_VALUE, "slice '%s': %ld chips, the largest %s slice has %d", name, n / per, g->name,
+                      g->max_slice_chips);
+  if (!slice_offered(g, n / per))
+    return tpurt_fail(TPURT_ERR_VALUE, "slice '%s' is not a size %s comes in; its slices: %s", name, g->name, sizes);
+  *chips = (int)(n / per);
+  return TPURT_OK;
 }
 
 /* The torus a slice of `chips` chips of g is laid out as, e.g. 2x4 or 4x4x8. */
@@ -52,56 +87,106 @@ static void slice_topology(const generation* g, int chips, char* out, size_t n) 
     while (x * y < chips) (y <= x ? (y *= 2) : (x *= 2));
     if (x > y) { int t = x; x = y; y = t; }
     snprintf(out, n, "%dx%d", x, y);
-  } else {
+  } else if ((chips & (chips - 1)) == 0) {
     int d[3] = {1, 1, 1}, i = 0;
     while (d[0] * d[1] * d[2] < chips) d[i++ % 3] *= 2;
+    snprintf(out, n, "%dx%dx%d", d[0], d[1], d[2]);
+  } else { /* whole 4x4x4 cubes (slice_offered): 4x4xN, then as even as dims in multiples of 4 go */
+    int d[3] = {4, 4, chips / 16};
+    for (;;) {
+      int lo = d[0] <= d[1] ? 0 : 1, hi = d[2] >= d[0] && d[2] >= d[1] ? 2 : d[0] >= d[1] ? 0 : 1;
+      if (d[hi] % 8 || d[hi] / 2 < 2 * d[lo]) break;
+      d[hi] /= 2, d[lo] *= 2;
+    }
     snprintf(out, n, "%dx%dx%d", d[0], d[1], d[2]);
   }
 }
 
+/* A VALUE failure of the configuration, kept for every later call (the process imports fine and
+ * the first use of the device raises it, as CUDA does with a bad CUDA_VISIBLE_DEVICES). */
+#define CONFIG_ERROR(...)                                              \
+  do {                                                                 \
+    cfg.status = TPURT_ERR_VALUE;                                      \
+    snprintf(cfg.error, sizeof cfg.error, __VA_ARGS__);                \
+    return;                                                            \
+  } while (0)
+
+static int is_flag(const char* v) { return !v || !strcmp(v, "0") || !strcmp(v, "1"); }
+
+/* "AxB" or "AxBxC" with `dims` positive dims: their product, or 0. */
+static long topology_chips(const char* t, int dims) {
+  long product = 1;
+  int n = 0;
+  const char* p = t;
+  for (;;) {
+    size_t len = strspn(p, "0123456789");
+    if (!len || len > 6) return 0;
+    long d = strtol(p, NULL, 10);
+    if (d < 1) return 0;
+    product *= d;
+    n++;
+    p += len;
+    if (!*p) break;
+    if (*p++ != 'x') return 0;
+  }
+  return n == dims ? product : 0;
+}
+
 static void configure(void) {
   const char* type = tpurt_env_get(TPURT_ENV_ACCELERATOR_TYPE);
-  if (!type || !*type) type = "v6e-1";
+  if (!type) type = "v6e-1";
   snprintf(cfg.accelerator_type, sizeof cfg.accelerator_type, "%s", type);
   const char* dash = strrchr(type, '-');
-  size_t len = dash ? (size_t)(dash - type) : strlen(type);
-  cfg.gen = tpurt_find_generation(type, len);
-  long suffix = dash ? strtol(dash + 1, NULL, 10) : 1;
-  if (!cfg.gen || suffix <= 0) {
-    cfg.status = TPURT_ERR_VALUE;
-    snprintf(cfg.error, sizeof cfg.error,
-             "TPU_ACCELERATOR_TYPE='%s' is not a known slice name; expected <generation>-<count> "
-             "with generation one of v4, v5litepod, v5p, v6e, tpu7x (e.g. v6e-4)",
-             type);
-    return;
-  }
-  int chips = slice_chips(cfg.gen, suffix);
+  cfg.gen = dash ? tpurt_find_generation(type, (size_t)(dash - type)) : NULL;
+  if (!cfg.gen)
+    CONFIG_ERROR("TPU_ACCELERATOR_TYPE='%s' is not a known slice name; expected <generation>-<count> "
+                 "with generation one of v4, v5litepod, v5p, v6e, tpu7x (e.g. v6e-4)", type);
+  int chips;
+  if (slice_chips(cfg.gen, type, dash + 1, &chips)) CONFIG_ERROR("TPU_ACCELERATOR_TYPE: %s", tpurt_last_error());
   cfg.slice_chips = chips;
   const char* topology = tpurt_env_get(TPURT_ENV_TOPOLOGY);
-  if (topology) snprintf(cfg.topology, sizeof cfg.topology, "%s", topology);
-  else slice_topology(cfg.gen, chips, cfg.topology, sizeof cfg.topology);
+  if (topology) {
+    if (topology_chips(topology, cfg.gen->topology_dims) != chips)
+      CONFIG_ERROR("TPU_TOPOLOGY='%s' is not a %d-D topology of the %d chips of %s (e.g. %s)", topology,
+                   cfg.gen->topology_dims, chips, type, cfg.gen->topology_dims == 2 ? "2x4" : "2x2x2");
+    snprintf(cfg.topology, sizeof cfg.topology, "%s", topology);
+  } else {
+    slice_topology(cfg.gen, chips, cfg.topology, sizeof cfg.topology);
+  }
   int host_chips = chips < cfg.gen->chips_per_host ? chips : cfg.gen->chips_per_host;
+  int hosts = (chips + host_chips - 1) / host_chips;
   const char* worker = tpurt_env_get(TPURT_ENV_WORKER_ID);
-  int first = worker ? atoi(worker) * host_chips : 0;
+  long worker_id = 0;
+  if (worker && (!parse_count(worker, &worker_id) || worker_id >= hosts))
+    CONFIG_ERROR("TPU_WORKER_ID='%s': expected a host index 0..%d of %s (%d host%s of %d chips)", worker, hosts - 1, type,
+                 hosts, hosts > 1 ? "s" : "", host_chips);
+  int first = (int)worker_id * host_chips;
   const char* visible = tpurt_env_get(TPURT_ENV_VISIBLE_CHIPS);
-  if (visible && *visible) {
+  if (visible) {
     const char* p = visible;
-    while (*p && cfg.count < TPURT_MAX_DEVICES) {
+    while (*p) {
       char* end;
       long v = strtol(p, &end, 10);
-      if (end == p || v < 0 || v >= host_chips) {
-        cfg.status = TPURT_ERR_VALUE;
-        snprintf(cfg.error, sizeof cfg.error,
-                 "TPU_VISIBLE_CHIPS='%s' names chip indices outside 0..%d of this %s host",
-                 visible, host_chips - 1, cfg.accelerator_type);
-        return;
-      }
+      if (end == p || v < 0 || v >= host_chips || (*end && *end != ',') || cfg.count >= TPURT_MAX_DEVICES)
+        CONFIG_ERROR("TPU_VISIBLE_CHIPS='%s': expected comma-separated chip indices 0..%d of this %s host",
+                     visible, host_chips - 1, cfg.accelerator_type);
       cfg.global_index[cfg.count++] = first + (int)v;
       p = end + (*end == ',');
     }
   } else {
     for (int i = 0; i < host_chips && i < TPURT_MAX_DEVICES; i++) cfg.global_index[cfg.count++] = first + i;
   }
+  const char* threads = tpurt_env_get(TPURT_ENV_NUM_THREADS);
+  long n;
+  if (threads && (!parse_count(threads, &n) || n < 1))
+    CONFIG_ERROR("TPU_NUM_THREADS='%s': expected a positive number of host threads", threads);
+  const char* hbm = tpurt_env_get(TPURT_ENV_HBM_BYTES);
+  if (hbm && (!parse_count(hbm, &n) || n < 1))
+    CONFIG_ERROR("TPU_HBM_BYTES='%s': expected a positive number of bytes (at most 12 digits)", hbm);
+  static const tpurt_env flags[] = {TPURT_ENV_LAUNCH_BLOCKING, TPURT_ENV_DEFER_AND_FUSE, TPURT_ENV_EXPLAIN_RECOMPILES};
+  for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++)
+    if (!is_flag(tpurt_env_get(flags[f])))
+      CONFIG_ERROR("%s='%s': expected 0 or 1", tpurt_env_name(flags[f]), tpurt_env_get(flags[f]));
   /* debug wins over fused: a program asking for errors where they were issued gets them */
   const char* blocking = tpurt_env_get(TPURT_ENV_LAUNCH_BLOCKING);
   const char* fuse = tpurt_env_get(TPURT_ENV_DEFER_AND_FUSE);
@@ -176,7 +261,7 @@ tpurt_status tpurt_chip_get_info(int device, tpurt_chip_info* out) {
   i.global_index = cfg.global_index[device];
   i.slice_chips = cfg.slice_chips;
   const char* override = tpurt_env_get(TPURT_ENV_HBM_BYTES); /* shrink the emulated HBM for tests */
-  if (override && atoll(override) > 0) i.hbm_bytes = atoll(override);
+  if (override) i.hbm_bytes = atoll(override);                 /* checked by configure() */
   return give_info(&i, out);
 }
 
@@ -200,7 +285,13 @@ tpurt_status tpurt_generation_get_info(const char* generation_name, tpurt_chip_i
   describe_generation(g, &i);
   snprintf(i.accelerator_type, sizeof i.accelerator_type, "%s", generation_name);
   const char* dash = strrchr(generation_name, '-');
-  i.slice_chips = tpurt_find_generation(generation_name, strlen(generation_name)) || !dash ? 1 : slice_chips(g, atol(dash + 1));
+  i.slice_chips = 1;
+  if (!tpurt_find_generation(generation_name, strlen(generation_name)) && dash) {
+    int chips;
+    tpurt_status s = slice_chips(g, generation_name, dash + 1, &chips);
+    if (s) return s;
+    i.slice_chips = chips;
+  }
   slice_topology(g, i.slice_chips, i.topology, sizeof i.topology);
   return give_info(&i, out);
 }

@@ -38,5 +38,9 @@ int main(void) {
   CHECK((r = run_child("v6e-64", NULL, 8, "v6e", "8x8")) == 0, "a host sees its 8 chips: %d", r);
   CHECK((r = run_child("v9z-8", NULL, -1, NULL, NULL)) == 0, "unknown type rejected: %d", r);
   CHECK((r = run_child("v6e-4", "7", -1, NULL, NULL)) == 0, "bad visible chip rejected: %d", r);
+  CHECK((r = run_child("v6e-3", NULL, -1, NULL, NULL)) == 0, "a size v6e does not come in rejected: %d", r);
+  CHECK((r = run_child("v6e-9", NULL, -1, NULL, NULL)) == 0, "v6e-9 rejected (was 8 chips): %d", r);
+  CHECK((r = run_child("v5p-12", NULL, -1, NULL, NULL)) == 0, "6 chips of v5p rejected: %d", r);
+  CHECK((r = run_child("v4-384", NULL, 4, "v4", "4x4x12")) == 0, "192 chips: three 4x4x4 cubes: %d", r);
   return CHECK_DONE();
 }

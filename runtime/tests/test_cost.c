@@ -25,6 +25,10 @@ static void test_generations(void) {
   CHECK(tpurt_generation_get_info("tpu7x-16384", &i) == TPURT_OK && i.slice_chips == 8192, "tpu7x-16384: %d", i.slice_chips);
   CHECK(tpurt_generation_get_info("v5litepod-8", &i) == TPURT_OK && i.hbm_bytes == 16LL << 30, "v5e HBM is 16 GiB");
   CHECK(tpurt_generation_get_info("tpu7x", &i) == TPURT_OK && i.bf16_tflops == 2307 && i.tensorcores == 2, "v7");
+  CHECK(tpurt_generation_get_info("v5p-12288", &i) == TPURT_OK && strcmp(i.topology, "16x16x24") == 0,
+        "the full v5p pod: %s", i.topology);
+  CHECK(tpurt_generation_get_info("v6e-3", &i) == TPURT_ERR_VALUE && strstr(tpurt_last_error(), "powers of two"),
+        "v6e-3 refused with the sizes v6e comes in: %s", tpurt_last_error());
   CHECK(tpurt_generation_get_info("v9z", &i) == TPURT_ERR_VALUE, "unknown generation refused");
   CHECK(strstr(tpurt_last_error(), "v9z") != NULL, "%s", tpurt_last_error());
 }

@@ -121,7 +121,8 @@ def _wide(t):
 
 
 def _exact(sample, base, grad_mask, noncontig):
-    """float64 (complex128) outputs and input gradients for the same input values, or None."""
+    """float64 (complex128) outputs, input gradients and inputs after the op (what in-place ops
+    wrote) for the same input values, or None."""
     try:
         ins = [_to(_wide(x) if isinstance(x, torch.Tensor) else x, "cpu", noncontig, g)
                for x, g in zip(base, grad_mask)]
@@ -133,7 +134,8 @@ def _exact(sample, base, grad_mask, noncontig):
             ws = [make(o.shape, dt, seed=99 + i).double() for i, o in enumerate(diff)]
             torch.autograd.backward(diff, ws)
             grads = [x.grad if isinstance(x, torch.Tensor) and x.requires_grad else None for x in ins]
-        return [o.detach() for o in outs], grads
+        after = [x.detach() if isinstance(x, torch.Tensor) else None for x in ins]
+        return [o.detach() for o in outs], grads, after
     except Exception:
         return None
 
@@ -154,11 +156,11 @@ def check_sample(sample: Sample, dtype, noncontig: bool):
     memo, snap = [], [x.clone() if isinstance(x, torch.Tensor) else x for x in base]  # fn may mutate base
 
     def exact(kind, i):
-        """float64 output / input gradient i, or None."""
+        """float64 output (kind 0) / input gradient (1) / input after the op (2) i, or None."""
         if dtype == torch.float64:
             return None
         if not memo:
-            memo.append(_exact(sample, snap, grad_mask, noncontig) or ([], None))
+            memo.append(_exact(sample, snap, grad_mask, noncontig) or ([], None, None))
         found = memo[0][kind]
         return found[i] if found and i < len(found) else None
     torch_tpu.metrics.reset()
@@ -175,7 +177,7 @@ def check_sample(sample: Sample, dtype, noncontig: bool):
             _close(a.detach(), e.detach(), sample, dtype, f"output {i}", lambda i=i: exact(0, i))
         for i, (a, e) in enumerate(zip(tpu_in, cpu_in)):  # in-place results
             if isinstance(a, torch.Tensor) and not a.requires_grad:
-                _close(a, e, sample, dtype, f"input {i} after the op")
+                _close(a, e, sample, dtype, f"input {i} after the op", lambda i=i: exact(2, i))
         if want_grad:
             diff = [(a, e) for a, e in zip(act_flat, exp_flat) if e.requires_grad and e.dtype.is_floating_point]
             if diff:

@@ -110,3 +110,19 @@ def test_bf16_inputs_ignore_precision():
         with torch.tpu.precision(p):
             outs.append((a.to("tpu") @ b.to("tpu")).cpu())
     assert torch.equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape,dim", [((5,), 0), ((5, 3), 0), ((5, 3, 2), 1)])
+def test_index_add_into_half_rounds_the_sum_once(dtype, shape, dim):
+    """Forty sources onto five rows: each output is its float64 sum rounded once (CPU rounds at
+    every add on some of these paths, once on others)."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(shape, generator=g).to(dtype)
+    idx = torch.randint(0, shape[dim], (40,), generator=g)
+    src = torch.randn(shape[:dim] + (40,) + shape[dim + 1:], generator=g).to(dtype)
+    got = x.to("tpu").index_add_(dim, idx.to("tpu"), src.to("tpu")).cpu()
+    exact = x.double().index_add_(dim, idx, src.double())
+    assert torch.equal(got, exact.to(dtype))
+    cpu = x.clone().index_add_(dim, idx, src)
+    assert (got.double() - exact).abs().max() <= (cpu.double() - exact).abs().max()

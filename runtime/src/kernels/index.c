@@ -236,6 +236,15 @@ tpurt_status tpurt_kernel_scatter_add(const tpurt_op_call* c) {
   return scatter_into(c, RED_ADD);
 }
 
+/* index_add into float16/bfloat16 sums in a float32 copy of the output and rounds once, as
+ * PyTorch CPU does on its usual paths (repeated indices would otherwise round at every add). */
+static int index_add_in_f32(const tpurt_tensor* out) { return out->dtype == TPURT_F16 || out->dtype == TPURT_BF16; }
+
+tpurt_status tpurt_plan_index_add(const tpurt_op_call* c, tpurt_plan* p) {
+  if (c->nouts > 0 && index_add_in_f32(&c->outs[0])) p->scratch_bytes += tpurt_temp_bytes(tpurt_numel(&c->outs[0]) * sizeof(float));
+  return TPURT_OK;
+}
+
 tpurt_status tpurt_kernel_index_add(const tpurt_op_call* c) {
   /* index_add(self, dim, index, source, *, alpha): out = self; out[index[i]] += alpha*source[i] */
   tpurt_tensor o = at_least_1d(&c->outs[0]), ix = at_least_1d(&TPURT_ARG(c, index_add, index)->t), src = at_least_1d(&TPURT_ARG(c, index_add, source)->t);
@@ -245,18 +254,31 @@ tpurt_status tpurt_kernel_index_add(const tpurt_op_call* c) {
   if (s || tpurt_numel(&src) == 0) return s;
   double alpha = c->nargs > 4 ? tpurt_value_f(TPURT_ARG(c, index_add, alpha)) : 1.0;
   int64_t alpha_i = c->nargs > 4 ? tpurt_value_i(TPURT_ARG(c, index_add, alpha)) : 1;
+  tpurt_tensor acc = o;
+  if (index_add_in_f32(&o)) {
+    acc.dtype = TPURT_F32;
+    acc.data = tpurt_temp(tpurt_numel(&o) * sizeof(float));
+    if (!acc.data) return TPURT_ERR_OOM;
+    int64_t stride = 1;
+    for (int d = o.ndim - 1; d >= 0; stride *= o.sizes[d], d--) acc.strides[d] = stride;
+    s = tpurt_copy_tensor(&acc, &o);
+  }
   int64_t i[TPURT_MAX_DIMS] = {0};
-  do {
+  if (!s) do {
     int64_t dst[TPURT_MAX_DIMS];
     memcpy(dst, i, sizeof dst);
     dst[dim] = tpurt_load_i64(at(&ix, i[dim] * ix.strides[0]), ix.dtype);
-    char* dp = at(&o, offset_of(&o, dst));
+    char* dp = at(&acc, offset_of(&acc, dst));
     const char* sp = at(&src, offset_of(&src, i));
-    if (tpurt_is_float(o.dtype)) accumulate(dp, sp, src.dtype, o.dtype, alpha);
-    else tpurt_store_i64(dp, o.dtype, (int64_t)((uint64_t)tpurt_load_i64(dp, o.dtype) +
-                                                 (uint64_t)alpha_i * (uint64_t)tpurt_load_i64(sp, src.dtype)));
+    if (tpurt_is_float(acc.dtype)) accumulate(dp, sp, src.dtype, acc.dtype, alpha);
+    else tpurt_store_i64(dp, acc.dtype, (int64_t)((uint64_t)tpurt_load_i64(dp, acc.dtype) +
+                                                   (uint64_t)alpha_i * (uint64_t)tpurt_load_i64(sp, src.dtype)));
   } while (tpurt_next_index(i, src.sizes, src.ndim));
-  return TPURT_OK;
+  if (acc.data != o.data) {
+    if (!s) s = tpurt_copy_tensor(&o, &acc);
+    tpurt_temp_release(acc.data);
+  }
+  return s;
 }
 
 /* ---------------------------------------------------------------- advanced indexing */

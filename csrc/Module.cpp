@@ -92,6 +92,11 @@ void run_op_check(const std::string& name, const torch::jit::Stack& args) {
   h->check(*py_args);  // a raised Python exception travels to the caller with its type
 }
 
+bool has_tpu_meta(const std::string& name) {
+  const OpHooks* h = hooks_of(name);
+  return h && h->meta;
+}
+
 bool run_tpu_meta(const c10::FunctionSchema& schema, const std::string& name, torch::jit::Stack& stack) {
   const OpHooks* h = hooks_of(name);
   if (!h || !h->meta) return false;

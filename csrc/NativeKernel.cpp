@@ -248,7 +248,8 @@ struct NativeKernel final : c10::OperatorKernel {
   bool has_meta(const c10::OperatorHandle& op) {
     if (meta_known_ < 0)
       meta_known_ = op.hasKernelForDispatchKey(c10::DispatchKey::Meta) ||
-                    op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
+                    op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
+                    has_tpu_meta(hook_name(op.operator_name()));
     return meta_known_ == 1;
   }
   // As CPU: an out= tensor may not share some (but not all) of its memory with an input.

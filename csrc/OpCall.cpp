@@ -239,9 +239,7 @@ std::shared_ptr<const MetaResult> MetaCache::compute(const c10::OperatorHandle& 
   }
   std::vector<std::vector<int64_t>> before;
   for (auto& [i, m] : written) before.push_back(m.defined() ? m.sizes().vec() : std::vector<int64_t>{});
-  const auto& name = schema.operator_name();
-  std::string overload = name.name.substr(name.name.find("::") + 2) +
-                         (name.overload_name.empty() ? "" : "." + name.overload_name);
+  const std::string overload = hook_name(schema.operator_name());
   run_op_check(overload, stack);
   try {
     if (!run_tpu_meta(schema, overload, stack)) op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &stack);

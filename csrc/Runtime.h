@@ -2,6 +2,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/core/operator_name.h>
 #include <c10/core/Device.h>
 
 #include "tpurt.h"
@@ -39,6 +40,12 @@ void run_op_check(const std::string& name, const torch::jit::Stack& args);
 // ships for it (whose behaviour must stay PyTorch's for every other device): runs it on the
 // meta arguments, leaving its returns on the stack as a Meta kernel would. False if none.
 bool run_tpu_meta(const c10::FunctionSchema& schema, const std::string& name, torch::jit::Stack& stack);
+// Whether torch_tpu/meta registered a tpu-only shape function for this overload ("mish_backward").
+bool has_tpu_meta(const std::string& name);
+// The name the hooks are registered under: "add.Tensor", "mish_backward" (no namespace).
+inline std::string hook_name(const c10::OperatorName& op) {
+  return op.name.substr(op.name.find("::") + 2) + (op.overload_name.empty() ? "" : "." + op.overload_name);
+}
 
 // tpu tensors (TensorOps.cpp): whether a dense tpu tensor can hold a dtype (all but quantized ones,
 // which are QTensorImpls: Quantized.cpp)

@@ -475,3 +475,6 @@ register("threshold_backward", lambda g, x: torch.ops.aten.threshold_backward(g,
 register("gelu_backward sigmoid_backward tanh_backward", lambda x: torch.tanh(torch.sigmoid(F.gelu(x))), rand(),
          dtypes=FLOATS, name="chained backward ops")
 register("silu_backward", F.silu, rand(), dtypes=FLOATS, name="silu backward")
+register("mish_backward", F.mish, rand(-5, 5), dtypes=FLOATS + F64, name="mish backward")
+register("mish_backward", lambda g, x: torch.ops.aten.mish_backward(g, x), grad_x, dtypes=FLOATS + F64, grad=False,
+         name="mish_backward direct")

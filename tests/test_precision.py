@@ -126,3 +126,16 @@ def test_index_add_into_half_rounds_the_sum_once(dtype, shape, dim):
     assert torch.equal(got, exact.to(dtype))
     cpu = x.clone().index_add_(dim, idx, src)
     assert (got.double() - exact).abs().max() <= (cpu.double() - exact).abs().max()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape,dim", [((5,), 0), ((5, 3), 1), ((4, 3, 2), 1)])
+def test_scatter_add_into_half_rounds_the_sum_once_as_cpu(dtype, shape, dim):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(shape, generator=g).to(dtype)
+    ishape = shape[:dim] + (30,) + shape[dim + 1:]
+    idx = torch.randint(0, shape[dim], ishape, generator=g)
+    src = torch.randn(ishape, generator=g).to(dtype)
+    got = x.to("tpu").scatter_add(dim, idx.to("tpu"), src.to("tpu")).cpu()
+    assert torch.equal(got, x.double().scatter_add(dim, idx, src.double()).to(dtype))
+    assert torch.equal(got, x.scatter_add(dim, idx, src))  # CPU sums in float and rounds once too

@@ -886,6 +886,8 @@
 #define TPURT_ARG_minimum_self 0
 #define TPURT_ARG_minimum_other 1
 #define TPURT_ARG_mish_self 0
+#define TPURT_ARG_mish_backward_grad_output 0
+#define TPURT_ARG_mish_backward_self 1
 #define TPURT_ARG_mm_self 0
 #define TPURT_ARG_mm_mat2 1
 #define TPURT_ARG_mode_self 0

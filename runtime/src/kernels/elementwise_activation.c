@@ -31,6 +31,10 @@
     T s = sigm_##S(x);                                                                     \
     return g * s * (1 + x * (1 - s));                                                      \
   }                                                                                        \
+  static inline T mish_bw_##S(T g, T x) { /* CPU's: in float for float16/bfloat16 */       \
+    T s = sigm_##S(x), t = TANH((T)log1p(EXP(x)));                                         \
+    return g * (t + x * s * (1 - t * t));                                                  \
+  }                                                                                        \
   static inline T softplus_bw_##S(T g, T x, T beta, T threshold) {                         \
     T z = exp(x * beta);                                                                   \
     return x * beta > threshold ? g : g * z / (z + 1);                                     \
@@ -68,6 +72,7 @@ DEF_ACT_HELPERS(double, d, exp, erf, tanh)
 #define ACT_BACKWARD_OPS(X)                                                                    \
   X(gelu_backward, 2, GENERIC(gelu_bw, x)(x, y, PI(0)))                                        \
   X(silu_backward, 2, GENERIC(silu_bw, x)(x, y))                                               \
+  X(mish_backward, 2, GENERIC(mish_bw, x)(x, y))                                               \
   X(sigmoid_backward, 2, x * (1 - y) * y)                                                      \
   X(tanh_backward, 2, x * (1 - y * y))                                                         \
   X(leaky_relu_backward, 2, y > 0 ? x : x * PF(0))                                             \

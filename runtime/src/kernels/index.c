@@ -173,6 +173,49 @@ tpurt_status tpurt_kernel_gather(const tpurt_op_call* c) {
 }
 
 /* ---------------------------------------------------------------- scatter */
+/* Adding many sources into a float16/bfloat16 output sums them in a float32 copy of it and
+ * rounds once, as PyTorch CPU does (scatter_add, index_add): repeated indices would otherwise
+ * round at every add. sums_begin gives the tensor to add into (the output itself for other
+ * dtypes); sums_end writes it back and gives the copy back. */
+static int sums_in_f32(const tpurt_tensor* out) { return out->dtype == TPURT_F16 || out->dtype == TPURT_BF16; }
+
+static int64_t sums_scratch(const tpurt_op_call* c) {
+  return c->nouts > 0 && sums_in_f32(&c->outs[0]) ? tpurt_temp_bytes(tpurt_numel(&c->outs[0]) * sizeof(float)) : 0;
+}
+
+static tpurt_status sums_begin(const tpurt_tensor* out, tpurt_tensor* acc) {
+  *acc = *out;
+  if (!sums_in_f32(out)) return TPURT_OK;
+  acc->dtype = TPURT_F32;
+  acc->data = tpurt_temp(tpurt_numel(out) * sizeof(float));
+  if (!acc->data) return TPURT_ERR_OOM;
+  int64_t stride = 1;
+  for (int d = out->ndim - 1; d >= 0; stride *= out->sizes[d], d--) acc->strides[d] = stride;
+  return tpurt_copy_tensor(acc, out);
+}
+
+static tpurt_status sums_end(const tpurt_tensor* out, tpurt_tensor* acc, tpurt_status s) {
+  if (acc->data == out->data) return s;
+  if (acc->data && !s) s = tpurt_copy_tensor(out, acc);
+  if (acc->data) tpurt_temp_release(acc->data);
+  return s;
+}
+
+tpurt_status tpurt_plan_index_add(const tpurt_op_call* c, tpurt_plan* p) {
+  p->scratch_bytes += sums_scratch(c);
+  return TPURT_OK;
+}
+
+tpurt_status tpurt_plan_scatter_add(const tpurt_op_call* c, tpurt_plan* p) {
+  p->scratch_bytes += sums_scratch(c);
+  return TPURT_OK;
+}
+
+tpurt_status tpurt_plan_scatter(const tpurt_op_call* c, tpurt_plan* p) {
+  const tpurt_value* r = c->nargs > 4 ? TPURT_ARG(c, scatter, reduce) : NULL;
+  if (r && r->kind == TPURT_V_STRING && strcmp(r->s, "add") == 0) p->scratch_bytes += sums_scratch(c);
+  return TPURT_OK;
+}
 typedef enum { RED_NONE, RED_ADD, RED_MUL } reduce_op;
 
 static void combine(char* dst, const char* src, int src_dt, int dt, reduce_op r) {
@@ -208,15 +251,17 @@ static tpurt_status scatter_into(const tpurt_op_call* c, reduce_op red) {
   tpurt_tensor src = tpurt_scalar_tensor(srcv, scalar);
   int scalar_src = srcv->kind != TPURT_V_TENSOR;
   if (!scalar_src) src = at_least_1d(&src);
+  tpurt_tensor acc = o;
+  if (red == RED_ADD && (s = sums_begin(&o, &acc))) return sums_end(&o, &acc, s);
   int64_t i[TPURT_MAX_DIMS] = {0};
   do {
     int64_t dst[TPURT_MAX_DIMS];
     memcpy(dst, i, sizeof dst);
     dst[dim] = load_index(&ix, i);
     const char* sp = scalar_src ? (const char*)src.data : at(&src, offset_of(&src, i));
-    combine(at(&o, offset_of(&o, dst)), sp, src.dtype, o.dtype, red);
+    combine(at(&acc, offset_of(&acc, dst)), sp, src.dtype, acc.dtype, red);
   } while (tpurt_next_index(i, ix.sizes, ix.ndim));
-  return TPURT_OK;
+  return sums_end(&o, &acc, TPURT_OK);
 }
 
 tpurt_status tpurt_kernel_scatter(const tpurt_op_call* c) {
@@ -236,14 +281,6 @@ tpurt_status tpurt_kernel_scatter_add(const tpurt_op_call* c) {
   return scatter_into(c, RED_ADD);
 }
 
-/* index_add into float16/bfloat16 sums in a float32 copy of the output and rounds once, as
- * PyTorch CPU does on its usual paths (repeated indices would otherwise round at every add). */
-static int index_add_in_f32(const tpurt_tensor* out) { return out->dtype == TPURT_F16 || out->dtype == TPURT_BF16; }
-
-tpurt_status tpurt_plan_index_add(const tpurt_op_call* c, tpurt_plan* p) {
-  if (c->nouts > 0 && index_add_in_f32(&c->outs[0])) p->scratch_bytes += tpurt_temp_bytes(tpurt_numel(&c->outs[0]) * sizeof(float));
-  return TPURT_OK;
-}
 
 tpurt_status tpurt_kernel_index_add(const tpurt_op_call* c) {
   /* index_add(self, dim, index, source, *, alpha): out = self; out[index[i]] += alpha*source[i] */
@@ -254,15 +291,8 @@ tpurt_status tpurt_kernel_index_add(const tpurt_op_call* c) {
   if (s || tpurt_numel(&src) == 0) return s;
   double alpha = c->nargs > 4 ? tpurt_value_f(TPURT_ARG(c, index_add, alpha)) : 1.0;
   int64_t alpha_i = c->nargs > 4 ? tpurt_value_i(TPURT_ARG(c, index_add, alpha)) : 1;
-  tpurt_tensor acc = o;
-  if (index_add_in_f32(&o)) {
-    acc.dtype = TPURT_F32;
-    acc.data = tpurt_temp(tpurt_numel(&o) * sizeof(float));
-    if (!acc.data) return TPURT_ERR_OOM;
-    int64_t stride = 1;
-    for (int d = o.ndim - 1; d >= 0; stride *= o.sizes[d], d--) acc.strides[d] = stride;
-    s = tpurt_copy_tensor(&acc, &o);
-  }
+  tpurt_tensor acc;
+  s = sums_begin(&o, &acc);
   int64_t i[TPURT_MAX_DIMS] = {0};
   if (!s) do {
     int64_t dst[TPURT_MAX_DIMS];
@@ -274,11 +304,7 @@ tpurt_status tpurt_kernel_index_add(const tpurt_op_call* c) {
     else tpurt_store_i64(dp, acc.dtype, (int64_t)((uint64_t)tpurt_load_i64(dp, acc.dtype) +
                                                    (uint64_t)alpha_i * (uint64_t)tpurt_load_i64(sp, src.dtype)));
   } while (tpurt_next_index(i, src.sizes, src.ndim));
-  if (acc.data != o.data) {
-    if (!s) s = tpurt_copy_tensor(&o, &acc);
-    tpurt_temp_release(acc.data);
-  }
-  return s;
+  return sums_end(&o, &acc, s);
 }
 
 /* ---------------------------------------------------------------- advanced indexing */

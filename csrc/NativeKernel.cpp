@@ -139,10 +139,18 @@ struct NativeKernel final : c10::OperatorKernel {
       cpu_fallback(op, stack, meta->unsupported_output);
       return;
     }
+    auto check_outs = [&] {
+      for (size_t i = 0; i < nargs; i++)
+        if (written(i) && schema.arguments()[i].is_out()) check_out_overlap(args, i, flags_ & TPURT_OPF_NO_OUT_OVERLAP);
+    };
+    // As CPU: its elementwise ops (TensorIterator) check out= against the inputs before
+    // resizing it (a smaller view of an input is a partial overlap, whatever resizing makes of
+    // it); its other kernels check once out= has its final size.
+    const bool elementwise = flags_ & TPURT_OPF_ALIAS_SAFE;
+    if (elementwise) check_outs();
     std::vector<c10::IValue> results;
     if (meta) allocate_outputs(*meta, args, *device, results, cached);
-    for (size_t i = 0; i < nargs; i++)  // as CPU, once out= has its final size: no overlap with inputs
-      if (written(i) && schema.arguments()[i].is_out()) check_out_overlap(args, i, flags_ & TPURT_OPF_NO_OUT_OVERLAP);
+    if (!elementwise) check_outs();
 
     // The call; argument and output slots past the ones in use are marked empty just before the launch.
     tpurt_op_call call;

@@ -291,6 +291,42 @@ def _div_mode_no_bool(self, other, *rest):
         _no_bool("div_floor_cpu" if mode == "floor" else "div_trunc_cpu")(self, other)
 
 
+def _nonempty_dim(name, at=1):
+    """CPU's zero_numel_check_dims: a reduction without identity over a dim of size 0 has no
+    answer (the dim argument is at schema position `at`; None reduces everything)."""
+    def check(self, *args):
+        dim = args[at - 1] if len(args) >= at else None
+        if dim is None:
+            if name.startswith("arg"):
+                _check(self.numel() != 0, f"{name} Expected reduction dim to be specified for input.numel() == 0.",
+                       IndexError)
+            return
+        if self.dim() == 0:
+            return
+        d = dim + self.dim() if dim < 0 else dim
+        if 0 <= d < self.dim():
+            _check(self.shape[d] != 0, f"{name} Expected reduction dim {d} to have non-zero size.", IndexError)
+    return check
+
+
+def _needs_dim(name):
+    def check(self, *rest):
+        _check(self.numel() != 0, f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                                  "Specify the reduction dim with the 'dim' argument.")
+    return check
+
+
+_EMPTY_REDUCTIONS = {
+    **{n: _nonempty_dim("max():") for n in ("max.dim", "max.dim_max")},
+    **{n: _nonempty_dim("min():") for n in ("min.dim", "min.dim_min")},
+    **{n: _nonempty_dim("mode():") for n in ("mode", "mode.values")},
+    **{n: _nonempty_dim("kthvalue():", at=2) for n in ("kthvalue", "kthvalue.values")},
+    **{n: _nonempty_dim("aminmax:") for n in ("aminmax", "aminmax.out")},
+    **{n: _nonempty_dim("argmax():") for n in ("argmax", "argmax.out")},
+    **{n: _nonempty_dim("argmin():") for n in ("argmin", "argmin.out")},
+    "max": _needs_dim("max"), "min": _needs_dim("min"),
+}
+
 _NO_BOOL = {
     **{n: _no_bool("remainder_cpu") for n in ("remainder.Tensor", "remainder_.Tensor", "remainder.Tensor_out",
                                               "remainder.Scalar", "remainder_.Scalar", "remainder.Scalar_out")},
@@ -350,7 +386,7 @@ def _both(first, second):
     return check
 
 
-for _name, _fn in _NO_BOOL.items():  # overloads with a check already get both
+for _name, _fn in list(_NO_BOOL.items()) + list(_EMPTY_REDUCTIONS.items()):  # overloads with a check get both
     CHECKS[_name] = _both(_fn, CHECKS[_name]) if _name in CHECKS else _fn
 
 # Every name is an overload of the runtime's op table (tests/test_upstream_regressions.py checks).

@@ -286,9 +286,14 @@ tpurt_status tpurt_kernel_index_add(const tpurt_op_call* c) {
   /* index_add(self, dim, index, source, *, alpha): out = self; out[index[i]] += alpha*source[i] */
   tpurt_tensor o = at_least_1d(&c->outs[0]), ix = at_least_1d(&TPURT_ARG(c, index_add, index)->t), src = at_least_1d(&TPURT_ARG(c, index_add, source)->t);
   int64_t dim = wrap_dim(TPURT_ARG(c, index_add, dim)->i, c->outs[0].ndim);
-  tpurt_status s = check_indices(&ix, 0, o.sizes[dim], (int)dim, "index out of range in self", TPURT_ERR_INDEX);
-  if (!s) s = tpurt_copy_tensor(&c->outs[0], &TPURT_ARG(c, index_add, self)->t);
-  if (s || tpurt_numel(&src) == 0) return s;
+  /* as CPU: indices are checked only when a source element moves into a non-empty self */
+  tpurt_status s = tpurt_copy_tensor(&c->outs[0], &TPURT_ARG(c, index_add, self)->t);
+  if (s || tpurt_numel(&src) == 0 || tpurt_numel(&o) == 0) return s;
+  /* CPU's 1-d path raises IndexError, its slice-by-slice path (self.dim() > 1) RuntimeError */
+  int sliced = c->outs[0].ndim > 1;
+  if ((s = check_indices(&ix, 0, o.sizes[dim], (int)dim, sliced ? NULL : "index out of range in self",
+                         sliced ? TPURT_ERR_RUNTIME : TPURT_ERR_INDEX)))
+    return s;
   double alpha = c->nargs > 4 ? tpurt_value_f(TPURT_ARG(c, index_add, alpha)) : 1.0;
   int64_t alpha_i = c->nargs > 4 ? tpurt_value_i(TPURT_ARG(c, index_add, alpha)) : 1;
   tpurt_tensor acc;
@@ -416,11 +421,7 @@ static tpurt_status plan_index(index_plan* p, const tpurt_tensor* self, const tp
     } else if (sd >= self->ndim) {
       s = tpurt_fail(TPURT_ERR_INDEX, "too many indices for tensor of dimension %d", self->ndim);
     } else {
-      /* as CPU's index kernel: the dim named is the index tensor's position among them */
-      if (self->sizes[sd] == 0 && tpurt_numel(t) > 0)
-        s = tpurt_fail(TPURT_ERR_INDEX, "index is out of bounds for dimension with size 0");
-      else
-        s = check_indices(t, -self->sizes[sd], self->sizes[sd], p->n, NULL, TPURT_ERR_INDEX);
+      s = TPURT_OK; /* bounds checked below, once the result's size is known */
       p->dim[p->n] = sd++;
       p->ix[p->n++] = *t;
     }
@@ -438,6 +439,17 @@ static tpurt_status plan_index(index_plan* p, const tpurt_tensor* self, const tp
   for (int d = p->before; d < self->ndim; d++)
     if (!indexed[d]) p->shape[r++] = self->sizes[d];
   p->ndim = r;
+  /* As CPU's index kernel, which checks indices as it moves elements: none when the result is
+   * empty (a (1, 0) tensor indexed by [0, 1] gives a (2, 0) result, no error). The dim named
+   * is the index tensor's position among them. */
+  int64_t moved = 1;
+  for (int d = 0; d < r; d++) moved *= p->shape[d];
+  for (int k = 0; k < p->n && moved; k++) {
+    int64_t size = self->sizes[p->dim[k]];
+    if (size == 0 && tpurt_numel(&p->ix[k]) > 0) return tpurt_fail(TPURT_ERR_INDEX, "index is out of bounds for dimension with size 0");
+    tpurt_status s = check_indices(&p->ix[k], -size, size, k, NULL, TPURT_ERR_INDEX);
+    if (s) return s;
+  }
   return TPURT_OK;
 }
 

@@ -1,0 +1,73 @@
+"""What the property-based tests (test_fuzz_ops.py) found, each kept as a plain regression test:
+the tpu gives CPU's result or CPU's exception, type and message."""
+import pytest
+import torch
+
+import torch_tpu  # noqa: F401
+
+
+def _outcome(fn, device):
+    try:
+        r = fn(device)
+        torch.tpu.synchronize()
+        return "ok", r
+    except Exception as e:
+        return type(e).__name__, str(e)
+
+
+def _same_as_cpu(fn):
+    cpu, tpu = _outcome(fn, "cpu"), _outcome(fn, "tpu")
+    assert cpu[0] == tpu[0], (cpu, tpu)
+    if cpu[0] == "ok":
+        for c, t in zip(torch.utils._pytree.tree_leaves(cpu[1]), torch.utils._pytree.tree_leaves(tpu[1])):
+            torch.testing.assert_close(t.cpu(), c)
+    else:
+        assert cpu[1] == tpu[1]
+
+
+EMPTY = {
+    # reductions without identity over a dim of size 0 returned 0 on tpu
+    "max.dim": lambda d: torch.zeros(0, device=d).max(0),
+    "min.dim 2-d": lambda d: torch.zeros(1, 0, device=d).min(1),
+    "max.dim negative": lambda d: torch.zeros(1, 0, device=d).max(-1),
+    "max.dim over the non-empty dim": lambda d: torch.zeros(1, 0, device=d).max(0),
+    "max": lambda d: torch.zeros(0, device=d).max(),
+    "min": lambda d: torch.zeros(2, 0, device=d).min(),
+    "mode": lambda d: torch.zeros(0, device=d).mode(0),
+    "kthvalue": lambda d: torch.zeros(0, device=d).kthvalue(1, 0),
+    "aminmax": lambda d: torch.aminmax(torch.zeros(0, device=d), dim=0),
+    "argmax": lambda d: torch.zeros(0, device=d).argmax(),
+    "argmin dim": lambda d: torch.zeros(2, 0, device=d).argmin(1, keepdim=True),
+    # indices are checked only where elements move, as CPU's kernels do
+    "index of an empty result": lambda d: torch.zeros(1, 0, device=d)[torch.tensor([0, 1], device=d)],
+    "index_put into an empty slice": lambda d: torch.zeros(1, 0, device=d).index_put(
+        (torch.tensor([0, 1], device=d),), torch.tensor(1.0, device=d)),
+    "index_add of nothing": lambda d: torch.zeros(1, 0, device=d).index_add(
+        0, torch.tensor([0, 1], device=d), torch.zeros(2, 0, device=d)),
+    "index_add into an empty self": lambda d: torch.zeros(0, 2, device=d).index_add(
+        0, torch.tensor([0, 1], device=d), torch.zeros(2, 2, device=d)),
+    "index_add 2-d out of range": lambda d: torch.zeros(1, 1, device=d).index_add(
+        0, torch.tensor([0, 1], device=d), torch.zeros(2, 1, device=d)),
+    "index_add 1-d out of range": lambda d: torch.zeros(1, device=d).index_add(
+        0, torch.tensor([0, 1], device=d), torch.zeros(2, device=d)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EMPTY))
+def test_empty_and_out_of_range(case):
+    _same_as_cpu(EMPTY[case])
+
+
+def _out_view(device, keep, strided):
+    base = torch.arange(1.0, 5.0, device=device)
+    x = (base[::2] if strided else base[:2]).clone()
+    out = x.flatten()[:keep]
+    torch.add(x, 1, out=out)
+    return x
+
+
+@pytest.mark.parametrize("keep,strided", [(0, False), (1, False), (0, True)])
+def test_out_that_views_an_input(keep, strided):
+    """CPU's elementwise ops check out= against the inputs before resizing it: a smaller
+    non-empty view of an input is refused, an empty one is resized into the input."""
+    _same_as_cpu(lambda d: _out_view(d, keep, strided))

@@ -52,6 +52,7 @@ SAMPLES = {
     "bernoulli.out": [lambda: A.bernoulli.out(t(3), out=t(3, dtype=torch.int64))],
     "amax": [lambda: A.amax(t(0, 3), [0]), lambda: A.amax(t(2, 3), [1])],
     "amin": [lambda: A.amin(t(3, 0), [1]), lambda: A.amin(t(2, 3), [0], True)],
+    "mish_backward": [lambda: A.mish_backward(t(2, 3), t(2, 3)), lambda: A.mish_backward(t(3), t(2, 3, dtype=bf))],
 }
 
 

@@ -50,6 +50,15 @@ EMPTY = {
         0, torch.tensor([0, 1], device=d), torch.zeros(2, 1, device=d)),
     "index_add 1-d out of range": lambda d: torch.zeros(1, device=d).index_add(
         0, torch.tensor([0, 1], device=d), torch.zeros(2, device=d)),
+    # a max-pool window wholly in the padding gave 0 (CPU: -inf, the lowest integer)
+    **{f"max_pool2d window in the padding {dt}": lambda d, dt=dt: torch.nn.functional.max_pool2d(
+        torch.ones(1, 1, 1, 1, dtype=dt, device=d), 2, 1, 1, 2, return_indices=True)
+       for dt in (torch.float32, torch.bfloat16, torch.int32, torch.int8, torch.uint8)},
+    # a transposed convolution whose output has no rows gave an empty tensor (CPU raises)
+    "conv_transpose2d output too small": lambda d: torch.nn.functional.conv_transpose2d(
+        torch.ones(1, 1, 1, 2, device=d), torch.ones(1, 1, 2, 2, device=d), padding=1),
+    "conv_transpose1d output too small": lambda d: torch.nn.functional.conv_transpose1d(
+        torch.ones(1, 1, 1, device=d), torch.ones(1, 1, 1, device=d), padding=1),
 }
 
 
@@ -71,3 +80,13 @@ def test_out_that_views_an_input(keep, strided):
     """CPU's elementwise ops check out= against the inputs before resizing it: a smaller
     non-empty view of an input is refused, an empty one is resized into the input."""
     _same_as_cpu(lambda d: _out_view(d, keep, strided))
+
+
+def test_median_of_an_expanded_tensor():
+    """PyTorch CPU's median(dim) of a stride-0 (expanded) tensor reads past the one stored
+    element (0 or a denormal for [4., 4., 4.], found by the property tests); the tpu gives what
+    CPU gives for the same values laid out densely."""
+    x = torch.tensor([4.0]).expand(3)
+    dense = x.contiguous().median(0)
+    got = torch.tensor([4.0], device="tpu").expand(3).median(0)
+    assert got.values.item() == dense.values.item() == 4.0 and got.indices.item() == dense.indices.item()

@@ -12,7 +12,7 @@ CPU = torch.tensor([1.0, 2.0, 3.0 + 3e-6])  # CPU's own rounding error
 
 
 def close(values):
-    _close(torch.tensor(values).to("tpu"), CPU, SAMPLE, torch.float32, "output", lambda: EXACT)
+    _close(torch.tensor(values).to("tpu"), CPU, SAMPLE, "output", lambda: EXACT)
 
 
 def test_as_close_to_float64_as_cpu_passes():
@@ -30,7 +30,7 @@ def test_a_missing_nan_fails():
     cpu = torch.tensor([1.0, float("nan"), 3.0])
     exact = torch.tensor([1.0, float("nan"), 3.0], dtype=torch.float64)
     with pytest.raises(AssertionError):
-        _close(torch.tensor([1.0, 2.0, 3.0]).to("tpu"), cpu, SAMPLE, torch.float32, "output", lambda: exact)
+        _close(torch.tensor([1.0, 2.0, 3.0]).to("tpu"), cpu, SAMPLE, "output", lambda: exact)
 
 
 @pytest.mark.parametrize("value,ok", [(float("inf"), True), (5.0, False), (float("nan"), True)])  # NaN: as CPU
@@ -40,7 +40,7 @@ def test_where_cpu_lost_a_number_float64_decides(value, ok):
     exact = torch.tensor([1.0, float("inf")], dtype=torch.float64)
 
     def run():
-        _close(torch.tensor([1.0, value]).to("tpu"), cpu, SAMPLE, torch.float32, "output", lambda: exact)
+        _close(torch.tensor([1.0, value]).to("tpu"), cpu, SAMPLE, "output", lambda: exact)
     if ok:
         run()
     else:

@@ -113,6 +113,14 @@ static inline int tpurt_is_float(int dt) {
   return dt == TPURT_F16 || dt == TPURT_BF16 || dt == TPURT_F32 || dt == TPURT_F64;
 }
 static inline int tpurt_is_complex(int dt) { return dt == TPURT_C64; }
+/* The smallest and largest values of an integer (or bool) dtype: the identities of max and min. */
+static inline int64_t tpurt_int_lowest(int dt) {
+  return dt == TPURT_I8 ? INT8_MIN : dt == TPURT_I16 ? INT16_MIN : dt == TPURT_I32 ? INT32_MIN : dt == TPURT_I64 ? INT64_MIN : 0;
+}
+static inline int64_t tpurt_int_highest(int dt) {
+  return dt == TPURT_BOOL ? 1 : dt == TPURT_U8 ? UINT8_MAX : dt == TPURT_I8 ? INT8_MAX : dt == TPURT_I16 ? INT16_MAX
+       : dt == TPURT_I32 ? INT32_MAX : INT64_MAX;
+}
 /* Type promotion as torch.result_type: the category of tensors with dim > 0 wins over
  * 0-dim tensors, which win over Python scalars (wrapped numbers). */
 typedef struct tpurt_promo {

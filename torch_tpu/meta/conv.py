@@ -14,10 +14,27 @@ def _check_dtypes(input, weight, bias):
                  lambda: f"Input type ({input.dtype}) and bias type ({bias.dtype}) should be the same")
 
 
+def _transposed_shape(input, weight, stride, padding, dilation, output_padding, groups):
+    """As CPU: without groups its kernel refuses an output with an empty spatial dim; its grouped
+    path returns the empty tensor."""
+    n = input.dim() - 2
+    at = lambda v, i: v[i] if len(v) > 1 else v[0]  # noqa: E731
+    out = [(input.shape[2 + i] - 1) * at(stride, i) - 2 * at(padding, i) + at(dilation, i) * (weight.shape[2 + i] - 1)
+           + at(output_padding, i) + 1 for i in range(n)]
+    if any(d < 0 for d in out) or (groups == 1 and any(d == 0 for d in out)):
+        lead = [1] if n == 1 else []  # CPU runs 1-d as 2-d with a leading 1
+        size = lambda dims: " x ".join(map(str, lead + list(dims)))  # noqa: E731
+        raise RuntimeError(f"Given input size per channel: ({size(input.shape[2:])}). Calculated output size per "
+                           f"channel: ({size(out)}). Output size is too small")
+    return [input.shape[0], weight.shape[1] * groups] + out
+
+
 def convolution_overrideable(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     _check_dtypes(input, weight, bias)
-    shape = calc_conv_nd_return_shape(input, weight, stride, padding, dilation, transposed, groups,
-                                      output_padding if transposed else None)
+    if transposed:
+        shape = _transposed_shape(input, weight, stride, padding, dilation, output_padding, groups)
+    else:
+        shape = calc_conv_nd_return_shape(input, weight, stride, padding, dilation, transposed, groups, None)
     if input.size(1) == 0:
         shape[1] = 0
     return input.new_empty(shape)

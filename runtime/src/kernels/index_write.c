@@ -227,11 +227,7 @@ static void srd_identity(char* d, int dt, srd_op r) {
     tpurt_store_f64(d, dt, r == SRD_PROD ? 1.0 : r == SRD_AMAX ? -INFINITY : r == SRD_AMIN ? INFINITY : 0.0);
     return;
   }
-  static const int64_t lo[] = {[TPURT_BOOL] = 0, [TPURT_U8] = 0, [TPURT_I8] = INT8_MIN, [TPURT_I16] = INT16_MIN,
-                               [TPURT_I32] = INT32_MIN, [TPURT_I64] = INT64_MIN};
-  static const int64_t hi[] = {[TPURT_BOOL] = 1, [TPURT_U8] = UINT8_MAX, [TPURT_I8] = INT8_MAX, [TPURT_I16] = INT16_MAX,
-                               [TPURT_I32] = INT32_MAX, [TPURT_I64] = INT64_MAX};
-  tpurt_store_i64(d, dt, r == SRD_PROD ? 1 : r == SRD_AMAX ? lo[dt] : r == SRD_AMIN ? hi[dt] : 0);
+  tpurt_store_i64(d, dt, r == SRD_PROD ? 1 : r == SRD_AMAX ? tpurt_int_lowest(dt) : r == SRD_AMIN ? tpurt_int_highest(dt) : 0);
 }
 
 tpurt_status tpurt_kernel_scatter_reduce(const tpurt_op_call* c) {

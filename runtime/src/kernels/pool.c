@@ -93,7 +93,8 @@ static int64_t out_off(const tpurt_tensor* t, const pgeom* g, int64_t p, int64_t
 
 /* ---------------------------------------------------------------- forward */
 /* Max with CPU's NaN rule (a NaN wins and the last NaN's index is kept); T is double or
- * int64_t, LOAD its loader. */
+ * int64_t, LOAD its loader. A window wholly in the padding gives CPU's -inf (the dtype's
+ * lowest for integers) and the index its scan would have started from. */
 #define MAX_FWD(NAME, T, LOAD)                                                                  \
   static void NAME(const pgeom* g, const tpurt_tensor* in, const tpurt_tensor* out,             \
                    const tpurt_tensor* idx) {                                                   \
@@ -102,7 +103,7 @@ static int64_t out_off(const tpurt_tensor* t, const pgeom* g, int64_t p, int64_t
     FOR_OUTPUTS(g, {                                                                            \
       int64_t ib = plane_off(in, in->ndim - g->sp.nsp, p);                                         \
       int64_t best = (a->lo * g->sp.is[1] + b->lo) * g->sp.is[2] + w->lo;                             \
-      T m = 0;                                                                                  \
+      T m = _Generic((T)0, double: -INFINITY, default: tpurt_int_lowest(out->dtype));          \
       int first = 1;                                                                            \
       for (int64_t i = a->lo; i < a->hi; i += g->dl[0])                                         \
         for (int64_t j = b->lo; j < b->hi; j += g->dl[1])                                       \

@@ -31,6 +31,8 @@ BAD = [
     ("TPU_LAUNCH_BLOCKING", "yes", {}),
     ("TORCH_TPU_DEFER_AND_FUSE", "2", {}),
     ("TPU_EXPLAIN_RECOMPILES", "on", {}),
+    ("TPU_FAULT_ALLOC", "0", {}),
+    ("TPU_FAULT_ALLOC", "sometimes", {}),
 ]
 
 PROBE = """

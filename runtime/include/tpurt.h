@@ -438,7 +438,8 @@ tpurt_status tpurt_host_kernel_launch(int32_t stream, tpurt_host_kernel_fn fn, c
   X(TPURT_ENV_DEFER_AND_FUSE, "TORCH_TPU_DEFER_AND_FUSE", "1: fused eager mode, elementwise chains run as one command (TPU_LAUNCH_BLOCKING wins)") \
   X(TPURT_ENV_NUM_THREADS, "TPU_NUM_THREADS", "host threads the emulated chip computes with (default: all CPUs)") \
   X(TPURT_ENV_HBM_BYTES, "TPU_HBM_BYTES", "override each chip's HBM capacity in bytes (tests of OOM)")        \
-  X(TPURT_ENV_EXPLAIN_RECOMPILES, "TPU_EXPLAIN_RECOMPILES", "1: torch.compile(backend='tpu') prints each recompile's cause")
+  X(TPURT_ENV_EXPLAIN_RECOMPILES, "TPU_EXPLAIN_RECOMPILES", "1: torch.compile(backend='tpu') prints each recompile's cause") \
+  X(TPURT_ENV_FAULT_ALLOC, "TPU_FAULT_ALLOC", "N: about one device allocation in N fails as out of memory (tests of OOM handling)")
 typedef enum {
 #define TPURT_X(e, name, doc) e,
   TPURT_ENV_LIST(TPURT_X)

@@ -2,6 +2,7 @@
  * against the generation's HBM capacity. Freed blocks stay cached for reuse (stream-
  * ordered, as CUDA's caching allocator) until empty_cache or memory pressure. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -134,6 +135,18 @@ static void flush_idle_locked(device_pool* p) {
   }
 }
 
+/* TPU_FAULT_ALLOC=N: whether this allocation fails. A hash of a shared draw counter
+ * (splitmix64), so a run fails at the same points whatever the threads do between them. */
+static int fault_injected(void) {
+  static _Atomic uint64_t draws;
+  long n = tpurt_fault_alloc_every();
+  if (n <= 0) return 0;
+  uint64_t x = atomic_fetch_add(&draws, 1) + 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return (x ^ (x >> 31)) % (uint64_t)n == 0;
+}
+
 /* may_wait: under memory pressure, synchronize the device and give the whole cache back
  * (a running kernel cannot: it may be what the device waits for). */
 static tpurt_status allocate(int device, size_t nbytes, int32_t stream, int may_wait, void** out) {
@@ -144,6 +157,12 @@ static tpurt_status allocate(int device, size_t nbytes, int32_t stream, int may_
   size_t size = round_size(nbytes);
   pthread_mutex_lock(&mu);
   device_pool* p = pool_of(device);
+  if (fault_injected()) {
+    p->stats.oom_count++;
+    pthread_mutex_unlock(&mu);
+    return tpurt_fail(TPURT_ERR_OOM, "TPU out of memory. Tried to allocate %zu bytes on tpu:%d (failure injected by "
+                      "TPU_FAULT_ALLOC=%ld)", nbytes, device, tpurt_fault_alloc_every());
+  }
   block* found = NULL;
   for (block* b = p->free_list; b; b = b->next_free) {
     if (b->size < size) continue;

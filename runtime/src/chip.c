@@ -21,6 +21,7 @@ static struct {
   char accelerator_type[32];
   char topology[32];
   int slice_chips;
+  long fault_every; /* TPU_FAULT_ALLOC: 0 off */
   int count;
   int global_index[TPURT_MAX_DEVICES];
 } cfg;
@@ -183,6 +184,9 @@ static void configure(void) {
   const char* hbm = tpurt_env_get(TPURT_ENV_HBM_BYTES);
   if (hbm && (!parse_count(hbm, &n) || n < 1))
     CONFIG_ERROR("TPU_HBM_BYTES='%s': expected a positive number of bytes (at most 12 digits)", hbm);
+  const char* fault = tpurt_env_get(TPURT_ENV_FAULT_ALLOC);
+  if (fault && (!parse_count(fault, &cfg.fault_every) || cfg.fault_every < 1))
+    CONFIG_ERROR("TPU_FAULT_ALLOC='%s': expected N >= 1 (about one device allocation in N fails)", fault);
   static const tpurt_env flags[] = {TPURT_ENV_LAUNCH_BLOCKING, TPURT_ENV_DEFER_AND_FUSE, TPURT_ENV_EXPLAIN_RECOMPILES};
   for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++)
     if (!is_flag(tpurt_env_get(flags[f])))
@@ -219,6 +223,8 @@ tpurt_status tpurt_init(void) {
 }
 
 int tpurt_device_count(void) { return tpurt_init() == TPURT_OK ? cfg.count : 0; }
+
+long tpurt_fault_alloc_every(void) { return tpurt_init() == TPURT_OK ? cfg.fault_every : 0; }
 
 static tpurt_status check_device(int device) {
   tpurt_status s = tpurt_init();

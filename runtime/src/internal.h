@@ -69,6 +69,8 @@ typedef struct generation {
   double usd_per_chip_hour;
   int topology_dims, max_slice_chips;
 } generation;
+/* TPU_FAULT_ALLOC's N (about one device allocation in N fails), 0 when off (chip.c). */
+long tpurt_fault_alloc_every(void);
 /* The generation one of whose names is prefix[0..len), NULL if none (chip.c). */
 const generation* tpurt_find_generation(const char* prefix, size_t len);
 /* The generation a name, alias or slice name ("v6e-256") names, NULL if none. */

@@ -76,11 +76,13 @@ def test_every_variable_has_a_bad_value_case():
 
 def test_sizes_a_generation_comes_in_are_accepted():
     code = "import torch; print(torch.tpu.device_count(), torch.tpu.get_device_properties(0).topology)"
-    for name, chips_here, topology in [("v6e-4", 4, "2x2"), ("v5p-8", 4, "2x2x1"), ("v4-384", 4, "4x4x12"),
-                                       ("v5litepod-16", 8, "4x4")]:
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                             env=_clean_env({"TPU_ACCELERATOR_TYPE": name})).stdout.split()
-        assert out == [str(chips_here), topology], (name, out)
+    cases = [("v6e-4", 4, "2x2"), ("v5p-8", 4, "2x2x1"), ("v4-384", 4, "4x4x12"), ("v5litepod-16", 8, "4x4")]
+    runs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=_clean_env({"TPU_ACCELERATOR_TYPE": name})) for name, _, _ in cases]
+    for (name, chips_here, topology), proc in zip(cases, runs):
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, (name, err[-2000:])
+        assert out.split() == [str(chips_here), topology], (name, out)
 
 
 def test_accepted_v6e_sizes_are_the_published_topologies():

@@ -90,3 +90,28 @@ def test_median_of_an_expanded_tensor():
     dense = x.contiguous().median(0)
     got = torch.tensor([4.0], device="tpu").expand(3).median(0)
     assert got.values.item() == dense.values.item() == 4.0 and got.indices.item() == dense.indices.item()
+
+
+HUGE = {
+    "2^62 elements": lambda d: torch.empty(2**62, device=d),
+    "sizes whose product overflows int64": lambda d: torch.empty(2**40, 2**40, device=d),
+    "bytes overflow int64": lambda d: torch.empty(2**31, 2**31, 4, device=d),
+    "128 TiB": lambda d: torch.empty(2**45, device=d),
+    "expand past int64 then copy": lambda d: torch.ones(1, device=d).expand(2**40, 2**30).contiguous(),
+    "arange of 2^62": lambda d: torch.arange(2**62, device=d),
+    "randn of 2^61": lambda d: torch.randn(2**61, device=d),
+    "repeat past int64": lambda d: torch.ones(2, device=d).repeat(2**62),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HUGE))
+def test_requests_beyond_addressable_sizes_raise_as_cpu(case):
+    """Never a crash: CPU's exception (an allocation CPU cannot make is an OutOfMemoryError
+    here, which is a RuntimeError, as on CUDA)."""
+    with pytest.raises(RuntimeError) as cpu:
+        HUGE[case]("cpu")
+    with pytest.raises(type(cpu.value)) as tpu:
+        HUGE[case]("tpu")
+        torch.tpu.synchronize()
+    if not isinstance(tpu.value, torch.OutOfMemoryError):
+        assert str(tpu.value) == str(cpu.value)

@@ -94,9 +94,6 @@ def _flat(out):
     return []
 
 
-CPU_LAYOUT_BUGS = set()  # ops whose CPU result depends on the inputs' layout (reported, not followed)
-
-
 def _same(a, b):
     fa, fb = _flat(a), _flat(b)
     return len(fa) == len(fb) and all(x.shape == y.shape and x.dtype == y.dtype and (torch.equal(x, y) or (
@@ -118,7 +115,6 @@ def agrees_with_cpu(fn, *args):
         except Exception:  # layout decides legitimately (an out= that aliases an input only when dense)
             dense = expected
         if not _same(expected, dense):
-            CPU_LAYOUT_BUGS.add(getattr(fn, "__name__", repr(fn)))
             expected = dense
     _close_to(fn, args, expected)
 

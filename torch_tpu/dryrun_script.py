@@ -154,19 +154,22 @@ class ScriptDryRun(CostRecorder):
         return None
 
     def _count_allocations(self, out):
-        fresh = []
+        fresh = {}  # storage -> (weak reference, bytes); outputs may share one
         for t in tree_flatten(out)[0]:
             if isinstance(t, FakeTensor) and t.device.type == "tpu":
                 st = t.untyped_storage()
-                if st._cdata not in self.live:
-                    fresh.append((st._cdata, StorageWeakRef(st), st.nbytes()))
+                known = self.live.get(st._cdata)
+                if known is not None and known[0].expired():  # a dead storage's address, given again
+                    self.live_bytes -= self.live.pop(st._cdata)[1]
+                    known = None
+                if known is None:
+                    fresh[st._cdata] = (StorageWeakRef(st), st.nbytes())
         if not fresh:
             return
-        new = sum(n for _, _, n in fresh)
+        new = sum(n for _, n in fresh.values())
         if self.live_bytes + new > self.peak_bytes:  # a new peak only if what is live now says so
             self._sweep()
-        for key, ref, n in fresh:
-            self.live[key] = (ref, n)
+        self.live.update(fresh)
         self.live_bytes += new
         self.peak_bytes = max(self.peak_bytes, self.live_bytes)
 

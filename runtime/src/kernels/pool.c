@@ -104,15 +104,13 @@ static int64_t out_off(const tpurt_tensor* t, const pgeom* g, int64_t p, int64_t
       int64_t ib = plane_off(in, in->ndim - g->sp.nsp, p);                                         \
       int64_t best = (a->lo * g->sp.is[1] + b->lo) * g->sp.is[2] + w->lo;                             \
       T m = _Generic((T)0, double: -INFINITY, default: tpurt_int_lowest(out->dtype));          \
-      int first = 1;                                                                            \
       for (int64_t i = a->lo; i < a->hi; i += g->dl[0])                                         \
         for (int64_t j = b->lo; j < b->hi; j += g->dl[1])                                       \
           for (int64_t k = w->lo; k < w->hi; k += g->dl[2]) {                                   \
             T v = LOAD(elem3(in, si, ib, i, j, k), in->dtype);                                  \
-            if (first || v > m || v != v) {                                                     \
+            if (v > m || v != v) {                                                              \
               m = v;                                                                            \
               best = (i * g->sp.is[1] + j) * g->sp.is[2] + k;                                         \
-              first = 0;                                                                        \
             }                                                                                   \
           }                                                                                     \
       char* op = (char*)out->data + out_off(out, g, p, od, oh, ow) * (int64_t)tpurt_dtype_size((tpurt_dtype)out->dtype); \

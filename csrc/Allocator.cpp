@@ -37,7 +37,7 @@ struct TpuAllocator final : c10::DeviceAllocator {
   bool initialized() override { return true; }
   void emptyCache(c10::MempoolId_t) override { tpurt_empty_cache(); }
   void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override {
-    tpurt_record_stream(ptr.get(), tpurt_stream_make(stream.device_index(), static_cast<int>(stream.id())));
+    check(tpurt_record_stream(ptr.get(), tpurt_stream_make(stream.device_index(), static_cast<int>(stream.id()))));
   }
   c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
     tpurt_memory_stats m{};

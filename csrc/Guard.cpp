@@ -79,7 +79,7 @@ struct TpuGuardImpl final : c10::impl::DeviceGuardImplInterface {
     return ms;
   }
   void recordDataPtrOnStream(const c10::DataPtr& data_ptr, const c10::Stream& stream) const override {
-    tpurt_record_stream(data_ptr.get(), handle(stream));
+    check(tpurt_record_stream(data_ptr.get(), handle(stream)));
   }
 };
 

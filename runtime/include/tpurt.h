@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define TPURT_VERSION_MAJOR 0
-#define TPURT_VERSION_MINOR 8
+#define TPURT_VERSION_MINOR 9
 
 /* ---------------------------------------------------------------- status codes */
 /* X(code, value, the c10 error class the C++ boundary throws, which PyTorch turns into the
@@ -491,7 +491,7 @@ tpurt_status tpurt_malloc(int device, size_t nbytes, int32_t stream, void** out)
 void tpurt_free(void* ptr);
 /* The block may be used by `stream` as well: it is not reused before that stream's
  * work issued so far completes. */
-void tpurt_record_stream(void* ptr, int32_t stream);
+tpurt_status tpurt_record_stream(void* ptr, int32_t stream); /* status since 0.9 */
 /* Device of a pointer returned by tpurt_malloc (or inside such a block), -1 if none. */
 int tpurt_pointer_device(const void* ptr);
 /* Release cached blocks of every device back to the host (synchronizes first). */

@@ -8,7 +8,7 @@
 
 #include "internal.h"
 
-#define MAX_USES 4
+#define INLINE_USES 4
 #define SMALL_ROUND 512
 #define LARGE_ROUND (1 << 20)
 #define LARGE_THRESHOLD (1 << 20)
@@ -17,9 +17,13 @@ typedef struct block {
   char* ptr;
   size_t size, requested;
   int device, in_use;
-  int nuses; /* streams that must finish before reuse, with their issue counts */
-  int32_t use_stream[MAX_USES];
-  uint64_t use_seq[MAX_USES];
+  /* Streams that must finish before reuse, with their issue counts at the free: as many as
+   * recorded (DDP/FSDP side streams), inline up to INLINE_USES and on the heap beyond. */
+  int nuses, cap_uses;
+  int32_t* use_stream;
+  uint64_t* use_seq;
+  int32_t inline_stream[INLINE_USES];
+  uint64_t inline_seq[INLINE_USES];
   struct block *next_free, *next_all, *prev_all, *hash_next;
 } block;
 
@@ -100,19 +104,9 @@ static void release_block(device_pool* p, block* b) {
   p->stats.reserved_bytes -= (int64_t)b->size;
   p->stats.segment_count--;
   p->stats.segment_free_count++;
+  if (b->use_stream != b->inline_stream) free(b->use_stream), free(b->use_seq);
   free(b->ptr);
   free(b);
-}
-
-/* Frees every cached block of a device. Caller holds mu and has synchronized the device. */
-static void flush_locked(device_pool* p) {
-  block* b = p->free_list;
-  p->free_list = NULL;
-  while (b) {
-    block* n = b->next_free;
-    release_block(p, b);
-    b = n;
-  }
 }
 
 static int64_t largest_free(const device_pool* p) {
@@ -122,7 +116,9 @@ static int64_t largest_free(const device_pool* p) {
   return m;
 }
 
-/* Frees the cached blocks no stream still uses (those are safe without synchronizing). */
+/* Frees the cached blocks no stream still uses (those are safe without synchronizing). After a
+ * device synchronize that is every block cached then; blocks freed while the lock was released
+ * for it may still be used by work issued since, and stay. */
 static void flush_idle_locked(device_pool* p) {
   for (block** pp = &p->free_list; *pp;) {
     block* b = *pp;
@@ -183,10 +179,8 @@ static tpurt_status allocate(int device, size_t nbytes, int32_t stream, int may_
         pthread_mutex_unlock(&mu);
         tpurt_device_synchronize(device);
         pthread_mutex_lock(&mu);
-        flush_locked(p);
-      } else {
-        flush_idle_locked(p);
       }
+      flush_idle_locked(p);
       p->stats.cache_flushes++;
     }
     if (p->stats.reserved_bytes + (int64_t)size > p->capacity) {
@@ -216,6 +210,9 @@ static tpurt_status allocate(int device, size_t nbytes, int32_t stream, int may_
     }
     found->ptr = mem;
     found->size = size;
+    found->use_stream = found->inline_stream;
+    found->use_seq = found->inline_seq;
+    found->cap_uses = INLINE_USES;
     found->device = device;
     size_t h = hash_ptr(mem);
     found->hash_next = by_ptr[h];
@@ -278,15 +275,38 @@ static void release(void* ptr, int in_kernel) {
 void tpurt_free(void* ptr) { release(ptr, 0); }
 void tpurt_free_in_kernel(void* ptr) { release(ptr, 1); }
 
-void tpurt_record_stream(void* ptr, int32_t stream) {
+/* Room for one more use; caller holds mu. */
+static int grow_uses_locked(block* b) {
+  if (b->nuses < b->cap_uses) return 1;
+  int cap = 2 * b->cap_uses;
+  int32_t* streams = malloc(cap * sizeof *streams);
+  uint64_t* seqs = malloc(cap * sizeof *seqs);
+  if (!streams || !seqs) {
+    free(streams), free(seqs);
+    return 0;
+  }
+  memcpy(streams, b->use_stream, b->nuses * sizeof *streams);
+  memcpy(seqs, b->use_seq, b->nuses * sizeof *seqs);
+  if (b->use_stream != b->inline_stream) free(b->use_stream), free(b->use_seq);
+  b->use_stream = streams;
+  b->use_seq = seqs;
+  b->cap_uses = cap;
+  return 1;
+}
+
+tpurt_status tpurt_record_stream(void* ptr, int32_t stream) {
+  if (!tpurt_stream_valid(stream)) return tpurt_fail(TPURT_ERR_VALUE, "record_stream: invalid tpu stream %d", stream);
+  tpurt_status st = TPURT_OK;
   pthread_mutex_lock(&mu);
   block* b = find_locked(ptr);
-  if (b) {
+  if (b && b->in_use) {
     int known = 0;
     for (int i = 0; i < b->nuses; i++) known |= b->use_stream[i] == stream;
-    if (!known && b->nuses < MAX_USES) b->use_stream[b->nuses++] = stream;
+    if (!known && grow_uses_locked(b)) b->use_stream[b->nuses++] = stream;
+    else if (!known) st = TPURT_ERR_OOM;
   }
   pthread_mutex_unlock(&mu);
+  return st ? tpurt_fail(st, "out of host memory recording a stream's use of a tpu tensor") : TPURT_OK;
 }
 
 int tpurt_pointer_device(const void* ptr) {
@@ -307,7 +327,7 @@ int tpurt_pointer_device(const void* ptr) {
 void tpurt_allocator_flush_device(int device) {
   tpurt_device_synchronize(device);
   pthread_mutex_lock(&mu);
-  flush_locked(&pools[device]);
+  flush_idle_locked(&pools[device]);
   pthread_mutex_unlock(&mu);
 }
 

@@ -63,6 +63,7 @@ typedef struct stream_state {
 static stream_state* streams[TPURT_MAX_DEVICES][TPURT_MAX_STREAMS_PER_DEVICE];
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static int next_pool_index[TPURT_MAX_DEVICES];
+static int worker_start_error; /* errno of the last failed pthread_create, for the message */
 static _Thread_local int32_t current_stream[TPURT_MAX_DEVICES];
 static _Thread_local int current_stream_set[TPURT_MAX_DEVICES];
 
@@ -202,18 +203,32 @@ static stream_state* get_stream(int32_t s) {
       pthread_attr_t attr;
       pthread_attr_init(&attr);
       pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-      pthread_create(&th, &attr, worker_main, st);
+      int err = pthread_create(&th, &attr, worker_main, st);
       pthread_attr_destroy(&attr);
-      __atomic_store_n(&streams[dev][idx], st, __ATOMIC_RELEASE);
+      if (err) { /* no worker would ever run its commands: refuse the stream, try again next time */
+        worker_start_error = err;
+        pthread_cond_destroy(&st->progressed);
+        pthread_cond_destroy(&st->has_work);
+        pthread_mutex_destroy(&st->mu);
+        free(st);
+        st = NULL;
+      } else {
+        __atomic_store_n(&streams[dev][idx], st, __ATOMIC_RELEASE);
+      }
     }
   }
   pthread_mutex_unlock(&registry_mu);
   return st;
 }
 
+/* Why get_stream gave NULL: not a stream, or its worker thread could not start. */
 static tpurt_status bad_stream(int32_t s) {
   tpurt_status st = tpurt_init();
   if (st) return st;
+  if (tpurt_stream_valid(s))
+    return tpurt_fail(TPURT_ERR_RUNTIME, "could not start the worker thread of tpu stream %d (device %d, index %d): "
+                      "%s; the host is out of threads or memory", s, tpurt_stream_device(s), tpurt_stream_index(s),
+                      strerror(__atomic_load_n(&worker_start_error, __ATOMIC_RELAXED)));
   return tpurt_fail(TPURT_ERR_VALUE, "invalid tpu stream %d (device %d, index %d)", s,
                     tpurt_stream_device(s), tpurt_stream_index(s));
 }

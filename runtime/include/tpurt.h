@@ -553,6 +553,63 @@ tpurt_status tpurt_event_elapsed_ms(tpurt_event* start, tpurt_event* end, double
 tpurt_status tpurt_memcpy_h2d(int32_t stream, void* dev, const void* host, size_t nbytes);
 tpurt_status tpurt_memcpy_d2h(int32_t stream, void* host, const void* dev, size_t nbytes);
 
+/* ---------------------------------------------------------------- collectives (since 0.9) */
+/* The emulated ICI between the processes of one host (one process per chip): a shared-memory
+ * segment per process group. Rank 0 creates it (tpurt_comm_create), every rank opens it by name
+ * (the name travels through the c10d store), and rank 0 unlinks it once all have it mapped, so
+ * nothing is left behind however the job ends. Collectives are blocking calls on the calling
+ * thread; every rank must issue the same ones in the same order. Each checks that the group's
+ * ranks agree on what they call (a mismatch fails on every rank), fails within about a second on
+ * every rank when a peer process dies, and fails at the group's timeout when a peer stops calling.
+ * After any failure the group is broken: later calls fail at once. Reductions run in rank order,
+ * once per element, so every rank gets bit-identical results; float16/bfloat16 accumulate in
+ * float32. Byte counts and offsets are per rank; buffers are host-addressable tensor memory. */
+typedef struct tpurt_comm tpurt_comm;
+/* The order of c10d::ReduceOp. */
+typedef enum {
+  TPURT_RED_SUM, TPURT_RED_AVG, TPURT_RED_PRODUCT, TPURT_RED_MIN, TPURT_RED_MAX,
+  TPURT_RED_BAND, TPURT_RED_BOR, TPURT_RED_BXOR, TPURT_RED_PREMUL_SUM
+} tpurt_reduce_op;
+/* A new segment for `size` ranks; its name (at most 63 characters) goes to name_out. Also unlinks
+ * the segments of earlier jobs whose creating process no longer exists. */
+tpurt_status tpurt_comm_create(int size, char* name_out, size_t name_len);
+/* `label` names the group in messages ("tpu_dist group 0"); timeout_s bounds every wait. */
+tpurt_status tpurt_comm_open(const char* name, int rank, int size, double timeout_s, const char* label,
+                             tpurt_comm** out);
+tpurt_status tpurt_comm_unlink(const char* name);
+void tpurt_comm_destroy(tpurt_comm* c);
+/* Number of collectives this rank has issued on the group. */
+uint64_t tpurt_comm_seq(const tpurt_comm* c);
+void tpurt_comm_set_timeout(tpurt_comm* c, double timeout_s);
+/* out may equal in. count: elements per rank. scale: PREMUL_SUM's factor. */
+tpurt_status tpurt_all_reduce(tpurt_comm* c, const void* in, void* out, int64_t count, tpurt_dtype dtype,
+                              tpurt_reduce_op op, double scale);
+/* Only root's out is written (others may pass NULL). */
+tpurt_status tpurt_reduce(tpurt_comm* c, const void* in, void* out, int64_t count, tpurt_dtype dtype,
+                          tpurt_reduce_op op, double scale, int root);
+/* in: size * count elements, block r reduced over the ranks into rank r's out (count elements). */
+tpurt_status tpurt_reduce_scatter(tpurt_comm* c, const void* in, void* out, int64_t count, tpurt_dtype dtype,
+                                  tpurt_reduce_op op, double scale);
+tpurt_status tpurt_broadcast(tpurt_comm* c, void* buf, int64_t bytes, int root);
+/* out: size * bytes, rank r's in at r * bytes. */
+tpurt_status tpurt_all_gather(tpurt_comm* c, const void* in, void* out, int64_t bytes);
+/* root's out receives every rank's in (size * bytes); others may pass NULL. */
+tpurt_status tpurt_gather(tpurt_comm* c, const void* in, void* out, int64_t bytes, int root);
+/* root's in holds size * bytes; rank r gets block r. */
+tpurt_status tpurt_scatter(tpurt_comm* c, const void* in, void* out, int64_t bytes, int root);
+/* Byte counts and offsets per peer, as many as ranks: rank r's send to q must equal q's recv from r. */
+tpurt_status tpurt_all_to_all(tpurt_comm* c, const void* in, const int64_t* send_bytes, const int64_t* send_offsets,
+                              void* out, const int64_t* recv_bytes, const int64_t* recv_offsets);
+tpurt_status tpurt_barrier(tpurt_comm* c);
+/* Point-to-point: a batch of sends and receives progressed together (batch_isend_irecv), so
+ * two ranks that send to each other do not wait on each other. In order per (peer, direction). */
+typedef struct {
+  int is_send, peer, tag;
+  void* buf;
+  int64_t bytes;
+} tpurt_p2p;
+tpurt_status tpurt_p2p_run(tpurt_comm* c, const tpurt_p2p* ops, int n);
+
 /* ---------------------------------------------------------------- trace (since 0.8) */
 /* While a trace records, every command a stream runs leaves one record: kernels, fused chains,
  * graphs, compiled kernels, copies, event records and waits. Calls run on the issuing thread

@@ -15,6 +15,7 @@ namespace torch_tpu {
 std::map<std::string, std::pair<int64_t, std::string>> fallback_counts();
 void reset_fallback_counts();
 void add_cost_model(py::module& m);
+void add_distributed(py::module& m);
 
 PyExc python_exception_kind(const std::exception& e, std::string* message, bool take_runtime) {
   auto kind_of = [&](PyObject* type) {
@@ -292,6 +293,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_chip_info", &chip_info);
   m.def("_generation_info", &generation_info);
   add_cost_model(m);
+  add_distributed(m);
   m.def("_memory_stats", &memory_stats);
   m.def("_empty_cache", [] {
     py::gil_scoped_release nogil;

@@ -29,6 +29,9 @@ def register():
     for name in ("safetensors", "safetensors.torch"):
         _after_import(name, _install_safetensors)
     atexit.register(_release_autograd_graph_tasks)
+    from .distributed import backend
+
+    backend.register()
 
 
 def _release_autograd_graph_tasks():

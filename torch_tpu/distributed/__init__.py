@@ -1,0 +1,2 @@
+"""torch.tpu.distributed: the tpu_dist backend and TorchTPU's launch helpers."""
+from .backend import BACKEND  # noqa: F401

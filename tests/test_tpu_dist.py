@@ -1,0 +1,84 @@
+"""tpu_dist, one process per chip: torchrun jobs on an emulated v6e-4 run every collective against
+CPU references, DDP/FSDP2/tensor-parallel/MPMD training against single-process training, and a
+torch.distributed.checkpoint save from 4 ranks loaded into 2; failing ranks (killed, silent,
+calling the wrong collective) make every other rank raise, naming the collective and the rank,
+and leave no shared memory behind."""
+import glob
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _env(**extra):
+    env = dict(os.environ, TPU_ACCELERATOR_TYPE="v6e-4", OMP_NUM_THREADS="1", **extra)
+    env.pop("TPU_VISIBLE_CHIPS", None)
+    return env
+
+
+def _segments():
+    return set(glob.glob("/dev/shm/tpu_dist.*"))
+
+
+def torchrun(nproc, *args, timeout=300):
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", "--standalone", *args]
+    r = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=timeout, cwd=HERE)
+    assert r.returncode == 0, f"{' '.join(args)} failed:\n{r.stdout[-3000:]}\n{r.stderr[-6000:]}"
+    return r.stdout
+
+
+def test_collectives_and_training_on_four_ranks():
+    before = _segments()
+    out = torchrun(4, "dist_checks.py")
+    for section in ("collectives", "ddp", "fsdp2", "tp", "mpmd"):
+        assert f"ok {section}" in out, out
+    assert _segments() <= before, "shared memory left behind"
+
+
+def test_checkpoint_saved_by_four_ranks_loads_into_two(tmp_path):
+    torchrun(4, "dist_dcp.py", "save", str(tmp_path))
+    assert len(glob.glob(str(tmp_path / "*.distcp"))) == 4
+    out = torchrun(2, "dist_dcp.py", "load", str(tmp_path))
+    assert "ok loaded" in out, out
+
+
+def _run_faulty(scenario):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "dist_faults.py"), scenario],
+                              env=_env(RANK=str(r), WORLD_SIZE="4", LOCAL_RANK=str(r), LOCAL_WORLD_SIZE="4",
+                                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(4)]
+    results = {}
+    for r, p in enumerate(procs):
+        out, err = p.communicate(timeout=120)
+        lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        results[r] = (p.returncode, lines[0] if lines else None, err[-2000:])
+    return results
+
+
+@pytest.mark.parametrize("scenario, culprit, wait_s", [
+    ("kill", 3, (0, 5)),        # SIGKILL inside a 64 MiB all_reduce, with a 10-minute timeout
+    ("silent", 1, (2.9, 10)),   # stops calling: the others raise at the 3 s timeout
+    ("mismatch", 2, (0, 5)),    # broadcast while the others all_reduce
+])
+def test_a_failing_rank_makes_every_other_rank_raise(scenario, culprit, wait_s):
+    before = _segments()
+    results = _run_faulty(scenario)
+    for r, (code, report, err) in results.items():
+        if r == culprit and scenario != "mismatch":
+            continue
+        assert code == 0 and report, f"rank {r} exit {code}:\n{err}"
+        error, elapsed = report["error"], report["elapsed"]
+        assert error and error.startswith("DistBackendError"), f"rank {r}: {error}"
+        assert f"rank {culprit}" in error and "#2" in error, f"names the rank and the collective: {error}"
+        assert wait_s[0] <= elapsed < wait_s[1], f"rank {r} raised after {elapsed:.1f} s: {error}"
+    if scenario == "kill":
+        assert results[culprit][0] == -9
+    assert _segments() <= before, "shared memory left behind"

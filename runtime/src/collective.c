@@ -399,20 +399,36 @@ static tpurt_status check_reduction(tpurt_comm* c, tpurt_dtype dt, tpurt_reduce_
 }
 
 /* ---------------------------------------------------------------- reductions */
-static float load_f(const char* p, tpurt_dtype dt, int64_t i) {
-  switch (dt) {
-    case TPURT_F16: return tpurt_f16_to_f32(((const uint16_t*)p)[i]);
-    case TPURT_BF16: return tpurt_bf16_to_f32(((const uint16_t*)p)[i]);
-    default: return ((const float*)p)[i];
+/* acc[0:m] op= v[0:m], the op chosen outside the loop so each loop vectorizes. NaN wins in min and
+ * max, as torch.minimum/maximum. */
+#define COMBINE_LOOPS(T)                                                                         \
+  static void combine_##T(T* acc, const T* v, int64_t m, tpurt_reduce_op op) {                   \
+    switch (op) {                                                                                \
+      case TPURT_RED_PRODUCT: for (int64_t i = 0; i < m; i++) acc[i] *= v[i]; break;              \
+      case TPURT_RED_MIN:                                                                        \
+        for (int64_t i = 0; i < m; i++) acc[i] = acc[i] != acc[i] ? acc[i] : (v[i] != v[i] || v[i] < acc[i]) ? v[i] : acc[i]; \
+        break;                                                                                   \
+      case TPURT_RED_MAX:                                                                        \
+        for (int64_t i = 0; i < m; i++) acc[i] = acc[i] != acc[i] ? acc[i] : (v[i] != v[i] || v[i] > acc[i]) ? v[i] : acc[i]; \
+        break;                                                                                   \
+      default: for (int64_t i = 0; i < m; i++) acc[i] += v[i];                                   \
+    }                                                                                            \
   }
+COMBINE_LOOPS(float)
+COMBINE_LOOPS(double)
+
+/* src block as float: f32 in place, halves converted into tmp. */
+static const float* floats(const char* p, tpurt_dtype dt, int64_t b, int64_t m, float* tmp) {
+  if (dt == TPURT_F32) return (const float*)p + b;
+  const uint16_t* h = (const uint16_t*)p + b;
+  if (dt == TPURT_BF16) {
+    uint32_t* bits = (uint32_t*)(void*)tmp; /* as tpurt_bf16_to_f32, in a loop that vectorizes */
+    for (int64_t i = 0; i < m; i++) bits[i] = (uint32_t)h[i] << 16;
+  } else
+    for (int64_t i = 0; i < m; i++) tmp[i] = tpurt_f16_to_f32(h[i]);
+  return tmp;
 }
-static void store_f(char* p, tpurt_dtype dt, int64_t i, float v) {
-  switch (dt) {
-    case TPURT_F16: ((uint16_t*)p)[i] = tpurt_f32_to_f16(v); break;
-    case TPURT_BF16: ((uint16_t*)p)[i] = tpurt_f32_to_bf16(v); break;
-    default: ((float*)p)[i] = v;
-  }
-}
+
 static int64_t load_i(const char* p, tpurt_dtype dt, int64_t i) {
   switch (dt) {
     case TPURT_I8: return ((const int8_t*)p)[i];
@@ -432,19 +448,19 @@ static void store_i(char* p, tpurt_dtype dt, int64_t i, int64_t v) {
   }
 }
 
-/* NaN wins, as torch.minimum/maximum. */
-#define COMBINE_FLOAT(acc, v, op)                                                   \
-  switch (op) {                                                                    \
-    case TPURT_RED_PRODUCT: acc *= v; break;                                       \
-    case TPURT_RED_MIN: acc = acc != acc ? acc : (v != v || v < acc) ? v : acc; break; \
-    case TPURT_RED_MAX: acc = acc != acc ? acc : (v != v || v > acc) ? v : acc; break; \
-    default: acc += v;                                                             \
+/* tpurt_f32_to_bf16 (round to nearest even, NaN stays quiet NaN) without a branch, so it vectorizes. */
+static void store_bf16(uint16_t* out, const float* f, int64_t m) {
+  const uint32_t* u = (const uint32_t*)(const void*)f;
+  for (int64_t i = 0; i < m; i++) {
+    uint32_t rounded = (u[i] + 0x7fffu + ((u[i] >> 16) & 1u)) >> 16, quiet = (u[i] >> 16) | 0x40u;
+    out[i] = (uint16_t)((u[i] & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
   }
+}
 
 /* dst[0:n] = src[0][0:n] op src[1][0:n] op ... in rank order. dst may be one of the sources. */
 static void reduce_into(const char* const* src, int nsrc, char* dst, int64_t n, tpurt_dtype dt, tpurt_reduce_op op,
                         double scale) {
-  float fscale = op == TPURT_RED_PREMUL_SUM ? (float)scale : 1.0f;
+  int premul = op == TPURT_RED_PREMUL_SUM;
   if (dt == TPURT_C64) { /* sums only: two float lanes */
     dt = TPURT_F32;
     n *= 2;
@@ -452,27 +468,42 @@ static void reduce_into(const char* const* src, int nsrc, char* dst, int64_t n, 
   for (int64_t b = 0; b < n; b += BLOCK) {
     int64_t m = n - b < BLOCK ? n - b : BLOCK;
     if (dt == TPURT_F64) {
-      double acc[BLOCK], dscale = op == TPURT_RED_PREMUL_SUM ? scale : 1.0;
-      const double* s0 = (const double*)src[0] + b;
-      for (int64_t i = 0; i < m; i++) acc[i] = s0[i] * dscale;
+      double acc[BLOCK], v[BLOCK];
+      memcpy(acc, (const double*)src[0] + b, m * sizeof(double));
+      if (premul)
+        for (int64_t i = 0; i < m; i++) acc[i] *= scale;
       for (int r = 1; r < nsrc; r++) {
         const double* s = (const double*)src[r] + b;
-        for (int64_t i = 0; i < m; i++) {
-          double v = s[i] * dscale;
-          COMBINE_FLOAT(acc[i], v, op)
+        if (premul) {
+          for (int64_t i = 0; i < m; i++) v[i] = s[i] * scale;
+          s = v;
         }
+        combine_double(acc, s, m, op);
       }
-      double* d = (double*)dst + b;
-      for (int64_t i = 0; i < m; i++) d[i] = op == TPURT_RED_AVG ? acc[i] / nsrc : acc[i];
+      if (op == TPURT_RED_AVG)
+        for (int64_t i = 0; i < m; i++) acc[i] /= nsrc;
+      memcpy((double*)dst + b, acc, m * sizeof(double));
     } else if (tpurt_is_float(dt)) {
-      float acc[BLOCK];
-      for (int64_t i = 0; i < m; i++) acc[i] = load_f(src[0], dt, b + i) * fscale;
-      for (int r = 1; r < nsrc; r++)
-        for (int64_t i = 0; i < m; i++) {
-          float v = load_f(src[r], dt, b + i) * fscale;
-          COMBINE_FLOAT(acc[i], v, op)
+      float acc[BLOCK], tmp[BLOCK], fscale = (float)scale;
+      memcpy(acc, floats(src[0], dt, b, m, tmp), m * sizeof(float));
+      if (premul)
+        for (int64_t i = 0; i < m; i++) acc[i] *= fscale;
+      for (int r = 1; r < nsrc; r++) {
+        const float* v = floats(src[r], dt, b, m, tmp);
+        if (premul) {
+          if (v != tmp) memcpy(tmp, v, m * sizeof(float));
+          for (int64_t i = 0; i < m; i++) tmp[i] *= fscale;
+          v = tmp;
         }
-      for (int64_t i = 0; i < m; i++) store_f(dst, dt, b + i, op == TPURT_RED_AVG ? acc[i] / nsrc : acc[i]);
+        combine_float(acc, v, m, op);
+      }
+      if (op == TPURT_RED_AVG)
+        for (int64_t i = 0; i < m; i++) acc[i] /= nsrc;
+      if (dt == TPURT_F32) memcpy((float*)dst + b, acc, m * sizeof(float));
+      else if (dt == TPURT_BF16)
+        store_bf16((uint16_t*)dst + b, acc, m);
+      else
+        for (int64_t i = 0; i < m; i++) ((uint16_t*)dst)[b + i] = tpurt_f32_to_f16(acc[i]);
     } else { /* integers and bool: modular arithmetic in 64 bits, truncated on store */
       int boolean = dt == TPURT_BOOL;
       int64_t acc[BLOCK];

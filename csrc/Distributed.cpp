@@ -1,13 +1,21 @@
 // The tpu_dist process-group backend: c10d's Backend interface over the runtime's collectives
 // (runtime/src/collective.c). Only what c10d's C++ API demands lives here: rendezvous of the
-// group's segment through the store, tensors to buffers, completed Work objects. Collectives run
-// on the calling thread once the tensors' stream has finished writing them.
+// group's segment through the store, tensors to buffers, Work objects. A collective is a command
+// on the device's communication stream, after the work the issuing stream had queued, so the host
+// goes on while it runs (as NCCL's); Work.wait() queues a wait on the caller's current stream that
+// also carries the collective's failure there. Debug mode (TPU_LAUNCH_BLOCKING=1) and CPU tensors
+// wait on the host. A failed collective breaks the group: every later call raises at once.
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
+#include <functional>
+#include <mutex>
+#include <set>
 #include <thread>
 
+#include <c10/core/StreamGuard.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -22,6 +30,7 @@ namespace torch_tpu {
 namespace {
 
 constexpr const char* kBackendName = "tpu_dist";
+constexpr std::chrono::milliseconds kNoWaitLimit{0};
 
 // A collective's failure: the runtime's ValueErrors stay ValueErrors; a broken group, a dead or
 // silent peer or mismatched calls are torch.distributed.DistBackendError (a RuntimeError).
@@ -30,29 +39,92 @@ void check_comm(tpurt_status s) {
   check(s);
 }
 
-// Work that is complete when returned: its future holds the output tensors (DDP's reducer reads them).
+// How a queued collective ended, shared by its command, its Work and the waits queued for it.
+struct Outcome {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  tpurt_status status = TPURT_OK;
+  std::string message;
+
+  void finish(tpurt_status s) {
+    std::lock_guard<std::mutex> g(mu);
+    status = s;
+    if (s) message = tpurt_last_error();
+    done = true;
+    cv.notify_all();
+  }
+  // Blocks until the collective ran; its status, with the message set as the thread's error.
+  tpurt_status wait() {
+    std::unique_lock<std::mutex> g(mu);
+    cv.wait(g, [&] { return done; });
+    return status ? tpurt_fail_message(status, message.c_str()) : TPURT_OK;
+  }
+};
+
+// A collective as a stream command: the call, and the tensors it uses, kept alive until it ran.
+struct CommCall {
+  std::function<tpurt_status()> fn;
+  std::vector<at::Tensor> keep;
+  std::shared_ptr<Outcome> outcome;
+};
+tpurt_status run_call(void* p) {
+  auto* c = static_cast<CommCall*>(p);
+  tpurt_status s = c->fn();
+  c->outcome->finish(s);
+  return s;
+}
+void release_call(void* p) { delete static_cast<CommCall*>(p); }
+
+// A stream command that holds its stream until a collective ran, and fails it if that failed.
+tpurt_status wait_outcome(void* p) { return (*static_cast<std::shared_ptr<Outcome>*>(p))->wait(); }
+void release_outcome(void* p) { delete static_cast<std::shared_ptr<Outcome>*>(p); }
+
+bool debug_mode() { return tpurt_get_eager_mode() == TPURT_MODE_DEBUG; }
+
 class TpuWork : public c10d::Work {
  public:
-  TpuWork(int rank, c10d::OpType op, std::vector<at::Tensor> outputs)
-      : Work(rank, op), outputs_(std::move(outputs)),
-        future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
-    future_->markCompleted(c10::IValue(outputs_));
-    finish();
+  TpuWork(int rank, c10d::OpType op, std::vector<at::Tensor> outputs, std::shared_ptr<Outcome> outcome,
+          c10::intrusive_ptr<c10::ivalue::Future> future)
+      : Work(rank, op), outputs_(std::move(outputs)), outcome_(std::move(outcome)), future_(std::move(future)) {}
+  bool isCompleted() override {
+    if (!outcome_) return true;
+    std::lock_guard<std::mutex> g(outcome_->mu);
+    return outcome_->done;
   }
-  bool isCompleted() override { return true; }
-  bool isSuccess() const override { return true; }
-  bool wait(std::chrono::milliseconds) override { return true; }
+  bool isSuccess() const override {
+    if (!outcome_) return true;
+    std::lock_guard<std::mutex> g(outcome_->mu);
+    return outcome_->done && !outcome_->status;
+  }
+  // The host waits for the collective; its failure raises here.
+  void synchronize_host() {
+    if (outcome_) check_comm(outcome_->wait());
+  }
+  // The caller's stream waits for the collective (the host does in debug mode, or when the
+  // collective already ended: a failure then raises here).
+  bool wait(std::chrono::milliseconds) override {
+    if (!outcome_) return true;  // a send/recv inside a batch: the batch's Work is the one to wait on
+    if (isCompleted() || debug_mode() || tpu_device_ < 0) {
+      synchronize_host();
+    } else {
+      auto* arg = new std::shared_ptr<Outcome>(outcome_);
+      check(tpurt_stream_enqueue(current_stream(tpu_device_), wait_outcome, arg, release_outcome, "tpu_dist wait"));
+    }
+    return true;
+  }
+  void synchronize() override { wait(std::chrono::milliseconds(0)); }
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  const std::shared_ptr<Outcome>& outcome() const { return outcome_; }
+
+  int tpu_device_ = -1;
 
  private:
   std::vector<at::Tensor> outputs_;
+  std::shared_ptr<Outcome> outcome_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
-
-c10::intrusive_ptr<c10d::Work> done(int rank, c10d::OpType op, std::vector<at::Tensor> outputs = {}) {
-  return c10::make_intrusive<TpuWork>(rank, op, std::move(outputs));
-}
 
 // Host machine identity: ranks of one group must share memory.
 std::string host_id() {
@@ -64,14 +136,14 @@ std::string host_id() {
   return std::string(name) + "/" + id;
 }
 
-// A tensor's data once its stream finished writing it; tpu and CPU tensors both live in host memory.
-void* ready_data(const at::Tensor& t, const char* what) {
+// A tensor's data (read by the collective once the issuing stream's earlier work ran); tpu and CPU
+// tensors both live in host memory.
+void* data_of(const at::Tensor& t, const char* what) {
   TORCH_CHECK(t.device().type() == kTpu || t.device().is_cpu(), "tpu_dist: ", what, " must be a tpu (or CPU) tensor, got ",
               t.device());
   TORCH_CHECK(t.layout() == c10::kStrided, "tpu_dist: ", what, " must be a dense tensor, got ", t.layout());
   TORCH_CHECK(t.is_non_overlapping_and_dense(), "tpu_dist: ", what,
               " must be contiguous (or dense in some memory format); call .contiguous() first");
-  if (t.device().type() == kTpu) check(tpurt_stream_synchronize(current_stream(t.device().index())));
   return t.data_ptr();
 }
 
@@ -100,15 +172,10 @@ void check_same(const at::Tensor& a, const at::Tensor& b, const char* what) {
 
 int64_t nbytes(const at::Tensor& t) { return t.numel() * static_cast<int64_t>(t.element_size()); }
 
-// One buffer holding a list of same-sized tensors, in order (or the list's data when it already is one).
-at::Tensor flat_like(const std::vector<at::Tensor>& list, const at::Tensor& like) {
-  return at::empty({static_cast<int64_t>(list.size()) * like.numel()}, like.options());
-}
-
 class ProcessGroupTpu : public c10d::Backend {
  public:
   ProcessGroupTpu(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, double timeout_s)
-      : Backend(rank, size), timeout_s_(timeout_s) {
+      : Backend(rank, size) {
     store->set("tpu_dist/host/" + std::to_string(rank), host_id());
     std::string mine = host_id();
     for (int r = 0; r < size; r++) {
@@ -143,62 +210,54 @@ class ProcessGroupTpu : public c10d::Backend {
       check_comm(tpurt_comm_unlink(name));
     }
   }
-  ~ProcessGroupTpu() override { tpurt_comm_destroy(comm_); }
+  ~ProcessGroupTpu() override {
+    for (int d : used_devices_) tpurt_stream_synchronize(tpurt_stream_make(d, TPURT_COMM_STREAM_INDEX));
+    if (ready_) tpurt_event_destroy(ready_);
+    tpurt_comm_destroy(comm_);
+  }
 
   const std::string getBackendName() const override { return kBackendName; }
   bool supportsCoalescing() const override { return true; }
-  void setTimeout(std::chrono::milliseconds timeout) override {
-    timeout_s_ = timeout.count() / 1000.0;
-    tpurt_comm_set_timeout(comm_, timeout_s_);
-  }
+  void setTimeout(std::chrono::milliseconds timeout) override { tpurt_comm_set_timeout(comm_, timeout.count() / 1000.0); }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override {
-    for (auto& t : tensors) check_comm(tpurt_broadcast(comm_, ready_data(t, "broadcast tensor"), nbytes(t), opts.rootRank));
-    return done(rank_, c10d::OpType::BROADCAST, tensors);
+    int root = static_cast<int>(opts.rootRank);
+    std::vector<Step> steps;
+    for (auto& t : tensors) {
+      void* p = data_of(t, "broadcast tensor");
+      int64_t n = nbytes(t);
+      steps.push_back([=, this] { return tpurt_broadcast(comm_, p, n, root); });
+    }
+    return run(c10d::OpType::BROADCAST, tensors, tensors, std::move(steps), "tpu_dist broadcast");
   }
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) override {
-    auto [op, scale] = reduce_op(opts.reduceOp);
-    for (auto& t : tensors) {
-      void* p = ready_data(t, "all_reduce tensor");
-      check_comm(tpurt_all_reduce(comm_, p, p, t.numel(), dtype_of(t), op, scale));
-    }
-    return done(rank_, c10d::OpType::ALLREDUCE, tensors);
+    return reduce_each(c10d::OpType::ALLREDUCE, tensors, opts.reduceOp, -1);
   }
-
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                      const c10d::AllreduceCoalescedOptions& opts) override {
-    return allreduce(tensors, opts);
+    return reduce_each(c10d::OpType::ALLREDUCE_COALESCED, tensors, opts.reduceOp, -1);
   }
-
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override {
-    auto [op, scale] = reduce_op(opts.reduceOp);
-    for (auto& t : tensors) {
-      void* p = ready_data(t, "reduce tensor");
-      check_comm(tpurt_reduce(comm_, p, p, t.numel(), dtype_of(t), op, scale, static_cast<int>(opts.rootRank)));
-    }
-    return done(rank_, c10d::OpType::REDUCE, tensors);
+    return reduce_each(c10d::OpType::REDUCE, tensors, opts.reduceOp, static_cast<int>(opts.rootRank));
   }
 
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& out, at::Tensor& in, const c10d::AllgatherOptions&) override {
-    check_same(out, in, "all_gather_into_tensor");
-    TORCH_CHECK_VALUE(out.numel() == in.numel() * size_, "tpu_dist: all_gather_into_tensor: output has ", out.numel(),
-                      " elements, expected ", in.numel() * size_, " (input size x world size)");
-    check_comm(tpurt_all_gather(comm_, ready_data(in, "input"), ready_data(out, "output"), nbytes(in)));
-    return done(rank_, c10d::OpType::_ALLGATHER_BASE, {out});
+    return run(c10d::OpType::_ALLGATHER_BASE, {in}, {out}, {gather_step(out, in)}, "tpu_dist all_gather");
   }
-
   c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outs, std::vector<at::Tensor>& ins,
-                                                                 const c10d::AllgatherOptions& opts) override {
+                                                                 const c10d::AllgatherOptions&) override {
     TORCH_CHECK_VALUE(outs.size() == ins.size(), "tpu_dist: as many outputs as inputs");
-    for (size_t i = 0; i < ins.size(); i++) _allgather_base(outs[i], ins[i], opts);
-    return done(rank_, c10d::OpType::COALESCED, outs);
+    std::vector<Step> steps;
+    for (size_t i = 0; i < ins.size(); i++) steps.push_back(gather_step(outs[i], ins[i]));
+    return run(c10d::OpType::COALESCED, ins, outs, std::move(steps), "tpu_dist all_gather");
   }
 
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outs, std::vector<at::Tensor>& ins,
-                                           const c10d::AllgatherOptions& opts) override {
+                                           const c10d::AllgatherOptions&) override {
     TORCH_CHECK_VALUE(outs.size() == ins.size(), "tpu_dist: all_gather: one output list per input");
-    std::vector<at::Tensor> results;
+    std::vector<at::Tensor> flats, contiguous_ins, results;
+    std::vector<Step> steps;
     for (size_t i = 0; i < ins.size(); i++) {
       TORCH_CHECK_VALUE(static_cast<int>(outs[i].size()) == size_, "tpu_dist: all_gather: output list has ",
                         outs[i].size(), " tensors, expected the world size ", size_);
@@ -206,14 +265,18 @@ class ProcessGroupTpu : public c10d::Backend {
         check_same(o, ins[i], "all_gather");
         TORCH_CHECK_VALUE(o.numel() == ins[i].numel(), "tpu_dist: all_gather: output tensors must match the input's size");
       }
-      at::Tensor in = ins[i].contiguous(), flat = flat_like(outs[i], in);
-      _allgather_base(flat, in, opts);
-      for (int r = 0; r < size_; r++) outs[i][r].copy_(flat.narrow(0, r * in.numel(), in.numel()).view(outs[i][r].sizes()));
+      contiguous_ins.push_back(ins[i].contiguous());
+      flats.push_back(at::empty({size_ * ins[i].numel()}, ins[i].options()));
+      steps.push_back(gather_step(flats.back(), contiguous_ins.back()));
+    }
+    auto work = run(c10d::OpType::ALLGATHER, contiguous_ins, flats, std::move(steps), "tpu_dist all_gather");
+    work->wait(kNoWaitLimit);  // the copies out run on the caller's stream, after the collective
+    for (size_t i = 0; i < ins.size(); i++) {
+      unflatten(flats[i], outs[i]);
       results.insert(results.end(), outs[i].begin(), outs[i].end());
     }
-    return done(rank_, c10d::OpType::ALLGATHER, results);
+    return done_after(work, c10d::OpType::ALLGATHER, results);
   }
-
   c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outs, std::vector<at::Tensor>& ins,
                                                      const c10d::AllgatherOptions& opts) override {
     return allgather(outs, ins, opts);
@@ -222,68 +285,65 @@ class ProcessGroupTpu : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outs, std::vector<at::Tensor>& ins,
                                         const c10d::GatherOptions& opts) override {
     TORCH_CHECK_VALUE(ins.size() == 1, "tpu_dist: gather takes one input tensor");
-    bool root = rank_ == opts.rootRank;
+    int root = static_cast<int>(opts.rootRank);
+    bool is_root = rank_ == root;
     at::Tensor in = ins[0].contiguous(), flat;
-    if (root) {
+    if (is_root) {
       TORCH_CHECK_VALUE(outs.size() == 1 && static_cast<int>(outs[0].size()) == size_,
                         "tpu_dist: gather: the root needs one output tensor per rank");
-      flat = flat_like(outs[0], in);
+      for (auto& o : outs[0]) check_same(o, in, "gather");
+      flat = at::empty({size_ * in.numel()}, in.options());
     }
-    check_comm(tpurt_gather(comm_, ready_data(in, "gather input"), root ? ready_data(flat, "output") : nullptr, nbytes(in),
-                            static_cast<int>(opts.rootRank)));
-    if (root)
-      for (int r = 0; r < size_; r++) outs[0][r].copy_(flat.narrow(0, r * in.numel(), in.numel()).view(outs[0][r].sizes()));
-    return done(rank_, c10d::OpType::GATHER, root ? outs[0] : std::vector<at::Tensor>{});
+    const void* src = data_of(in, "gather input");
+    void* dst = is_root ? data_of(flat, "output") : nullptr;
+    int64_t n = nbytes(in);
+    auto work = run(c10d::OpType::GATHER, {in}, is_root ? std::vector<at::Tensor>{flat} : std::vector<at::Tensor>{},
+                    {[=, this] { return tpurt_gather(comm_, src, dst, n, root); }}, "tpu_dist gather");
+    if (!is_root) return work;
+    work->wait(kNoWaitLimit);
+    unflatten(flat, outs[0]);
+    return done_after(work, c10d::OpType::GATHER, outs[0]);
   }
 
   c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outs, std::vector<std::vector<at::Tensor>>& ins,
                                          const c10d::ScatterOptions& opts) override {
     TORCH_CHECK_VALUE(outs.size() == 1, "tpu_dist: scatter takes one output tensor");
-    bool root = rank_ == opts.rootRank;
+    int root = static_cast<int>(opts.rootRank);
     at::Tensor flat;
-    if (root) {
+    if (rank_ == root) {
       TORCH_CHECK_VALUE(ins.size() == 1 && static_cast<int>(ins[0].size()) == size_,
                         "tpu_dist: scatter: the root needs one input tensor per rank");
-      std::vector<at::Tensor> parts;
-      for (auto& t : ins[0]) parts.push_back(t.reshape({-1}));
-      flat = at::cat(parts);
+      flat = flatten(ins[0], outs[0]);
     }
-    at::Tensor out = outs[0].is_contiguous() ? outs[0] : at::empty_like(outs[0], at::MemoryFormat::Contiguous);
-    check_comm(tpurt_scatter(comm_, root ? ready_data(flat, "scatter input") : nullptr, ready_data(out, "output"),
-                             nbytes(out), static_cast<int>(opts.rootRank)));
-    if (!out.is_same(outs[0])) outs[0].copy_(out);
-    return done(rank_, c10d::OpType::SCATTER, outs);
+    at::Tensor out = dense(outs[0]);
+    const void* src = flat.defined() ? data_of(flat, "scatter input") : nullptr;
+    void* dst = data_of(out, "output");
+    int64_t n = nbytes(out);
+    auto work = run(c10d::OpType::SCATTER, flat.defined() ? std::vector<at::Tensor>{flat} : std::vector<at::Tensor>{}, {out},
+                    {[=, this] { return tpurt_scatter(comm_, src, dst, n, root); }}, "tpu_dist scatter");
+    return copy_back(work, out, outs[0], c10d::OpType::SCATTER);
   }
 
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& out, at::Tensor& in,
                                                       const c10d::ReduceScatterOptions& opts) override {
-    check_same(out, in, "reduce_scatter_tensor");
-    TORCH_CHECK_VALUE(in.numel() == out.numel() * size_, "tpu_dist: reduce_scatter_tensor: input has ", in.numel(),
-                      " elements, expected ", out.numel() * size_, " (output size x world size)");
-    auto [op, scale] = reduce_op(opts.reduceOp);
-    check_comm(tpurt_reduce_scatter(comm_, ready_data(in, "input"), ready_data(out, "output"), out.numel(), dtype_of(out),
-                                    op, scale));
-    return done(rank_, c10d::OpType::_REDUCE_SCATTER_BASE, {out});
+    return run(c10d::OpType::_REDUCE_SCATTER_BASE, {in}, {out}, {scatter_step(out, in, opts.reduceOp)},
+               "tpu_dist reduce_scatter");
   }
-
   c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outs, std::vector<at::Tensor>& ins,
                                                                  const c10d::ReduceScatterOptions& opts) override {
     TORCH_CHECK_VALUE(outs.size() == ins.size(), "tpu_dist: as many outputs as inputs");
-    for (size_t i = 0; i < ins.size(); i++) _reduce_scatter_base(outs[i], ins[i], opts);
-    return done(rank_, c10d::OpType::COALESCED, outs);
+    std::vector<Step> steps;
+    for (size_t i = 0; i < ins.size(); i++) steps.push_back(scatter_step(outs[i], ins[i], opts.reduceOp));
+    return run(c10d::OpType::COALESCED, ins, outs, std::move(steps), "tpu_dist reduce_scatter");
   }
-
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outs, std::vector<std::vector<at::Tensor>>& ins,
                                                 const c10d::ReduceScatterOptions& opts) override {
     TORCH_CHECK_VALUE(outs.size() == 1 && ins.size() == 1 && static_cast<int>(ins[0].size()) == size_,
                       "tpu_dist: reduce_scatter takes one output and one input tensor per rank");
-    std::vector<at::Tensor> parts;
-    for (auto& t : ins[0]) parts.push_back(t.reshape({-1}));
-    at::Tensor flat = at::cat(parts);
-    at::Tensor out = outs[0].is_contiguous() ? outs[0] : at::empty_like(outs[0], at::MemoryFormat::Contiguous);
-    _reduce_scatter_base(out, flat, opts);
-    if (!out.is_same(outs[0])) outs[0].copy_(out);
-    return done(rank_, c10d::OpType::REDUCE_SCATTER, outs);
+    at::Tensor flat = flatten(ins[0], outs[0]), out = dense(outs[0]);
+    auto work = run(c10d::OpType::REDUCE_SCATTER, {flat}, {out}, {scatter_step(out, flat, opts.reduceOp)},
+                    "tpu_dist reduce_scatter");
+    return copy_back(work, out, outs[0], c10d::OpType::REDUCE_SCATTER);
   }
 
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& out, at::Tensor& in, std::vector<int64_t>& out_splits,
@@ -292,9 +352,11 @@ class ProcessGroupTpu : public c10d::Backend {
     std::vector<int64_t> sb, so, rb, ro;
     rows_to_bytes(in, in_splits, "input", &sb, &so);
     rows_to_bytes(out, out_splits, "output", &rb, &ro);
-    check_comm(tpurt_all_to_all(comm_, ready_data(in, "input"), sb.data(), so.data(), ready_data(out, "output"), rb.data(),
-                                ro.data()));
-    return done(rank_, c10d::OpType::ALLTOALL_BASE, {out});
+    const void* src = data_of(in, "input");
+    void* dst = data_of(out, "output");
+    return run(c10d::OpType::ALLTOALL_BASE, {in}, {out},
+               {[=, this] { return tpurt_all_to_all(comm_, src, sb.data(), so.data(), dst, rb.data(), ro.data()); }},
+               "tpu_dist all_to_all");
   }
 
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outs, std::vector<at::Tensor>& ins,
@@ -306,29 +368,37 @@ class ProcessGroupTpu : public c10d::Backend {
     int64_t at_in = 0, at_out = 0;
     for (int r = 0; r < size_; r++) {
       check_same(outs[r], ins[0], "all_to_all");
+      check_same(ins[r], ins[0], "all_to_all");
       parts.push_back(ins[r].reshape({-1}));
       sb.push_back(nbytes(ins[r])), so.push_back(at_in), at_in += nbytes(ins[r]);
       rb.push_back(nbytes(outs[r])), ro.push_back(at_out), at_out += nbytes(outs[r]);
     }
-    at::Tensor flat_in = at::cat(parts), flat_out = at::empty({at_out / std::max<int64_t>(1, ins[0].element_size())},
-                                                             flat_in.options());
-    check_comm(tpurt_all_to_all(comm_, ready_data(flat_in, "input"), sb.data(), so.data(), ready_data(flat_out, "output"),
-                                rb.data(), ro.data()));
+    at::Tensor flat_in = at::cat(parts);
+    at::Tensor flat_out = at::empty({at_out / static_cast<int64_t>(flat_in.element_size())}, flat_in.options());
+    const void* src = data_of(flat_in, "input");
+    void* dst = data_of(flat_out, "output");
+    auto work = run(c10d::OpType::ALLTOALL, {flat_in}, {flat_out},
+                    {[=, this] { return tpurt_all_to_all(comm_, src, sb.data(), so.data(), dst, rb.data(), ro.data()); }},
+                    "tpu_dist all_to_all");
+    work->wait(kNoWaitLimit);
     int64_t at = 0;
     for (int r = 0; r < size_; r++) {
       outs[r].copy_(flat_out.narrow(0, at, outs[r].numel()).view(outs[r].sizes()));
       at += outs[r].numel();
     }
-    return done(rank_, c10d::OpType::ALLTOALL, outs);
+    return done_after(work, c10d::OpType::ALLTOALL, outs);
   }
 
+  // The host waits: a barrier orders the processes, not device work.
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions&) override {
-    check_comm(tpurt_barrier(comm_));
-    return done(rank_, c10d::OpType::BARRIER);
+    auto work = run(c10d::OpType::BARRIER, {}, {}, {[this] { return tpurt_barrier(comm_); }}, "tpu_dist barrier");
+    work->synchronize_host();
+    return work;
   }
 
-  // Point-to-point: alone, a send or recv runs at once; between startCoalescing and endCoalescing
-  // (batch_isend_irecv) they wait and run together, so ranks exchanging both ways do not block.
+  // Point-to-point: alone, a send or recv is one command; between startCoalescing and endCoalescing
+  // (batch_isend_irecv) they are one command that progresses them together, so ranks exchanging both
+  // ways do not wait on each other.
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override {
     return p2p(tensors, true, dst, tag);
   }
@@ -342,24 +412,155 @@ class ProcessGroupTpu : public c10d::Backend {
   }
   c10::intrusive_ptr<c10d::Work> endCoalescing() override {
     coalescing_ = false;
+    auto ops = std::make_shared<std::vector<tpurt_p2p>>(std::move(pending_));
     auto tensors = std::move(pending_tensors_);
-    auto ops = std::move(pending_);
-    check_comm(tpurt_p2p_run(comm_, ops.data(), static_cast<int>(ops.size())));
-    return done(rank_, c10d::OpType::COALESCED, tensors);
+    return run(c10d::OpType::COALESCED, tensors, tensors,
+               {[ops, this] { return tpurt_p2p_run(comm_, ops->data(), static_cast<int>(ops->size())); }}, "tpu_dist send/recv");
   }
 
  private:
+  using Step = std::function<tpurt_status()>;
+
+  // Queues the steps as one command on the communication stream of the tensors' device, after the
+  // issuing stream's earlier work. inputs/outputs stay alive until it ran; the Work's future holds outputs.
+  c10::intrusive_ptr<TpuWork> run(c10d::OpType op, std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs,
+                                  std::vector<Step> steps, const char* what) {
+    throw_if_broken();
+    int dev = -1;
+    for (auto* list : {&inputs, &outputs})
+      for (auto& t : *list)
+        if (t.defined() && t.device().type() == kTpu) dev = t.device().index();
+    int device = dev >= 0 ? dev : tpurt_device_get();
+    int32_t comm = tpurt_stream_make(device, TPURT_COMM_STREAM_INDEX);
+    if (dev >= 0) {
+      if (!ready_) check(tpurt_event_create(0, &ready_));
+      check(tpurt_event_record(ready_, current_stream(dev)));
+      check(tpurt_event_wait(ready_, comm));
+    }
+    auto outcome = std::make_shared<Outcome>();
+    auto* call = new CommCall{nullptr, inputs, outcome};
+    call->keep.insert(call->keep.end(), outputs.begin(), outputs.end());
+    auto broken = broken_;
+    call->fn = [steps = std::move(steps), broken] {
+      for (auto& step : steps) {
+        tpurt_status s = step();
+        if (s == TPURT_ERR_RUNTIME) broken->finish(s);  // the group is gone: later calls raise on the host
+        if (s) return s;
+      }
+      return TPURT_OK;
+    };
+    check(tpurt_stream_enqueue(comm, run_call, call, release_call, what));
+    used_devices_.insert(device);
+    auto type = c10::ListType::create(c10::TensorType::get());
+    c10::intrusive_ptr<c10::ivalue::Future> future;
+    if (dev >= 0) {
+      // complete on the communication stream: waiting on the future orders the waiter's stream after it
+      future = c10::make_intrusive<c10::ivalue::Future>(type, std::vector<c10::Device>{c10::Device(kTpu, dev)});
+      c10::StreamGuard on_comm(c10::Stream(c10::Stream::UNSAFE, c10::Device(kTpu, dev), TPURT_COMM_STREAM_INDEX));
+      future->markCompleted(c10::IValue(outputs));
+    } else {
+      future = c10::make_intrusive<c10::ivalue::Future>(type);
+    }
+    auto work = c10::make_intrusive<TpuWork>(rank_, op, outputs, outcome, future);
+    work->tpu_device_ = dev;
+    if (dev < 0 || debug_mode()) work->synchronize_host();
+    if (dev < 0) future->markCompleted(c10::IValue(outputs));
+    return work;
+  }
+
+  void throw_if_broken() {
+    std::lock_guard<std::mutex> g(broken_->mu);
+    if (broken_->done) TORCH_CHECK_WITH(DistBackendError, false, broken_->message);
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce_each(c10d::OpType kind, std::vector<at::Tensor>& tensors, const c10d::ReduceOp& rop,
+                                             int root) {
+    auto [op, scale] = reduce_op(rop);
+    std::vector<Step> steps;
+    for (auto& t : tensors) {
+      tpurt_dtype dt = dtype_of(t);
+      check(tpurt_check_reduction(dt, op));  // here, not later on the stream: the caller gets the ValueError
+      void* p = data_of(t, "reduced tensor");
+      int64_t n = t.numel();
+      if (root < 0)
+        steps.push_back([=, this] { return tpurt_all_reduce(comm_, p, p, n, dt, op, scale); });
+      else
+        steps.push_back([=, this] { return tpurt_reduce(comm_, p, p, n, dt, op, scale, root); });
+    }
+    return run(kind, tensors, tensors, std::move(steps), root < 0 ? "tpu_dist all_reduce" : "tpu_dist reduce");
+  }
+
+  Step gather_step(const at::Tensor& out, const at::Tensor& in) {
+    check_same(out, in, "all_gather_into_tensor");
+    TORCH_CHECK_VALUE(out.numel() == in.numel() * size_, "tpu_dist: all_gather_into_tensor: output has ", out.numel(),
+                      " elements, expected ", in.numel() * size_, " (input size x world size)");
+    const void* src = data_of(in, "input");
+    void* dst = data_of(out, "output");
+    int64_t n = nbytes(in);
+    return [=, this] { return tpurt_all_gather(comm_, src, dst, n); };
+  }
+
+  Step scatter_step(const at::Tensor& out, const at::Tensor& in, const c10d::ReduceOp& rop) {
+    check_same(out, in, "reduce_scatter_tensor");
+    TORCH_CHECK_VALUE(in.numel() == out.numel() * size_, "tpu_dist: reduce_scatter_tensor: input has ", in.numel(),
+                      " elements, expected ", out.numel() * size_, " (output size x world size)");
+    auto [op, scale] = reduce_op(rop);
+    tpurt_dtype dt = dtype_of(out);
+    check(tpurt_check_reduction(dt, op));
+    const void* src = data_of(in, "input");
+    void* dst = data_of(out, "output");
+    int64_t n = out.numel();
+    return [=, this] { return tpurt_reduce_scatter(comm_, src, dst, n, dt, op, scale); };
+  }
+
+  // One buffer holding a per-rank list of tensors in order (checked against `like`'s dtype).
+  at::Tensor flatten(const std::vector<at::Tensor>& list, const at::Tensor& like) {
+    std::vector<at::Tensor> parts;
+    for (auto& t : list) {
+      check_same(t, like, "tensor list");
+      parts.push_back(t.reshape({-1}));
+    }
+    return at::cat(parts);
+  }
+  void unflatten(const at::Tensor& flat, std::vector<at::Tensor>& outs) {
+    int64_t n = flat.numel() / size_;
+    for (int r = 0; r < size_; r++) outs[r].copy_(flat.narrow(0, r * n, n).view(outs[r].sizes()));
+  }
+  static at::Tensor dense(const at::Tensor& t) {
+    return t.is_contiguous() ? t : at::empty_like(t, at::MemoryFormat::Contiguous);
+  }
+  c10::intrusive_ptr<c10d::Work> copy_back(const c10::intrusive_ptr<TpuWork>& work, const at::Tensor& dense_out,
+                                           at::Tensor& out, c10d::OpType op) {
+    if (dense_out.is_same(out)) return work;
+    work->wait(kNoWaitLimit);
+    out.copy_(dense_out);
+    return done_after(work, op, {out});
+  }
+  // The Work of a collective whose results were copied on the caller's stream: already ordered there.
+  c10::intrusive_ptr<c10d::Work> done_after(const c10::intrusive_ptr<TpuWork>& work, c10d::OpType op,
+                                            std::vector<at::Tensor> outputs) {
+    auto type = c10::ListType::create(c10::TensorType::get());
+    auto future = work->tpu_device_ >= 0
+                      ? c10::make_intrusive<c10::ivalue::Future>(type, std::vector<c10::Device>{c10::Device(kTpu, work->tpu_device_)})
+                      : c10::make_intrusive<c10::ivalue::Future>(type);
+    future->markCompleted(c10::IValue(outputs));
+    auto w = c10::make_intrusive<TpuWork>(rank_, op, std::move(outputs), work->outcome(), future);
+    w->tpu_device_ = work->tpu_device_;
+    return w;
+  }
+
   c10::intrusive_ptr<c10d::Work> p2p(std::vector<at::Tensor>& tensors, bool is_send, int peer, int tag) {
     TORCH_CHECK_VALUE(tensors.size() == 1, "tpu_dist: send/recv take one tensor");
     at::Tensor& t = tensors[0];
-    tpurt_p2p op{is_send ? 1 : 0, peer, tag, ready_data(t, is_send ? "send tensor" : "recv tensor"), nbytes(t)};
-    if (coalescing_) {
+    tpurt_p2p op{is_send ? 1 : 0, peer, tag, data_of(t, is_send ? "send tensor" : "recv tensor"), nbytes(t)};
+    if (coalescing_) {  // the batch's Work (endCoalescing) is the one callers wait on
       pending_.push_back(op);
       pending_tensors_.push_back(t);
-      return done(rank_, is_send ? c10d::OpType::SEND : c10d::OpType::RECV, {t});
+      return c10::make_intrusive<TpuWork>(rank_, is_send ? c10d::OpType::SEND : c10d::OpType::RECV,
+                                          std::vector<at::Tensor>{t}, nullptr, nullptr);
     }
-    check_comm(tpurt_p2p_run(comm_, &op, 1));
-    return done(rank_, is_send ? c10d::OpType::SEND : c10d::OpType::RECV, {t});
+    return run(is_send ? c10d::OpType::SEND : c10d::OpType::RECV, {t}, {t},
+               {[op, this] { return tpurt_p2p_run(comm_, &op, 1); }}, is_send ? "tpu_dist send" : "tpu_dist recv");
   }
 
   // all_to_all_single's splits (rows of dim 0 per rank; empty: equal) as byte counts and offsets
@@ -385,7 +586,9 @@ class ProcessGroupTpu : public c10d::Backend {
   }
 
   tpurt_comm* comm_ = nullptr;
-  double timeout_s_;
+  tpurt_event* ready_ = nullptr;  // marks the issuing stream's work a collective must follow
+  std::shared_ptr<Outcome> broken_ = std::make_shared<Outcome>();  // finished by the first failure
+  std::set<int> used_devices_;
   bool coalescing_ = false;
   std::vector<tpurt_p2p> pending_;
   std::vector<at::Tensor> pending_tensors_;

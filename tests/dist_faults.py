@@ -1,6 +1,7 @@
 """A rank of a tpu_dist job that fails on purpose (tests/test_tpu_dist.py starts four of these
 without torchrun, whose agent would stop the others itself). Prints one JSON line per
-surviving rank: the exception its collective raised and how long that took.
+surviving rank: the exception its collective (or the first use of its result) raised and how
+long that took.
 
 Usage: python tests/dist_faults.py kill|silent|mismatch (RANK, WORLD_SIZE, MASTER_* set)."""
 import datetime
@@ -36,6 +37,7 @@ try:
     else:
         for _ in range(100):
             dist.all_reduce(x)
+    x[:1].item()  # collectives are asynchronous (as NCCL's): a failure also surfaces at the next use
     error = None
 except Exception as e:  # noqa: BLE001 - reported to the test
     error = f"{type(e).__name__}: {e}"

@@ -76,8 +76,11 @@ def test_a_failing_rank_makes_every_other_rank_raise(scenario, culprit, wait_s):
             continue
         assert code == 0 and report, f"rank {r} exit {code}:\n{err}"
         error, elapsed = report["error"], report["elapsed"]
-        assert error and error.startswith("DistBackendError"), f"rank {r}: {error}"
-        assert f"rank {culprit}" in error and "#2" in error, f"names the rank and the collective: {error}"
+        # DistBackendError from a later collective call; RuntimeError from the next use of the result
+        assert error and error.split(":")[0] in ("DistBackendError", "RuntimeError"), f"rank {r}: {error}"
+        # the killed rank may finish a call or two first: which one it dies in varies
+        collective = "all_reduce #" if scenario == "kill" else "#2"
+        assert f"rank {culprit}" in error and collective in error, f"names the rank and the collective: {error}"
         assert wait_s[0] <= elapsed < wait_s[1], f"rank {r} raised after {elapsed:.1f} s: {error}"
     if scenario == "kill":
         assert results[culprit][0] == -9

@@ -46,6 +46,9 @@ typedef enum {
 const char* tpurt_last_error(void);
 /* Name of a status code ("TPURT_ERR_OOM"); static storage. */
 const char* tpurt_status_name(tpurt_status s);
+/* Sets the calling thread's failure (what a command that reports another thread's failure
+ * returns) and returns `code`. Since 0.9. */
+tpurt_status tpurt_fail_message(tpurt_status code, const char* message);
 
 /* ---------------------------------------------------------------- dtypes */
 /* complex64 storage: interleaved real and imaginary float32, as c10::complex<float>. */
@@ -518,6 +521,8 @@ tpurt_status tpurt_memory_reset_counts(int device);
 /* Streams are small integers per device: 0 is the default stream of every device.
  * A stream handle encodes (device, index): tpurt_stream_make(device, index). */
 #define TPURT_MAX_STREAMS_PER_DEVICE 32
+/* The stream tpu_dist's collectives run on (since 0.9); tpurt_stream_create never hands it out. */
+#define TPURT_COMM_STREAM_INDEX (TPURT_MAX_STREAMS_PER_DEVICE - 1)
 int32_t tpurt_stream_make(int device, int index);
 int tpurt_stream_device(int32_t stream);
 int tpurt_stream_index(int32_t stream);
@@ -581,6 +586,9 @@ void tpurt_comm_destroy(tpurt_comm* c);
 /* Number of collectives this rank has issued on the group. */
 uint64_t tpurt_comm_seq(const tpurt_comm* c);
 void tpurt_comm_set_timeout(tpurt_comm* c, double timeout_s);
+/* Whether a reduction exists for a dtype (no bitwise ops on floats, no avg/premul_sum on
+ * integers or bool, only sums on complex): TPURT_OK or a VALUE failure saying why. */
+tpurt_status tpurt_check_reduction(tpurt_dtype dtype, tpurt_reduce_op op);
 /* out may equal in. count: elements per rank. scale: PREMUL_SUM's factor. */
 tpurt_status tpurt_all_reduce(tpurt_comm* c, const void* in, void* out, int64_t count, tpurt_dtype dtype,
                               tpurt_reduce_op op, double scale);

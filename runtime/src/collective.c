@@ -382,23 +382,27 @@ static tpurt_status begin(tpurt_comm* c, fingerprint fp, int64_t max_send) {
   return TPURT_OK;
 }
 
-static int is_int(tpurt_dtype dt) { return dt == TPURT_U8 || dt == TPURT_I8 || dt == TPURT_I16 || dt == TPURT_I32 || dt == TPURT_I64; }
 
-/* Whether the reduction exists for the dtype (after begin: every rank fails alike). */
-static tpurt_status check_reduction(tpurt_comm* c, tpurt_dtype dt, tpurt_reduce_op op) {
+tpurt_status tpurt_check_reduction(tpurt_dtype dt, tpurt_reduce_op op) {
   if ((unsigned)dt >= TPURT_DTYPE_COUNT || (unsigned)op > TPURT_RED_PREMUL_SUM)
-    return tpurt_fail(TPURT_ERR_VALUE, "%s: unknown dtype or reduce op", c->label);
+    return tpurt_fail(TPURT_ERR_VALUE, "unknown dtype %d or reduce op %d", (int)dt, (int)op);
   int bitwise = op == TPURT_RED_BAND || op == TPURT_RED_BOR || op == TPURT_RED_BXOR;
   int ok = dt == TPURT_C64 ? op == TPURT_RED_SUM || op == TPURT_RED_AVG || op == TPURT_RED_PREMUL_SUM
            : tpurt_is_float(dt) ? !bitwise
-           : is_int(dt) ? op != TPURT_RED_AVG && op != TPURT_RED_PREMUL_SUM
-                        : op != TPURT_RED_AVG && op != TPURT_RED_PREMUL_SUM; /* bool */
-  if (ok) return TPURT_OK;
-  return tpurt_fail(TPURT_ERR_VALUE, "%s: %s: reduce op %s is not supported for %s tensors", c->label, c->desc,
-                    op_names[op], tpurt_dtype_name(dt));
+                                : op != TPURT_RED_AVG && op != TPURT_RED_PREMUL_SUM; /* integers, bool */
+  return ok ? TPURT_OK
+            : tpurt_fail(TPURT_ERR_VALUE, "reduce op %s is not supported for %s tensors", op_names[op], tpurt_dtype_name(dt));
 }
 
-/* ---------------------------------------------------------------- reductions */
+/* The same inside a collective (after begin: every rank fails alike). */
+static tpurt_status check_reduction(tpurt_comm* c, tpurt_dtype dt, tpurt_reduce_op op) {
+  tpurt_status s = tpurt_check_reduction(dt, op);
+  if (!s) return TPURT_OK;
+  char why[256];
+  snprintf(why, sizeof why, "%s", tpurt_last_error());
+  return tpurt_fail(s, "%s: %s: %s", c->label, c->desc, why);
+}
+
 /* acc[0:m] op= v[0:m], the op chosen outside the loop so each loop vectorizes. NaN wins in min and
  * max, as torch.minimum/maximum. */
 #define COMBINE_LOOPS(T)                                                                         \

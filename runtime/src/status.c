@@ -15,6 +15,10 @@ tpurt_status tpurt_fail(tpurt_status code, const char* fmt, ...) {
   return code;
 }
 
+tpurt_status tpurt_fail_message(tpurt_status code, const char* message) {
+  return tpurt_fail(code, "%s", message ? message : "");
+}
+
 const char* tpurt_status_name(tpurt_status s) {
   switch (s) {
 #define TPURT_X(code, value, exc) \

@@ -236,7 +236,7 @@ static tpurt_status bad_stream(int32_t s) {
 tpurt_status tpurt_stream_create(int device, int32_t* out) {
   if (device < 0 || device >= tpurt_device_count()) return bad_stream(tpurt_stream_make(device, 0));
   pthread_mutex_lock(&registry_mu);
-  int idx = 1 + next_pool_index[device]++ % (TPURT_MAX_STREAMS_PER_DEVICE - 1);
+  int idx = 1 + next_pool_index[device]++ % (TPURT_COMM_STREAM_INDEX - 1); /* 1 .. COMM - 1 */
   pthread_mutex_unlock(&registry_mu);
   *out = tpurt_stream_make(device, idx);
   return TPURT_OK;

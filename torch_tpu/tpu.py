@@ -9,7 +9,7 @@ from typing import Any, Optional, Union
 import torch
 
 from . import _C
-from . import amp, metrics  # noqa: F401  (torch.tpu.amp, torch.tpu.metrics)
+from . import amp, distributed, metrics  # noqa: F401  (torch.tpu.amp, torch.tpu.distributed, torch.tpu.metrics)
 from .modes import eager_mode, get_eager_mode, set_eager_mode  # noqa: F401
 from .precision import get_matmul_precision, precision, set_matmul_precision  # noqa: F401
 

@@ -56,7 +56,8 @@ print(json.dumps({"available": available, "count": torch.tpu.device_count(),
 
 
 def _clean_env(extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TPU_", "TORCH_TPU_", "LOCAL_RANK", "LOCAL_WORLD_SIZE"))}
+    launch = ("TPU_", "TORCH_TPU_", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(launch)}
     env.update(extra)
     return env
 

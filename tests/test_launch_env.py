@@ -182,12 +182,12 @@ def test_a_launched_process_sees_its_own_chip_as_tpu0():
 
 
 SCRIPT = """
-import json, os, torch
+import json, os, pathlib, sys, torch
 env = torch.tpu.distributed.set_tpu_launch_env()
 torch.tpu.set_device(int(os.environ["LOCAL_RANK"]))
-print(json.dumps({"rank": int(os.environ["LOCAL_RANK"]), "count": torch.tpu.device_count(),
-                  "chip": torch.tpu.get_device_properties(0).global_index, "visible": env["TPU_VISIBLE_CHIPS"],
-                  "port": env["TPU_PROCESS_PORT"], "sum": torch.ones(2, device="tpu").sum().item()}))
+pathlib.Path(sys.argv[1], os.environ["LOCAL_RANK"]).write_text(json.dumps({
+    "count": torch.tpu.device_count(), "chip": torch.tpu.get_device_properties(0).global_index,
+    "visible": env["TPU_VISIBLE_CHIPS"], "port": env["TPU_PROCESS_PORT"], "sum": torch.ones(2, device="tpu").sum().item()}))
 """
 
 
@@ -195,10 +195,8 @@ def test_torchrun_two_ranks(tmp_path):
     script = tmp_path / "rank.py"
     script.write_text(textwrap.dedent(SCRIPT))
     out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone",
-                          str(script)], capture_output=True, text=True, timeout=120,
+                          str(script), str(tmp_path)], capture_output=True, text=True, timeout=120,
                          env=_clean_env({"TPU_ACCELERATOR_TYPE": "v6e-4", "OMP_NUM_THREADS": "1"}))
     assert out.returncode == 0, out.stderr[-3000:]
-    ranks = sorted((json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")),
-                   key=lambda r: r["rank"])
-    assert ranks == [{"rank": r, "count": 1, "chip": r, "visible": str(r), "port": str(8476 + r), "sum": 2.0}
-                     for r in range(2)]
+    ranks = [json.loads((tmp_path / str(r)).read_text()) for r in range(2)]
+    assert ranks == [{"count": 1, "chip": r, "visible": str(r), "port": str(8476 + r), "sum": 2.0} for r in range(2)]

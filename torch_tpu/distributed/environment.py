@@ -184,7 +184,8 @@ def main(argv=None) -> int:
         values = _values(s, n, None)
     except ValueError as e:
         parser.error(str(e))
-    print(f"# {s.name}: {s.hosts} host{'s' if s.hosts > 1 else ''} of {s.host_chips} chip{'s' if s.host_chips > 1 else ''}, "
+    plural = lambda k: "s" if k > 1 else ""  # noqa: E731
+    print(f"# {s.name}: {s.hosts} host{plural(s.hosts)} of {s.host_chips} chip{plural(s.host_chips)}, "
           f"this is host {s.worker}; "
           f"{n} process{'es' if n > 1 else ''} per host, one chip each")
     for name, value in values.items():

@@ -33,6 +33,11 @@ BAD = [
     ("TPU_EXPLAIN_RECOMPILES", "on", {}),
     ("TPU_FAULT_ALLOC", "0", {}),
     ("TPU_FAULT_ALLOC", "sometimes", {}),
+    ("TPU_WORKER_HOSTNAMES", "h0,h1", {}),  # v6e-1 is one host
+    ("TPU_WORKER_HOSTNAMES", "h0,,h1", {"TPU_ACCELERATOR_TYPE": "v5p-16"}),
+    ("LOCAL_RANK", "x", {"TPU_ACCELERATOR_TYPE": "v6e-4", "LOCAL_WORLD_SIZE": "2"}),
+    ("LOCAL_RANK", "2", {"TPU_ACCELERATOR_TYPE": "v6e-4", "LOCAL_WORLD_SIZE": "2"}),
+    ("LOCAL_WORLD_SIZE", "9", {"TPU_ACCELERATOR_TYPE": "v6e-8", "LOCAL_RANK": "0"}),  # a host has 8 chips
 ]
 
 PROBE = """
@@ -51,7 +56,8 @@ print(json.dumps({"available": available, "count": torch.tpu.device_count(),
 
 
 def _clean_env(extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TPU_", "TORCH_TPU_"))}
+    launch = ("TPU_", "TORCH_TPU_", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(launch)}
     env.update(extra)
     return env
 

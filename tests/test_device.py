@@ -85,7 +85,8 @@ def test_info_lists_every_environment_variable_the_runtime_reads():
     for f in runtime.rglob("*.c"):  # the runtime reads the environment only through its table
         assert "getenv(" not in f.read_text() or f.name == "chip.c", f
     table = {name for name, _, _ in torch_tpu._C._environment()}
-    read = set(re.findall(r'"((?:TORCH_)?TPU_[A-Z_]+)"', (runtime.parent / "include" / "tpurt.h").read_text()))
+    header = (runtime.parent / "include" / "tpurt.h").read_text()  # TPU_* names and the launcher's (LOCAL_RANK)
+    read = set(re.findall(r'"((?:TORCH_)?TPU_[A-Z_]+)"', header)) | set(re.findall(r'X\(TPURT_ENV_\w+, "(\w+)"', header))
     assert table == read and "TPU_NUM_THREADS" in table
     env = dict(os.environ, TPU_NUM_THREADS="3")
     out = subprocess.run([sys.executable, "-m", "torch_tpu", "info"], capture_output=True, text=True, check=True,

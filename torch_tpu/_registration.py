@@ -20,8 +20,9 @@ def register():
     if torch._C._get_privateuse1_backend_name() != "tpu":
         torch.utils.rename_privateuse1_backend("tpu")
     torch._register_device_module("tpu", _tpu_module)
-    for sub in ("amp", "metrics"):  # `from torch.tpu.amp import autocast`, as with torch.cuda.amp
+    for sub in ("amp", "metrics", "distributed"):  # `from torch.tpu.amp import autocast`, as with torch.cuda.amp
         sys.modules[f"torch.tpu.{sub}"] = getattr(_tpu_module, sub)
+    sys.meta_path.insert(0, _SubmoduleAlias("torch.tpu.distributed", "torch_tpu.distributed"))
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
     _after_import("torch._dynamo.device_interface", _install_dynamo_interface)
     _after_import("torch._inductor.codegen.wrapper", _install_inductor)
@@ -106,6 +107,38 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
 
         spec.loader = _Loader()
         return spec
+
+
+class _SubmoduleAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """`alias.X` is the module `real.X`: one module object under both names (a second copy would
+    run its registrations again), and `python -m alias.X` runs real.X's file (runpy asks the loader
+    for the code; the package itself is aliased in sys.modules, which runpy needs for __path__)."""
+
+    def __init__(self, alias, real):
+        self.alias, self.real = alias + ".", real + "."
+
+    def _real_name(self, fullname):
+        return self.real + fullname[len(self.alias):]
+
+    def find_spec(self, fullname, path, target=None):
+        if not fullname.startswith(self.alias):
+            return None
+        real = importlib.util.find_spec(self._real_name(fullname))
+        if real is None:
+            return None
+        return importlib.util.spec_from_loader(fullname, self, origin=real.origin,
+                                               is_package=real.submodule_search_locations is not None)
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        # the import system returns what sys.modules holds under the name after exec_module
+        sys.modules[module.__name__] = importlib.import_module(self._real_name(module.__name__))
+
+    def get_code(self, fullname):
+        real = importlib.util.find_spec(self._real_name(fullname))
+        return real.loader.get_code(real.name)
 
 
 def _after_import(name, callback):

@@ -9,7 +9,7 @@ from typing import Any, Optional, Union
 import torch
 
 from . import _C
-from . import amp, metrics  # noqa: F401  (torch.tpu.amp, torch.tpu.metrics)
+from . import amp, distributed, metrics  # noqa: F401  (torch.tpu.amp, torch.tpu.distributed, torch.tpu.metrics)
 from .modes import eager_mode, get_eager_mode, set_eager_mode  # noqa: F401
 from .precision import get_matmul_precision, precision, set_matmul_precision  # noqa: F401
 
@@ -62,9 +62,20 @@ def current_device() -> int:
 
 
 def set_device(device: _Device) -> None:
+    """Makes `device` current. Under a launcher (torchrun: LOCAL_RANK, LOCAL_WORLD_SIZE) a process
+    sees its own chip as tpu:0 (TorchTPU), so the index LOCAL_RANK, which scripts and DeviceMesh
+    pass, selects tpu:0 when this process has no device of that index."""
     idx = _index(device)
+    if idx >= device_count() and idx == _launcher_local_rank():
+        idx = 0
     if idx >= 0:
         _C._set_device(idx)
+
+
+def _launcher_local_rank() -> Optional[int]:
+    env = {name: value for name, _, value in _C._environment() if name in ("LOCAL_RANK", "LOCAL_WORLD_SIZE")}
+    rank = env["LOCAL_RANK"]
+    return int(rank) if env["LOCAL_WORLD_SIZE"] is not None and rank is not None and rank.isdigit() else None
 
 
 class device:

@@ -442,7 +442,10 @@ tpurt_status tpurt_host_kernel_launch(int32_t stream, tpurt_host_kernel_fn fn, c
   X(TPURT_ENV_NUM_THREADS, "TPU_NUM_THREADS", "host threads the emulated chip computes with (default: all CPUs)") \
   X(TPURT_ENV_HBM_BYTES, "TPU_HBM_BYTES", "override each chip's HBM capacity in bytes (tests of OOM)")        \
   X(TPURT_ENV_EXPLAIN_RECOMPILES, "TPU_EXPLAIN_RECOMPILES", "1: torch.compile(backend='tpu') prints each recompile's cause") \
-  X(TPURT_ENV_FAULT_ALLOC, "TPU_FAULT_ALLOC", "N: about one device allocation in N fails as out of memory (tests of OOM handling)")
+  X(TPURT_ENV_FAULT_ALLOC, "TPU_FAULT_ALLOC", "N: about one device allocation in N fails as out of memory (tests of OOM handling)") \
+  X(TPURT_ENV_WORKER_HOSTNAMES, "TPU_WORKER_HOSTNAMES", "the slice's hosts, comma-separated, host TPU_WORKER_ID=i the i-th (launch addresses)") \
+  X(TPURT_ENV_LOCAL_RANK, "LOCAL_RANK", "set by torchrun: with LOCAL_WORLD_SIZE and no TPU_VISIBLE_CHIPS, the process sees chip LOCAL_RANK of its host as tpu:0") \
+  X(TPURT_ENV_LOCAL_WORLD_SIZE, "LOCAL_WORLD_SIZE", "set by torchrun: the processes on this host, at most its chips (one process per chip)")
 typedef enum {
 #define TPURT_X(e, name, doc) e,
   TPURT_ENV_LIST(TPURT_X)

@@ -161,6 +161,14 @@ static void configure(void) {
   if (worker && (!parse_count(worker, &worker_id) || worker_id >= hosts))
     CONFIG_ERROR("TPU_WORKER_ID='%s': expected a host index 0..%d of %s (%d host%s of %d chips)", worker, hosts - 1, type,
                  hosts, hosts > 1 ? "s" : "", host_chips);
+  const char* hostnames = tpurt_env_get(TPURT_ENV_WORKER_HOSTNAMES);
+  if (hostnames) {
+    int names = 1, empty = hostnames[0] == ',' || hostnames[strlen(hostnames) - 1] == ',' || strstr(hostnames, ",,");
+    for (const char* p = hostnames; *p; p++) names += *p == ',';
+    if (names != hosts || empty)
+      CONFIG_ERROR("TPU_WORKER_HOSTNAMES='%s': %s has %d host%s; expected their %d name%s, comma-separated, host i "
+                   "(TPU_WORKER_ID=i) the i-th", hostnames, type, hosts, hosts > 1 ? "s" : "", hosts, hosts > 1 ? "s" : "");
+  }
   int first = (int)worker_id * host_chips;
   const char* visible = tpurt_env_get(TPURT_ENV_VISIBLE_CHIPS);
   if (visible) {
@@ -174,6 +182,23 @@ static void configure(void) {
       cfg.global_index[cfg.count++] = first + (int)v;
       p = end + (*end == ',');
     }
+  } else if (tpurt_env_get(TPURT_ENV_LOCAL_RANK) && tpurt_env_get(TPURT_ENV_LOCAL_WORLD_SIZE)) {
+    /* started by a launcher (torchrun): one process per chip, its own chip as tpu:0 (TorchTPU) */
+    const char* rank_s = tpurt_env_get(TPURT_ENV_LOCAL_RANK);
+    const char* size_s = tpurt_env_get(TPURT_ENV_LOCAL_WORLD_SIZE);
+    long rank, size;
+    if (!parse_count(size_s, &size) || size < 1)
+      CONFIG_ERROR("LOCAL_WORLD_SIZE='%s': expected the launcher's number of processes on this host (1..%d for %s)",
+                   size_s, host_chips, type);
+    if (size > host_chips)
+      CONFIG_ERROR("LOCAL_WORLD_SIZE='%s': the launcher started %ld processes on this host, but a host of %s has %d "
+                   "chip%s and each process takes one: launch at most %d per host (torchrun --nproc_per_node=%d), "
+                   "or give each process its chips with TPU_VISIBLE_CHIPS",
+                   size_s, size, type, host_chips, host_chips > 1 ? "s" : "", host_chips, host_chips);
+    if (!parse_count(rank_s, &rank) || rank >= size)
+      CONFIG_ERROR("LOCAL_RANK='%s': expected this process's index 0..%ld among the launcher's LOCAL_WORLD_SIZE=%ld "
+                   "processes on this %s host", rank_s, size - 1, size, type);
+    cfg.global_index[cfg.count++] = first + (int)rank;
   } else {
     for (int i = 0; i < host_chips && i < TPURT_MAX_DEVICES; i++) cfg.global_index[cfg.count++] = first + i;
   }

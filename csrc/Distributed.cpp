@@ -603,6 +603,14 @@ c10::intrusive_ptr<ProcessGroupTpu> create(const c10::intrusive_ptr<c10d::Store>
 
 void add_distributed(py::module& m) {
   py::class_<ProcessGroupTpu, c10d::Backend, c10::intrusive_ptr<ProcessGroupTpu>>(m, "ProcessGroupTPU");
+  m.def("_collective_stats", [] {  // kind -> (calls, bytes, seconds, ICI seconds)
+    tpurt_comm_kind_stats st[TPURT_COMM_KIND_COUNT];
+    tpurt_comm_get_stats(st);
+    py::dict d;
+    for (int k = 0; k < TPURT_COMM_KIND_COUNT; k++)
+      d[tpurt_comm_kind_name(k)] = py::make_tuple(st[k].calls, st[k].bytes, st[k].seconds, st[k].ici_seconds);
+    return d;
+  });
   m.def("_create_tpu_dist_backend", &create, py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
         py::call_guard<py::gil_scoped_release>());
 }

@@ -288,7 +288,24 @@ def check_mpmd():
     dist.barrier()
 
 
-SECTIONS = {"collectives": check_collectives, "ddp": check_ddp, "fsdp2": check_fsdp2,
+def check_metrics():
+    """torch.tpu.metrics counts each collective, its bytes, and prices it on the generation's ICI."""
+    from torch_tpu import _C
+
+    torch.tpu.metrics.reset()
+    x = torch.ones(1 << 18, device=DEV)  # 1 MiB
+    dist.all_reduce(x)
+    dist.broadcast(x, src=0)
+    got = torch.tpu.metrics.collectives()
+    ar = got.get("all_reduce")
+    if not ar or ar["calls"] != 1 or ar["bytes"] != 1 << 20 or ar["seconds"] <= 0:
+        fail(f"metrics: all_reduce {ar}")
+    want = _C._collective_cost("v6e", "all_reduce", 1 << 20, [WORLD], [1])["seconds"]
+    if abs(ar["ici_seconds"] - want) > 1e-12 or got["broadcast"]["ici_seconds"] is not None:
+        fail(f"metrics: ICI seconds {ar['ici_seconds']} (cost model {want}), broadcast {got['broadcast']}")
+
+
+SECTIONS = {"collectives": check_collectives, "metrics": check_metrics, "ddp": check_ddp, "fsdp2": check_fsdp2,
             "tp": check_tensor_parallel, "mpmd": check_mpmd}
 
 

@@ -35,7 +35,7 @@ def torchrun(nproc, *args, timeout=300):
 def test_collectives_and_training_on_four_ranks():
     before = _segments()
     out = torchrun(4, "dist_checks.py")
-    for section in ("collectives", "ddp", "fsdp2", "tp", "mpmd"):
+    for section in ("collectives", "metrics", "ddp", "fsdp2", "tp", "mpmd"):
         assert f"ok {section}" in out, out
     assert _segments() <= before, "shared memory left behind"
 
@@ -45,6 +45,13 @@ def test_checkpoint_saved_by_four_ranks_loads_into_two(tmp_path):
     assert len(glob.glob(str(tmp_path / "*.distcp"))) == 4
     out = torchrun(2, "dist_dcp.py", "load", str(tmp_path))
     assert "ok loaded" in out, out
+
+
+def test_llama_debug_model_with_fsdp2_and_tensor_parallel_matches_one_process():
+    """demo/llama_fsdp_tp.py --check: mesh dp=2 x tp=2; losses against float64 single-process training."""
+    r = subprocess.run([sys.executable, os.path.join(HERE, "..", "demo", "llama_fsdp_tp.py"), "--steps", "3", "--check"],
+                       env=_env(), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "ok: FSDP2 + TP matches" in r.stdout, f"{r.stdout[-3000:]}\n{r.stderr[-4000:]}"
 
 
 def _run_faulty(scenario):

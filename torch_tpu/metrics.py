@@ -1,5 +1,5 @@
 """``torch.tpu.metrics``: what the emulated chip did — ops executed (per kernel), ops that
-fell back to the CPU and why, host<->device transfers, allocations, float64 use.
+fell back to the CPU and why, host<->device transfers, allocations, float64 use, collectives.
 
 Reading or resetting the counters waits for every device's streams first: the chip counts an
 op when it runs it, and a report read while ops are still queued would under-count them."""
@@ -34,6 +34,19 @@ def unplanned_temporaries() -> dict:
     call's scratch is allocated when it is issued, from the plan): empty when every plan is
     exact."""
     return dict(_settled()["unplanned_temp_bytes_by_kernel"])
+
+
+def collectives() -> dict:
+    """tpu_dist's collectives in this process, per kind that ran: calls, bytes (per rank:
+    all_reduce/reduce_scatter's input, all_gather's output, all_to_all's sends), seconds they took
+    here, and `ici_seconds`: what the emulated generation's ICI would take (the cost model over a
+    ring of the group's chips; None for kinds it has no model of: broadcast, gather, scatter,
+    reduce, barrier, send/recv)."""
+    _settled()
+    modelled = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}
+    return {kind: {"calls": calls, "bytes": nbytes, "seconds": seconds,
+                   "ici_seconds": ici if kind in modelled else None}
+            for kind, (calls, nbytes, seconds, ici) in _C._collective_stats().items() if calls}
 
 
 def compile_counters() -> dict:
@@ -74,6 +87,9 @@ def short_report() -> str:
         lines.append(f"float64 ops: {m['ops_f64']:,} (not native on real TPUs: XLA rewrites or rejects f64)")
     if m["kernel_errors"]:
         lines.append(f"kernel errors: {m['kernel_errors']:,}")
+    for kind, c in collectives().items():
+        ici = f", {c['ici_seconds'] * 1e3:,.3f} ms on the ICI" if c["ici_seconds"] is not None else ""
+        lines.append(f"{kind}: {c['calls']:,} calls, {_mib(c['bytes'])}, {c['seconds'] * 1e3:,.1f} ms here{ici}")
     if "torch_tpu.compiler.report" in sys.modules:
         c = compile_counters()
         if c["frames_compiled"]:

@@ -573,6 +573,33 @@ tpurt_status tpurt_memcpy_d2h(int32_t stream, void* host, const void* dev, size_
  * once per element, so every rank gets bit-identical results; float16/bfloat16 accumulate in
  * float32. Byte counts and offsets are per rank; buffers are host-addressable tensor memory. */
 typedef struct tpurt_comm tpurt_comm;
+#define TPURT_COMM_KIND_LIST(X)                      \
+  X(TPURT_COMM_ALL_REDUCE, "all_reduce")             \
+  X(TPURT_COMM_REDUCE, "reduce")                     \
+  X(TPURT_COMM_REDUCE_SCATTER, "reduce_scatter")     \
+  X(TPURT_COMM_BROADCAST, "broadcast")               \
+  X(TPURT_COMM_ALL_GATHER, "all_gather")             \
+  X(TPURT_COMM_GATHER, "gather")                     \
+  X(TPURT_COMM_SCATTER, "scatter")                   \
+  X(TPURT_COMM_ALL_TO_ALL, "all_to_all")             \
+  X(TPURT_COMM_BARRIER, "barrier")                   \
+  X(TPURT_COMM_SEND_RECV, "send_recv")
+typedef enum {
+#define TPURT_X(e, name) e,
+  TPURT_COMM_KIND_LIST(TPURT_X)
+#undef TPURT_X
+  TPURT_COMM_KIND_COUNT
+} tpurt_comm_kind;
+/* What this process's collectives did, per kind: calls that succeeded, their bytes (per rank:
+ * all_reduce/reduce_scatter's input, all_gather's output, all_to_all's sends, the data otherwise),
+ * wall seconds, and the seconds the emulated generation's ICI would take (the cost model,
+ * tpurt_collective_cost, over a ring of the group's chips; 0 for kinds it has no model of). */
+typedef struct {
+  int64_t calls, bytes;
+  double seconds, ici_seconds;
+} tpurt_comm_kind_stats;
+void tpurt_comm_get_stats(tpurt_comm_kind_stats out[TPURT_COMM_KIND_COUNT]);
+const char* tpurt_comm_kind_name(int kind);
 /* The order of c10d::ReduceOp. */
 typedef enum {
   TPURT_RED_SUM, TPURT_RED_AVG, TPURT_RED_PRODUCT, TPURT_RED_MIN, TPURT_RED_MAX,
@@ -704,7 +731,7 @@ void tpurt_metrics_get(tpurt_metrics* out);
 int64_t tpurt_metrics_op_count(int op);
 /* Bytes of temporaries op id's kernel took beyond its calls' scratch so far. Since 0.6. */
 int64_t tpurt_metrics_op_unplanned_bytes(int op);
-void tpurt_metrics_reset(void);
+void tpurt_metrics_reset(void); /* and the collectives' (tpurt_comm_get_stats) */
 
 #ifdef __cplusplus
 }

@@ -34,10 +34,14 @@
 #define CPU_RELAX() ((void)0)
 #endif
 
-typedef enum { K_ALL_REDUCE, K_REDUCE, K_REDUCE_SCATTER, K_BROADCAST, K_ALL_GATHER, K_GATHER, K_SCATTER,
-               K_ALL_TO_ALL, K_BARRIER } kind;
-static const char* const kind_names[] = {"all_reduce", "reduce", "reduce_scatter", "broadcast", "all_gather",
-                                         "gather", "scatter", "all_to_all", "barrier"};
+static const char* const kind_names[] = {
+#define TPURT_X(e, name) name,
+    TPURT_COMM_KIND_LIST(TPURT_X)
+#undef TPURT_X
+};
+const char* tpurt_comm_kind_name(int kind) {
+  return kind >= 0 && kind < TPURT_COMM_KIND_COUNT ? kind_names[kind] : "?";
+}
 static const char* const op_names[] = {"sum", "avg", "product", "min", "max", "band", "bor", "bxor", "premul_sum"};
 
 /* What a rank calls; every rank of the group must post the same. */
@@ -347,7 +351,7 @@ static tpurt_status sync_ranks(tpurt_comm* c) {
 /* ---------------------------------------------------------------- starting a collective */
 static void describe(char* out, size_t n, uint64_t seq, const fingerprint* f) {
   int len = snprintf(out, n, "%s #%llu", kind_names[f->kind], (unsigned long long)seq);
-  if (f->kind == K_BARRIER || f->kind == K_ALL_TO_ALL) return;
+  if (f->kind == TPURT_COMM_BARRIER || f->kind == TPURT_COMM_ALL_TO_ALL) return;
   if (f->dtype >= 0)
     len += snprintf(out + len, n - len, " (%s, %lld elements", tpurt_dtype_name((tpurt_dtype)f->dtype),
                     (long long)f->count);
@@ -531,6 +535,46 @@ static void reduce_into(const char* const* src, int nsrc, char* dst, int64_t n, 
   }
 }
 
+/* ---------------------------------------------------------------- statistics */
+static pthread_mutex_t stats_mu = PTHREAD_MUTEX_INITIALIZER;
+static tpurt_comm_kind_stats stats[TPURT_COMM_KIND_COUNT];
+
+void tpurt_comm_get_stats(tpurt_comm_kind_stats out[TPURT_COMM_KIND_COUNT]) {
+  pthread_mutex_lock(&stats_mu);
+  memcpy(out, stats, sizeof stats);
+  pthread_mutex_unlock(&stats_mu);
+}
+
+void tpurt_comm_reset_stats(void) {
+  pthread_mutex_lock(&stats_mu);
+  memset(stats, 0, sizeof stats);
+  pthread_mutex_unlock(&stats_mu);
+}
+
+/* Counts a collective that returned `s` after starting at t0. The ICI estimate treats the group's
+ * chips as one ring (a torus axis with its wraparound): what a 1-D mesh axis of the slice is. */
+static tpurt_status accounted(tpurt_comm* c, tpurt_comm_kind k, int64_t bytes, int64_t t0, tpurt_status s) {
+  if (s) return s;
+  static const int modelled[TPURT_COMM_KIND_COUNT] = {
+      [TPURT_COMM_ALL_REDUCE] = TPURT_COLLECTIVE_ALL_REDUCE + 1, [TPURT_COMM_ALL_GATHER] = TPURT_COLLECTIVE_ALL_GATHER + 1,
+      [TPURT_COMM_REDUCE_SCATTER] = TPURT_COLLECTIVE_REDUCE_SCATTER + 1, [TPURT_COMM_ALL_TO_ALL] = TPURT_COLLECTIVE_ALL_TO_ALL + 1};
+  double ici = 0;
+  tpurt_chip_info chip = {.struct_size = sizeof chip};
+  if (modelled[k] && c->size > 1 && tpurt_chip_get_info(0, &chip) == TPURT_OK) {
+    int32_t axis = c->size, wrap = 1;
+    tpurt_cost cost = {.struct_size = sizeof cost};
+    if (tpurt_collective_cost(chip.generation, modelled[k] - 1, bytes, &axis, &wrap, 1, &cost) == TPURT_OK) ici = cost.seconds;
+  }
+  double seconds = (now_ns() - t0) / 1e9;
+  pthread_mutex_lock(&stats_mu);
+  stats[k].calls++;
+  stats[k].bytes += bytes;
+  stats[k].seconds += seconds;
+  stats[k].ici_seconds += ici;
+  pthread_mutex_unlock(&stats_mu);
+  return TPURT_OK;
+}
+
 /* ---------------------------------------------------------------- collectives */
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -538,7 +582,7 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
  * it over every rank's slot into its own slot, and copies every share out. */
 static tpurt_status reduce_rounds(tpurt_comm* c, const char* in, char* out, int64_t count, tpurt_dtype dt,
                                   tpurt_reduce_op op, double scale, int root) {
-  fingerprint fp = {root < 0 ? K_ALL_REDUCE : K_REDUCE, dt, op, root, count};
+  fingerprint fp = {root < 0 ? TPURT_COMM_ALL_REDUCE : TPURT_COMM_REDUCE, dt, op, root, count};
   tpurt_status s = begin(c, fp, 0);
   if (s || (s = check_reduction(c, dt, op))) return s;
   int64_t es = (int64_t)tpurt_dtype_size(dt), chunk = c->h->slot_bytes / es, N = c->size;
@@ -565,20 +609,24 @@ static tpurt_status reduce_rounds(tpurt_comm* c, const char* in, char* out, int6
 
 tpurt_status tpurt_all_reduce(tpurt_comm* c, const void* in, void* out, int64_t count, tpurt_dtype dtype,
                               tpurt_reduce_op op, double scale) {
-  return reduce_rounds(c, in, out, count, dtype, op, scale, -1);
+  int64_t t0 = now_ns();
+  return accounted(c, TPURT_COMM_ALL_REDUCE, count * (int64_t)tpurt_dtype_size(dtype), t0,
+                   reduce_rounds(c, in, out, count, dtype, op, scale, -1));
 }
 
 tpurt_status tpurt_reduce(tpurt_comm* c, const void* in, void* out, int64_t count, tpurt_dtype dtype,
                           tpurt_reduce_op op, double scale, int root) {
   if (root < 0) return tpurt_fail(TPURT_ERR_VALUE, "%s: reduce to root %d", c->label, root);
-  return reduce_rounds(c, in, out, count, dtype, op, scale, root);
+  int64_t t0 = now_ns();
+  return accounted(c, TPURT_COMM_REDUCE, count * (int64_t)tpurt_dtype_size(dtype), t0,
+                   reduce_rounds(c, in, out, count, dtype, op, scale, root));
 }
 
-tpurt_status tpurt_reduce_scatter(tpurt_comm* c, const void* in_, void* out_, int64_t count, tpurt_dtype dt,
-                                  tpurt_reduce_op op, double scale) {
+static tpurt_status reduce_scatter_rounds(tpurt_comm* c, const void* in_, void* out_, int64_t count, tpurt_dtype dt,
+                                          tpurt_reduce_op op, double scale) {
   const char* in = in_;
   char* out = out_;
-  fingerprint fp = {K_REDUCE_SCATTER, dt, op, -1, count};
+  fingerprint fp = {TPURT_COMM_REDUCE_SCATTER, dt, op, -1, count};
   tpurt_status s = begin(c, fp, 0);
   if (s || (s = check_reduction(c, dt, op))) return s;
   int64_t es = (int64_t)tpurt_dtype_size(dt), N = c->size, sub = c->h->slot_bytes / es / N;
@@ -594,12 +642,20 @@ tpurt_status tpurt_reduce_scatter(tpurt_comm* c, const void* in_, void* out_, in
   return TPURT_OK;
 }
 
+tpurt_status tpurt_reduce_scatter(tpurt_comm* c, const void* in, void* out, int64_t count, tpurt_dtype dtype,
+                                  tpurt_reduce_op op, double scale) {
+  int64_t t0 = now_ns();
+  return accounted(c, TPURT_COMM_REDUCE_SCATTER, count * c->size * (int64_t)tpurt_dtype_size(dtype), t0,
+                   reduce_scatter_rounds(c, in, out, count, dtype, op, scale));
+}
+
 /* Data movement: rounds of up to `piece` bytes of each rank's block. */
 typedef enum { MOVE_BROADCAST, MOVE_ALL_GATHER, MOVE_GATHER, MOVE_SCATTER } move_kind;
+static const tpurt_comm_kind move_kinds[] = {TPURT_COMM_BROADCAST, TPURT_COMM_ALL_GATHER, TPURT_COMM_GATHER,
+                                            TPURT_COMM_SCATTER};
 
-static tpurt_status move_rounds(tpurt_comm* c, move_kind how, const char* in, char* out, int64_t bytes, int root) {
-  static const kind kinds[] = {K_BROADCAST, K_ALL_GATHER, K_GATHER, K_SCATTER};
-  fingerprint fp = {kinds[how], -1, -1, root, bytes};
+static tpurt_status move(tpurt_comm* c, move_kind how, const char* in, char* out, int64_t bytes, int root) {
+  fingerprint fp = {move_kinds[how], -1, -1, root, bytes};
   tpurt_status s = begin(c, fp, 0);
   if (s) return s;
   int N = c->size, me = c->rank;
@@ -630,6 +686,12 @@ static tpurt_status move_rounds(tpurt_comm* c, move_kind how, const char* in, ch
   return TPURT_OK;
 }
 
+static tpurt_status move_rounds(tpurt_comm* c, move_kind how, const char* in, char* out, int64_t bytes, int root) {
+  int64_t t0 = now_ns();
+  return accounted(c, move_kinds[how], how == MOVE_ALL_GATHER ? bytes * c->size : bytes, t0,
+                   move(c, how, in, out, bytes, root));
+}
+
 static tpurt_status check_root(tpurt_comm* c, int root) {
   return root >= 0 ? TPURT_OK : tpurt_fail(TPURT_ERR_VALUE, "%s: root %d", c->label, root);
 }
@@ -650,8 +712,8 @@ tpurt_status tpurt_scatter(tpurt_comm* c, const void* in, void* out, int64_t byt
   return s ? s : move_rounds(c, MOVE_SCATTER, in, out, bytes, root);
 }
 
-tpurt_status tpurt_all_to_all(tpurt_comm* c, const void* in_, const int64_t* send_bytes, const int64_t* send_offsets,
-                              void* out_, const int64_t* recv_bytes, const int64_t* recv_offsets) {
+static tpurt_status all_to_all_rounds(tpurt_comm* c, const void* in_, const int64_t* send_bytes, const int64_t* send_offsets,
+                                      void* out_, const int64_t* recv_bytes, const int64_t* recv_offsets) {
   const char* in = in_;
   char* out = out_;
   int N = c->size, me = c->rank;
@@ -660,7 +722,7 @@ tpurt_status tpurt_all_to_all(tpurt_comm* c, const void* in_, const int64_t* sen
     c->sends[(((c->seq + 1) & 1) * N + me) * (size_t)N + p] = send_bytes[p]; /* for the coming seq */
     if (send_bytes[p] > max_send) max_send = send_bytes[p];
   }
-  fingerprint fp = {K_ALL_TO_ALL, -1, -1, -1, 0};
+  fingerprint fp = {TPURT_COMM_ALL_TO_ALL, -1, -1, -1, 0};
   tpurt_status s = begin(c, fp, max_send);
   if (s) return s;
   int64_t rounds_bytes = 0;
@@ -687,9 +749,18 @@ tpurt_status tpurt_all_to_all(tpurt_comm* c, const void* in_, const int64_t* sen
   return TPURT_OK;
 }
 
+tpurt_status tpurt_all_to_all(tpurt_comm* c, const void* in, const int64_t* send_bytes, const int64_t* send_offsets,
+                              void* out, const int64_t* recv_bytes, const int64_t* recv_offsets) {
+  int64_t t0 = now_ns(), sent = 0;
+  for (int p = 0; p < c->size; p++) sent += send_bytes[p];
+  return accounted(c, TPURT_COMM_ALL_TO_ALL, sent, t0,
+                   all_to_all_rounds(c, in, send_bytes, send_offsets, out, recv_bytes, recv_offsets));
+}
+
 tpurt_status tpurt_barrier(tpurt_comm* c) {
-  fingerprint fp = {K_BARRIER, -1, -1, -1, 0};
-  return begin(c, fp, 0);
+  fingerprint fp = {TPURT_COMM_BARRIER, -1, -1, -1, 0};
+  int64_t t0 = now_ns();
+  return accounted(c, TPURT_COMM_BARRIER, 0, t0, begin(c, fp, 0));
 }
 
 /* ---------------------------------------------------------------- point-to-point */
@@ -723,7 +794,15 @@ static int p2p_can_move(tpurt_comm* c, const void* arg, int* waiting_for) {
   return 0;
 }
 
+static tpurt_status p2p_rounds(tpurt_comm* c, const tpurt_p2p* ops, int n);
+
 tpurt_status tpurt_p2p_run(tpurt_comm* c, const tpurt_p2p* ops, int n) {
+  int64_t t0 = now_ns(), bytes = 0;
+  for (int i = 0; i < n; i++) bytes += ops[i].bytes;
+  return accounted(c, TPURT_COMM_SEND_RECV, bytes, t0, p2p_rounds(c, ops, n));
+}
+
+static tpurt_status p2p_rounds(tpurt_comm* c, const tpurt_p2p* ops, int n) {
   if (atomic_load(&c->h->failed)) return broken(c);
   for (int i = 0; i < n; i++)
     if (ops[i].peer < 0 || ops[i].peer >= c->size || ops[i].peer == c->rank || ops[i].bytes < 0)

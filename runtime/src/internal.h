@@ -80,6 +80,9 @@ const generation* tpurt_generation_named(const char* name);
  * by runtime/gen_args.py, holds its index, the same for every overload on the kernel's line). */
 #define TPURT_ARG(c, kernel, name) (&(c)->args[TPURT_ARG_##kernel##_##name])
 
+/* The collectives' statistics (collective.c), cleared with the other metrics. */
+void tpurt_comm_reset_stats(void);
+
 /* ---------------------------------------------------------------- half types */
 static inline float tpurt_bf16_to_f32(uint16_t v) {
   uint32_t u = (uint32_t)v << 16;

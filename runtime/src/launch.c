@@ -196,7 +196,10 @@ int64_t tpurt_metrics_op_count(int op) {
 int64_t tpurt_metrics_op_unplanned_bytes(int op) {
   return op >= 0 && op < OP_COUNT ? __atomic_load_n(&metrics.unplanned_per_op[op], __ATOMIC_RELAXED) : 0;
 }
-void tpurt_metrics_reset(void) { memset(&metrics, 0, sizeof metrics); }
+void tpurt_metrics_reset(void) {
+  memset(&metrics, 0, sizeof metrics);
+  tpurt_comm_reset_stats();
+}
 
 /* ---------------------------------------------------------------- running an op */
 static void extent(const tpurt_tensor* t, uintptr_t* lo, uintptr_t* hi) {

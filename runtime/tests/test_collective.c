@@ -173,6 +173,13 @@ static void collectives_body(tpurt_comm* c, int rank, int* failures) {
   for (int64_t i = 0; i < pn; i++) bad += recvbuf[i] != val(from, i);
   RCHECK(!bad && recv2[0] == (float)from, "ring send/recv in order: %d wrong, small %g", bad, recv2[0]);
   RCHECK(tpurt_comm_seq(c) == 16, "collectives counted: %llu", (unsigned long long)tpurt_comm_seq(c));
+  tpurt_comm_kind_stats st[TPURT_COMM_KIND_COUNT];
+  tpurt_comm_get_stats(st);
+  RCHECK(st[TPURT_COMM_ALL_REDUCE].calls == 6, "successful all_reduces counted: %lld", (long long)st[TPURT_COMM_ALL_REDUCE].calls);
+  RCHECK(st[TPURT_COMM_ALL_GATHER].bytes == n * 4 * N, "all_gather bytes are its output: %lld", (long long)st[TPURT_COMM_ALL_GATHER].bytes);
+  RCHECK(st[TPURT_COMM_ALL_REDUCE].ici_seconds > 0 && st[TPURT_COMM_BROADCAST].ici_seconds == 0 &&
+         st[TPURT_COMM_ALL_REDUCE].seconds > 0, "ICI estimate for modelled kinds only");
+  RCHECK(st[TPURT_COMM_SEND_RECV].calls == 1 && st[TPURT_COMM_SEND_RECV].bytes == 2 * pn * 4 + 8, "send/recv batch counted");
   free(in), free(out), free(sc), free(a2a_in), free(a2a_out), free(sendbuf), free(recvbuf), free(recv2);
 }
 

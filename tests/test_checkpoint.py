@@ -6,8 +6,9 @@ import pathlib
 import subprocess
 import sys
 
-import torch
+import pytest
 from test_serialization import roundtrip
+import torch
 
 TESTS = pathlib.Path(__file__).resolve().parent
 
@@ -153,6 +154,7 @@ def main(phase, out, checkpoint=None):
                 "rng_tpu": torch.tpu.get_rng_state()}, out)
 
 
+@pytest.mark.once
 def test_resume_in_new_process_matches_uninterrupted_run(tmp_path):
     ck, whole = tmp_path / "step5.pt", tmp_path / "step10.pt"
     resumed, stale = tmp_path / "resumed.pt", tmp_path / "stale.pt"

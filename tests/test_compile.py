@@ -82,6 +82,7 @@ def test_plain_compile_of_tpu_graph_uses_tpu_code_generation():
     torch.testing.assert_close(got.cpu(), f(a).cpu())
 
 
+@pytest.mark.once
 def test_cpu_graphs_compile_to_the_same_code_with_and_without_torch_tpu():
     def code(autoload):
         env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="1" if autoload else "0")

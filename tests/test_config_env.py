@@ -8,6 +8,7 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
 import torch_tpu
 
 # (variable, bad value, the rest of the environment it needs)
@@ -62,6 +63,7 @@ def _clean_env(extra):
     return env
 
 
+@pytest.mark.once
 def test_every_bad_value_imports_then_raises_on_first_use():
     runs = [(var, value, subprocess.Popen([sys.executable, "-c", PROBE], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                           text=True, env=_clean_env(dict(rest, **{var: value}))))

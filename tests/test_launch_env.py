@@ -166,6 +166,7 @@ LAUNCHED = [  # (environment, the global chip its tpu:0 is, or the configuration
 ]
 
 
+@pytest.mark.once
 def test_a_launched_process_sees_its_own_chip_as_tpu0():
     runs = [(extra, chip, subprocess.Popen([sys.executable, "-c", PROBE], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                            text=True, env=_clean_env(extra))) for extra, chip in LAUNCHED]

@@ -40,6 +40,7 @@ def test_collectives_and_training_on_four_ranks():
     assert _segments() <= before, "shared memory left behind"
 
 
+@pytest.mark.once
 def test_checkpoint_saved_by_four_ranks_loads_into_two(tmp_path):
     torchrun(4, "dist_dcp.py", "save", str(tmp_path))
     assert len(glob.glob(str(tmp_path / "*.distcp"))) == 4
@@ -47,6 +48,7 @@ def test_checkpoint_saved_by_four_ranks_loads_into_two(tmp_path):
     assert "ok loaded" in out, out
 
 
+@pytest.mark.once
 def test_llama_debug_model_with_fsdp2_and_tensor_parallel_matches_one_process():
     """demo/llama_fsdp_tp.py --check: mesh dp=2 x tp=2; losses against float64 single-process training."""
     r = subprocess.run([sys.executable, os.path.join(HERE, "..", "demo", "llama_fsdp_tp.py"), "--steps", "3", "--check"],
@@ -70,6 +72,7 @@ def _run_faulty(scenario):
     return results
 
 
+@pytest.mark.once
 @pytest.mark.parametrize("scenario, culprit, wait_s", [
     ("kill", 3, (0, 5)),        # SIGKILL inside a 64 MiB all_reduce, with a 10-minute timeout
     ("silent", 1, (2.9, 10)),   # stops calling: the others raise at the 3 s timeout

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -98,7 +99,7 @@ struct tpurt_comm {
 static size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 static int64_t slot_bytes_for(int size) { return size <= 8 ? 4 << 20 : size <= 32 ? 1 << 20 : 256 << 10; }
-static int64_t chan_bytes_for(int size) { return size <= 8 ? 1 << 20 : 64 << 10; }
+static int64_t chan_bytes_for(int size) { return size <= 8 ? 256 << 10 : 64 << 10; }
 
 typedef struct {
   size_t ranks, sends, chans, slots, chan_data, total;
@@ -172,12 +173,17 @@ tpurt_status tpurt_comm_create(int size, char* name_out, size_t name_len) {
   }
   if (fd < 0) return tpurt_fail(TPURT_ERR_RUNTIME, "tpu_dist: cannot create shared memory %s: %s", name, strerror(errno));
   layout l = layout_for(size);
-  if (ftruncate(fd, (off_t)l.total)) {
-    int e = errno;
+  /* reserve the pages now: on a full /dev/shm (a container's default is 64 MiB) touching an
+   * unbacked page later would be a SIGBUS in the middle of a collective */
+  int e = ftruncate(fd, (off_t)l.total) ? errno : posix_fallocate(fd, 0, (off_t)l.total);
+  if (e) {
     close(fd);
     shm_unlink(name);
-    return tpurt_fail(TPURT_ERR_RUNTIME, "tpu_dist: cannot size shared memory %s to %zu bytes: %s", name, l.total,
-                      strerror(e));
+    struct statvfs vfs;
+    unsigned long long free_mib = statvfs("/dev/shm", &vfs) ? 0 : (unsigned long long)vfs.f_bavail * vfs.f_frsize >> 20;
+    return tpurt_fail(TPURT_ERR_RUNTIME, "tpu_dist: cannot reserve %zu MiB of shared memory for a group of %d ranks in "
+                      "/dev/shm (%s; %llu MiB free there): give it more room (docker run --shm-size=1g)",
+                      l.total >> 20, size, strerror(e), free_mib);
   }
   header* h = mmap(NULL, sizeof *h, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -250,5 +251,18 @@ int main(void) {
   CHECK(tpurt_comm_create(N, name, sizeof name) == TPURT_OK, "%s", tpurt_last_error());
   tpurt_comm_unlink(name);
   CHECK(count_segments() == before, "no segments left: %d before, %d now", before, count_segments());
+  /* no room for a segment (here: a file size limit) is a clean error, not a SIGBUS later */
+  child = fork();
+  if (child == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit lim = {1 << 20, 1 << 20};
+    setrlimit(RLIMIT_FSIZE, &lim);
+    tpurt_status s = tpurt_comm_create(N, name, sizeof name);
+    _exit(s == TPURT_ERR_RUNTIME && strstr(tpurt_last_error(), "cannot reserve") ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a segment that cannot be reserved fails cleanly");
+  CHECK(count_segments() == before, "and leaves nothing");
   return CHECK_DONE();
 }

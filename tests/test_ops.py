@@ -17,6 +17,7 @@ NATIVE = [name for name, _ in torch_tpu._C._native_ops() if not name.startswith(
 KERNEL_OF = dict(torch_tpu._C._native_ops())
 
 
+@pytest.mark.once  # the kernels' numerics do not depend on how torch_tpu is installed
 @pytest.mark.parametrize("op", NATIVE)
 def test_op_matches_cpu(op):
     samples = samples_for(op)

@@ -17,7 +17,7 @@ demo: setup
 test: setup test-c test-py
 
 test-c:
-	$(MAKE) -s -C runtime test
+	$(MAKE) -s -C runtime test test-tsan
 
 test-py:
 	$(PY) -m pytest -q tests

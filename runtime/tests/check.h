@@ -3,12 +3,13 @@
 #define TPURT_TEST_CHECK_H
 #include <stdio.h>
 
+/* Atomic: checks run on worker threads too (teams, stream commands). */
 static int check_failures, check_count;
 #define CHECK(cond, ...)                                                   \
   do {                                                                     \
-    check_count++;                                                         \
+    __atomic_add_fetch(&check_count, 1, __ATOMIC_RELAXED);                 \
     if (!(cond)) {                                                         \
-      check_failures++;                                                    \
+      __atomic_add_fetch(&check_failures, 1, __ATOMIC_RELAXED);            \
       fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond); \
       fprintf(stderr, __VA_ARGS__);                                        \
       fprintf(stderr, "\n");                                               \

@@ -63,7 +63,7 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
 #define MC 96  /* rows of A per block (A block: 192 KiB, L2) */
 #define NC 1024
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#if TPURT_CLONES
 #define MICRO_ATTRS __attribute__((target_clones("arch=x86-64-v3", "default"), optimize("fp-contract=fast")))
 #define PACK_ATTRS __attribute__((target_clones("arch=x86-64-v3", "default"))) /* 8-wide bf16 rounding */
 #else

@@ -54,6 +54,11 @@ struct Outcome {
     done = true;
     cv.notify_all();
   }
+  // Whether the collective ran within `limit`.
+  bool wait_for(std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> g(mu);
+    return cv.wait_for(g, limit, [&] { return done; });
+  }
   // Blocks until the collective ran; its status, with the message set as the thread's error.
   tpurt_status wait() {
     std::unique_lock<std::mutex> g(mu);
@@ -103,8 +108,12 @@ class TpuWork : public c10d::Work {
   }
   // The caller's stream waits for the collective (the host does in debug mode, or when the
   // collective already ended: a failure then raises here).
-  bool wait(std::chrono::milliseconds) override {
+  // With a timeout (work.wait(timeout=...)) the host waits at most that long, and raises after it.
+  bool wait(std::chrono::milliseconds timeout) override {
     if (!outcome_) return true;  // a send/recv inside a batch: the batch's Work is the one to wait on
+    if (timeout > kNoWaitLimit && !outcome_->wait_for(timeout))
+      TORCH_CHECK_WITH(DistBackendError, false, "tpu_dist: ", c10d::opTypeToString(retrieveOpType()), " did not complete within ",
+                       timeout.count(), " ms (work.wait's timeout)");
     if (isCompleted() || debug_mode() || tpu_device_ < 0) {
       synchronize_host();
     } else {

@@ -4,6 +4,7 @@ an MPMD job training for a few steps with losses matching single-process trainin
 
 Usage: torchrun --nproc_per_node=4 tests/dist_checks.py [section ...] (default: all sections).
 Every rank can compute every rank's inputs (seeded by rank), so each checks its own results."""
+import datetime
 import os
 import sys
 
@@ -110,6 +111,10 @@ def check_collectives():
     fut = dist.all_reduce(t, async_op=True).get_future()
     res = fut.wait()[0]
     expect_equal(res, torch.stack([inputs(r, (7,), torch.float32) for r in range(WORLD)]).sum(0) * WORLD, "async all_reduce")
+    u = torch.ones(5, device=DEV)
+    if not dist.all_reduce(u, async_op=True).wait(timeout=datetime.timedelta(seconds=60)):  # the host waits
+        fail("wait with a timeout")
+    expect_equal(u, torch.full((5,), float(WORLD)), "all_reduce waited for with a timeout")
     dist.barrier()
 
 

@@ -179,8 +179,9 @@ def batch(step, rank, n=8):
     return torch.randn(n, 16, generator=g), torch.randn(n, 4, generator=g)
 
 
-def reference_losses(ranks):
-    """Single-process training on the union of the ranks' batches, on CPU in float64."""
+def reference_training(ranks):
+    """Single-process training on the union of the ranks' batches, on CPU in float64: the losses
+    per step and the trained model."""
     model = mlp().double()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     losses = []
@@ -191,22 +192,29 @@ def reference_losses(ranks):
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    return losses
+    return losses, model
 
 
-def train(model, ranks, group=None, rank=None):
-    """Data-parallel steps; returns the global loss per step (the mean over the ranks)."""
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+def reference_losses(ranks):
+    return reference_training(ranks)[0]
+
+
+def train(model, ranks, group=None, batch_rank=None, foreach=None):
+    """Steps of SGD; returns the global loss per step. Data parallel over `ranks` (the global loss
+    is the mean of theirs), or, with batch_rank, every rank on that rank's batch (tensor parallel:
+    each rank's loss is the global one)."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=foreach)
     losses = []
     for step in range(STEPS):
-        x, y = batch(step, RANK if rank is None else rank)
+        x, y = batch(step, RANK if batch_rank is None else batch_rank)
         loss = nn.functional.mse_loss(model(x.to(DEV)), y.to(DEV))
         opt.zero_grad()
         loss.backward()
         opt.step()
         total = loss.detach().clone()
-        dist.all_reduce(total, group=group)
-        losses.append(total.item() / len(ranks))
+        if batch_rank is None:
+            dist.all_reduce(total, group=group)
+        losses.append(total.item() / (len(ranks) if batch_rank is None else 1))
     return losses
 
 
@@ -242,22 +250,9 @@ def check_tensor_parallel():
 
     mesh = init_device_mesh("tpu", (WORLD,))
     model = parallelize_module(mlp().to(DEV), mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
-    # every rank sees the same batch (rank 0's): tensor parallelism splits the model, not the data
-    expect_losses(_tp_train(model), reference_losses([0]), "tensor parallel")
-
-
-def _tp_train(model):
-    # the last layer is not parallelized: its plain tensors and the DTensors cannot share one foreach
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=False)
-    losses = []
-    for step in range(STEPS):
-        x, y = batch(step, 0)
-        loss = nn.functional.mse_loss(model(x.to(DEV)), y.to(DEV))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return losses
+    # every rank sees the same batch (rank 0's): tensor parallelism splits the model, not the data.
+    # The last layer is not parallelized: its plain tensors and the DTensors cannot share one foreach.
+    expect_losses(train(model, [0], batch_rank=0, foreach=False), reference_losses([0]), "tensor parallel")
 
 
 def check_mpmd():
@@ -273,14 +268,7 @@ def check_mpmd():
         for p in model.parameters():
             dist.recv(p.data, src=1)
         after = nn.functional.mse_loss(model(x.to(DEV)), y.to(DEV)).item()
-        ref = mlp().double()
-        opt = torch.optim.SGD(ref.parameters(), lr=0.1)
-        for step in range(STEPS):
-            xs, ys = zip(*(batch(step, r) for r in trainers))
-            loss = nn.functional.mse_loss(ref(torch.cat(xs).double()), torch.cat(ys).double())
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        ref = reference_training(trainers)[1]
         want = nn.functional.mse_loss(ref(x.double()), y.double()).item()
         if abs(after - want) > 2e-5 * max(1.0, want) or after == before:
             fail(f"MPMD: evaluated {after:.6f} after training (before {before:.6f}), single-process {want:.6f}")

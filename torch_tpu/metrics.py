@@ -3,6 +3,7 @@ fell back to the CPU and why, host<->device transfers, allocations, float64 use,
 
 Reading or resetting the counters waits for every device's streams first: the chip counts an
 op when it runs it, and a report read while ops are still queued would under-count them."""
+import math
 import sys
 
 from . import _C
@@ -43,9 +44,8 @@ def collectives() -> dict:
     ring of the group's chips; None for kinds it has no model of: broadcast, gather, scatter,
     reduce, barrier, send/recv)."""
     _settled()
-    modelled = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}
     return {kind: {"calls": calls, "bytes": nbytes, "seconds": seconds,
-                   "ici_seconds": ici if kind in modelled else None}
+                   "ici_seconds": None if math.isnan(ici) else ici}
             for kind, (calls, nbytes, seconds, ici) in _C._collective_stats().items() if calls}
 
 

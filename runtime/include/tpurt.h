@@ -593,7 +593,7 @@ typedef enum {
 /* What this process's collectives did, per kind: calls that succeeded, their bytes (per rank:
  * all_reduce/reduce_scatter's input, all_gather's output, all_to_all's sends, the data otherwise),
  * wall seconds, and the seconds the emulated generation's ICI would take (the cost model,
- * tpurt_collective_cost, over a ring of the group's chips; 0 for kinds it has no model of). */
+ * tpurt_collective_cost, over a ring of the group's chips; NaN for kinds it has no model of). */
 typedef struct {
   int64_t calls, bytes;
   double seconds, ici_seconds;

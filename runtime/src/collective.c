@@ -29,11 +29,6 @@
 #define POLL_MS 100
 #define BLOCK 256 /* elements a reduction converts at a time */
 
-#if defined(__x86_64__) || defined(__i386__)
-#define CPU_RELAX() __builtin_ia32_pause()
-#else
-#define CPU_RELAX() ((void)0)
-#endif
 
 static const char* const kind_names[] = {
 #define TPURT_X(e, name) name,
@@ -122,11 +117,6 @@ static char* chan_buf(tpurt_comm* c, int from, int to) {
   return c->chan_data + ((size_t)from * c->size + to) * c->h->chan_bytes;
 }
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* ---------------------------------------------------------------- segments */
 static int process_alive(int pid) {
@@ -294,7 +284,7 @@ static tpurt_status check_peers(tpurt_comm* c, int waiting_for, int64_t deadline
       return fail_group(c, "rank %d (pid %d) exited or was killed during %s; the group cannot continue", r, (int)pid,
                         c->desc);
   }
-  if (now_ns() < deadline) return TPURT_OK;
+  if (tpurt_now_ns() < deadline) return TPURT_OK;
   if (waiting_for < 0) return fail_group(c, "%s timed out after %.0f s", c->desc, c->timeout_s);
   const post* a = &c->ranks[waiting_for].posts[0];
   const post* last = a[1].seq > a[0].seq ? &a[1] : a;
@@ -306,12 +296,12 @@ static tpurt_status check_peers(tpurt_comm* c, int waiting_for, int64_t deadline
 
 static tpurt_status wait_until(tpurt_comm* c, ready_fn ready, const void* arg) {
   int waiting_for = -1;
-  int64_t start = now_ns();
+  int64_t start = tpurt_now_ns();
   for (unsigned i = 0;; i++) {
     if (ready(c, arg, &waiting_for)) return TPURT_OK;
     if (atomic_load(&c->h->failed)) return broken(c);
-    if (i % 64 == 0 && now_ns() - start > SPIN_NS) break;
-    CPU_RELAX();
+    if (i % 64 == 0 && tpurt_now_ns() - start > SPIN_NS) break;
+    tpurt_cpu_relax();
   }
   int64_t deadline = start + (int64_t)(c->timeout_s * 1e9), next_check = 0;
   for (;;) {
@@ -327,7 +317,7 @@ static tpurt_status wait_until(tpurt_comm* c, ready_fn ready, const void* arg) {
     atomic_fetch_sub(&c->h->sleepers, 1);
     if (done) return TPURT_OK;
     if (failed) return broken(c);
-    int64_t t = now_ns();
+    int64_t t = tpurt_now_ns();
     if (t >= next_check) {
       tpurt_status s = check_peers(c, waiting_for, deadline);
       if (s) return s;
@@ -545,10 +535,17 @@ static void reduce_into(const char* const* src, int nsrc, char* dst, int64_t n, 
 static pthread_mutex_t stats_mu = PTHREAD_MUTEX_INITIALIZER;
 static tpurt_comm_kind_stats stats[TPURT_COMM_KIND_COUNT];
 
+/* The cost model's collective for each kind it prices, plus one (0: no model). */
+static const int modelled[TPURT_COMM_KIND_COUNT] = {
+    [TPURT_COMM_ALL_REDUCE] = TPURT_COLLECTIVE_ALL_REDUCE + 1, [TPURT_COMM_ALL_GATHER] = TPURT_COLLECTIVE_ALL_GATHER + 1,
+    [TPURT_COMM_REDUCE_SCATTER] = TPURT_COLLECTIVE_REDUCE_SCATTER + 1, [TPURT_COMM_ALL_TO_ALL] = TPURT_COLLECTIVE_ALL_TO_ALL + 1};
+
 void tpurt_comm_get_stats(tpurt_comm_kind_stats out[TPURT_COMM_KIND_COUNT]) {
   pthread_mutex_lock(&stats_mu);
   memcpy(out, stats, sizeof stats);
   pthread_mutex_unlock(&stats_mu);
+  for (int k = 0; k < TPURT_COMM_KIND_COUNT; k++)
+    if (!modelled[k]) out[k].ici_seconds = NAN;
 }
 
 void tpurt_comm_reset_stats(void) {
@@ -561,9 +558,6 @@ void tpurt_comm_reset_stats(void) {
  * chips as one ring (a torus axis with its wraparound): what a 1-D mesh axis of the slice is. */
 static tpurt_status accounted(tpurt_comm* c, tpurt_comm_kind k, int64_t bytes, int64_t t0, tpurt_status s) {
   if (s) return s;
-  static const int modelled[TPURT_COMM_KIND_COUNT] = {
-      [TPURT_COMM_ALL_REDUCE] = TPURT_COLLECTIVE_ALL_REDUCE + 1, [TPURT_COMM_ALL_GATHER] = TPURT_COLLECTIVE_ALL_GATHER + 1,
-      [TPURT_COMM_REDUCE_SCATTER] = TPURT_COLLECTIVE_REDUCE_SCATTER + 1, [TPURT_COMM_ALL_TO_ALL] = TPURT_COLLECTIVE_ALL_TO_ALL + 1};
   double ici = 0;
   tpurt_chip_info chip = {.struct_size = sizeof chip};
   if (modelled[k] && c->size > 1 && tpurt_chip_get_info(0, &chip) == TPURT_OK) {
@@ -571,7 +565,7 @@ static tpurt_status accounted(tpurt_comm* c, tpurt_comm_kind k, int64_t bytes, i
     tpurt_cost cost = {.struct_size = sizeof cost};
     if (tpurt_collective_cost(chip.generation, modelled[k] - 1, bytes, &axis, &wrap, 1, &cost) == TPURT_OK) ici = cost.seconds;
   }
-  double seconds = (now_ns() - t0) / 1e9;
+  double seconds = (tpurt_now_ns() - t0) / 1e9;
   pthread_mutex_lock(&stats_mu);
   stats[k].calls++;
   stats[k].bytes += bytes;
@@ -615,7 +609,7 @@ static tpurt_status reduce_rounds(tpurt_comm* c, const char* in, char* out, int6
 
 tpurt_status tpurt_all_reduce(tpurt_comm* c, const void* in, void* out, int64_t count, tpurt_dtype dtype,
                               tpurt_reduce_op op, double scale) {
-  int64_t t0 = now_ns();
+  int64_t t0 = tpurt_now_ns();
   return accounted(c, TPURT_COMM_ALL_REDUCE, count * (int64_t)tpurt_dtype_size(dtype), t0,
                    reduce_rounds(c, in, out, count, dtype, op, scale, -1));
 }
@@ -623,7 +617,7 @@ tpurt_status tpurt_all_reduce(tpurt_comm* c, const void* in, void* out, int64_t 
 tpurt_status tpurt_reduce(tpurt_comm* c, const void* in, void* out, int64_t count, tpurt_dtype dtype,
                           tpurt_reduce_op op, double scale, int root) {
   if (root < 0) return tpurt_fail(TPURT_ERR_VALUE, "%s: reduce to root %d", c->label, root);
-  int64_t t0 = now_ns();
+  int64_t t0 = tpurt_now_ns();
   return accounted(c, TPURT_COMM_REDUCE, count * (int64_t)tpurt_dtype_size(dtype), t0,
                    reduce_rounds(c, in, out, count, dtype, op, scale, root));
 }
@@ -650,7 +644,7 @@ static tpurt_status reduce_scatter_rounds(tpurt_comm* c, const void* in_, void* 
 
 tpurt_status tpurt_reduce_scatter(tpurt_comm* c, const void* in, void* out, int64_t count, tpurt_dtype dtype,
                                   tpurt_reduce_op op, double scale) {
-  int64_t t0 = now_ns();
+  int64_t t0 = tpurt_now_ns();
   return accounted(c, TPURT_COMM_REDUCE_SCATTER, count * c->size * (int64_t)tpurt_dtype_size(dtype), t0,
                    reduce_scatter_rounds(c, in, out, count, dtype, op, scale));
 }
@@ -693,7 +687,7 @@ static tpurt_status move(tpurt_comm* c, move_kind how, const char* in, char* out
 }
 
 static tpurt_status move_rounds(tpurt_comm* c, move_kind how, const char* in, char* out, int64_t bytes, int root) {
-  int64_t t0 = now_ns();
+  int64_t t0 = tpurt_now_ns();
   return accounted(c, move_kinds[how], how == MOVE_ALL_GATHER ? bytes * c->size : bytes, t0,
                    move(c, how, in, out, bytes, root));
 }
@@ -757,7 +751,7 @@ static tpurt_status all_to_all_rounds(tpurt_comm* c, const void* in_, const int6
 
 tpurt_status tpurt_all_to_all(tpurt_comm* c, const void* in, const int64_t* send_bytes, const int64_t* send_offsets,
                               void* out, const int64_t* recv_bytes, const int64_t* recv_offsets) {
-  int64_t t0 = now_ns(), sent = 0;
+  int64_t t0 = tpurt_now_ns(), sent = 0;
   for (int p = 0; p < c->size; p++) sent += send_bytes[p];
   return accounted(c, TPURT_COMM_ALL_TO_ALL, sent, t0,
                    all_to_all_rounds(c, in, send_bytes, send_offsets, out, recv_bytes, recv_offsets));
@@ -765,7 +759,7 @@ tpurt_status tpurt_all_to_all(tpurt_comm* c, const void* in, const int64_t* send
 
 tpurt_status tpurt_barrier(tpurt_comm* c) {
   fingerprint fp = {TPURT_COMM_BARRIER, -1, -1, -1, 0};
-  int64_t t0 = now_ns();
+  int64_t t0 = tpurt_now_ns();
   return accounted(c, TPURT_COMM_BARRIER, 0, t0, begin(c, fp, 0));
 }
 
@@ -803,7 +797,7 @@ static int p2p_can_move(tpurt_comm* c, const void* arg, int* waiting_for) {
 static tpurt_status p2p_rounds(tpurt_comm* c, const tpurt_p2p* ops, int n);
 
 tpurt_status tpurt_p2p_run(tpurt_comm* c, const tpurt_p2p* ops, int n) {
-  int64_t t0 = now_ns(), bytes = 0;
+  int64_t t0 = tpurt_now_ns(), bytes = 0;
   for (int i = 0; i < n; i++) bytes += ops[i].bytes;
   return accounted(c, TPURT_COMM_SEND_RECV, bytes, t0, p2p_rounds(c, ops, n));
 }

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "tpurt.h"
 #include "args.gen.h"
@@ -79,6 +80,20 @@ const generation* tpurt_generation_named(const char* name);
 /* The argument `name` of the call to `kernel` (the ATen schema's name; args.gen.h, generated
  * by runtime/gen_args.py, holds its index, the same for every overload on the kernel's line). */
 #define TPURT_ARG(c, kernel, name) (&(c)->args[TPURT_ARG_##kernel##_##name])
+
+/* ---------------------------------------------------------------- waiting (streams, pool, collectives) */
+/* A spin-wait's pause. */
+static inline void tpurt_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline int64_t tpurt_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /* The collectives' statistics (collective.c), cleared with the other metrics. */
 void tpurt_comm_reset_stats(void);

@@ -24,17 +24,7 @@
 #define MAX_THREADS 64
 #define SPIN_NS 50000 /* polling before a helper sleeps: loops of one kernel come back to back */
 
-#if defined(__x86_64__) || defined(__i386__)
-#define CPU_RELAX() __builtin_ia32_pause()
-#else
-#define CPU_RELAX() ((void)0)
-#endif
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static struct {
   int nthreads;
@@ -97,11 +87,11 @@ static void* helper_main(void* p) {
   in_loop = 1;
   for (;;) {
     uint64_t g;
-    int64_t spin_end = now_ns() + SPIN_NS;
+    int64_t spin_end = tpurt_now_ns() + SPIN_NS;
     unsigned spins = 0;
     while ((g = __atomic_load_n(&pool.gen, __ATOMIC_ACQUIRE)) == seen) {
-      if (++spins % 64 || now_ns() < spin_end) {
-        CPU_RELAX();
+      if (++spins % 64 || tpurt_now_ns() < spin_end) {
+        tpurt_cpu_relax();
         continue;
       }
       pthread_mutex_lock(&pool.mu);
@@ -226,7 +216,7 @@ void tpurt_team_barrier(void) {
     return;
   }
   for (unsigned spins = 0; __atomic_load_n(&pool.barrier_gen, __ATOMIC_ACQUIRE) == gen; spins++) {
-    if (spins < 4096) CPU_RELAX();
+    if (spins < 4096) tpurt_cpu_relax();
     else sched_yield();
   }
 }

@@ -22,11 +22,6 @@
  * wake-up costs more than a small kernel. */
 #define SPIN_NS 50000
 
-#if defined(__x86_64__) || defined(__i386__)
-#define CPU_RELAX() __builtin_ia32_pause()
-#else
-#define CPU_RELAX() ((void)0)
-#endif
 
 /* A queued command. `arg` points at `payload` for commands issued with inline storage
  * (kernel launches: no allocation per op) or at caller memory. */
@@ -83,11 +78,6 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static uint64_t load_seq(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
 
@@ -97,11 +87,11 @@ static int spin_until(const uint64_t* p, uint64_t target) {
   for (unsigned i = 0;; i++) {
     if (load_seq(p) >= target) return 1;
     if (i % 64 == 0) {
-      int64_t t = now_ns();
+      int64_t t = tpurt_now_ns();
       if (!end) end = t + SPIN_NS;
       else if (t >= end) return 0;
     }
-    CPU_RELAX();
+    tpurt_cpu_relax();
   }
 }
 

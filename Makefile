@@ -2,7 +2,7 @@
 PY ?= python3
 PIP := $(PY) -m pip install -q --disable-pip-version-check
 
-.PHONY: setup demo test test-c test-py test-wheel wheel-suite bench
+.PHONY: setup demo test test-c test-py test-isa test-wheel wheel-suite bench
 setup:
 	@# Debian packages: ccache (faster rebuilds), chromium (the porting report's browser test)
 	@for pkg in ccache chromium; do command -v $$pkg >/dev/null 2>&1 || apt-get install -y -q $$pkg >/dev/null 2>&1 || \
@@ -21,6 +21,12 @@ test-c:
 
 test-py:
 	$(PY) -m pytest -q tests
+
+# The op tests once per build of the runtime this host runs (TPU_ISA; `make test` runs them on the
+# default build and a subset on the others, tests/test_isa.py).
+test-isa: setup
+	@set -e; for isa in $$($(PY) -c "import torch_tpu._runtime as r; print(*r.host_runs())"); do \
+		echo "== TPU_ISA=$$isa"; TPU_ISA=$$isa $(PY) -m pytest -q tests/test_ops.py tests/test_isa.py; done
 
 # The suite against a non-editable install: the wheel, in a virtual environment that sees the
 # installed torch, tests run from a directory outside the checkout (all but the `once` tests).

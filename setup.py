@@ -26,7 +26,9 @@ class BuildRuntimeThenExtension(BuildExtension):
         if not self.inplace:  # a regular (non-editable) build: ship the runtime in the wheel
             dest = os.path.join(self.build_lib, "torch_tpu", "lib")
             os.makedirs(dest, exist_ok=True)
-            shutil.copy2(os.path.join(lib_dir, "libtpurt.so"), dest)
+            for name in os.listdir(lib_dir):  # a build per instruction set, and libtpurt-isa.so
+                if name.startswith("libtpurt") and name.endswith(".so"):
+                    shutil.copy2(os.path.join(lib_dir, name), dest)
         super().run()
 
 
@@ -48,5 +50,5 @@ setup(
         )
     ],
     cmdclass={"build_ext": BuildRuntimeThenExtension.with_options(use_ninja=True)},
-    package_data={"torch_tpu": ["lib/libtpurt.so", "specs/*.json"]},
+    package_data={"torch_tpu": ["lib/libtpurt*.so", "specs/*.json"]},
 )

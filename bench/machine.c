@@ -1,17 +1,30 @@
-/* Machine ceilings for bench/run.py: FMA peak and memory bandwidth, measured with plain
- * C (built on the fly with -O3 -mavx2 -mfma; the scalar fallback is only for non-x86).
- *   peak_gflops(threads, seconds): every thread runs 12 independent 8-lane FMA chains
- *     (enough to cover FMA latency x throughput on current x86 cores); flops = 2*8*12 per
- *     iteration.
+/* Machine ceilings for bench/run.py: FMA peak and memory bandwidth, measured with plain C,
+ * built on the fly for the widest instruction set the host runs (bench/run.py passes the
+ * -march of that build of the runtime; the vector width follows from it).
+ *   machine_isa(): which ("avx512", "avx2", "portable": scalar, for non-x86).
+ *   peak_gflops(threads, seconds): every thread runs 12 independent FMA chains of one vector
+ *     each (enough to cover FMA latency x throughput on current x86 cores); flops = 2 * lanes
+ *     * 12 per iteration.
  *   bandwidth_gbps(kind, threads, nbytes): kind 0 = memcpy (read+write bytes counted),
  *     kind 1 = STREAM triad a = b + s*c (3 arrays counted); arrays split across threads. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#ifdef __AVX2__
-#include <immintrin.h>
+
+#if defined(__AVX512F__)
+#define LANES 16
+#define ISA "avx512"
+#elif defined(__AVX2__) && defined(__FMA__)
+#define LANES 8
+#define ISA "avx2"
+#else
+#define LANES 1
+#define ISA "portable"
 #endif
+typedef float vec __attribute__((vector_size(LANES * 4)));
+
+const char* machine_isa(void) { return ISA; }
 
 static double now(void) {
   struct timespec ts;
@@ -21,36 +34,25 @@ static double now(void) {
 
 typedef struct { double seconds; double flops; float sink; } peak_arg;
 
-static void* peak_thread(void* p) {
+__attribute__((optimize("fp-contract=fast"))) static void* peak_thread(void* p) {
   peak_arg* a = p;
   long iters = 0;
   double t0 = now();
-#ifdef __AVX2__
-  __m256 acc[12], m = _mm256_set1_ps(0.999999f), x = _mm256_set1_ps(1e-7f);
-  for (int i = 0; i < 12; i++) acc[i] = _mm256_set1_ps((float)i);
+  vec acc[12], m, x;
+  for (int l = 0; l < LANES; l++) m[l] = 0.999999f, x[l] = 1e-7f;
+  for (int i = 0; i < 12; i++)
+    for (int l = 0; l < LANES; l++) acc[i][l] = (float)i;
   while (now() - t0 < a->seconds) {
     for (int r = 0; r < 100000; r++)
 #pragma GCC unroll 12 /* the chains must live in registers, not in acc[] on the stack */
-      for (int i = 0; i < 12; i++) acc[i] = _mm256_fmadd_ps(acc[i], m, x);
+      for (int i = 0; i < 12; i++) acc[i] = acc[i] * m + x;
     iters += 100000;
   }
-  __m256 s = acc[0];
-  for (int i = 1; i < 12; i++) s = _mm256_add_ps(s, acc[i]);
-  float out[8];
-  _mm256_storeu_ps(out, s);
-  a->sink = out[0];
-  a->flops = (double)iters * 12 * 8 * 2;
-#else
-  float acc[12];
-  for (int i = 0; i < 12; i++) acc[i] = (float)i;
-  while (now() - t0 < a->seconds) {
-    for (int r = 0; r < 100000; r++)
-      for (int i = 0; i < 12; i++) acc[i] = acc[i] * 0.999999f + 1e-7f;
-    iters += 100000;
-  }
-  a->sink = acc[0];
-  a->flops = (double)iters * 12 * 2;
-#endif
+  float sink = 0;
+  for (int i = 0; i < 12; i++)
+    for (int l = 0; l < LANES; l++) sink += acc[i][l];
+  a->sink = sink;
+  a->flops = (double)iters * 12 * LANES * 2;
   return NULL;
 }
 

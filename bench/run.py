@@ -10,9 +10,9 @@ and GB/s against its measured copy/triad bandwidth; writes results/bench.json.
     python bench/run.py --quick         # fewer repeats (smoke test)
     TPU_NUM_THREADS=1 python bench/run.py --threads 1 --clock process   # load-robust ratios
 
-Ceilings (bench/machine.c, built on the fly with cc -O3 -mavx2 -mfma): FMA peak = 12
-independent 8-wide FMA chains per thread, best of several short trials (1 thread and all
-threads); bandwidth = best of 5 memcpy / STREAM-triad passes over 256 MiB arrays.
+Ceilings (bench/machine.c, built on the fly for the widest instruction set the host runs, the
+-march of that build of the runtime): FMA peak = 12 independent one-vector FMA chains per thread
+(16 lanes with AVX-512, 8 with AVX2), best of several short trials (1 thread and all threads); bandwidth = best of 5 memcpy / STREAM-triad passes over 256 MiB arrays.
 Peak memory of the GPT step: tensor bytes above those allocated at the step's start, the
 highest over the warm-up steps (the first creates gradients and optimizer state): tpu =
 torch.tpu.max_memory_allocated, CPU = the profiler's allocation/free events summed in order
@@ -20,7 +20,9 @@ torch.tpu.max_memory_allocated, CPU = the profiler's allocation/free events summ
 
 Reading the numbers: on a shared machine absolute times swing by 2-3x between runs, so
 compare ratios from one run. Each case repeats in alternating rounds until its median
-moves < 5% (at most --rounds). PyTorch CPU uses its default intra-op threads; the tpu
+moves < 5% (at most --rounds). A row is marked NOISY, not a measurement, when PyTorch CPU's
+rounds spread more than 25% (its OpenMP threads collapse on a busy host) or other processes
+used more than a quarter of the CPUs while it ran (/proc/stat minus this process). PyTorch CPU uses its default intra-op threads; the tpu
 runtime uses TPU_NUM_THREADS (default: online CPUs) worker threads; the two never run at
 the same time here (each device's turn ends synchronized). In strict mode, ops touching
 <= 4096 elements run on the issuing thread when the stream is idle (launch.c), so the
@@ -42,7 +44,8 @@ import torch.nn.functional as F
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import torch_tpu  # noqa: E402,F401  (registers the device)
+import torch_tpu  # noqa: E402  (registers the device)
+import torch_tpu._runtime  # noqa: E402
 
 
 def sync(dev):
@@ -64,9 +67,43 @@ def timed(fn, dev, reps):
     return statistics.median(ts)
 
 
+NOISY_SPREAD = 0.25  # the reference's rounds spread more than this (max-min over median): not measured
+BUSY_SHARE = 0.25    # other processes used more than this share of the CPUs during the case
+
+
+def _cpu_jiffies():
+    """(busy jiffies of every CPU, of this process) from /proc: what others used is the difference."""
+    with open("/proc/stat") as f:
+        user, nice, system, idle, iowait, *rest = map(int, f.readline().split()[1:])
+    with open("/proc/self/stat") as f:
+        utime, stime = map(int, f.read().rsplit(")", 1)[1].split()[11:13])
+    return user + nice + system + sum(rest[:3]), utime + stime
+
+
+def noise(per, start, t0):
+    """Why a case measured nothing ("" if it did): PyTorch CPU's rounds spread too far (its
+    OpenMP threads collapse under load), or other processes took the CPUs while it ran."""
+    reasons = []
+    ref = per.get("cpu") or next(iter(per.values()))
+    if len(ref) > 1 and (max(ref) - min(ref)) / statistics.median(ref) > NOISY_SPREAD:
+        reasons.append(f"reference rounds spread {(max(ref) - min(ref)) / statistics.median(ref):.0%}")
+    (busy0, self0), (busy1, self1) = start, _cpu_jiffies()
+    hz, wall = os.sysconf("SC_CLK_TCK"), time.perf_counter() - t0
+    others = ((busy1 - busy0) - (self1 - self0)) / hz / (wall * (os.cpu_count() or 1))
+    if others > BUSY_SHARE:
+        reasons.append(f"other processes used {others:.0%} of the CPUs")
+    return "; ".join(reasons)
+
+
+def noisy_note(why):
+    return f"  NOISY ({why}): not a measurement" if why else ""
+
+
 def compare(fns, reps, rounds, min_rounds=3, tol=0.05):
     """fns: {label: (dev, fn)}. Rounds alternate between the labels; stop once the median
-    over rounds of every label moved less than tol in the last round (or at `rounds`)."""
+    over rounds of every label moved less than tol in the last round (or at `rounds`).
+    Returns the medians, each label's round medians, and noise()'s verdict."""
+    start, t0 = _cpu_jiffies(), time.perf_counter()
     per = {k: [] for k in fns}
     for k, (dev, fn) in fns.items():  # warm-up (caches, meta cache, thread pools)
         fn()
@@ -79,16 +116,19 @@ def compare(fns, reps, rounds, min_rounds=3, tol=0.05):
         if prev and r + 1 >= min_rounds and all(abs(med[k] / prev[k] - 1) < tol for k in med):
             break
         prev = med
-    return {k: statistics.median(v) for k, v in per.items()}, per
+    return {k: statistics.median(v) for k, v in per.items()}, per, noise(per, start, t0)
 
 
 # ------------------------------------------------------------------ machine ceilings
 def machine():
     so = pathlib.Path(tempfile.gettempdir()) / f"tpu_bench_machine_{os.getpid()}.so"
-    subprocess.run(["cc", "-O3", "-mavx2", "-mfma", "-shared", "-fPIC", "-pthread", str(HERE / "machine.c"),
-                    "-o", str(so)], check=True)
+    isa = torch_tpu._runtime.host_runs()[0]  # the widest build this host runs
+    march = [f"-march={torch_tpu._runtime.level(isa)}"] if isa != "portable" else []
+    subprocess.run(["cc", "-O3", *march, "-shared", "-fPIC", "-pthread", str(HERE / "machine.c"), "-o", str(so)],
+                   check=True)
     m = ctypes.CDLL(str(so))
     so.unlink()
+    m.machine_isa.restype = ctypes.c_char_p
     m.peak_gflops.restype = ctypes.c_double
     m.peak_gflops.argtypes = [ctypes.c_int, ctypes.c_double]
     m.bandwidth_gbps.restype = ctypes.c_double
@@ -98,8 +138,8 @@ def machine():
     peakn = max(m.peak_gflops(ncpu, 0.2) for _ in range(5))
     bw = {"copy_1t": m.bandwidth_gbps(0, 1, 1 << 28), "copy": m.bandwidth_gbps(0, ncpu, 1 << 28),
           "triad": m.bandwidth_gbps(1, ncpu, 1 << 28)}
-    return {"cpus": ncpu, "peak_gflops_1t": peak1, "peak_gflops": peakn, "bandwidth_gbps": bw,
-            "torch_threads": torch.get_num_threads()}
+    return {"cpus": ncpu, "isa": m.machine_isa().decode(), "peak_gflops_1t": peak1, "peak_gflops": peakn,
+            "bandwidth_gbps": bw, "torch_threads": torch.get_num_threads(), "tpu_isa": torch_tpu._runtime.load()}
 
 
 # ------------------------------------------------------------------ sections
@@ -119,19 +159,19 @@ def gemm(args, mach, rows):
                 with torch.tpu.precision(p):
                     ta @ tb
             fns[p] = ("tpu", f)
-        med, _ = compare(fns, reps, args.rounds)
+        med, _, why = compare(fns, reps, args.rounds)
         row = {"shape": f"{M}x{K}x{N}", "ms": {k: v * 1e3 for k, v in med.items()},
                "gflops": {k: flop / v / 1e9 for k, v in med.items()},
                "ratio": {k: med[k] / med["cpu"] for k in med if k != "cpu"},
                "high_over_default": med["high"] / med["default"],
-               "default_over_highest": med["default"] / med["highest"]}
+               "default_over_highest": med["default"] / med["highest"], "noisy": why}
         row["pct_peak"] = {k: 100 * g / mach["peak_gflops"] for k, g in row["gflops"].items()}
         out.append(row)
         g = row["gflops"]
         rows.append(f"gemm {row['shape']:>15}  GFLOP/s cpu {g['cpu']:6.1f} | tpu highest {g['highest']:6.1f} "
                     f"high {g['high']:6.1f} default {g['default']:6.1f} ({row['pct_peak']['default']:4.0f}% peak) | "
                     f"tpu/cpu: highest {row['ratio']['highest']:5.2f}x default {row['ratio']['default']:5.2f}x  "
-                    f"high/default {row['high_over_default']:4.2f}")
+                    f"high/default {row['high_over_default']:4.2f}" + noisy_note(why))
     return out
 
 
@@ -155,16 +195,16 @@ def ew(args, mach, rows):
     out = []
     for name in only:
         fn, nbytes = cases[name]
-        med, _ = compare({"cpu": ("cpu", lambda: fn(a, b, x2, w, bias)),
+        med, _, why = compare({"cpu": ("cpu", lambda: fn(a, b, x2, w, bias)),
                           "tpu": ("tpu", lambda: fn(ta, tb, tx2, tw, tbias))}, 3 if args.quick else 5, args.rounds)
         gbs = {k: nbytes / v / 1e9 for k, v in med.items()}
         row = {"op": name, "numel": n, "ms": {k: v * 1e3 for k, v in med.items()}, "gbps": gbs,
                "pct_triad": {k: 100 * g / mach["bandwidth_gbps"]["triad"] for k, g in gbs.items()},
-               "ratio": med["tpu"] / med["cpu"]}
+               "ratio": med["tpu"] / med["cpu"], "noisy": why}
         out.append(row)
         rows.append(f"{name:>10} 16M f32  ms cpu {row['ms']['cpu']:7.2f} tpu {row['ms']['tpu']:7.2f}  GB/s cpu "
                     f"{gbs['cpu']:5.1f} tpu {gbs['tpu']:5.1f} ({row['pct_triad']['tpu']:3.0f}% triad)  "
-                    f"tpu/cpu {row['ratio']:5.2f}x")
+                    f"tpu/cpu {row['ratio']:5.2f}x" + noisy_note(why))
     return out
 
 
@@ -245,13 +285,13 @@ def conv(args, mach, rows):
             blk(x).sum().backward()
 
         flop = 3 * 2 * (2.0 * n * c * c * 9 * hw * hw)  # two convs, forward + two backward GEMMs
-        med, _ = compare({d: (d, lambda d=d: step(d)) for d in ("cpu", "tpu")}, 3, args.rounds)
+        med, _, why = compare({d: (d, lambda d=d: step(d)) for d in ("cpu", "tpu")}, 3, args.rounds)
         row = {"shape": f"N{n} C{c} {hw}x{hw}", "ms": {k: v * 1e3 for k, v in med.items()},
-               "gflops": {k: flop / v / 1e9 for k, v in med.items()}, "ratio": med["tpu"] / med["cpu"]}
+               "gflops": {k: flop / v / 1e9 for k, v in med.items()}, "ratio": med["tpu"] / med["cpu"], "noisy": why}
         out.append(row)
         rows.append(f"conv ResNet block fwd+bwd {row['shape']:>16}  ms cpu {row['ms']['cpu']:7.1f} tpu "
                     f"{row['ms']['tpu']:7.1f}  GFLOP/s cpu {row['gflops']['cpu']:5.1f} tpu {row['gflops']['tpu']:5.1f}"
-                    f"  tpu/cpu {row['ratio']:5.2f}x")
+                    f"  tpu/cpu {row['ratio']:5.2f}x" + noisy_note(why))
     return out
 
 
@@ -317,11 +357,12 @@ def train(args, mach, rows):
         on[dev]["dev"] = dev
     out = []
     for name, fn in cases.items():
-        med, _ = compare({dev: (dev, lambda dev=dev: fn(on[dev])) for dev in ("cpu", "tpu")}, 3 if args.quick else 5,
+        med, _, why = compare({dev: (dev, lambda dev=dev: fn(on[dev])) for dev in ("cpu", "tpu")}, 3 if args.quick else 5,
                          args.rounds)
-        row = {"case": name, "ms": {k: v * 1e3 for k, v in med.items()}, "ratio": med["tpu"] / med["cpu"]}
+        row = {"case": name, "ms": {k: v * 1e3 for k, v in med.items()}, "ratio": med["tpu"] / med["cpu"], "noisy": why}
         out.append(row)
-        rows.append(f"{name:>45}  ms cpu {row['ms']['cpu']:7.2f} tpu {row['ms']['tpu']:7.2f}  tpu/cpu {row['ratio']:5.2f}x")
+        rows.append(f"{name:>45}  ms cpu {row['ms']['cpu']:7.2f} tpu {row['ms']['tpu']:7.2f}  tpu/cpu {row['ratio']:5.2f}x"
+                    + noisy_note(why))
     return out
 
 
@@ -372,10 +413,11 @@ def main():
     only = [s for s in args.only.split(",") if s] or list(SECTIONS)
     rows = []
     mach = machine()
-    rows.append(f"machine: {mach['cpus']} cpus, FMA peak {mach['peak_gflops_1t']:.1f} GFLOP/s (1 thread) "
+    rows.append(f"machine: {mach['cpus']} cpus, {mach['isa']} FMA peak {mach['peak_gflops_1t']:.1f} GFLOP/s (1 thread) "
                 f"{mach['peak_gflops']:.1f} (all); copy {mach['bandwidth_gbps']['copy']:.1f} GB/s, "
                 f"triad {mach['bandwidth_gbps']['triad']:.1f} GB/s; torch threads {mach['torch_threads']}, "
-                f"tpu threads {os.environ.get('TPU_NUM_THREADS', 'default')}, load {os.getloadavg()[0]:.1f}")
+                f"tpu threads {os.environ.get('TPU_NUM_THREADS', 'default')}, tpu kernels {mach['tpu_isa']} build, "
+                f"load {os.getloadavg()[0]:.1f}")
     print(rows[-1], flush=True)
     results = {"machine": mach}
     for name in only:

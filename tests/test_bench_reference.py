@@ -19,3 +19,27 @@ def test_healthy_reference_is_not():
     assert not reference_collapsed(result(138.0, 240.0))  # two threads faster than one
     assert not reference_collapsed(result(250.0, 240.0))  # within the slack
     assert not reference_collapsed(result(250.0, None))  # CPU ran on one thread: nothing to compare
+
+
+def test_bench_rows_say_when_they_measured_nothing():
+    """bench/run.py marks a case NOISY when PyTorch CPU's rounds spread too far or other
+    processes took the CPUs while it ran, instead of printing its ratio as a result."""
+    import subprocess
+    import time
+
+    import run
+
+    start, t0 = run._cpu_jiffies(), time.perf_counter()
+    time.sleep(0.3)
+    assert run.noise({"cpu": [1.0, 1.05, 0.98], "tpu": [2.0, 2.0, 2.1]}, start, t0) == ""
+    assert "reference rounds spread" in run.noise({"cpu": [1.0, 1.9, 1.1], "tpu": [2.0, 2.0, 2.0]}, start, t0)
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        start, t0 = run._cpu_jiffies(), time.perf_counter()
+        time.sleep(1.0)
+        why = run.noise({"cpu": [1.0, 1.0, 1.0]}, start, t0)
+    finally:
+        for h in hogs:
+            h.kill()
+    assert "other processes used" in why, why
+    assert "NOISY" in run.noisy_note(why) and run.noisy_note("") == ""

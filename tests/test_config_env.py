@@ -25,6 +25,7 @@ BAD = [
     ("TPU_WORKER_ID", "1", {"TPU_ACCELERATOR_TYPE": "v6e-8"}),  # a single-host slice has host 0 only
     ("TPU_VISIBLE_CHIPS", "9", {"TPU_ACCELERATOR_TYPE": "v6e-8"}),
     ("TPU_VISIBLE_CHIPS", "0;1", {"TPU_ACCELERATOR_TYPE": "v6e-8"}),
+    ("TPU_ISA", "avx9", {}),  # tests/test_isa.py: a build the host lacks, and TPU_ISA set after import
     ("TPU_NUM_THREADS", "0", {}),
     ("TPU_NUM_THREADS", "two", {}),
     ("TPU_HBM_BYTES", "1e9", {}),

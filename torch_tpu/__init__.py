@@ -9,6 +9,9 @@ __version__ = "0.1.0"
 def _autoload():
     """Entry point for torch's device-backend autoloading (also run by a direct import).
     Defined before ``import torch`` because importing torch first re-enters here."""
+    from . import _runtime
+
+    _runtime.load()  # the runtime's build for this CPU, before the extension links to it
     from . import _registration
 
     _registration.register()

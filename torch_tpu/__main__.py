@@ -7,6 +7,7 @@ import sys
 import torch
 
 import torch_tpu
+import torch_tpu._runtime
 
 
 def info() -> str:
@@ -28,6 +29,9 @@ def info() -> str:
         lines.append(f"tpu:{i:<4} {p.global_index:>4} {s['reserved_bytes.all.current'] / gib:>8.2f} GiB "
                      f"{p.total_memory / gib:>8.2f} GiB {s['allocated_bytes.all.peak'] / gib:>8.2f} GiB "
                      f"{p.bf16_tflops:>13.0f} {p.hbm_GBps:>9.0f} {mxu:>9}")
+    runs = torch_tpu._runtime.host_runs()
+    lines.append(f"kernels: the {torch_tpu._runtime.load()} build of the runtime (TPU_ISA picks one of the builds "
+                 f"this host runs: {', '.join(runs)}; default {runs[0]})")
     price = f"${p0.usd_per_chip_hour:.2f} per chip-hour" if p0.usd_per_chip_hour else "price not published"
     lines.append(f"(emulated on the host CPU; HBM is accounted per chip against the {p0.generation} capacity; {price})")
     lines.append("environment the runtime reads:")
@@ -37,7 +41,7 @@ def info() -> str:
 
 
 COMMANDS = {
-    "info": "chips, generation, topology, HBM use, environment",
+    "info": "chips, generation, topology, HBM use, the kernels' instruction set, environment",
     "dryrun": "what a training step or serving would take on a TPU slice, on fake tensors (--help)",
     "port": "run a PyTorch script on tpu and report what will bite when porting it to TPUs (--help)",
 }

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define TPURT_VERSION_MAJOR 0
-#define TPURT_VERSION_MINOR 9
+#define TPURT_VERSION_MINOR 10
 
 /* ---------------------------------------------------------------- status codes */
 /* X(code, value, the c10 error class the C++ boundary throws, which PyTorch turns into the
@@ -430,6 +430,26 @@ typedef struct tpurt_host_arg_copy {
 tpurt_status tpurt_host_kernel_launch(int32_t stream, tpurt_host_kernel_fn fn, const int64_t* args, int nargs,
                                       const char* name, const tpurt_host_arg_copy* copies, int ncopies);
 
+/* ---------------------------------------------------------------- instruction sets (since 0.10) */
+/* The library is built once per x86-64 level and torch_tpu loads one build: the one TPU_ISA
+ * names, else the widest the host runs. X(name, compiler level, what the host needs), widest
+ * first. Every build gives the same bits as every other with FMA (avx512, avx2); portable has
+ * no FMA, so its contracted expressions round twice (ARCHITECTURE.md, "Instruction sets"). */
+#define TPURT_ISA_LIST(X)                                          \
+  X("avx512", "x86-64-v4", "AVX-512 F, BW, CD, DQ and VL")         \
+  X("avx2", "x86-64-v3", "AVX2, FMA, F16C, BMI1 and BMI2")          \
+  X("portable", "x86-64", "nothing beyond x86-64 (the only build on other CPUs)")
+/* The instruction set this library was compiled for: a name of the list. */
+const char* tpurt_isa(void);
+/* The i-th name of the list (widest first), NULL past its end. */
+const char* tpurt_isa_name(int i);
+/* What the named build needs from the CPU, and the compiler's name of that level (static
+ * storage); NULL for a name not in the list. */
+const char* tpurt_isa_needs(const char* name);
+const char* tpurt_isa_level(const char* name);
+/* 1 when this host's CPU runs the named build, else 0 (also for names not in the list). */
+int tpurt_isa_host_runs(const char* name);
+
 /* ---------------------------------------------------------------- environment (since 0.4) */
 /* Every environment variable torch_tpu reads (the runtime, or Python through tpurt_env_get): X(enum, name, what it does). */
 #define TPURT_ENV_LIST(X)                                                                                   \
@@ -439,6 +459,7 @@ tpurt_status tpurt_host_kernel_launch(int32_t stream, tpurt_host_kernel_fn fn, c
   X(TPURT_ENV_TOPOLOGY, "TPU_TOPOLOGY", "slice topology, e.g. 2x4 (default: the generation's for its size)") \
   X(TPURT_ENV_LAUNCH_BLOCKING, "TPU_LAUNCH_BLOCKING", "1: debug eager mode, every op synchronous")           \
   X(TPURT_ENV_DEFER_AND_FUSE, "TORCH_TPU_DEFER_AND_FUSE", "1: fused eager mode, elementwise chains run as one command (TPU_LAUNCH_BLOCKING wins)") \
+  X(TPURT_ENV_ISA, "TPU_ISA", "the kernels' instruction set: avx512, avx2 or portable (default: the widest this host runs; read when torch_tpu is imported)") \
   X(TPURT_ENV_NUM_THREADS, "TPU_NUM_THREADS", "host threads the emulated chip computes with (default: all CPUs)") \
   X(TPURT_ENV_HBM_BYTES, "TPU_HBM_BYTES", "override each chip's HBM capacity in bytes (tests of OOM)")        \
   X(TPURT_ENV_EXPLAIN_RECOMPILES, "TPU_EXPLAIN_RECOMPILES", "1: torch.compile(backend='tpu') prints each recompile's cause") \

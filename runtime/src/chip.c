@@ -202,6 +202,23 @@ static void configure(void) {
   } else {
     for (int i = 0; i < host_chips && i < TPURT_MAX_DEVICES; i++) cfg.global_index[cfg.count++] = first + i;
   }
+  const char* isa = tpurt_env_get(TPURT_ENV_ISA);
+  if (isa && !tpurt_isa_needs(isa)) {
+    char names[64] = "";
+    for (int i = 0; tpurt_isa_name(i); i++)
+      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", tpurt_isa_name(i));
+    CONFIG_ERROR("TPU_ISA='%s': expected one of %s", isa, names);
+  }
+  if (isa && !tpurt_isa_host_runs(isa)) {
+    char runs[64] = "";
+    for (int i = 0; tpurt_isa_name(i); i++)
+      if (tpurt_isa_host_runs(tpurt_isa_name(i)))
+        snprintf(runs + strlen(runs), sizeof runs - strlen(runs), "%s%s", *runs ? ", " : "", tpurt_isa_name(i));
+    CONFIG_ERROR("TPU_ISA='%s': this host's CPU lacks %s; it runs %s", isa, tpurt_isa_needs(isa), runs);
+  }
+  if (isa && strcmp(isa, tpurt_isa()) != 0)
+    CONFIG_ERROR("TPU_ISA='%s', but the %s build of the runtime is loaded: TPU_ISA is read when torch_tpu is "
+                 "imported, so set it before importing torch", isa, tpurt_isa());
   const char* threads = tpurt_env_get(TPURT_ENV_NUM_THREADS);
   long n;
   if (threads && (!parse_count(threads, &n) || n < 1))

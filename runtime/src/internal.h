@@ -362,19 +362,6 @@ void tpurt_streams_drain(void);
 /* Allocator hooks used by the stream module (scratch memory for kernels is not used). */
 void tpurt_allocator_flush_device(int device);
 
-/* A function with an x86-64-v3 clone (AVX2, FMA) picked at load time beside the portable one
- * (none under the sanitizers: their instrumented ifunc resolvers would run before the sanitizer
- * runtime is up, which TSan does not survive). Both give the same results: no expression is contracted unless
- * the file allows it (kernels/vmath.h does), and an explicit fma() is one instruction in the
- * clone and a libm call in the portable build. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
-    !defined(__SANITIZE_THREAD__)
-#define TPURT_CLONES 1
-#define TPURT_VEC_ATTRS __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define TPURT_CLONES 0
-#define TPURT_VEC_ATTRS
-#endif
 
 /* ---------------------------------------------------------------- worker pool (pool.c) */
 /* fn(ctx, begin, end) over a sub-range of [0, n). */

@@ -68,8 +68,8 @@ static inline void transpose(const double* src, int64_t lds, int64_t n, int64_t 
     for (int64_t e = 0; e < d; e++) dst[e * ldd + j] = src[j * lds + e];
 }
 
-/* The tiles below are inlined into the TPURT_VEC_ATTRS loops (an AVX2 clone picked at load
- * time, 4 doubles a vector; vmath.h lets a*b+c contract to an FMA). Each output element
+/* The tiles below are inlined into the row loops (vector code as wide as the build's
+ * instruction set; vmath.h lets a*b+c contract to an FMA). Each output element
  * sums its terms in index order, in one accumulator, whatever tile it falls in, so results
  * do not depend on how rows are split over threads. Products of two float values are exact
  * in double, so the score sums round only in their additions. */
@@ -222,7 +222,7 @@ static tpurt_status run_team(attn_job* J, int backward, int64_t n, attn_pass pas
 }
 
 /* Loads key/value head t = b * Hk + hk in the layouts a pass reads, unless already there. */
-TPURT_VEC_ATTRS static void load_head(const attn_job* J, attn_scratch* w, int64_t t, int backward) {
+static void load_head(const attn_job* J, attn_scratch* w, int64_t t, int backward) {
   if (w->head == t) return;
   int64_t b = t / J->Hk, hk = t % J->Hk;
   load_rows(J->k, b, hk, 0, J->S, w->k, J->E8);
@@ -241,7 +241,7 @@ typedef struct {
   const double *q[RB], *dout[RB];
 } attn_block;
 
-TPURT_VEC_ATTRS static attn_block block_at(const attn_job* J, attn_scratch* w, int64_t bh, int64_t i0, int backward) {
+static attn_block block_at(const attn_job* J, attn_scratch* w, int64_t bh, int64_t i0, int backward) {
   attn_block k = {.b = bh / J->Hq, .h = bh % J->Hq, .i0 = i0, .r0 = bh * J->L + i0};
   k.hk = k.h / (J->Hq / J->Hk);
   k.nr = (int)(J->L - i0 < RB ? J->L - i0 : RB);
@@ -280,7 +280,7 @@ static inline void block_scores(const attn_job* J, const attn_scratch* w, const 
 }
 
 /* Blocks [begin, end) of all (b, h, row block): out_i = softmax(s) v, lse_i = log sum exp s. */
-TPURT_VEC_ATTRS static void fwd_blocks(attn_job* J, attn_scratch* w, int64_t begin, int64_t end) {
+static void fwd_blocks(attn_job* J, attn_scratch* w, int64_t begin, int64_t end) {
   int64_t nblk = (J->L + RB - 1) / RB;
   for (int64_t u = begin; u < end; u++) {
     attn_block k = block_at(J, w, u / nblk, u % nblk * RB, 0);
@@ -408,7 +408,7 @@ tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
 
 /* Backward for the query heads of one (b, kv head) group: dq for those heads, dk/dv for
  * the kv head (summed over the group, so one task owns each). */
-TPURT_VEC_ATTRS static void bwd_groups(attn_job* J, attn_scratch* w, int64_t begin, int64_t end) {
+static void bwd_groups(attn_job* J, attn_scratch* w, int64_t begin, int64_t end) {
   double *dk = w->dk, *dv = w->dv;
   int64_t g = J->Hq / J->Hk;
   for (int64_t t = begin; t < end; t++) {

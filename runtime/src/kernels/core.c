@@ -1,7 +1,7 @@
 /* copy, fill, conj_physical, add: the kernels every other path relies on. add is also the worked example
  * of a binary elementwise kernel: promote, pick the compute type, run one chunk function. */
 #include "../internal.h"
-#include "vmath.h" /* TPURT_VEC_ATTRS */
+#include "vmath.h"
 #include "elementwise.h" /* ew_round_reduced */
 
 tpurt_status tpurt_kernel_copy(const tpurt_op_call* c) {
@@ -50,10 +50,10 @@ tpurt_status tpurt_kernel_conj_physical(const tpurt_op_call* c) {
 
 typedef struct { double alpha_f; int64_t alpha_i; } add_ctx;
 
-/* x + alpha * y: one fused multiply-add for floats, as CPU's vectorized add (x86-64-v3
- * clones: one instruction there, a libm call elsewhere) */
-#define ADD_FN(ATTRS, NAME, T, ALPHA, MULADD)                                      \
-  ATTRS static void NAME(int64_t n, void* o, const void* const* in, const void* ctx) { \
+/* x + alpha * y: one fused multiply-add for floats, as CPU's vectorized add (one instruction
+ * in the builds with FMA, a libm call in the portable one) */
+#define ADD_FN(NAME, T, ALPHA, MULADD)                                      \
+  static void NAME(int64_t n, void* o, const void* const* in, const void* ctx) { \
     const add_ctx* a = ctx;                                                        \
     const T *x = in[0], *y = in[1];                                                \
     T* r = o;                                                                      \
@@ -64,9 +64,9 @@ typedef struct { double alpha_f; int64_t alpha_i; } add_ctx;
       for (int64_t i = 0; i < n; i++) r[i] = MULADD(al, y[i], x[i]);               \
   }
 #define INT_MULADD(a, b, c) ((c) + (a) * (b))
-ADD_FN(TPURT_VEC_ATTRS, add_f32, float, alpha_f, fmaf)
-ADD_FN(TPURT_VEC_ATTRS, add_f64, double, alpha_f, fma)
-ADD_FN(, add_i64, int64_t, alpha_i, INT_MULADD)
+ADD_FN(add_f32, float, alpha_f, fmaf)
+ADD_FN(add_f64, double, alpha_f, fma)
+ADD_FN(add_i64, int64_t, alpha_i, INT_MULADD)
 
 tpurt_status tpurt_kernel_add(const tpurt_op_call* c) {
   /* add(Tensor self, Tensor|Scalar other, *, Scalar alpha=1) */

@@ -95,16 +95,8 @@ static inline int64_t ew_zero_div(const ew_par* P) {
 #define EW_MAXI(a, b) ((a) < (b) ? (b) : (a))
 #define EW_MINI(a, b) ((b) < (a) ? (b) : (a))
 
-/* Attributes of every chunk function of a file (define before including this header):
- * files whose expressions use kernels/vmath.h set TPURT_VEC_ATTRS to get AVX2 clones. */
-#ifndef EW_CHUNK_ATTRS
-#define EW_CHUNK_ATTRS
-#endif
-
-/* Chunk function NAME: R[i] = EXPR over NIN operands of type T, result type RT (BODY: without
- * the file's attributes, for a function that sets its own). */
-#define EW_CHUNK(NAME, T, RT, NIN, EXPR) EW_CHUNK_ATTRS EW_CHUNK_BODY(NAME, T, RT, NIN, EXPR)
-#define EW_CHUNK_BODY(NAME, T, RT, NIN, EXPR)                                             \
+/* Chunk function NAME: R[i] = EXPR over NIN operands of type T, result type RT. */
+#define EW_CHUNK(NAME, T, RT, NIN, EXPR)                                                  \
   static void NAME(int64_t n, void* o, const void* const* in, const void* ctx) {        \
     typedef T ew_t;                                                                      \
     const ew_par* P = ctx;                                                               \

@@ -1,7 +1,6 @@
 /* Elementwise family: activation functions and their backward ops (formulas as in
  * PyTorch's CPU kernels, so results match to rounding). */
 #include "vmath.h"
-#define EW_CHUNK_ATTRS TPURT_VEC_ATTRS
 #include "elementwise.h"
 
 #define GELU_BETA (M_SQRT2 * M_2_SQRTPI * 0.5) /* sqrt(2/pi) */

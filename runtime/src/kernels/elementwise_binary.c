@@ -1,6 +1,6 @@
 /* Elementwise family: binary and ternary ops (arithmetic, comparisons, logical/bitwise,
  * where, masked_fill, clamp, addcmul/addcdiv, lerp). */
-#include "vmath.h" /* TPURT_VEC_ATTRS: the fused multiply-adds of lerp and add/sub with alpha */
+#include "vmath.h" /* contraction: the fused multiply-adds of lerp and add/sub with alpha */
 #include "elementwise.h"
 
 /* ---------------------------------------------------------------- helpers (CPU's rules) */
@@ -125,14 +125,14 @@ EW_DEF_I(lcm, EW_SAME, 2, ilcm(x, y))
 /* Defined for complex64 too: name, float, int64 and complex expressions. */
 #define BINARY_SAME_CX_OPS(X) X(mul, x * y, ew_wmul(x, y), cx_mul(x, y))
 /* x + alpha * y as CPU's vectorized add computes it: one fused multiply-add (sub and rsub are
- * add with -alpha), in x86-64-v3 clones where that is one instruction (a libm call elsewhere) */
+ * add with -alpha): one instruction in the builds with FMA, a libm call in the portable one */
 #define ALPHA_OPS(X)                                                                         \
   X(add_any, fma(PF(0), y, x), ew_wadd(x, ew_wmul(PI(0), y)), x + cx_mul(PC(0), y))          \
   X(sub, fma(-PF(0), y, x), ew_wsub(x, ew_wmul(PI(0), y)), x - cx_mul(PC(0), y))             \
   X(rsub, fma(-PF(0), x, y), ew_wsub(y, ew_wmul(PI(0), x)), y - cx_mul(PC(0), x))
 #define DEF_ALPHA(NAME, E, IE, CE)                                                          \
-  TPURT_VEC_ATTRS EW_CHUNK_BODY(NAME##_f32, float, float, 2, E)                             \
-  TPURT_VEC_ATTRS EW_CHUNK_BODY(NAME##_f64, double, double, 2, E)                           \
+  EW_CHUNK(NAME##_f32, float, float, 2, E)                             \
+  EW_CHUNK(NAME##_f64, double, double, 2, E)                           \
   EW_CHUNK(NAME##_i64, int64_t, int64_t, 2, IE)                                             \
   EW_CHUNK(NAME##_c64, cx_t, cx_t, 2, CE)                                                   \
   EW_DESC_C(NAME, EW_SAME, 2, NAME##_f32, NAME##_f64, NAME##_i64, NAME##_c64)
@@ -336,8 +336,8 @@ tpurt_status tpurt_kernel_clamp_max(const tpurt_op_call* c) {
 
 /* addcmul / addcdiv(self, tensor1, tensor2, *, value): PF/PI(0) = value */
 /* addcmul: (value * tensor1) * tensor2 + self with the last two fused, as CPU's vectorized kernel */
-TPURT_VEC_ATTRS EW_CHUNK_BODY(addcmul_f32, float, float, 3, fma(PF(0) * y, z, x))
-TPURT_VEC_ATTRS EW_CHUNK_BODY(addcmul_f64, double, double, 3, fma(PF(0) * y, z, x))
+EW_CHUNK(addcmul_f32, float, float, 3, fma(PF(0) * y, z, x))
+EW_CHUNK(addcmul_f64, double, double, 3, fma(PF(0) * y, z, x))
 EW_CHUNK(addcmul_i64, int64_t, int64_t, 3, ew_wadd(x, ew_wmul(ew_wmul(PI(0), y), z)))
 EW_CHUNK(addcmul_c64, cx_t, cx_t, 3, x + cx_mul(cx_mul(PC(0), y), z))
 EW_DESC_C(addcmul, EW_SAME, 3, addcmul_f32, addcmul_f64, addcmul_i64, addcmul_c64)
@@ -345,9 +345,8 @@ EW_KERNEL(addcmul)
 EW_DEF_FC(addcdiv, EW_SAME, 3, x + PF(0) * y / z, x + cx_div(cx_mul(PC(0), y), z))
 EW_KERNEL(addcdiv)
 /* lerp(self, end, weight): the weight is a third operand (Scalar or Tensor) */
-/* x86-64-v3 clones: the fused multiply-add is one instruction there (a libm call elsewhere) */
-TPURT_VEC_ATTRS EW_CHUNK_BODY(lerp_f32, float, float, 3, FLERP(x, y, z))
-TPURT_VEC_ATTRS EW_CHUNK_BODY(lerp_f64, double, double, 3, FLERP(x, y, z))
+EW_CHUNK(lerp_f32, float, float, 3, FLERP(x, y, z))
+EW_CHUNK(lerp_f64, double, double, 3, FLERP(x, y, z))
 EW_CHUNK(lerp_c64, cx_t, cx_t, 3, cx_lerp(x, y, z))
 /* Only self and end promote: CPU reads a Scalar weight in float (opmath) as given, not rounded
  * to a float16/bfloat16 common dtype; a Tensor weight has self's dtype already. */

@@ -117,7 +117,7 @@ static inline int fe_nan_i(int64_t v) { (void)v; return 0; }
   X(frac, 1, x - trunc(x))
 
 #define FE_CHUNK(op, T, nin, expr)                                                        \
-  FE_NOTRAP TPURT_VEC_ATTRS static void fe_##op##_##T(int64_t n, void* o, const void* const* in, const void* vctx) { \
+  FE_NOTRAP static void fe_##op##_##T(int64_t n, void* o, const void* const* in, const void* vctx) { \
     const T* X = in[0];                                                                    \
     const T* Y = nin > 1 ? (const T*)in[1] : X;                                            \
     const T* Z = nin > 2 ? (const T*)in[2] : X;                                            \

@@ -53,65 +53,73 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
 
 /* ---------------------------------------------------------------- the core */
 /* Register-blocked micro-kernel on packed panels: an MR x NR tile of C += A_panel * B_panel
- * over kc packed steps. Vector extensions give the compiler the tile shape directly; the
- * clones pick AVX2+FMA at load time where the CPU has it. */
+ * over kc packed steps. Vector extensions give the compiler the tile shape directly, as wide
+ * as the build's instruction set (runtime/Makefile builds one library per x86-64 level).
+ * Every C element sums its K steps in the same order in every build: the tile shape changes
+ * which elements a call computes, never an element's sum. */
 /* Each K block reads and writes all of C once: a long K block halves that traffic against
  * 256, which is what bounds the core when other tenants share the L3. The micro-kernel
- * still works in runs of KRUN steps (a 16 KiB B half-panel, L1-resident). */
+ * still works in runs of KRUN steps (a B half-panel of 16 KiB, 32 KiB in AVX-512 builds). */
 #define KC 512 /* packed K per block */
 #define KRUN 256 /* packed steps the micro-kernel sums in registers before adding to C */
-#define MC 96  /* rows of A per block (A block: 192 KiB, L2) */
+#define MC 96  /* rows of A per block (A block: 192 KiB, L2); a multiple of every MR */
 #define NC 1024
 
-#if TPURT_CLONES
-#define MICRO_ATTRS __attribute__((target_clones("arch=x86-64-v3", "default"), optimize("fp-contract=fast")))
-#define PACK_ATTRS __attribute__((target_clones("arch=x86-64-v3", "default"))) /* 8-wide bf16 rounding */
+/* Registers: 16 vectors of 32 bytes with AVX2 (tiles 6 x 16 f32, 4 x 8 f64), 32 of 64 bytes
+ * with AVX-512 (12 x 32, 8 x 16): accumulators plus two B vectors and the broadcast A value. */
+#ifdef __AVX512F__
+#define VEC_BYTES 64
+#define ROWS_F32 12
+#define ROWS_F64 8
 #else
-#define MICRO_ATTRS
-#define PACK_ATTRS
+#define VEC_BYTES 32
+#define ROWS_F32 6
+#define ROWS_F64 4
 #endif
+#define NR_MAX (2 * VEC_BYTES / 4) /* the widest tile's columns (f32) */
 
-/* GEMM_CORE(T, SFX, W, ROWS): W lanes per 32-byte vector; the tile is ROWS x (2*W).
+/* GEMM_CORE(T, SFX, ROWS): W lanes per vector; the tile is ROWS x (2*W). fp-contract: the
+ * multiply-adds are FMAs in every build that has them.
  * C tile = (store ? 0 : C tile) + the sum of the kc packed steps. */
-#define GEMM_CORE(T, SFX, W, ROWS)                                                              \
-  typedef T v##SFX __attribute__((vector_size(32)));                                           \
-  enum { MR_##SFX = ROWS, NR_##SFX = 2 * W };                                                   \
-  MICRO_ATTRS static void micro_##SFX(int64_t kc, const T* restrict a, const T* restrict b,    \
+#define GEMM_CORE(T, SFX, ROWS)                                                                 \
+  typedef T v##SFX __attribute__((vector_size(VEC_BYTES)));                                    \
+  enum { W_##SFX = VEC_BYTES / sizeof(T), MR_##SFX = ROWS, NR_##SFX = 2 * W_##SFX };           \
+  __attribute__((optimize("fp-contract=fast"))) static void micro_##SFX(int64_t kc, const T* restrict a, const T* restrict b,    \
                                       T* restrict c, int64_t ldc, int mr, int nr, int store) {  \
     v##SFX acc[ROWS][2];                                                                        \
     memset(acc, 0, sizeof acc);                                                                \
     for (int i = 0; i < ROWS; i++) /* the C tile is needed after the loop: fetch it now */     \
-      __builtin_prefetch(c + i * ldc, 1), __builtin_prefetch(c + i * ldc + 2 * W - 1, 1);      \
+      __builtin_prefetch(c + i * ldc, 1), __builtin_prefetch(c + i * ldc + 2 * W_##SFX - 1, 1);      \
     _Pragma("GCC unroll 4")                                                                    \
     for (int64_t k = 0; k < kc; k++) {                                                         \
       v##SFX b0, b1;                                                                           \
-      memcpy(&b0, b + k * 2 * W, sizeof b0);                                                   \
-      memcpy(&b1, b + k * 2 * W + W, sizeof b1);                                               \
+      memcpy(&b0, b + k * 2 * W_##SFX, sizeof b0);                                                   \
+      memcpy(&b1, b + k * 2 * W_##SFX + W_##SFX, sizeof b1);                                               \
       for (int i = 0; i < ROWS; i++) {                                                          \
         T ai = a[k * ROWS + i];                                                                 \
         acc[i][0] += ai * b0;                                                                  \
         acc[i][1] += ai * b1;                                                                  \
       }                                                                                        \
     }                                                                                          \
-    if (mr == ROWS && nr == 2 * W) { /* full tile: vector read-modify-write of C */           \
+    if (mr == ROWS && nr == 2 * W_##SFX) { /* full tile: vector read-modify-write of C */           \
       for (int i = 0; i < ROWS; i++)                                                           \
         for (int h = 0; h < 2; h++) {                                                          \
           v##SFX cv = acc[i][h];                                                               \
           if (!store) {                                                                        \
             v##SFX old;                                                                        \
-            memcpy(&old, c + i * ldc + h * W, sizeof old);                                     \
+            memcpy(&old, c + i * ldc + h * W_##SFX, sizeof old);                                     \
             cv += old;                                                                         \
           }                                                                                    \
-          memcpy(c + i * ldc + h * W, &cv, sizeof cv);                                         \
+          memcpy(c + i * ldc + h * W_##SFX, &cv, sizeof cv);                                         \
         }                                                                                      \
       return;                                                                                  \
     }                                                                                          \
     for (int i = 0; i < mr; i++)                                                               \
       for (int j = 0; j < nr; j++)                                                             \
-        c[i * ldc + j] = store ? acc[i][j / W][j % W] : c[i * ldc + j] + acc[i][j / W][j % W]; \
+        c[i * ldc + j] = store ? acc[i][j / W_##SFX][j % W_##SFX] : c[i * ldc + j] + acc[i][j / W_##SFX][j % W_##SFX]; \
   }
-GEMM_CORE(float, f32, 8, 6)
-GEMM_CORE(double, f64, 4, 4)
+GEMM_CORE(float, f32, ROWS_F32)
+GEMM_CORE(double, f64, ROWS_F64)
 
 /* Packed values per K step for a pass mode. */
 static int expand_of(pass_mode p) { return p == PASS_BF16X3 ? 3 : 1; }
@@ -178,7 +186,7 @@ static int by_cols(const mat* m) { return m->rs == 1 && m->cs != 1; }
  * columns past nc of the last panel are zeroed by the caller. `row` holds max(kc, mc, nc)
  * values. Both read their operand along its dense direction. */
 #define PACKERS(T, SFX)                                                                         \
-  PACK_ATTRS static void pack_a_##SFX(T* ap, const mat* A, int64_t i0, int64_t mc, int64_t k0, int64_t kc,  \
+  static void pack_a_##SFX(T* ap, const mat* A, int64_t i0, int64_t mc, int64_t k0, int64_t kc,  \
                            pass_mode p, T* row) {                                              \
     int x = expand_of(p);                                                                      \
     int64_t kcx = kc * x, full = mc / MR_##SFX * MR_##SFX;                                     \
@@ -201,14 +209,14 @@ static int by_cols(const mat* m) { return m->rs == 1 && m->cs != 1; }
         put_##SFX(ap + (i / MR_##SFX) * MR_##SFX * kcx + i % MR_##SFX, x * MR_##SFX, MR_##SFX, src, kc, p, 0); \
       }                                                                                        \
   }                                                                                            \
-  PACK_ATTRS static void pack_b_cols_##SFX(T* bp, const mat* B, int64_t k0, int64_t kc, int64_t j0,       \
+  static void pack_b_cols_##SFX(T* bp, const mat* B, int64_t k0, int64_t kc, int64_t j0,       \
                                 int64_t nc, pass_mode p, T* row) {                             \
     int64_t kcx = kc * expand_of(p);                                                           \
     for (int64_t j = 0; j < nc; j++)                                                           \
       put_##SFX(bp + j / NR_##SFX * NR_##SFX * kcx + j % NR_##SFX, expand_of(p) * NR_##SFX,    \
                 NR_##SFX, line_of_##SFX(row, B, k0, j0 + j, kc, 1), kc, p, 1);                      \
   }                                                                                            \
-  PACK_ATTRS static void pack_b_rows_##SFX(T* bp, const mat* B, int64_t k0, int64_t kc, int64_t ka,       \
+  static void pack_b_rows_##SFX(T* bp, const mat* B, int64_t k0, int64_t kc, int64_t ka,       \
                                 int64_t kb, int64_t j0, int64_t nc, pass_mode p, T* row) {     \
     int x = expand_of(p);                                                                      \
     int64_t kcx = kc * x;                                                                      \
@@ -323,7 +331,7 @@ GEMM(float, f32)
 GEMM(double, f64)
 
 /* Bytes of scratch gemm_* needs for up to N columns: the packed B block (in the widest type). */
-static size_t gemm_scratch_bytes(int64_t N) { return (size_t)KC * ((N < NC ? (size_t)N : NC) + 16) * sizeof(double); }
+static size_t gemm_scratch_bytes(int64_t N) { return (size_t)KC * ((N < NC ? (size_t)N : NC) + NR_MAX) * sizeof(double); }
 
 /* Integer matmul (CPU supports it): int64 accumulation, simple loops over dense copies. */
 static void gemm_i64(int64_t M, int64_t N, int64_t K, const mat* A, const mat* B, int64_t* c,

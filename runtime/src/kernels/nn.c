@@ -234,7 +234,7 @@ static inline double line_dot(const double* x, const double* y, int64_t n) {
   return s;
 }
 /* lines: [0] input, [1] output */
-TPURT_VEC_ATTRS static void softmax_line(double* const* l, int64_t n) {
+static void softmax_line(double* const* l, int64_t n) {
   const double* x = l[0];
   double* y = l[1];
   double m = line_max(x, n);
@@ -242,7 +242,7 @@ TPURT_VEC_ATTRS static void softmax_line(double* const* l, int64_t n) {
   double sum = line_dot(y, NULL, n);
   for (int64_t k = 0; k < n; k++) y[k] /= sum;
 }
-TPURT_VEC_ATTRS static void log_softmax_line(double* const* l, int64_t n) {
+static void log_softmax_line(double* const* l, int64_t n) {
   const double* x = l[0];
   double* y = l[1];
   double m = line_max(x, n);
@@ -251,11 +251,11 @@ TPURT_VEC_ATTRS static void log_softmax_line(double* const* l, int64_t n) {
   for (int64_t k = 0; k < n; k++) y[k] = x[k] - lse;
 }
 /* lines: [0] grad_output, [1] output, [2] grad_input */
-TPURT_VEC_ATTRS static void softmax_bwd_line(double* const* l, int64_t n) {
+static void softmax_bwd_line(double* const* l, int64_t n) {
   double dot = line_dot(l[0], l[1], n);
   for (int64_t k = 0; k < n; k++) l[2][k] = l[1][k] * (l[0][k] - dot);
 }
-TPURT_VEC_ATTRS static void log_softmax_bwd_line(double* const* l, int64_t n) {
+static void log_softmax_bwd_line(double* const* l, int64_t n) {
   double sum = line_dot(l[0], NULL, n);
   for (int64_t k = 0; k < n; k++) l[2][k] = l[0][k] - vm_exp(l[1][k]) * sum;
 }
@@ -359,7 +359,7 @@ static int64_t ln_grain(int64_t m, int64_t n) {
 }
 
 /* Rows [lo, hi): each normalized independently, x holding one (the pool splits them). */
-TPURT_VEC_ATTRS static void ln_rows(void* arg, void* slice, int64_t lo, int64_t hi) {
+static void ln_rows(void* arg, void* slice, int64_t lo, int64_t hi) {
   ln_job* J = arg;
   double* x = slice;
   const tpurt_op_call* c = J->c;
@@ -417,7 +417,7 @@ tpurt_status tpurt_plan_layer_norm(const tpurt_op_call* c, tpurt_plan* p) {
 
 /* One row of the layer norm backward: x becomes x-hat, dw / db accumulate, g = dy * w.
  * Parameters, as restrict, let the loop vectorize. */
-TPURT_VEC_ATTRS static void ln_bwd_row(int64_t n, double mean, double rstd, double* restrict x,
+static void ln_bwd_row(int64_t n, double mean, double rstd, double* restrict x,
                                        const double* restrict dy, const double* restrict w, double* restrict dw,
                                        double* restrict db, double* restrict g) {
   for (int64_t j = 0; j < n; j++) {
@@ -432,7 +432,7 @@ TPURT_VEC_ATTRS static void ln_bwd_row(int64_t n, double mean, double rstd, doub
  * output_mask) -> (grad_input, grad_weight, grad_bias); masked-off outputs are undefined.
  * Rows in order (grad_weight / grad_bias sum over them); the row sums fold in line_dot's
  * fixed lanes. */
-TPURT_VEC_ATTRS static void ln_bwd_rows(const tpurt_op_call* c, int k, int64_t m, int64_t n, double* buf) {
+static void ln_bwd_rows(const tpurt_op_call* c, int k, int64_t m, int64_t n, double* buf) {
   const tpurt_tensor *dy_t = &TPURT_ARG(c, layer_norm_backward, grad_out)->t, *in = &TPURT_ARG(c, layer_norm_backward, input)->t;
   double *x = buf, *dy = buf + n, *w = buf + 2 * n, *dw = buf + 3 * n, *db = buf + 4 * n, *g = buf + 5 * n;
   int want_dx = defined(&c->outs[0]);

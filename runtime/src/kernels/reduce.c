@@ -413,7 +413,7 @@ static void mean_fin(const red_state* s, int64_t count, const red_ctx* c, red_va
   o[0] = (red_val){s->f / (double)count, 0, 0};
 }
 /* 8 double lanes over float32: vectorizes, and the order depends only on n */
-TPURT_VEC_ATTRS static void sum_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, const red_ctx* c) {
+static void sum_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, const red_ctx* c) {
   double a[8] = {0}, t = 0;
   int64_t k = 0;
   if (c->flag) {
@@ -429,7 +429,7 @@ TPURT_VEC_ATTRS static void sum_row_f32(red_state* s, const float* v, int64_t n,
   }
   s->f += (((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))) + t;
 }
-TPURT_VEC_ATTRS static void sum_col_f32(double* acc, const float* x, int64_t n, const red_ctx* c) {
+static void sum_col_f32(double* acc, const float* x, int64_t n, const red_ctx* c) {
   if (c->flag) for (int64_t k = 0; k < n; k++) acc[k] += isnan(x[k]) ? 0 : (double)x[k];
   else for (int64_t k = 0; k < n; k++) acc[k] += (double)x[k];
 }
@@ -452,7 +452,7 @@ static void csum_col(red_state* s, const void* x, int64_t n, int64_t idx, const 
   else for (int64_t k = 0; k < n; k++) s[k].f += v[k];
 }
 /* 8 double lanes as sum_row_f32; lane j always holds the parity of idx0 + j */
-TPURT_VEC_ATTRS static void csum_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, const red_ctx* c) {
+static void csum_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, const red_ctx* c) {
   double a[8] = {0}, t[2] = {0, 0};
   int64_t k = 0;
   for (; k + 8 <= n; k += 8)

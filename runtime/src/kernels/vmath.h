@@ -1,8 +1,8 @@
 /* Branch-free exp / erf / tanh that the compiler vectorizes (libm's are scalar calls, which
  * kept activations and softmax 2-3x slower than PyTorch's SIMD versions). Every branch is a
- * select, so a loop over them becomes 8-wide (f32) or 4-wide (f64) AVX2 code in functions
- * marked TPURT_VEC_ATTRS, which get an x86-64-v3 clone picked at load time and a portable
- * default. Worst errors over strided sweeps of all floats against libm in double
+ * select, so a loop over them becomes vector code as wide as the build's instruction set
+ * (runtime/Makefile: one build per x86-64 level, the widest the host runs picked at load
+ * time). Worst errors over strided sweeps of all floats against libm in double
  * (runtime/tests/test_vmath.c checks them), with / without FMA: vm_expf 0.97 / 0.96 ulp,
  * vm_erff 1.05 / 1.12, vm_tanhf 1.31 / 1.31, vm_exp (double) 1.00 / 1.05. Specials: NaN
  * propagates, +-inf give the limits, underflow goes through the subnormals to 0, overflow
@@ -21,7 +21,7 @@
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("fp-contract=fast", "no-trapping-math")
 #endif
-#include "../internal.h" /* TPURT_VEC_ATTRS */
+#include "../internal.h"
 
 static inline float vm_f32_of(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline uint32_t vm_bits_f32(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }

@@ -1,0 +1,76 @@
+/* Which instruction set this build of the library was compiled for, and which builds the host
+ * CPU runs. Also built alone (libtpurt-isa.so) so that torch_tpu can ask before it loads a
+ * build of the runtime, and as the Makefile's probe of the host (TPURT_ISA_PROBE). */
+#include <string.h>
+
+#include "tpurt.h"
+
+typedef struct {
+  const char* name;
+  const char* level;
+  const char* needs;
+} isa_entry;
+
+static const isa_entry isas[] = {
+#define TPURT_X(name, level, needs) {name, level, needs},
+    TPURT_ISA_LIST(TPURT_X)
+#undef TPURT_X
+};
+enum { ISA_COUNT = sizeof isas / sizeof isas[0] };
+
+const char* tpurt_isa(void) {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+  return "avx512";
+#elif defined(__AVX2__) && defined(__FMA__)
+  return "avx2";
+#else
+  return "portable";
+#endif
+}
+
+const char* tpurt_isa_name(int i) { return i >= 0 && i < ISA_COUNT ? isas[i].name : NULL; }
+
+static const isa_entry* find(const char* name) {
+  for (int i = 0; name && i < ISA_COUNT; i++)
+    if (strcmp(isas[i].name, name) == 0) return &isas[i];
+  return NULL;
+}
+
+const char* tpurt_isa_needs(const char* name) {
+  const isa_entry* e = find(name);
+  return e ? e->needs : NULL;
+}
+
+/* The features that define each x86-64 level (the CPU and the OS's saved register state:
+ * __builtin_cpu_supports checks both). */
+const char* tpurt_isa_level(const char* name) {
+  const isa_entry* e = find(name);
+  return e ? e->level : NULL;
+}
+
+int tpurt_isa_host_runs(const char* name) {
+  const isa_entry* e = find(name);
+  if (!e) return 0;
+  if (strcmp(e->name, "portable") == 0) return 1;
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  int v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
+           __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+  if (strcmp(e->name, "avx2") == 0) return v3;
+  return v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl");
+#else
+  return 0;
+#endif
+}
+
+#ifdef TPURT_ISA_PROBE
+#include <stdio.h>
+/* Prints the widest build this host runs. */
+int main(void) {
+  for (int i = 0; tpurt_isa_name(i); i++)
+    if (tpurt_isa_host_runs(tpurt_isa_name(i))) return puts(tpurt_isa_name(i)) < 0;
+  return 1;
+}
+#endif

@@ -1,0 +1,84 @@
+"""One build of the runtime per instruction set (runtime/Makefile), picked when torch_tpu is
+imported: TPU_ISA forces one, the default is the widest the host runs. The builds with FMA
+(avx512, avx2) give the same bits for the same inputs; the portable build rounds its
+contracted multiply-adds twice, so it only matches within rounding (ARCHITECTURE.md)."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torch_tpu._runtime
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RUNS = torch_tpu._runtime.host_runs()
+
+
+def _run(code, **env):
+    env = dict({k: v for k, v in os.environ.items() if k != "TPU_ISA"}, **env)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p.stdout
+
+
+def test_the_default_is_the_widest_build_the_host_runs():
+    assert RUNS[-1] == "portable" and RUNS == [n for n in torch_tpu._runtime.builds() if n in RUNS]
+    assert torch_tpu._runtime.load() == RUNS[0] or os.environ.get("TPU_ISA")
+
+
+MAPS = """
+import torch, torch_tpu._runtime
+torch.ones(3, device="tpu").sum().item()
+libs = sorted({l.split()[-1].rsplit("/", 1)[-1] for l in open("/proc/self/maps") if "libtpurt" in l})
+print(torch_tpu._runtime.load(), *libs)
+"""
+
+
+@pytest.mark.parametrize("isa", RUNS)
+def test_a_forced_build_is_the_only_runtime_in_the_process(isa):
+    """The extension links to libtpurt.so: it must get the build that was loaded, not a second copy."""
+    assert _run(MAPS, TPU_ISA=isa).split() == [isa, *sorted(["libtpurt-isa.so", torch_tpu._runtime.library_file(isa)])]
+
+
+def test_a_build_the_host_lacks_or_an_unknown_name_is_a_clear_error_at_first_use():
+    code = ("import torch\ntry:\n    torch.ones(1, device='tpu')\nexcept ValueError as e:\n    print(e)\n")
+    assert "TPU_ISA='avx9': expected one of avx512, avx2, portable" in _run(code, TPU_ISA="avx9")
+    lacking = [n for n in torch_tpu._runtime.builds() if n not in RUNS]
+    for isa in lacking:
+        assert f"TPU_ISA='{isa}': this host's CPU lacks" in _run(code, TPU_ISA=isa)
+    if len(RUNS) > 1:  # changed after import: the loaded build stays, and the error says why
+        late = f"import os, torch\nos.environ['TPU_ISA'] = 'portable'\n{code.split(chr(10), 1)[1]}"
+        assert "read when torch_tpu is imported" in _run(late)
+
+
+@pytest.fixture(scope="module")
+def per_build(tmp_path_factory):
+    out, procs = {}, {}
+    for isa in RUNS:
+        path = tmp_path_factory.mktemp(isa) / "results.pt"
+        procs[isa] = (path, subprocess.Popen([sys.executable, os.path.join(HERE, "isa_ops.py"), str(path)],
+                                             env=dict(os.environ, TPU_ISA=isa), stderr=subprocess.PIPE, text=True))
+    for isa, (path, proc) in procs.items():
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
+        saved = torch.load(path)
+        assert saved["isa"] == isa
+        out[isa] = saved["results"]
+    return out
+
+
+@pytest.mark.skipif(not {"avx512", "avx2"} <= set(RUNS), reason="needs a host with AVX-512")
+def test_avx512_and_avx2_builds_give_the_same_bits(per_build):
+    a, b = per_build["avx512"], per_build["avx2"]
+    assert a.keys() == b.keys()
+    differ = [n for n in a if not torch.equal(a[n].view(-1).view(torch.uint8), b[n].view(-1).view(torch.uint8))]
+    assert not differ, differ
+
+
+def test_the_portable_build_matches_within_rounding(per_build):
+    ref, port = per_build[RUNS[0]], per_build["portable"]
+    for name, t in port.items():
+        r = ref[name]
+        tol = {"atol": 1e-2, "rtol": 1e-2} if t.dtype in (torch.bfloat16, torch.float16) else {"atol": 1e-5, "rtol": 1e-4}
+        torch.testing.assert_close(t, r, **tol, msg=lambda m, n=name: f"{n}: {m}")

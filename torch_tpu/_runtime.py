@@ -1,0 +1,61 @@
+"""Loads the build of the C runtime for one instruction set, before the extension needs it.
+
+runtime/Makefile builds the whole library once per x86-64 level (tpurt.h's TPURT_ISA_LIST),
+each named libtpurt.so inside: the extension (and every graph torch.compile builds) asks the
+dynamic loader for libtpurt.so, which is then the build loaded here. TPU_ISA picks one; by
+default the widest this host runs. A value the host cannot run is not an import error (importing
+torch must not fail, as with CUDA): the portable build loads and the runtime names the value at
+the device's first use (chip.c), like every other TPU_* variable."""
+import ctypes
+import os
+import pathlib
+
+LIB = pathlib.Path(__file__).parent / "lib"
+_probe = None  # libtpurt-isa.so: which builds the host runs, before any is loaded
+_loaded = None  # the loaded build's handle
+
+
+def _isa_probe():
+    global _probe
+    if _probe is None:
+        _probe = ctypes.CDLL(str(LIB / "libtpurt-isa.so"))
+        _probe.tpurt_isa_name.restype = ctypes.c_char_p
+        _probe.tpurt_isa_host_runs.argtypes = [ctypes.c_char_p]
+        _probe.tpurt_isa_level.argtypes = [ctypes.c_char_p]
+        _probe.tpurt_isa_level.restype = ctypes.c_char_p
+    return _probe
+
+
+def builds() -> list:
+    """Every build's name, widest first."""
+    names, probe = [], _isa_probe()
+    while (name := probe.tpurt_isa_name(len(names))) is not None:
+        names.append(name.decode())
+    return names
+
+
+def host_runs() -> list:
+    """The builds this host's CPU runs (and that are installed), widest first."""
+    probe = _isa_probe()
+    return [n for n in builds() if probe.tpurt_isa_host_runs(n.encode()) and (LIB / library_file(n)).exists()]
+
+
+def level(name: str) -> str:
+    """The compiler's name of the build's x86-64 level (``-march=``)."""
+    return _isa_probe().tpurt_isa_level(name.encode()).decode()
+
+
+def library_file(name: str) -> str:
+    return "libtpurt.so" if name == "portable" else f"libtpurt-{name}.so"
+
+
+def load() -> str:
+    """Loads the build TPU_ISA names (else the widest the host runs); returns the name the
+    loaded library gives itself."""
+    global _loaded
+    if _loaded is None:
+        runs = host_runs()
+        wanted = os.environ.get("TPU_ISA") or runs[0]
+        _loaded = ctypes.CDLL(str(LIB / library_file(wanted if wanted in runs else "portable")))
+        _loaded.tpurt_isa.restype = ctypes.c_char_p
+    return _loaded.tpurt_isa().decode()

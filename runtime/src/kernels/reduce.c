@@ -412,22 +412,32 @@ static void sum_fin(const red_state* s, int64_t count, const red_ctx* c, red_val
 static void mean_fin(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
   o[0] = (red_val){s->f / (double)count, 0, 0};
 }
-/* 8 double lanes over float32: vectorizes, and the order depends only on n */
+/* 32 double lanes over float32: four independent vector chains with AVX-512, eight with AVX2
+ * (one chain was bound by the add's latency, not by memory), summed in a fixed tree, so the
+ * order depends only on n, never on the build or the thread count. */
+#define SUM_LANES 32
+static double sum_lanes(const double* a) {
+  double t[SUM_LANES / 2];
+  for (int j = 0; j < SUM_LANES / 2; j++) t[j] = a[j] + a[j + SUM_LANES / 2];
+  for (int w = SUM_LANES / 4; w >= 1; w /= 2)
+    for (int j = 0; j < w; j++) t[j] = t[j] + t[j + w];
+  return t[0];
+}
 static void sum_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, const red_ctx* c) {
-  double a[8] = {0}, t = 0;
+  double a[SUM_LANES] = {0}, t = 0;
   int64_t k = 0;
   if (c->flag) {
-    for (; k + 8 <= n; k += 8)
-      for (int j = 0; j < 8; j++) a[j] += isnan(v[k + j]) ? 0 : (double)v[k + j];
+    for (; k + SUM_LANES <= n; k += SUM_LANES)
+      for (int j = 0; j < SUM_LANES; j++) a[j] += isnan(v[k + j]) ? 0 : (double)v[k + j];
     for (; k < n; k++) t += isnan(v[k]) ? 0 : (double)v[k];
   } else {
-    for (; k + 8 <= n; k += 8) {
+    for (; k + SUM_LANES <= n; k += SUM_LANES) {
       __builtin_prefetch(v + k + 512); /* 2 KiB ahead: one core's streaming alone leaves memory idle */
-      for (int j = 0; j < 8; j++) a[j] += (double)v[k + j];
+      for (int j = 0; j < SUM_LANES; j++) a[j] += (double)v[k + j];
     }
     for (; k < n; k++) t += (double)v[k];
   }
-  s->f += (((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))) + t;
+  s->f += sum_lanes(a) + t;
 }
 static void sum_col_f32(double* acc, const float* x, int64_t n, const red_ctx* c) {
   if (c->flag) for (int64_t k = 0; k < n; k++) acc[k] += isnan(x[k]) ? 0 : (double)x[k];
@@ -451,7 +461,7 @@ static void csum_col(red_state* s, const void* x, int64_t n, int64_t idx, const 
   if (idx & 1) for (int64_t k = 0; k < n; k++) s[k].g += v[k];
   else for (int64_t k = 0; k < n; k++) s[k].f += v[k];
 }
-/* 8 double lanes as sum_row_f32; lane j always holds the parity of idx0 + j */
+/* 8 double lanes (fixed order, as sum_row_f32); lane j always holds the parity of idx0 + j */
 static void csum_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, const red_ctx* c) {
   double a[8] = {0}, t[2] = {0, 0};
   int64_t k = 0;

@@ -82,6 +82,32 @@ def test_plain_compile_of_tpu_graph_uses_tpu_code_generation():
     torch.testing.assert_close(got.cpu(), f(a).cpu())
 
 
+CACHED_GRAPH = """
+import torch
+def f(a):
+    return (a.exp() * 2).cumsum(0).amax(1)
+torch.manual_seed(0)
+a = torch.randn(64, 48, device="tpu")
+print((torch.compile(f)(a) - f(a)).abs().max().item())
+"""
+
+
+@pytest.mark.once
+def test_a_graph_cached_for_another_vector_isa_is_not_reused(tmp_path):
+    """Inductor's FX graph cache key lacks the vector ISA (torch 2.13): a tpu graph cached for
+    AVX-512 and loaded where Inductor generates AVX2 (another host sharing the cache dir,
+    emulated by ATEN_CPU_CAPABILITY) gave results off by 52 here, and heap corruption."""
+    from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+    other = "avx2" if "avx512" in str(pick_vec_isa()) else "default"
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path))
+    for extra in ({}, {"ATEN_CPU_CAPABILITY": other}):
+        p = subprocess.run([sys.executable, "-c", CACHED_GRAPH], env=dict(env, **extra), capture_output=True,
+                           text=True, timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        assert float(p.stdout.split()[-1]) < 1e-3, (extra, p.stdout)
+
+
 @pytest.mark.once
 def test_cpu_graphs_compile_to_the_same_code_with_and_without_torch_tpu():
     def code(autoload):

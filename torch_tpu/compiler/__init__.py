@@ -77,12 +77,20 @@ def decompositions(keep=("matmul",)):
 
 
 def _codegen_version():
-    """Hash of this package's code generation: part of Inductor's FX graph cache key, so a
-    cached wrapper written by another torch_tpu version is never reused."""
+    """Hash of this package's code generation and of the vector ISA Inductor generates C++ for:
+    part of Inductor's FX graph cache key, so a cached wrapper written by another torch_tpu
+    version, or for another ISA, is never reused. torch 2.13's key lacks the ISA: a graph cached
+    on an AVX-512 host and loaded on an AVX2 one (a shared or restored cache dir; or
+    ATEN_CPU_CAPABILITY=avx2) runs kernels written for 16 lanes with 8-lane vectors, which gave
+    wrong results and heap corruption (CPU graphs still do: that is PyTorch's to fix)."""
+    from torch._inductor.cpu_vec_isa import pick_vec_isa
+
     h = hashlib.sha256()
     for f in sorted(pathlib.Path(__file__).parent.glob("*.py")):
         h.update(f.read_bytes())
     h.update(repr(_C._runtime_version()).encode())
+    isa = pick_vec_isa()
+    h.update(f"{type(isa).__name__} {isa}".encode())
     return h.hexdigest()
 
 

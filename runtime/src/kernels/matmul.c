@@ -248,6 +248,7 @@ PACKERS(double, f64)
     T *bp, *c;                                                                                 \
     int64_t ldc;                                                                               \
     int64_t M, panels_m, chunks; /* rows, their MR-row panels, row chunks per B block */      \
+    int64_t col_groups;          /* each row chunk's columns cut in this many groups */       \
     int store;                   /* the first K block stores into C instead of adding */      \
   } gemm_job_##SFX;                                                                            \
   /* Column panels [p0, p1) of the B block (column-major B). */                               \
@@ -264,11 +265,21 @@ PACKERS(double, f64)
     _Alignas(64) T row[NC];                                                                    \
     pack_b_rows_##SFX(g->bp, g->B, g->k0, g->kc, ka, kb, g->j0, g->nc, g->pb, row);            \
   }                                                                                            \
-  /* Row chunks [q0, q1) of C against the packed B block. Chunk q is panels                  \
-   * [P*q/chunks, P*(q+1)/chunks): sizes differ by at most one panel, so equally fast threads  \
-   * finish together (fixed-size chunks left a remainder to one thread at every K block). */  \
+  /* Items [q0, q1) of C against the packed B block: item q is row chunk q / col_groups,     \
+   * column group q % col_groups. Chunk c is panels [P*c/chunks, P*(c+1)/chunks): sizes      \
+   * differ by at most one panel, so equally fast threads finish together (fixed-size chunks  \
+   * left a remainder to one thread at every K block); column groups likewise. */            \
   static void gemm_rows_##SFX(void* arg, int64_t q0, int64_t q1) {                             \
     const gemm_job_##SFX* g = arg;                                                             \
+    if (q1 - q0 > 1) { /* one item at a time: each has its own rows and columns */            \
+      for (int64_t q = q0; q < q1; q++) gemm_rows_##SFX(arg, q, q + 1);                        \
+      return;                                                                                  \
+    }                                                                                          \
+    int64_t panels_n = (g->nc + NR_##SFX - 1) / NR_##SFX, cg = q0 % g->col_groups;             \
+    int64_t c0 = panels_n * cg / g->col_groups * NR_##SFX;                                     \
+    int64_t c1 = panels_n * (cg + 1) / g->col_groups * NR_##SFX;                               \
+    if (c1 > g->nc) c1 = g->nc;                                                                \
+    q0 /= g->col_groups, q1 = q0 + 1;                                                          \
     _Alignas(64) T ap[KC * (MC + MR_##SFX)];                                                   \
     _Alignas(64) T row[KC];                                                                    \
     int64_t kcx = g->kc * g->x;                                                                \
@@ -283,7 +294,7 @@ PACKERS(double, f64)
       /* Runs of `run` steps, each added to the C tile: the f32 sums are those of K blocks  \
        * of `run` steps. Runs are the middle loop so a run's half of the B panel (16 KiB)    \
        * stays in L1 for all the row panels; the C tiles of one column panel stay in L2.    */\
-      for (int64_t jr = 0; jr < g->nc; jr += NR_##SFX)                                         \
+      for (int64_t jr = c0; jr < c1; jr += NR_##SFX)                                           \
         for (int64_t q = 0; q < kcx; q += run)                                                 \
           for (int64_t ir = 0; ir < mc; ir += MR_##SFX) {                                      \
             int mr = mc - ir < MR_##SFX ? (int)(mc - ir) : MR_##SFX;                           \
@@ -301,7 +312,7 @@ PACKERS(double, f64)
     if (x == 3) pa = pb = PASS_BF16X3;                                                         \
     int64_t kb = KC / x;                                                                       \
     int64_t panels_m = (M + MR_##SFX - 1) / MR_##SFX;                                          \
-    gemm_job_##SFX g = {A, B, pa, pb, x, 0, 0, 0, 0, ws, c, ldc, M, panels_m, 1, store};       \
+    gemm_job_##SFX g = {A, B, pa, pb, x, 0, 0, 0, 0, ws, c, ldc, M, panels_m, 1, 1, store};    \
     /* Row chunks: at least 4 per thread so a thread slowed by the machine gets fewer, each  \
      * at most MC rows (the A block) and at least 4 panels; a single chunk below ~1 MFLOP   \
      * per block (the hand-off costs more). */                                                \
@@ -311,6 +322,13 @@ PACKERS(double, f64)
       int64_t per = (panels_m + nt * (MC / MR_##SFX) - 1) / (nt * (MC / MR_##SFX));            \
       g.chunks = nt * (per < 4 ? 4 : per);                                                     \
       if (g.chunks > panels_m / 4) g.chunks = panels_m / 4 > 1 ? panels_m / 4 : 1;             \
+      /* few rows (a convolution's channels): cut the columns too, 4+ panels a group; each     \
+       * group packs its rows of A again, which costs little next to its products */           \
+      int64_t panels_n = ((N < NC ? N : NC) + NR_##SFX - 1) / NR_##SFX;                        \
+      if (g.chunks < 4 * nt) {                                                                 \
+        g.col_groups = (4 * nt + g.chunks - 1) / g.chunks;                                     \
+        if (g.col_groups > panels_n / 4) g.col_groups = panels_n / 4 > 1 ? panels_n / 4 : 1;   \
+      }                                                                                        \
     }                                                                                          \
     for (g.j0 = 0; g.j0 < N; g.j0 += NC) {                                                     \
       g.nc = N - g.j0 < NC ? N - g.j0 : NC;                                                    \
@@ -323,7 +341,7 @@ PACKERS(double, f64)
           tpurt_parallel_for(panels, small ? panels : 8, gemm_pack_b_cols_##SFX, &g);          \
         else                                                                                   \
           tpurt_parallel_for(g.kc, small ? g.kc : 64, gemm_pack_b_rows_##SFX, &g);              \
-        tpurt_parallel_for(g.chunks, 1, gemm_rows_##SFX, &g);                                  \
+        tpurt_parallel_for(g.chunks * g.col_groups, 1, gemm_rows_##SFX, &g);                   \
       }                                                                                        \
     }                                                                                          \
   }

@@ -24,6 +24,9 @@ for p in ("highest", "high", "default"):
     with torch.tpu.precision(p):
         out["mm_" + p] = (ta @ tb).cpu()
         out["mmT_" + p] = (ta.t().contiguous().t() @ tb).cpu()
+# few rows, many columns (a convolution's per-sample GEMM): the columns are cut across threads too
+few, wide = torch.randn(40, 700, generator=g).to("tpu"), torch.randn(700, 2000, generator=g).to("tpu")
+out["mm_few_rows"] = (few @ wide).cpu()
 out["bmm"] = torch.bmm(tx.view(8, 8, 3000), tx.view(8, 3000, 8)).cpu()
 out["gelu"] = torch.nn.functional.gelu(tx).cpu()
 out["add_bcast"] = (tx + tx[:1]).cpu()

@@ -59,51 +59,63 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
  * which elements a call computes, never an element's sum. */
 /* Each K block reads and writes all of C once: a long K block halves that traffic against
  * 256, which is what bounds the core when other tenants share the L3. The micro-kernel
- * still works in runs of KRUN steps (a B half-panel of 16 KiB, 32 KiB in AVX-512 builds). */
+ * still works in runs of KRUN steps (a B panel's run: 16 KiB with AVX2, 48 KiB with AVX-512). */
 #define KC 512 /* packed K per block */
 #define KRUN 256 /* packed steps the micro-kernel sums in registers before adding to C */
 #define MC 96  /* rows of A per block (A block: 192 KiB, L2); a multiple of every MR */
-#define NC 1024
+#define NC 1056 /* columns per block: a multiple of every NR (16, 48, 24, 8) */
 
-/* Registers: 16 vectors of 32 bytes with AVX2 (tiles 6 x 16 f32, 4 x 8 f64), 32 of 64 bytes
- * with AVX-512 (12 x 32, 8 x 16): accumulators plus two B vectors and the broadcast A value. */
+/* Registers: 16 vectors of 32 bytes with AVX2 (tiles of 6 rows x 2 vectors: 6 x 16 f32,
+ * 4 x 8 f64), 32 of 64 bytes with AVX-512 (8 rows x 3 vectors: 8 x 48 f32, 8 x 24 f64):
+ * accumulators plus the B vectors and the broadcast A value. 8 rows divide the channel
+ * counts of convolutions (64, 128, ...), which 12 rows left a partly empty panel in. */
 #ifdef __AVX512F__
 #define VEC_BYTES 64
-#define ROWS_F32 12
+#define VECS 3
+#define ROWS_F32 8
 #define ROWS_F64 8
 #else
 #define VEC_BYTES 32
+#define VECS 2
 #define ROWS_F32 6
 #define ROWS_F64 4
 #endif
-#define NR_MAX (2 * VEC_BYTES / 4) /* the widest tile's columns (f32) */
+#define NR_MAX (VECS * VEC_BYTES / 4) /* the widest tile's columns (f32) */
+/* The tile's B vectors as separate variables (an array of them was kept on the stack). */
+#if VECS == 3
+#define FOR_VECS(X) X(0) X(1) X(2)
+#else
+#define FOR_VECS(X) X(0) X(1)
+#endif
+#define MICRO_LOAD_B(h)                \
+  __typeof__(acc[0][0]) bv##h;         \
+  memcpy(&bv##h, b + (k * VECS + h) * w, sizeof bv##h);
+#define MICRO_FMA(h) acc[i][h] += ai * bv##h;
 
-/* GEMM_CORE(T, SFX, ROWS): W lanes per vector; the tile is ROWS x (2*W). fp-contract: the
+/* GEMM_CORE(T, SFX, ROWS): W lanes per vector; the tile is ROWS x (VECS*W). fp-contract: the
  * multiply-adds are FMAs in every build that has them.
  * C tile = (store ? 0 : C tile) + the sum of the kc packed steps. */
 #define GEMM_CORE(T, SFX, ROWS)                                                                 \
   typedef T v##SFX __attribute__((vector_size(VEC_BYTES)));                                    \
-  enum { W_##SFX = VEC_BYTES / sizeof(T), MR_##SFX = ROWS, NR_##SFX = 2 * W_##SFX };           \
+  enum { W_##SFX = VEC_BYTES / sizeof(T), MR_##SFX = ROWS, NR_##SFX = VECS * W_##SFX };        \
   __attribute__((optimize("fp-contract=fast"))) static void micro_##SFX(int64_t kc, const T* restrict a, const T* restrict b,    \
                                       T* restrict c, int64_t ldc, int mr, int nr, int store) {  \
-    v##SFX acc[ROWS][2];                                                                        \
+    v##SFX acc[ROWS][VECS];                                                                     \
+    const int64_t w = W_##SFX;                                                                 \
     memset(acc, 0, sizeof acc);                                                                \
     for (int i = 0; i < ROWS; i++) /* the C tile is needed after the loop: fetch it now */     \
-      __builtin_prefetch(c + i * ldc, 1), __builtin_prefetch(c + i * ldc + 2 * W_##SFX - 1, 1);      \
+      __builtin_prefetch(c + i * ldc, 1), __builtin_prefetch(c + i * ldc + NR_##SFX - 1, 1);    \
     _Pragma("GCC unroll 4")                                                                    \
     for (int64_t k = 0; k < kc; k++) {                                                         \
-      v##SFX b0, b1;                                                                           \
-      memcpy(&b0, b + k * 2 * W_##SFX, sizeof b0);                                                   \
-      memcpy(&b1, b + k * 2 * W_##SFX + W_##SFX, sizeof b1);                                               \
+      FOR_VECS(MICRO_LOAD_B)                                                                   \
       for (int i = 0; i < ROWS; i++) {                                                          \
         T ai = a[k * ROWS + i];                                                                 \
-        acc[i][0] += ai * b0;                                                                  \
-        acc[i][1] += ai * b1;                                                                  \
+        FOR_VECS(MICRO_FMA)                                                                    \
       }                                                                                        \
     }                                                                                          \
-    if (mr == ROWS && nr == 2 * W_##SFX) { /* full tile: vector read-modify-write of C */           \
+    if (mr == ROWS && nr == NR_##SFX) { /* full tile: vector read-modify-write of C */         \
       for (int i = 0; i < ROWS; i++)                                                           \
-        for (int h = 0; h < 2; h++) {                                                          \
+        for (int h = 0; h < VECS; h++) {                                                       \
           v##SFX cv = acc[i][h];                                                               \
           if (!store) {                                                                        \
             v##SFX old;                                                                        \
@@ -292,8 +304,8 @@ PACKERS(double, f64)
       int64_t mc = r1 - i0 < MC ? r1 - i0 : MC;                                                \
       pack_a_##SFX(ap, g->A, i0, mc, g->k0, g->kc, g->pa, row);                                \
       /* Runs of `run` steps, each added to the C tile: the f32 sums are those of K blocks  \
-       * of `run` steps. Runs are the middle loop so a run's half of the B panel (16 KiB)    \
-       * stays in L1 for all the row panels; the C tiles of one column panel stay in L2.    */\
+       * of `run` steps. Runs are the middle loop so a run of the B panel (16-48 KiB)         \
+       * stays in L1 (AVX2) or L2 for all the row panels; C tiles of a column panel in L2.   */\
       for (int64_t jr = c0; jr < c1; jr += NR_##SFX)                                           \
         for (int64_t q = 0; q < kcx; q += run)                                                 \
           for (int64_t ir = 0; ir < mc; ir += MR_##SFX) {                                      \

@@ -76,6 +76,23 @@ def test_avx512_and_avx2_builds_give_the_same_bits(per_build):
     assert not differ, differ
 
 
+# The op tests of the kernels whose code the instruction set changes most (vector loops, fused
+# multiply-adds, the GEMM tile); `make test-isa` runs all of them on every build.
+VECTOR_HEAVY = ("mm or conv or softmax or gelu or layer_norm or sum or exp or tanh or sigmoid or silu or adam or "
+                "attention or norm or lerp or addcmul or cumsum or var")
+
+
+@pytest.mark.once
+@pytest.mark.parametrize("isa", RUNS[1:])
+def test_op_tests_pass_on_the_other_builds(isa):
+    """The default build runs every op test in the suite; the others run the vector-heavy ones."""
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", VECTOR_HEAVY,
+                        os.path.join(HERE, "test_ops.py")], env=dict(os.environ, TPU_ISA=isa),
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout[-3000:]
+    assert " passed" in p.stdout.splitlines()[-1]
+
+
 def test_the_portable_build_matches_within_rounding(per_build):
     ref, port = per_build[RUNS[0]], per_build["portable"]
     for name, t in port.items():

@@ -2,7 +2,7 @@
 PY ?= python3
 PIP := $(PY) -m pip install -q --disable-pip-version-check
 
-.PHONY: setup demo test test-c test-py test-isa test-wheel wheel-suite bench
+.PHONY: setup demo test test-c test-py test-asan test-asan-quick test-isa test-wheel wheel-suite bench
 setup:
 	@# Debian packages: ccache (faster rebuilds), chromium (the porting report's browser test)
 	@for pkg in ccache chromium; do command -v $$pkg >/dev/null 2>&1 || apt-get install -y -q $$pkg >/dev/null 2>&1 || \
@@ -14,13 +14,43 @@ setup:
 demo: setup
 	$(PY) demo/train_gpt.py
 
-test: setup test-c test-py
+test: setup test-c test-asan-quick test-py
 
 test-c:
 	$(MAKE) -s -C runtime test test-tsan
 
 test-py:
 	$(PY) -m pytest -q tests
+
+# The Python tests that drive the kernels, against the runtime built with ASan + UBSan
+# (TPU_SANITIZER=asan; compiled for the host's widest instruction set: the vector code that
+# ships). libstdc++ is preloaded beside the ASan runtime so that its __cxa_throw interceptor
+# finds the real one (torch throws through it). Reports go to files, so that one written by a
+# subprocess fails the run too. Leaks are checked by the C tests (`make -C runtime test`): at a
+# Python process's exit LSan reports what Python and torch keep, and its suppressions match any
+# frame of a stack, so they would hide the runtime's allocations made from Python threads too.
+# The conformance worker's simulated segfault is left out (ASan reports the signal).
+ASAN_LOGS := /tmp/torch_tpu_asan
+ASAN_RUN = rm -rf $(ASAN_LOGS) && mkdir -p $(ASAN_LOGS) && TPU_SANITIZER=asan \
+	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libstdc++.so)" \
+	ASAN_OPTIONS=detect_leaks=0:alloc_dealloc_mismatch=0:log_path=$(ASAN_LOGS)/asan \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(ASAN_LOGS)/ubsan \
+	$(PY) -m pytest -q -p no:cacheprovider
+ASAN_CHECK = if ls $(ASAN_LOGS)/* >/dev/null 2>&1; then cat $(ASAN_LOGS)/*; exit 1; fi
+test-asan: setup
+	$(MAKE) -s -C runtime asan
+	$(ASAN_RUN) tests/test_ops.py tests/test_models.py tests/test_conv_models.py tests/test_conformance.py \
+		tests/test_fuzz_ops.py tests/test_fuzz_regressions.py tests/test_threads.py tests/test_fused_eager.py \
+		tests/test_optimizers.py tests/test_fft.py tests/test_complex_math.py tests/test_linalg_decomp.py \
+		tests/test_scratch_plans.py -k "not worker_crash"
+	@$(ASAN_CHECK)
+
+# `make test`'s share of it: the model tests and the op tests of the vector-heavy kernels.
+test-asan-quick:
+	$(MAKE) -s -C runtime asan
+	$(ASAN_RUN) tests/test_models.py tests/test_conv_models.py tests/test_ops.py \
+		-k "models or mm or conv or softmax or layer_norm or attention or gelu or sum or adam"
+	@$(ASAN_CHECK)
 
 # The op tests once per build of the runtime this host runs (TPU_ISA; `make test` runs them on the
 # default build and a subset on the others, tests/test_isa.py).

@@ -27,7 +27,7 @@ class BuildRuntimeThenExtension(BuildExtension):
             dest = os.path.join(self.build_lib, "torch_tpu", "lib")
             os.makedirs(dest, exist_ok=True)
             for name in os.listdir(lib_dir):  # a build per instruction set, and libtpurt-isa.so
-                if name.startswith("libtpurt") and name.endswith(".so"):
+                if name.startswith("libtpurt") and name.endswith(".so") and name != "libtpurt-asan.so":
                     shutil.copy2(os.path.join(lib_dir, name), dest)
         super().run()
 
@@ -51,4 +51,5 @@ setup(
     ],
     cmdclass={"build_ext": BuildRuntimeThenExtension.with_options(use_ninja=True)},
     package_data={"torch_tpu": ["lib/libtpurt*.so", "specs/*.json"]},
+    exclude_package_data={"torch_tpu": ["lib/libtpurt-asan.so"]},  # make test-asan's build
 )

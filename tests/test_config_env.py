@@ -26,6 +26,7 @@ BAD = [
     ("TPU_VISIBLE_CHIPS", "9", {"TPU_ACCELERATOR_TYPE": "v6e-8"}),
     ("TPU_VISIBLE_CHIPS", "0;1", {"TPU_ACCELERATOR_TYPE": "v6e-8"}),
     ("TPU_ISA", "avx9", {}),  # tests/test_isa.py: a build the host lacks, and TPU_ISA set after import
+    ("TPU_SANITIZER", "msan", {}),
     ("TPU_NUM_THREADS", "0", {}),
     ("TPU_NUM_THREADS", "two", {}),
     ("TPU_HBM_BYTES", "1e9", {}),

@@ -50,12 +50,16 @@ def library_file(name: str) -> str:
 
 
 def load() -> str:
-    """Loads the build TPU_ISA names (else the widest the host runs); returns the name the
-    loaded library gives itself."""
+    """Loads the build TPU_ISA names (else the widest the host runs), or with TPU_SANITIZER=asan
+    the sanitized build (`make test-asan`), when it is there; returns the name of the
+    instruction set the loaded library was compiled for."""
     global _loaded
     if _loaded is None:
         runs = host_runs()
         wanted = os.environ.get("TPU_ISA") or runs[0]
-        _loaded = ctypes.CDLL(str(LIB / library_file(wanted if wanted in runs else "portable")))
+        file = library_file(wanted if wanted in runs else "portable")
+        if os.environ.get("TPU_SANITIZER") == "asan" and (LIB / "libtpurt-asan.so").exists():
+            file = "libtpurt-asan.so"  # it must come after the ASan runtime: LD_PRELOAD (make test-asan)
+        _loaded = ctypes.CDLL(str(LIB / file))
         _loaded.tpurt_isa.restype = ctypes.c_char_p
     return _loaded.tpurt_isa().decode()

@@ -441,6 +441,8 @@ tpurt_status tpurt_host_kernel_launch(int32_t stream, tpurt_host_kernel_fn fn, c
   X("portable", "x86-64", "nothing beyond x86-64 (the only build on other CPUs)")
 /* The instruction set this library was compiled for: a name of the list. */
 const char* tpurt_isa(void);
+/* "asan" for the build with AddressSanitizer + UBSan (runtime/Makefile `asan`), else NULL. */
+const char* tpurt_sanitizer(void);
 /* The i-th name of the list (widest first), NULL past its end. */
 const char* tpurt_isa_name(int i);
 /* What the named build needs from the CPU, and the compiler's name of that level (static
@@ -460,6 +462,7 @@ int tpurt_isa_host_runs(const char* name);
   X(TPURT_ENV_LAUNCH_BLOCKING, "TPU_LAUNCH_BLOCKING", "1: debug eager mode, every op synchronous")           \
   X(TPURT_ENV_DEFER_AND_FUSE, "TORCH_TPU_DEFER_AND_FUSE", "1: fused eager mode, elementwise chains run as one command (TPU_LAUNCH_BLOCKING wins)") \
   X(TPURT_ENV_ISA, "TPU_ISA", "the kernels' instruction set: avx512, avx2 or portable (default: the widest this host runs; read when torch_tpu is imported)") \
+  X(TPURT_ENV_SANITIZER, "TPU_SANITIZER", "asan: load the runtime built with ASan + UBSan (make test-asan; needs the ASan runtime in LD_PRELOAD)") \
   X(TPURT_ENV_NUM_THREADS, "TPU_NUM_THREADS", "host threads the emulated chip computes with (default: all CPUs)") \
   X(TPURT_ENV_HBM_BYTES, "TPU_HBM_BYTES", "override each chip's HBM capacity in bytes (tests of OOM)")        \
   X(TPURT_ENV_EXPLAIN_RECOMPILES, "TPU_EXPLAIN_RECOMPILES", "1: torch.compile(backend='tpu') prints each recompile's cause") \

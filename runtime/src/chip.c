@@ -219,6 +219,11 @@ static void configure(void) {
   if (isa && strcmp(isa, tpurt_isa()) != 0)
     CONFIG_ERROR("TPU_ISA='%s', but the %s build of the runtime is loaded: TPU_ISA is read when torch_tpu is "
                  "imported, so set it before importing torch", isa, tpurt_isa());
+  const char* san = tpurt_env_get(TPURT_ENV_SANITIZER);
+  if (san && strcmp(san, "asan") != 0) CONFIG_ERROR("TPU_SANITIZER='%s': expected asan (or unset)", san);
+  if (san && !tpurt_sanitizer())
+    CONFIG_ERROR("TPU_SANITIZER='%s', but the runtime loaded is not the sanitized build: build it with `make -C "
+                 "runtime asan`, and set TPU_SANITIZER before importing torch", san);
   const char* threads = tpurt_env_get(TPURT_ENV_NUM_THREADS);
   long n;
   if (threads && (!parse_count(threads, &n) || n < 1))

@@ -28,6 +28,14 @@ const char* tpurt_isa(void) {
 #endif
 }
 
+const char* tpurt_sanitizer(void) {
+#ifdef __SANITIZE_ADDRESS__
+  return "asan";
+#else
+  return NULL;
+#endif
+}
+
 const char* tpurt_isa_name(int i) { return i >= 0 && i < ISA_COUNT ? isas[i].name : NULL; }
 
 static const isa_entry* find(const char* name) {

@@ -29,11 +29,12 @@ test-py:
 # subprocess fails the run too. Leaks are checked by the C tests (`make -C runtime test`): at a
 # Python process's exit LSan reports what Python and torch keep, and its suppressions match any
 # frame of a stack, so they would hide the runtime's allocations made from Python threads too.
-# The conformance worker's simulated segfault is left out (ASan reports the signal).
+# The conformance worker's simulated segfault is left out (ASan reports the signal); requests
+# beyond any memory (tests of the OutOfMemoryError) return NULL as without ASan.
 ASAN_LOGS := /tmp/torch_tpu_asan
 ASAN_RUN = rm -rf $(ASAN_LOGS) && mkdir -p $(ASAN_LOGS) && TPU_SANITIZER=asan \
 	LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libstdc++.so)" \
-	ASAN_OPTIONS=detect_leaks=0:alloc_dealloc_mismatch=0:log_path=$(ASAN_LOGS)/asan \
+	ASAN_OPTIONS=detect_leaks=0:alloc_dealloc_mismatch=0:allocator_may_return_null=1:log_path=$(ASAN_LOGS)/asan \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(ASAN_LOGS)/ubsan \
 	$(PY) -m pytest -q -p no:cacheprovider
 ASAN_CHECK = if ls $(ASAN_LOGS)/* >/dev/null 2>&1; then cat $(ASAN_LOGS)/*; exit 1; fi

@@ -37,7 +37,7 @@ ASAN_RUN = rm -rf $(ASAN_LOGS) && mkdir -p $(ASAN_LOGS) && TPU_SANITIZER=asan \
 	ASAN_OPTIONS=detect_leaks=0:alloc_dealloc_mismatch=0:allocator_may_return_null=1:log_path=$(ASAN_LOGS)/asan \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(ASAN_LOGS)/ubsan \
 	$(PY) -m pytest -q -p no:cacheprovider
-ASAN_CHECK = if ls $(ASAN_LOGS)/* >/dev/null 2>&1; then cat $(ASAN_LOGS)/*; exit 1; fi
+ASAN_CHECK = if grep -l -E "ERROR: |runtime error" $(ASAN_LOGS)/* 2>/dev/null; then cat $(ASAN_LOGS)/*; exit 1; fi
 test-asan: setup
 	$(MAKE) -s -C runtime asan
 	$(ASAN_RUN) tests/test_ops.py tests/test_models.py tests/test_conv_models.py tests/test_conformance.py \

@@ -133,6 +133,15 @@ static long topology_chips(const char* t, int dims) {
   return n == dims ? product : 0;
 }
 
+/* The builds' names, comma-separated (only those this host runs, when `host_runs`). */
+static const char* isa_names(char* buf, size_t size, int host_runs) {
+  buf[0] = 0;
+  for (int i = 0; tpurt_isa_name(i); i++)
+    if (!host_runs || tpurt_isa_host_runs(tpurt_isa_name(i)))
+      snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", buf[0] ? ", " : "", tpurt_isa_name(i));
+  return buf;
+}
+
 static void configure(void) {
   const char* type = tpurt_env_get(TPURT_ENV_ACCELERATOR_TYPE);
   if (!type) type = "v6e-1";
@@ -203,19 +212,12 @@ static void configure(void) {
     for (int i = 0; i < host_chips && i < TPURT_MAX_DEVICES; i++) cfg.global_index[cfg.count++] = first + i;
   }
   const char* isa = tpurt_env_get(TPURT_ENV_ISA);
-  if (isa && !tpurt_isa_needs(isa)) {
-    char names[64] = "";
-    for (int i = 0; tpurt_isa_name(i); i++)
-      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", tpurt_isa_name(i));
-    CONFIG_ERROR("TPU_ISA='%s': expected one of %s", isa, names);
-  }
-  if (isa && !tpurt_isa_host_runs(isa)) {
-    char runs[64] = "";
-    for (int i = 0; tpurt_isa_name(i); i++)
-      if (tpurt_isa_host_runs(tpurt_isa_name(i)))
-        snprintf(runs + strlen(runs), sizeof runs - strlen(runs), "%s%s", *runs ? ", " : "", tpurt_isa_name(i));
-    CONFIG_ERROR("TPU_ISA='%s': this host's CPU lacks %s; it runs %s", isa, tpurt_isa_needs(isa), runs);
-  }
+  char names[64];
+  if (isa && !tpurt_isa_needs(isa))
+    CONFIG_ERROR("TPU_ISA='%s': expected one of %s", isa, isa_names(names, sizeof names, 0));
+  if (isa && !tpurt_isa_host_runs(isa))
+    CONFIG_ERROR("TPU_ISA='%s': this host's CPU lacks %s; it runs %s", isa, tpurt_isa_needs(isa),
+                 isa_names(names, sizeof names, 1));
   if (isa && strcmp(isa, tpurt_isa()) != 0)
     CONFIG_ERROR("TPU_ISA='%s', but the %s build of the runtime is loaded: TPU_ISA is read when torch_tpu is "
                  "imported, so set it before importing torch", isa, tpurt_isa());

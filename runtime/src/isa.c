@@ -75,8 +75,10 @@ int tpurt_isa_host_runs(const char* name) {
 
 #ifdef TPURT_ISA_PROBE
 #include <stdio.h>
-/* Prints the widest build this host runs. */
-int main(void) {
+/* No argument: prints the widest build this host runs. `level NAME`: the compiler's name of the
+ * build's x86-64 level (runtime/Makefile's -march, so the list above is the only one). */
+int main(int argc, char** argv) {
+  if (argc == 3 && strcmp(argv[1], "level") == 0) return tpurt_isa_level(argv[2]) ? puts(tpurt_isa_level(argv[2])) < 0 : 1;
   for (int i = 0; tpurt_isa_name(i); i++)
     if (tpurt_isa_host_runs(tpurt_isa_name(i))) return puts(tpurt_isa_name(i)) < 0;
   return 1;

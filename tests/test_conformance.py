@@ -65,6 +65,7 @@ def test_summary_and_report(inprocess):
     assert summary["families"]["ALL"]["ops"] == 3
     md = (out / "conformance.md").read_text()
     assert "Remaining gaps" in md and FALLBACK_OP in md
+    assert "tpu build" in md.splitlines()[2]   # the provenance line: commit, torch, build
     data = json.loads((out / "conformance.json").read_text())
     assert data["summary"]["families"]["ALL"]["fwd_samples"] > 0
     cols, rows = conf.render_table(summary)

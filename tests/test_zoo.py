@@ -45,3 +45,18 @@ def test_tier2_model_passes(model_type):
     assert rec["verdict"] == "PASS", rec
     assert rec["fallbacks"] == {}, rec["fallbacks"]
     assert rec["loss"] == "head" and set(rec["errors"]) == {"logits", "loss", "grad", "loss_curve"}
+
+
+def test_summary_names_the_code_its_records_ran_on():
+    """A committed summary must say which commit made its figures, and a resumed sweep's
+    records from other commits are named, not claimed for this one."""
+    from harness import summary_sections
+
+    from torch_tpu import provenance
+    here = provenance.stamp()
+    _, lines = summary_sections([{"verdict": "PASS", "commit": here["commit"]},
+                                 {"verdict": "PASS", "commit": "0123456789ab"}])
+    assert f"torch {here['torch']}" in lines[0] and f"tpu build {here['isa']}" in lines[0]
+    assert "0123456789ab" in lines[0]
+    if here["commit"]:   # the wheel suite runs outside any checkout
+        assert here["commit"] in lines[0]

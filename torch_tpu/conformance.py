@@ -32,6 +32,7 @@ import warnings
 
 import torch
 
+from . import provenance
 from .compare import check_like_cpu
 
 DTYPES = {
@@ -777,6 +778,7 @@ def sweep(args):
     pending = None              # op keys still to run, known after the first worker reports them
     progress = None
     crashes = 0
+    commit = provenance.stamp()["commit"]
     while pending is None or pending:
         chunk = pending[: args.chunk] if pending is not None else None
         proc, pipe = _spawn(args, chunk if chunk is not None else names, done, log)
@@ -811,6 +813,8 @@ def sweep(args):
                             current, finished = None, True   # chunk complete: next worker
                             proc.kill()
                     elif t == "rec":
+                        if msg["kind"] == "op_done":
+                            msg["commit"] = commit
                         sink.write(json.dumps(msg) + "\n")
                         progress.record(msg)
                         if msg["kind"] == "op_done":
@@ -950,6 +954,7 @@ def summarize(records, native_registered=None):
                 if t["pass"] < t["total"]:
                     sem["failing_ops"].append(f"{r['op']}: {t['failures'][0] if t['failures'] else ''}"[:300])
     return {
+        "commits": sorted({r["commit"] for r in recs if r["kind"] == "op_done" and r.get("commit")}),
         "families": table,
         "semantics": dict(semantics),
         "error_inputs": dict(errs),
@@ -1015,7 +1020,7 @@ def render_md(summary, args_desc):
     cols, rows = render_table(summary)
     e = summary["error_inputs"]
     lines = [
-        "# torch_tpu OpInfo conformance", "",
+        "# torch_tpu OpInfo conformance", "", provenance.describe(summary.get("commits", ())), "",
         f"Run: `{args_desc}`. Statuses per (OpInfo, dtype): pass = every sample matched CPU and ran natively; "
         "fallback = matched but some aten op ran on the CPU fallback; mismatch / error (raised on tpu only) / "
         "timeout / crash; skip = dtype unsupported on CPU or no runnable sample. fwd/bwd match = samples "

@@ -111,12 +111,14 @@ def sweep(fn, models, log, timeout, resume, args=(), rerun=()):
     counts = {}
     for r in done.values():
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    from torch_tpu import provenance
+    commit = provenance.stamp()["commit"]
     for i, m in enumerate(models):
         progress(i, len(models), counts, m)
         if m in done:
             continue
         t0 = time.time()
-        rec = {"model_type": m, "fallbacks": {}, **run_forked(fn, (m, *args), timeout)}
+        rec = {"model_type": m, "fallbacks": {}, **run_forked(fn, (m, *args), timeout), "commit": commit}
         rec["wall_s"] = round(time.time() - t0, 1)
         done[m] = rec
         counts[rec["verdict"]] = counts.get(rec["verdict"], 0) + 1
@@ -127,11 +129,13 @@ def sweep(fn, models, log, timeout, resume, args=(), rerun=()):
 
 
 def summary_sections(records):
-    """(counts, Markdown lines): the verdict table and the ops that fell back."""
+    """(counts, Markdown lines): where the records came from, the verdict table and the ops that fell back."""
+    from torch_tpu import provenance
     counts = {}
     for r in records:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    lines = ["| verdict | count |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(counts.items())]
+    lines = [provenance.describe(r.get("commit") for r in records), "",
+             "| verdict | count |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(counts.items())]
     fb = {}
     for r in records:
         for op in r.get("fallbacks", {}):

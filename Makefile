@@ -4,10 +4,12 @@ PIP := $(PY) -m pip install -q --disable-pip-version-check
 
 .PHONY: setup demo test test-c test-py test-asan test-asan-quick test-isa test-wheel wheel-suite bench
 setup:
-	@# Debian packages: ccache (faster rebuilds), chromium (the porting report's browser test)
-	@for pkg in ccache chromium; do command -v $$pkg >/dev/null 2>&1 || apt-get install -y -q $$pkg >/dev/null 2>&1 || \
+	@# Debian packages: ccache (faster rebuilds), chromium (the porting report's browser test), clang-16
+	@# and its runtime libraries (the C fuzz target, runtime/fuzz: clang 14 has no _Float16 on x86)
+	@for pkg in ccache chromium clang-16 libclang-rt-16-dev; do command -v $$pkg >/dev/null 2>&1 || \
+		dpkg -s $$pkg >/dev/null 2>&1 || apt-get install -y -q $$pkg >/dev/null 2>&1 || \
 		(apt-get update -q >/dev/null 2>&1 && apt-get install -y -q $$pkg >/dev/null 2>&1) || \
-		echo "$$pkg not installed: it is optional (see the Makefile)"; done
+		echo "$$pkg not installed (see the Makefile)"; done
 	$(PIP) -r requirements.txt
 	$(PIP) --no-build-isolation -e .
 
@@ -17,7 +19,7 @@ demo: setup
 test: setup test-c test-asan-quick test-py
 
 test-c:
-	$(MAKE) -s -C runtime test test-tsan
+	$(MAKE) -s -C runtime test test-tsan fuzz
 
 test-py:
 	$(PY) -m pytest -q tests

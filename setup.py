@@ -32,7 +32,8 @@ class BuildRuntimeThenExtension(BuildExtension):
         super().run()
 
 
-os.environ.setdefault("CCACHE_BASEDIR", ROOT)  # cache hits across clones of the repo
+os.environ.setdefault("CCACHE_BASEDIR", ROOT)  # cache hits across clones of the repo,
+os.environ.setdefault("CCACHE_NOHASHDIR", "true")  # -g builds too (their debug info names the first clone)
 if os.path.isdir(CCACHE_DIR) and CCACHE_DIR not in os.environ.get("PATH", ""):
     os.environ["PATH"] = CCACHE_DIR + os.pathsep + os.environ.get("PATH", "")
 

@@ -1,5 +1,5 @@
-"""What the property-based tests (test_fuzz_ops.py) found, each kept as a plain regression test:
-the tpu gives CPU's result or CPU's exception, type and message."""
+"""What the property-based tests (test_fuzz_ops.py) and the C fuzz target (runtime/fuzz) found,
+each kept as a plain regression test: the tpu gives CPU's result or CPU's exception, type and message."""
 import pytest
 import torch
 
@@ -60,6 +60,19 @@ EMPTY = {
     "conv_transpose1d output too small": lambda d: torch.nn.functional.conv_transpose1d(
         torch.ones(1, 1, 1, device=d), torch.ones(1, 1, 1, device=d), padding=1),
 }
+
+
+@pytest.mark.parametrize("shape,normalized", [((6, 0, 5), [6, 0, 5]), ((2, 0), [0]), ((2, 0, 3), [0, 3])])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.float64])
+def test_layer_norm_over_no_elements(shape, normalized, dtype):
+    """The C fuzz target: a normalized shape with a 0 in a leading dim read a row of the empty input
+    (out of bounds), and rstd was 1/sqrt(eps) where CPU's is NaN (the variance of nothing)."""
+    x = torch.empty(shape, dtype=dtype)
+    cpu = torch.native_layer_norm(x, normalized, None, None, 1e-5)
+    tpu = torch.native_layer_norm(x.to("tpu"), normalized, None, None, 1e-5)
+    for c, t in zip(cpu, tpu):
+        torch.testing.assert_close(t.cpu(), c, equal_nan=True)
+    assert tpu[2].isnan().all()
 
 
 @pytest.mark.parametrize("case", sorted(EMPTY))

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define TPURT_VERSION_MAJOR 0
-#define TPURT_VERSION_MINOR 10
+#define TPURT_VERSION_MINOR 11
 
 /* ---------------------------------------------------------------- status codes */
 /* X(code, value, the c10 error class the C++ boundary throws, which PyTorch turns into the
@@ -269,8 +269,14 @@ int tpurt_op_flags(int op);
  * stream). In fused mode (since 0.5) an elementwise call over dense tensors may instead wait in
  * the stream's chain, which is enqueued before anything else reaches or observes the stream;
  * the tensors' memory must stay valid until then, as for any enqueued call (the allocator's
- * blocks do). Shape and dtype validation is the caller's (PyTorch's meta functions); kernels
- * report what only they can see, such as an index out of range. */
+ * blocks do). Every entry point that takes a call (launch, plan, cost, graph) first checks its
+ * structure (since 0.11): op id, argument counts, each value's kind against the op's ATen schema,
+ * list counts and pointers, and each tensor descriptor (dtype, 0-16 dims, sizes >= 0, an element
+ * count and byte span int64 counts, an address span that does not wrap; launches also need data
+ * for every non-empty tensor), and refuses a malformed call (TPURT_ERR_VALUE, TYPE or
+ * UNSUPPORTED). Whether the shapes and dtypes suit the op, and whether a view lies inside its
+ * memory, is the caller's (PyTorch's meta functions and allocator); kernels report what only they
+ * can see, such as an index out of range. runtime/fuzz holds the fuzz target of this contract. */
 tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* call);
 /* Run an op in stream order and return its own status: waits for `stream` (an earlier
  * failure comes back as that asynchronous one), then runs the kernel on the calling thread,

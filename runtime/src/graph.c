@@ -88,7 +88,7 @@ static tpurt_tensor* ref_tensor(tpurt_op_call* c, const tpurt_graph_ref* r) {
 
 tpurt_status tpurt_graph_add_call(tpurt_graph* g, const tpurt_op_call* call, const tpurt_graph_ref* refs, int nrefs) {
   tpurt_status s = fixed(g);
-  if (!s) s = tpurt_check_call(call);
+  if (!s) s = tpurt_check_call(call, 0);
   if (s) return s;
   gcall gc = {malloc(sizeof(tpurt_op_call) + tpurt_call_lists_size(call)), malloc(sizeof *refs * (size_t)(nrefs + 1)),
               nrefs, {0}};

@@ -44,7 +44,13 @@ tpurt_plan_fn tpurt_op_plan_hook(int op);
 /* The launch path's decisions (launch.c), shared with the plan step: a call the runtime can
  * take at all (op id, argument counts); one that runs on the calling thread; one whose output
  * overlaps an input (the kernel then writes private temporaries that are copied out). */
-tpurt_status tpurt_check_call(const tpurt_op_call* c);
+tpurt_status tpurt_check_call(const tpurt_op_call* c, int need_data);
+/* validate.c: the call's structure and every tensor descriptor (dtype, rank, sizes, a byte span
+ * int64 can count; with need_data, data for every non-empty tensor). */
+tpurt_status tpurt_check_descriptors(const tpurt_op_call* c, int need_data);
+/* The kinds each argument of a valid op id may take, a bit per tpurt_value_kind, for the first
+ * (returned) count arguments; -1: not checked (internal ops). */
+int tpurt_op_arg_kinds(int op, const uint16_t** masks);
 int tpurt_op_runs_blocking(const tpurt_op_call* c);
 int tpurt_needs_private_outputs(const tpurt_op_call* c);
 /* A call copied into dst, which has tpurt_call_lists_size(c) bytes after the struct for its

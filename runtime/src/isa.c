@@ -1,6 +1,9 @@
 /* Which instruction set this build of the library was compiled for, and which builds the host
  * CPU runs. Also built alone (libtpurt-isa.so) so that torch_tpu can ask before it loads a
  * build of the runtime, and as the Makefile's probe of the host (TPURT_ISA_PROBE). */
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <string.h>
 
 #include "tpurt.h"
@@ -62,7 +65,9 @@ int tpurt_isa_host_runs(const char* name) {
   if (strcmp(e->name, "portable") == 0) return 1;
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
-  int v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
+  unsigned eax, ebx, ecx = 0, edx; /* F16C from CPUID: clang's __builtin_cpu_supports has no name for it */
+  __get_cpuid(1, &eax, &ebx, &ecx, &edx);
+  int v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && (ecx & bit_F16C) &&
            __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
   if (strcmp(e->name, "avx2") == 0) return v3;
   return v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

@@ -31,6 +31,12 @@ typedef struct op_kind {
 #define K_DATA {TPURT_KIND_DATA_SIZED, -1, TPURT_IDENTITY_NONE, {-1, -1}}
 #define K_RANDOM {TPURT_KIND_RANDOM, -1, TPURT_IDENTITY_NONE, {-1, -1}}
 
+/* The value kinds each argument may take (args.gen.h's TPURT_KINDS_<kernel>): validate.c. */
+typedef struct arg_kinds {
+  int count;
+  uint16_t mask[TPURT_MAX_ARGS];
+} arg_kinds;
+
 typedef struct op_entry {
   const char* kernel;
   tpurt_kernel_fn fn;
@@ -40,11 +46,13 @@ typedef struct op_entry {
   const struct ew_op* const* ew;
   const struct red_link* red;
   tpurt_status (*plan)(const tpurt_op_call* call, tpurt_plan* plan);
+  arg_kinds kinds;
 } op_entry;
 
 static const op_entry ops[] = {
 #define OP(kernel, kind, flags, names) \
-  {#kernel, tpurt_kernel_##kernel, flags, names, kind, &tpurt_ew_desc_##kernel, &tpurt_red_desc_##kernel, tpurt_plan_##kernel},
+  {#kernel, tpurt_kernel_##kernel, flags, names, kind, &tpurt_ew_desc_##kernel, &tpurt_red_desc_##kernel, tpurt_plan_##kernel, \
+   TPURT_KINDS_##kernel},
 #include "ops.def"
 #undef OP
 };
@@ -100,6 +108,10 @@ int tpurt_op_flags(int op) { return op >= 0 && op < OP_COUNT ? ops[op].flags : 0
 
 const struct ew_op* tpurt_op_ew_desc(int op) { return op >= 0 && op < OP_COUNT && ops[op].ew ? *ops[op].ew : NULL; }
 const struct red_link* tpurt_op_red_desc(int op) { return op >= 0 && op < OP_COUNT ? ops[op].red : NULL; }
+int tpurt_op_arg_kinds(int op, const uint16_t** masks) {
+  *masks = ops[op].kinds.mask;
+  return ops[op].kinds.count;
+}
 tpurt_plan_fn tpurt_op_plan_hook(int op) { return op >= 0 && op < OP_COUNT ? ops[op].plan : NULL; }
 
 tpurt_status tpurt_op_get_info(int op, tpurt_op_info* out) {
@@ -372,13 +384,11 @@ int tpurt_op_runs_blocking(const tpurt_op_call* c) {
   return eager || tpurt_get_eager_mode() == TPURT_MODE_DEBUG;
 }
 
-tpurt_status tpurt_check_call(const tpurt_op_call* c) {
+tpurt_status tpurt_check_call(const tpurt_op_call* c, int need_data) {
   tpurt_status s = tpurt_init();
   if (s) return s;
   if (c->op < 0 || c->op >= OP_COUNT) return tpurt_fail(TPURT_ERR_VALUE, "unknown op id %d", c->op);
-  if (c->nargs > TPURT_MAX_ARGS || c->nouts > TPURT_MAX_OUTS)
-    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "op %s: too many arguments", ops[c->op].kernel);
-  return TPURT_OK;
+  return tpurt_check_descriptors(c, need_data);
 }
 
 /* A call launched without scratch gets its planned bytes here, on the issuing thread (see
@@ -414,7 +424,7 @@ static tpurt_status launch_blocking(int32_t stream, const tpurt_op_call* c) {
 }
 
 tpurt_status tpurt_op_launch_blocking(int32_t stream, const tpurt_op_call* c) {
-  tpurt_status s = tpurt_check_call(c);
+  tpurt_status s = tpurt_check_call(c, 1);
   return s ? s : launch_blocking(stream, c);
 }
 
@@ -445,7 +455,7 @@ static tpurt_status enqueue(int32_t stream, const tpurt_op_call* c) {
 }
 
 tpurt_status tpurt_op_launch(int32_t stream, const tpurt_op_call* c) {
-  tpurt_status s = tpurt_check_call(c);
+  tpurt_status s = tpurt_check_call(c, 1);
   if (s) return s;
   if (tpurt_op_runs_blocking(c)) return launch_blocking(stream, c);
   /* anything not deferred takes strict mode's path, whose enqueue puts the chain first */

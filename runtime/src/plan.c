@@ -80,7 +80,7 @@ static int64_t generic_flops(const tpurt_op_call* c, const tpurt_op_info* info, 
 }
 
 tpurt_status tpurt_op_plan(const tpurt_op_call* c, tpurt_plan* out) {
-  tpurt_status s = tpurt_check_call(c);
+  tpurt_status s = tpurt_check_call(c, 0);
   if (s) return s;
   tpurt_op_info info = {.struct_size = sizeof info};
   tpurt_op_get_info(c->op, &info);

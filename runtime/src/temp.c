@@ -86,7 +86,7 @@ void tpurt_temp_release(void* p) {
   /* The arena is a stack: the latest temporary taken from it is given back for reuse (a loop
    * that takes and releases one per step needs one step's bytes, and its plan says so). */
   if (t->arena && (char*)p >= t->arena && (char*)p < t->arena + t->arena_size) {
-    if ((char*)p == t->arena + t->last) t->used = t->last, t->last = NOT_POPPABLE;
+    if ((size_t)((char*)p - t->arena) == t->last) t->used = t->last, t->last = NOT_POPPABLE;
     pthread_mutex_unlock(&t->mu);
     return;
   }

@@ -6,7 +6,7 @@
 #ifndef TPURT_KERNELS_COMPLEX_MATH_H
 #define TPURT_KERNELS_COMPLEX_MATH_H
 
-#include <complex.h>
+#include "cmplx.h"
 #include <math.h>
 
 typedef float _Complex cx_t;

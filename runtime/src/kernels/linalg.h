@@ -9,7 +9,7 @@
  * reflectors) reduce to its real ones; so real results are those of a real implementation. */
 #ifndef TPURT_KERNELS_LINALG_H
 #define TPURT_KERNELS_LINALG_H
-#include <complex.h>
+#include "cmplx.h"
 #include <stdlib.h>
 
 #include "reduce.h"

@@ -2,7 +2,7 @@
  * polar, and the random ops that are not plain fills: multinomial, randperm, normal with
  * tensor parameters. Random ops draw from Philox counter rng_offset + i for output element i
  * (row-major), like random.c. */
-#include <complex.h>
+#include "cmplx.h"
 #include <stdlib.h>
 
 #include "reduce.h"

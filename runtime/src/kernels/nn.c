@@ -31,6 +31,8 @@ static void block_io(const tpurt_tensor* t, int k, int64_t o, double* buf, int s
     return;
   }
   int64_t idx[TPURT_MAX_DIMS] = {0}, len = t->sizes[nd - 1], st = t->strides[nd - 1];
+  for (int d = k; d < nd; d++)
+    if (t->sizes[d] == 0) return; /* an empty block (a normalized shape with a 0) has no element to move */
   do {
     int64_t off = 0;
     for (int d = k; d < nd - 1; d++) off += idx[d] * t->strides[d];
@@ -329,7 +331,7 @@ static void load_param(const tpurt_value* v, double* dst, int64_t n, double fill
     for (; k < n; k++) v += ((double)x[k] - m) * ((double)x[k] - m);                     \
     for (int j = 0; j < LANES; j++) v += acc[j];                                         \
     *mean = m;                                                                           \
-    *var = n ? v / (double)n : 0;                                                        \
+    *var = n ? v / (double)n : NAN; /* as CPU: no values, mean 0 and variance NaN */     \
   }
 MEAN_VAR(double)
 MEAN_VAR(float)

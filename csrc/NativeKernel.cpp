@@ -197,6 +197,7 @@ struct NativeKernel final : c10::OperatorKernel {
       check(tpurt_op_launch_blocking(current_stream(device->index()), &call));
       meta->verified.store(true, std::memory_order_relaxed);
     } else {
+      note_issue_site();
       check(tpurt_op_launch(current_stream(device->index()), &call));
     }
 

@@ -1,7 +1,12 @@
 // Shared glue: status -> exception, dtype mapping, tensor descriptors.
 #include "Runtime.h"
 
+#include <Python.h>
 #include <c10/util/Exception.h>
+
+#include <cstring>
+#include <string>
+#include <unordered_map>
 
 namespace torch_tpu {
 
@@ -66,4 +71,78 @@ void synchronize_device(c10::DeviceIndex device) {
   if (device >= 0) check(tpurt_device_synchronize(device));
 }
 
+namespace {
+struct PairHash {
+  size_t operator()(const std::pair<PyCodeObject*, int>& k) const {
+    return std::hash<void*>()(k.first) * 31 + static_cast<size_t>(k.second);
+  }
+};
+
+// torch's and torch_tpu's directories: their frames are not the line a user wrote.
+bool in_library(const char* file) {
+  static std::vector<std::string> dirs = [] {
+    std::vector<std::string> d;
+    for (const char* name : {"torch", "torch_tpu"}) {
+      PyObject* key = PyUnicode_FromString(name);
+      PyObject* m = key ? PyImport_GetModule(key) : nullptr;  // imported by now; never imports
+      Py_XDECREF(key);
+      PyObject* f = m ? PyObject_GetAttrString(m, "__file__") : nullptr;
+      const char* path = f ? PyUnicode_AsUTF8(f) : nullptr;
+      if (path) d.emplace_back(std::string(path).substr(0, std::string(path).rfind('/') + 1));
+      Py_XDECREF(f);
+      Py_XDECREF(m);
+    }
+    PyErr_Clear();
+    return d;
+  }();
+  for (const auto& d : dirs)
+    if (std::strncmp(file, d.c_str(), d.size()) == 0) return true;
+  return false;
+}
+// Whether the thread is inside Python code, read without the GIL (only this thread changes its own
+// frame stack): threads with a thread state but no frame, as autograd's device threads, then
+// issue without taking the GIL.
+bool runs_python(PyThreadState* ts) {
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030D0000
+  return ts->cframe && ts->cframe->current_frame;
+#else
+  return true;  // found out under the GIL
+#endif
+}
+}  // namespace
+
+void note_issue_site() {
+  const char* site = nullptr;
+  PyThreadState* ts = Py_IsInitialized() ? PyGILState_GetThisThreadState() : nullptr;
+  if (ts && runs_python(ts)) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    // (code object, instruction) -> "file:line", under the GIL. Kept for the process: queued commands
+    // point at the strings, and the code objects are held so that none is freed and its address reused.
+    static auto* sites = new std::unordered_map<std::pair<PyCodeObject*, int>, std::string, PairHash>();
+    PyFrameObject* f = PyEval_GetFrame();
+    Py_XINCREF(f);
+    while (f && !site) {
+      PyCodeObject* code = PyFrame_GetCode(f);
+      auto key = std::make_pair(code, PyFrame_GetLasti(f));
+      auto it = sites->find(key);
+      if (it == sites->end()) {
+        const char* file = PyUnicode_AsUTF8(code->co_filename);
+        std::string where = file && !in_library(file) ? std::string(file) + ":" + std::to_string(PyFrame_GetLineNumber(f)) : "";
+        if (!file) PyErr_Clear();
+        Py_INCREF(code);
+        it = sites->emplace(key, std::move(where)).first;
+      }
+      if (!it->second.empty()) site = it->second.c_str();  // empty: a frame of torch or torch_tpu
+      Py_DECREF(code);
+      PyFrameObject* back = site ? nullptr : PyFrame_GetBack(f);
+      Py_DECREF(f);
+      f = back;
+    }
+    Py_XDECREF(f);
+    PyGILState_Release(gil);
+  }
+  tpurt_set_issue_site(site);
+}
+
 }  // namespace torch_tpu
+

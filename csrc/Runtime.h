@@ -23,6 +23,10 @@ tpurt_tensor describe(const at::Tensor& t);
 
 int32_t current_stream(c10::DeviceIndex device);
 
+// Tells the runtime the Python line (outside torch and torch_tpu) issuing the calling thread's
+// next launches, so an asynchronous kernel error names it when it surfaces at a later sync.
+void note_issue_site();
+
 // The current stream of the tensor's device, as a c10::Stream-compatible id.
 void synchronize_device(c10::DeviceIndex device);
 

@@ -1,6 +1,9 @@
 """Bad input raises the exception type PyTorch's CPU backend raises, with a clear message;
 never a crash. Data-dependent errors (an index out of range) surface at the next
 synchronization in strict mode and at the issuing line in debug mode."""
+import inspect
+import re
+
 import pytest
 import torch
 
@@ -209,10 +212,26 @@ def test_loss_target_errors_raise_at_the_next_synchronization():
     x = torch.randn(2, 3, device="tpu")
     torch.nn.functional.nll_loss(x, torch.tensor([0, 2], device="tpu"))
     loss = torch.nn.functional.nll_loss(x, torch.tensor([0, 5], device="tpu"))
-    with pytest.raises(IndexError, match="asynchronous tpu kernel 'nll_loss' failed: Target 5 is out of bounds"):
+    with pytest.raises(IndexError, match="asynchronous tpu kernel 'nll_loss' issued at .* failed: Target 5 is out of bounds"):
         torch.tpu.synchronize()
     del loss
     torch.tpu.synchronize()  # the error was raised once
+
+
+def test_a_side_stream_kernel_error_names_the_line_that_issued_it():
+    """Strict mode: the error surfaces at the next synchronization of the stream it ran on, and
+    names the op and the user's line (not the line inside torch.nn.functional that called it)."""
+    x = torch.randn(2, 3, device="tpu")
+    torch.nn.functional.nll_loss(x, torch.tensor([0, 2], device="tpu"))  # the signature's blocking first call
+    bad = torch.tensor([0, 5], device="tpu")
+    side = torch.tpu.Stream()
+    with torch.tpu.stream(side):
+        loss = torch.nn.functional.nll_loss(x, bad); line = inspect.currentframe().f_lineno  # noqa: E702
+    torch.tpu.current_stream().synchronize()  # the default stream ran nothing that failed
+    with pytest.raises(IndexError, match=rf"'nll_loss' issued at {re.escape(__file__)}:{line} failed: Target 5"):
+        side.synchronize()
+    side.synchronize()  # raised once
+    del loss
 
 
 def test_first_call_of_a_signature_raises_dtype_errors_from_the_call():

@@ -570,6 +570,10 @@ tpurt_status tpurt_stream_synchronize(int32_t stream);
 /* 1 when all issued work completed. */
 int tpurt_stream_query(int32_t stream);
 tpurt_status tpurt_device_synchronize(int device);
+/* Where the calling thread issues its next work from ("train.py:42"; static storage; NULL: not
+ * known): each command it enqueues keeps it, and an asynchronous failure names it beside the op.
+ * Since 0.11. */
+void tpurt_set_issue_site(const char* site);
 /* Run fn(arg) on the stream's worker, in order. fn's status is reported like a kernel's. */
 tpurt_status tpurt_stream_enqueue(int32_t stream, tpurt_status (*fn)(void* arg), void* arg,
                                   void (*release)(void* arg), const char* what);

@@ -33,8 +33,12 @@ typedef struct command {
   struct stream_state* after; /* run only once this stream completed after_seq (or NULL) */
   uint64_t after_seq;
   uint64_t tag; /* the issuing thread's trace tag, taken while a trace records */
+  const char* site; /* where the issuing thread issued it from (tpurt_set_issue_site), or NULL */
   _Alignas(64) char payload[TPURT_STREAM_PAYLOAD];
 } command;
+
+static __thread const char* issue_site;
+void tpurt_set_issue_site(const char* site) { issue_site = site; }
 
 /* Single consumer (the worker), producers serialized by mu. `issued` and `completed` are
  * written under mu by the producer / by the worker alone, and read without it. */
@@ -127,14 +131,14 @@ static void wait_completed(stream_state* st, uint64_t seq) {
 }
 
 /* A command failed: keep the first failure for the next synchronizing call. */
-static void keep_failure_locked(stream_state* st, tpurt_status s, const char* what) {
+static void keep_failure_locked(stream_state* st, tpurt_status s, const char* what, const char* site) {
   tpurt_metrics_count_kernel_error();
   if (st->error != TPURT_OK) return;
   st->error = s;
   snprintf(st->error_msg, sizeof st->error_msg,
-           "asynchronous tpu kernel '%s' failed: %s (raised at the next synchronization; "
+           "asynchronous tpu kernel '%s'%s%s failed: %s (raised at the next synchronization; "
            "set TPU_LAUNCH_BLOCKING=1 to raise it where the op was issued)",
-           what ? what : "?", tpurt_last_error());
+           what ? what : "?", site ? " issued at " : "", site ? site : "", tpurt_last_error());
 }
 
 static void* worker_main(void* p) {
@@ -153,7 +157,7 @@ static void* worker_main(void* p) {
     tpurt_status s = tpurt_run_command(handle, c->fn, c->arg, c->what, c->tag);
     if (s != TPURT_OK) { /* before the release: a chain's `what` lives in its buffer */
       pthread_mutex_lock(&st->mu);
-      keep_failure_locked(st, s, c->what);
+      keep_failure_locked(st, s, c->what, c->site);
       pthread_mutex_unlock(&st->mu);
     }
     if (c->release) c->release(c->arg);
@@ -290,7 +294,8 @@ static void flush_chain_locked(stream_state* st) {
     c->arg = ch;
     c->release = tpurt_chain_release;
     c->what = tpurt_chain_what(ch);
-    c->tag = 0; /* its calls were issued under several tags */
+    c->tag = 0; /* its calls were issued under several tags, from several places */
+    c->site = NULL;
     __atomic_store_n(&st->chain, NULL, __ATOMIC_RELEASE);
     commit_locked(st);
   }
@@ -319,6 +324,7 @@ static command* reserve_locked(stream_state* st) {
   command* c = &st->ring[(st->issued + 1) % RING];
   c->after = busy_default_stream(st, &c->after_seq);
   c->tag = tpurt_tracing() ? tpurt_trace_issuer_tag() : 0;
+  c->site = issue_site;
   return c;
 }
 
@@ -413,7 +419,7 @@ int tpurt_stream_run_if_idle(int32_t s, tpurt_status (*fn)(void*), void* arg, co
   int idle = load_seq(&st->completed) == st->issued && !st->chain && !busy_default_stream(st, &dep);
   if (idle) {
     tpurt_status e = tpurt_run_inline(s, fn, arg, what);
-    if (e) keep_failure_locked(st, e, what);
+    if (e) keep_failure_locked(st, e, what, issue_site);
   }
   pthread_mutex_unlock(&st->mu);
   return idle;

@@ -138,8 +138,13 @@ def test_attention_backend_is_the_runtimes_plan():
     call (GQA heads, no dropout, 4-D), and PyTorch's math path otherwise, matching CPU."""
     import torch.nn.functional as F
     q, k, v = torch.randn(2, 4, 8, 16), torch.randn(2, 2, 8, 16), torch.randn(2, 2, 8, 16)
+    v1 = torch.randn(2, 1, 8, 16)
     cases = [((q, k, v), dict(enable_gqa=True), "sdpa_fused"), ((q, q, q), {}, "sdpa_fused"),
-             ((q[0], q[0], q[0]), {}, "bmm"), ((q, q, q), dict(dropout_p=0.5), "bmm")]
+             ((q[0], q[0], q[0]), {}, "bmm"), ((q, q, q), dict(dropout_p=0.5), "bmm"),
+             # key and value with different head counts (a Tier 1 model): each is repeated on its
+             # own, which the fused kernel's one kv head per group cannot do. It read value head
+             # h // 2 where CPU reads h // 4: a silent wrong result
+             ((q, k, v1), dict(enable_gqa=True), "bmm"), ((q, v1, k), dict(enable_gqa=True), "bmm")]
     for args, kw, kernel in cases:
         torch.tpu.metrics.reset()
         with torch.tpu.precision("highest"):  # the math path's matmuls in f32, as CPU's

@@ -370,6 +370,13 @@ tpurt_status tpurt_plan_sdpa_fused(const tpurt_op_call* c, tpurt_plan* p) {
   if (k->sizes[1] == 0 || q->sizes[1] % k->sizes[1])
     return tpurt_fail(TPURT_ERR_RUNTIME, "tpu fused attention: query heads (%lld) must be a multiple of key heads (%lld)",
                       (long long)q->sizes[1], (long long)k->sizes[1]);
+  /* One kv head serves each group of query heads, key and value alike: other layouts (key
+   * and value with different head counts under enable_gqa, each repeated on its own) take the
+   * math path, which PyTorch checks. */
+  if (v->sizes[1] != k->sizes[1] || v->sizes[0] != k->sizes[0] || q->sizes[0] != k->sizes[0] ||
+      v->sizes[2] != k->sizes[2] || q->sizes[3] != k->sizes[3])
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "tpu fused attention: query %s, key %s and value %s do not share batch, "
+                      "heads and lengths (the math path takes them)", tpurt_shape_str(q), tpurt_shape_str(k), tpurt_shape_str(v));
   if (!p) return TPURT_OK;
   attn_job J = job_of(q, k, v, 0);
   attention_gemms(&J, TPURT_ARG(c, sdpa_fused, is_causal)->i != 0, 0, p);

@@ -24,9 +24,9 @@ test-c:
 test-py:
 	$(PY) -m pytest -q tests
 
-# The Python tests that drive the kernels, against the runtime built with ASan + UBSan
-# (TPU_SANITIZER=asan; compiled for the host's widest instruction set: the vector code that
-# ships). libstdc++ is preloaded beside the ASan runtime so that its __cxa_throw interceptor
+# The Python tests that drive the kernels, against the runtime and the extension built with ASan
+# + UBSan (TPU_SANITIZER=asan; the runtime compiled for the host's widest instruction set: the
+# vector code that ships; the extension into torch_tpu/lib/asan, never shipped). libstdc++ is preloaded beside the ASan runtime so that its __cxa_throw interceptor
 # finds the real one (torch throws through it). Reports go to files, so that one written by a
 # subprocess fails the run too. Leaks are checked by the C tests (`make -C runtime test`): at a
 # Python process's exit LSan reports what Python and torch keep, and its suppressions match any
@@ -42,6 +42,8 @@ ASAN_RUN = rm -rf $(ASAN_LOGS) && mkdir -p $(ASAN_LOGS) && TPU_SANITIZER=asan \
 ASAN_CHECK = if grep -l -E "ERROR: |runtime error" $(ASAN_LOGS)/* 2>/dev/null; then cat $(ASAN_LOGS)/*; exit 1; fi
 test-asan: setup
 	$(MAKE) -s -C runtime asan
+	TORCH_TPU_SANITIZER=asan $(PY) setup.py -q build_ext --build-lib build/asan-ext --build-temp build/asan-temp
+	mkdir -p torch_tpu/lib/asan && cp build/asan-ext/torch_tpu/_C.*.so torch_tpu/lib/asan/
 	$(ASAN_RUN) tests/test_ops.py tests/test_models.py tests/test_conv_models.py tests/test_conformance.py \
 		tests/test_fuzz_ops.py tests/test_fuzz_regressions.py tests/test_threads.py tests/test_fused_eager.py \
 		tests/test_optimizers.py tests/test_fft.py tests/test_complex_math.py tests/test_linalg_decomp.py \

@@ -37,6 +37,11 @@ os.environ.setdefault("CCACHE_NOHASHDIR", "true")  # -g builds too (their debug 
 if os.path.isdir(CCACHE_DIR) and CCACHE_DIR not in os.environ.get("PATH", ""):
     os.environ["PATH"] = CCACHE_DIR + os.pathsep + os.environ.get("PATH", "")
 
+# TORCH_TPU_SANITIZER=asan: the extension under ASan + UBSan, for `make test-asan` (which builds it
+# apart, into torch_tpu/lib/asan, and loads it with TPU_SANITIZER=asan: torch_tpu/_runtime.py).
+SANITIZE = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"] \
+    if os.environ.get("TORCH_TPU_SANITIZER") == "asan" else []
+
 setup(
     ext_modules=[
         CppExtension(
@@ -46,11 +51,11 @@ setup(
             include_dirs=[os.path.join(ROOT, "runtime", "include"), os.path.join(include_paths()[0], "kineto")],
             library_dirs=[os.path.join(ROOT, "torch_tpu", "lib")],
             libraries=["tpurt"],
-            extra_compile_args=["-std=c++20", "-O2", "-Wno-unused-parameter"],
-            extra_link_args=["-Wl,-rpath,$ORIGIN/lib"],
+            extra_compile_args=["-std=c++20", "-O2", "-Wno-unused-parameter"] + SANITIZE,
+            extra_link_args=["-Wl,-rpath,$ORIGIN/lib"] + SANITIZE[-2:],
         )
     ],
     cmdclass={"build_ext": BuildRuntimeThenExtension.with_options(use_ninja=True)},
     package_data={"torch_tpu": ["lib/libtpurt*.so", "specs/*.json"]},
-    exclude_package_data={"torch_tpu": ["lib/libtpurt-asan.so"]},  # make test-asan's build
+    exclude_package_data={"torch_tpu": ["lib/libtpurt-asan.so", "lib/asan/*"]},  # make test-asan's builds
 )

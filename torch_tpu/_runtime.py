@@ -58,8 +58,27 @@ def load() -> str:
         runs = host_runs()
         wanted = os.environ.get("TPU_ISA") or runs[0]
         file = library_file(wanted if wanted in runs else "portable")
-        if os.environ.get("TPU_SANITIZER") == "asan" and (LIB / "libtpurt-asan.so").exists():
+        asan = os.environ.get("TPU_SANITIZER") == "asan"
+        if asan and (LIB / "libtpurt-asan.so").exists():
             file = "libtpurt-asan.so"  # it must come after the ASan runtime: LD_PRELOAD (make test-asan)
         _loaded = ctypes.CDLL(str(LIB / file))
         _loaded.tpurt_isa.restype = ctypes.c_char_p
+        if asan:
+            _load_sanitized_extension()
     return _loaded.tpurt_isa().decode()
+
+
+def _load_sanitized_extension():
+    """The extension built under ASan + UBSan (`make test-asan` puts it in lib/asan), in place of
+    the plain one: imported as torch_tpu._C before anything imports that."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    built = sorted((LIB / "asan").glob("_C.*.so"))
+    if built:
+        loader = importlib.machinery.ExtensionFileLoader("torch_tpu._C", str(built[0]))
+        spec = importlib.util.spec_from_file_location("torch_tpu._C", built[0], loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["torch_tpu._C"] = module
+        spec.loader.exec_module(module)

@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 import warnings
 
 import torch
@@ -364,9 +365,20 @@ def _clear_pending_error():
         pass
 
 
+def _compiled(fn):
+    """fn through torch.compile(backend="tpu"), compiled afresh for each call: each sample is
+    its own graph, and Dynamo's cache limit must not send later samples to eager unseen."""
+    def run(*args, **kwargs):
+        torch._dynamo.reset()
+        # a Python frame for Dynamo to compile (op.op is often a builtin such as torch.mul)
+        return torch.compile(lambda *a, **k: fn(*a, **k), backend="tpu", dynamic=False)(*args, **kwargs)
+    return run
+
+
 class OpRunner:
-    def __init__(self, op, max_samples=None, backward=True, noncontig=True):
+    def __init__(self, op, max_samples=None, backward=True, noncontig=True, compile=False):
         self.op = op
+        self.tpu_fn = _compiled(op.op) if compile else None  # the tpu side's callable; None: the OpInfo
         self.max_samples = max_samples
         self.backward = backward
         self.noncontig = noncontig
@@ -379,9 +391,11 @@ class OpRunner:
         """Runs fn(call) on tpu; returns (result, fallback op names)."""
         import torch_tpu
         torch_tpu.metrics.reset()
-        mode = _dispatch_mode()
+        # the overloads seen executing, through a dispatch mode; compiled graphs run without one
+        # (Dynamo does not compile under a user mode): their kernels are not observed
+        mode = _dispatch_mode() if self.tpu_fn is None else contextlib.nullcontext(types.SimpleNamespace(seen=set()))
         try:
-            with torch.tpu.precision("highest"), mode:
+            with torch.tpu.precision("highest"), mode as mode:
                 out = fn(call)
             _sync()
         finally:
@@ -449,7 +463,7 @@ class OpRunner:
             if not tpu.on_device:
                 fwd.add("skip", "sample names no tensor or device (runs on the default device)")
                 return
-            actual, fb = self._tpu_run(tpu, lambda c: c(fn))
+            actual, fb = self._tpu_run(tpu, lambda c: c(self.tpu_fn or fn))
         except _OpTimeout:
             raise
         except Exception as e:
@@ -587,11 +601,13 @@ def _dtype_record(key, fam, dname, fwd, bwd, fallbacks, note, seconds):
             "fallback_ops": sorted(fallbacks), "fwd": f, "bwd": b, "seconds": round(seconds, 3)}
 
 
-def run_op(op, dtype_names, emit, time_limit=None, max_samples=None, backward=True, noncontig=True):
+def run_op(op, dtype_names, emit, time_limit=None, max_samples=None, backward=True, noncontig=True, compile=False):
     """Runs one OpInfo for the given dtypes; emit(record) for every (op, dtype), its error_inputs
-    and a final op_done record with the overloads observed."""
+    and a final op_done record with the overloads observed. compile: the tpu side runs each
+    sample through torch.compile(backend="tpu"), forward only (error inputs and the semantics
+    checks are eager contracts, not run)."""
     key, fam = op_key(op), family(op)
-    runner = OpRunner(op, max_samples, backward, noncontig)
+    runner = OpRunner(op, max_samples, backward and not compile, noncontig, compile)
     supported = op.supported_dtypes("cpu")
     t_end = time.monotonic() + time_limit if time_limit else None
     for dname in dtype_names:
@@ -619,7 +635,7 @@ def run_op(op, dtype_names, emit, time_limit=None, max_samples=None, backward=Tr
                 "status": "timeout", "reason": str(e)})
     left = t_end - time.monotonic() if t_end else None
     errs = None
-    if left is None or left > 0:
+    if not compile and (left is None or left > 0):
         try:
             with warnings.catch_warnings(), _time_limit(left):
                 warnings.simplefilter("ignore")
@@ -633,7 +649,7 @@ def run_op(op, dtype_names, emit, time_limit=None, max_samples=None, backward=Tr
         emit({"kind": "errors", "op": key, "family": fam, **errs})
     left = t_end - time.monotonic() if t_end else None
     sem_dtype = next((DTYPES[d] for d in dtype_names if DTYPES[d] in supported), None)
-    if sem_dtype is not None and not runner.random and (left is None or left > 0):
+    if sem_dtype is not None and not runner.random and not compile and (left is None or left > 0):
         from torch.testing._internal.opinfo.core import BinaryUfuncInfo, UnaryUfuncInfo
         from .conformance_semantics import run_semantics
         try:
@@ -697,7 +713,7 @@ def _worker(args):
         if op_key(op) == crash_on:
             os.kill(os.getpid(), signal.SIGSEGV)
         run_op(op, args.dtypes.split(","), lambda r: send({"t": "rec", **r}), args.time_limit,
-               args.max_samples, not args.no_backward, not args.no_noncontig)
+               args.max_samples, not args.no_backward, not args.no_noncontig, args.compile)
     send({"t": "end"})
 
 
@@ -746,6 +762,8 @@ def _spawn(args, keys_or_none, skip, log):
         cmd.append("--no-backward")
     if args.no_noncontig:
         cmd.append("--no-noncontig")
+    if args.compile:
+        cmd.append("--compile")
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(w,))
     os.close(w)
     return proc, os.fdopen(r, "r")
@@ -868,7 +886,7 @@ def sweep(args):
 
 
 def sweep_inprocess(ops, dtype_names, out_dir, time_limit=None, max_samples=None, backward=True,
-                    noncontig=True, quiet=False):
+                    noncontig=True, quiet=False, compile=False):
     """The same sweep in this process (no crash isolation): for tests and debugging."""
     os.makedirs(out_dir, exist_ok=True)
     jsonl = os.path.join(out_dir, "conformance.jsonl")
@@ -882,7 +900,7 @@ def sweep_inprocess(ops, dtype_names, out_dir, time_limit=None, max_samples=None
 
         for op in ops:
             progress.show(op_key(op))
-            run_op(op, dtype_names, emit, time_limit, max_samples, backward, noncontig)
+            run_op(op, dtype_names, emit, time_limit, max_samples, backward, noncontig, compile)
     progress.close()
     return recs
 
@@ -1107,6 +1125,8 @@ def main(argv=None):
     p.add_argument("--chunk", type=int, default=150, help="ops per worker process")
     p.add_argument("--no-backward", action="store_true")
     p.add_argument("--no-noncontig", action="store_true")
+    p.add_argument("--compile", action="store_true",
+                   help="the tpu side through torch.compile(backend=\"tpu\"), each sample its own graph; forward only")
     p.add_argument("--inprocess", action="store_true", help="no worker processes (a crash ends the run)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--fd", type=int, help=argparse.SUPPRESS)
@@ -1125,7 +1145,7 @@ def main(argv=None):
     warnings.simplefilter("ignore")
     if args.inprocess:
         records = sweep_inprocess(select_ops(args.ops), args.dtypes, args.out, args.time_limit, args.max_samples,
-                                  not args.no_backward, not args.no_noncontig)
+                                  not args.no_backward, not args.no_noncontig, compile=args.compile)
     else:
         records = sweep(args)
     summary = write_outputs(records, args.out, desc)

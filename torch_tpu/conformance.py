@@ -1120,7 +1120,8 @@ def main(argv=None):
     p.add_argument("--append", action="store_true",
                    help="re-run the selected ops, appending to OUT/conformance.jsonl (later records win)")
     p.add_argument("--out", default="results", help="output folder (default results/)")
-    p.add_argument("--time-limit", type=float, default=None, help="seconds per op (default 60, 120 with --full)")
+    p.add_argument("--time-limit", type=float, default=None,
+                   help="seconds per op (default 60, 120 with --full, 600 with --compile)")
     p.add_argument("--max-samples", type=int, default=None, help="cap samples per (op, dtype)")
     p.add_argument("--chunk", type=int, default=150, help="ops per worker process")
     p.add_argument("--no-backward", action="store_true")
@@ -1139,8 +1140,8 @@ def main(argv=None):
     if bad:
         raise SystemExit(f"unknown dtype(s): {', '.join(bad)} (choose from {', '.join(DTYPES)})")
     args.ops = args.ops.split(",") if args.ops else (None if args.full else FAST_OPS)
-    if args.time_limit is None:
-        args.time_limit = 120.0 if args.full else 60.0
+    if args.time_limit is None:  # a compiled sample costs seconds of Inductor's C++ compiler
+        args.time_limit = 600.0 if args.compile else 120.0 if args.full else 60.0
     desc = "python -m torch_tpu.conformance " + " ".join(argv if argv is not None else sys.argv[1:])
     warnings.simplefilter("ignore")
     if args.inprocess:

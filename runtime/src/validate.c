@@ -4,7 +4,7 @@
  * without overflow is checked here, so a malformed call from C is refused, not a crash. */
 #include "internal.h"
 
-/* The lowest and highest element offsets a descriptor reaches; 0 when the arithmetic overflows. */
+/* The lowest and highest element offsets a descriptor reaches; returns 0 when they overflow int64. */
 static int extent(const tpurt_tensor* t, int64_t* lo, int64_t* hi) {
   *lo = *hi = 0;
   for (int d = 0; d < t->ndim; d++) {
@@ -64,6 +64,7 @@ static tpurt_status check_value(const tpurt_value* v, int need_data, const char*
 
 static const char* const kind_names[] = {"None", "tensor", "int", "float", "bool", "int list", "float list",
                                          "tensor list", "string", "complex"};
+_Static_assert(sizeof kind_names / sizeof *kind_names == TPURT_V_COMPLEX + 1, "a name per tpurt_value_kind");
 
 tpurt_status tpurt_check_descriptors(const tpurt_op_call* c, int need_data) {
   const char* kernel = tpurt_op_kernel_name(c->op);
@@ -84,4 +85,3 @@ tpurt_status tpurt_check_descriptors(const tpurt_op_call* c, int need_data) {
     if (!absent(&c->outs[o])) s = check_tensor(&c->outs[o], need_data, kernel, "output", o);
   return s;
 }
-_Static_assert(sizeof kind_names / sizeof *kind_names == TPURT_V_COMPLEX + 1, "a name per tpurt_value_kind");

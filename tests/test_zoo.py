@@ -60,3 +60,13 @@ def test_summary_names_the_code_its_records_ran_on():
     assert "0123456789ab" in lines[0]
     if here["commit"]:   # the wheel suite runs outside any checkout
         assert here["commit"] in lines[0]
+
+
+def test_bounded_dynamism_serves_every_prompt_length_with_one_graph():
+    """zoo/dynamism.py's check on one model: 20 prompt lengths in [2, 64], one graph, 0 recompiles,
+    logits equal to eager tpu's."""
+    import dynamism
+
+    rec = dynamism.run_one("llama")
+    assert rec["verdict"] == "PASS", rec
+    assert rec["graphs"] == 1 and rec["recompiles"] == 0 and rec["fallbacks"] == {}, rec

@@ -3,10 +3,18 @@
 
 #include <Python.h>
 #include <c10/util/Exception.h>
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+// Python 3.11's frame layout: note_issue_site reads the calling thread's own frames without the GIL.
+#define Py_BUILD_CORE 1
+#include <internal/pycore_frame.h>
+#undef Py_BUILD_CORE
+#define TORCH_TPU_PEEK_FRAMES 1
+#endif
 
 #include <cstring>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace torch_tpu {
 
@@ -73,8 +81,8 @@ void synchronize_device(c10::DeviceIndex device) {
 
 namespace {
 struct PairHash {
-  size_t operator()(const std::pair<PyCodeObject*, int>& k) const {
-    return std::hash<void*>()(k.first) * 31 + static_cast<size_t>(k.second);
+  size_t operator()(const std::pair<const void*, const void*>& k) const {
+    return std::hash<const void*>()(k.first) * 31 + std::hash<const void*>()(k.second);
   }
 };
 
@@ -111,37 +119,78 @@ bool runs_python(PyThreadState* ts) {
 }
 }  // namespace
 
-void note_issue_site() {
-  const char* site = nullptr;
-  PyThreadState* ts = Py_IsInitialized() ? PyGILState_GetThisThreadState() : nullptr;
-  if (ts && runs_python(ts)) {
-    PyGILState_STATE gil = PyGILState_Ensure();
-    // (code object, instruction) -> "file:line", under the GIL. Kept for the process: queued commands
-    // point at the strings, and the code objects are held so that none is freed and its address reused.
-    static auto* sites = new std::unordered_map<std::pair<PyCodeObject*, int>, std::string, PairHash>();
-    PyFrameObject* f = PyEval_GetFrame();
-    Py_XINCREF(f);
-    while (f && !site) {
-      PyCodeObject* code = PyFrame_GetCode(f);
-      auto key = std::make_pair(code, PyFrame_GetLasti(f));
-      auto it = sites->find(key);
-      if (it == sites->end()) {
-        const char* file = PyUnicode_AsUTF8(code->co_filename);
-        std::string where = file && !in_library(file) ? std::string(file) + ":" + std::to_string(PyFrame_GetLineNumber(f)) : "";
-        if (!file) PyErr_Clear();
-        Py_INCREF(code);
-        it = sites->emplace(key, std::move(where)).first;
-      }
-      if (!it->second.empty()) site = it->second.c_str();  // empty: a frame of torch or torch_tpu
-      Py_DECREF(code);
-      PyFrameObject* back = site ? nullptr : PyFrame_GetBack(f);
-      Py_DECREF(f);
-      f = back;
-    }
-    Py_XDECREF(f);
-    PyGILState_Release(gil);
+namespace {
+// Interned "file:line" strings, under the GIL; kept for the process: queued commands point at them.
+const char* intern_site(const char* file, int line) {
+  static auto* sites = new std::unordered_set<std::string>();
+  return sites->insert(std::string(file) + ":" + std::to_string(line)).first->c_str();
+}
+
+#ifdef TORCH_TPU_PEEK_FRAMES
+// Whether a code object is torch's or torch_tpu's, learnt under the GIL once per thread and code
+// object; the code object is then held for the process, so its address names it for good.
+bool learn_library(PyCodeObject* code) {
+  PyGILState_STATE gil = PyGILState_Ensure();
+  Py_INCREF(code);
+  const char* file = PyUnicode_AsUTF8(code->co_filename);
+  bool lib = !file || in_library(file);
+  if (!file) PyErr_Clear();
+  PyGILState_Release(gil);
+  return lib;
+}
+
+const char* learn_site(PyCodeObject* code, const _PyInterpreterFrame* f) {
+  PyGILState_STATE gil = PyGILState_Ensure();
+  int line = PyCode_Addr2Line(code, static_cast<int>((f->prev_instr - _PyCode_CODE(code)) * sizeof(_Py_CODEUNIT)));
+  const char* site = intern_site(PyUnicode_AsUTF8(code->co_filename), line);
+  PyGILState_Release(gil);
+  return site;
+}
+
+// The first frame outside torch and torch_tpu, read without the GIL (only this thread changes its
+// own frames): a place issuing again is a lookup in this thread's caches.
+const char* site_of_frames(PyThreadState* ts) {
+  thread_local std::unordered_map<const void*, bool> library;
+  thread_local std::unordered_map<std::pair<const void*, const void*>, const char*, PairHash> sites;
+  for (const _PyInterpreterFrame* f = ts->cframe->current_frame; f; f = f->previous) {
+    PyCodeObject* code = f->f_code;
+    auto lib = library.find(code);
+    if (lib == library.end()) lib = library.emplace(code, learn_library(code)).first;
+    if (lib->second) continue;
+    auto key = std::make_pair(static_cast<const void*>(code), static_cast<const void*>(f->prev_instr));
+    auto it = sites.find(key);
+    if (it == sites.end()) it = sites.emplace(key, learn_site(code, f)).first;
+    return it->second;
   }
-  tpurt_set_issue_site(site);
+  return nullptr;
+}
+#else
+// Other Pythons: the frames through the public API, under the GIL.
+const char* site_of_frames(PyThreadState*) {
+  const char* site = nullptr;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  PyFrameObject* f = PyEval_GetFrame();
+  Py_XINCREF(f);
+  while (f && !site) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+    const char* file = PyUnicode_AsUTF8(code->co_filename);
+    if (file && !in_library(file)) site = intern_site(file, PyFrame_GetLineNumber(f));
+    if (!file) PyErr_Clear();
+    Py_DECREF(code);
+    PyFrameObject* back = site ? nullptr : PyFrame_GetBack(f);
+    Py_DECREF(f);
+    f = back;
+  }
+  Py_XDECREF(f);
+  PyGILState_Release(gil);
+  return site;
+}
+#endif
+}  // namespace
+
+void note_issue_site() {
+  PyThreadState* ts = Py_IsInitialized() ? PyGILState_GetThisThreadState() : nullptr;
+  tpurt_set_issue_site(ts && runs_python(ts) ? site_of_frames(ts) : nullptr);
 }
 
 }  // namespace torch_tpu

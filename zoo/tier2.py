@@ -4,6 +4,8 @@ for a few steps on tpu and on PyTorch CPU float32 from identical weights and inp
     python zoo/tier2.py                       # every model in MODELS, HIGHEST precision
     python zoo/tier2.py --precision default   # bf16 matmul operands, bf16-level tolerances
                                               # (results/tier2_default.{jsonl,md})
+    python zoo/tier2.py --compile             # the tpu run through torch.compile(backend="tpu")
+                                              # (results/tier2_compile.{jsonl,md})
     python zoo/tier2.py --subset ci           # the CI handful (tests/test_zoo.py)
     python zoo/tier2.py --models llama,bert --resume
 
@@ -136,19 +138,21 @@ def loss_of(out, weight):
     return (main_tensor(out)[1] * weight).mean()
 
 
-def train(model, inputs, weight):
+def train(model, inputs, weight, compiled=False):
     """Runs STEPS AdamW steps; returns (first main output, first loss, first gradients by
-    parameter name, losses)."""
+    parameter name, losses). compiled: the model's forward and backward through
+    torch.compile(backend="tpu") (the optimizer stays eager)."""
     import torch
 
     from harness import main_tensor
 
     opt = torch.optim.AdamW(model.parameters(), lr=LR)
+    forward = torch.compile(model, backend="tpu") if compiled else model
     first = None
     losses = []
     for step in range(STEPS):
         model.train().eval()  # drops eval-mode caches that hold a graph (LeViT's attention biases)
-        out = model(**inputs)
+        out = forward(**inputs)
         loss = loss_of(out, weight)
         opt.zero_grad()
         loss.backward()
@@ -180,8 +184,9 @@ def compare(stage, pairs, tol):
     return worst, problem
 
 
-def run_one(model_type, precision="highest"):
-    """Builds, trains on CPU and tpu, compares; returns the record (never raises)."""
+def run_one(model_type, precision="highest", compiled=False):
+    """Builds, trains on CPU and tpu (compiled: through torch.compile(backend="tpu")), compares;
+    returns the record (never raises)."""
     import torch
     import transformers
 
@@ -223,9 +228,12 @@ def run_one(model_type, precision="highest"):
         with torch.tpu.precision(precision):
             tmodel = copy.deepcopy(model).to("tpu")
             tin = {k: v.to("tpu") if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
-            tpu = train(tmodel, tin, weight.to("tpu"))
+            tpu = train(tmodel, tin, weight.to("tpu"), compiled)
             tpu = tuple(x.cpu() if isinstance(x, torch.Tensor) else {k: v.cpu() for k, v in x.items()} for x in tpu)
         rec["tpu_s"] = round(time.time() - t0, 2)
+        if compiled:
+            c = torch.tpu.metrics.compile_counters()
+            rec["compile"] = {k: c[k] for k in ("graphs_compiled", "recompiles", "graph_breaks", "compile_seconds")}
     except Exception as e:
         rec["fallbacks"] = fallbacks()
         tb = traceback.format_exc().strip().splitlines()
@@ -254,13 +262,14 @@ def run_one(model_type, precision="highest"):
     return {**rec, "verdict": "WRONG" if problems else "PASS", "reason": "; ".join(problems)[:400]}
 
 
-def summarize(records, path, precision):
+def summarize(records, path, precision, compiled=False):
     counts, sections = summary_sections(records)
     buildable = len(records) - counts.get("NOT_BUILDABLE", 0)
     passed = counts.get("PASS", 0)
     tol = TOLERANCES[precision]
+    how = precision.upper() + (', torch.compile(backend="tpu")' if compiled else "")
     lines = [f"# Tier 2: {len(records)} representative architectures, small, {STEPS} AdamW steps, "
-             f"tpu ({precision.upper()}) vs CPU float32", "",
+             f"tpu ({how}) vs CPU float32", "",
              f"**{passed} PASS of {len(records)}** ({buildable} buildable). A stage passes when "
              "max|tpu - cpu| <= atol + rtol * max|cpu| per tensor; (rtol, atol): "
              + ", ".join(f"{k} {v}" for k, v in tol.items())
@@ -299,15 +308,18 @@ def preload(models):
 def main():
     ap = tier_arguments(timeout=600)
     ap.add_argument("--precision", choices=sorted(TOLERANCES), default="highest")
+    ap.add_argument("--compile", action="store_true",
+                    help="the tpu run's forward and backward through torch.compile(backend=\"tpu\")")
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(run_one(args.one, args.precision)))
+        print(json.dumps(run_one(args.one, args.precision, args.compile)))
         return 0
     models = args.models.split(",") if args.models else CI_SUBSET if args.subset == "ci" else MODELS
-    name = "tier2" if args.precision == "highest" else f"tier2_{args.precision}"
+    name = "tier2" + ("" if args.precision == "highest" else f"_{args.precision}") + ("_compile" if args.compile else "")
     preload(models)
-    return run_tier(name, run_one, models, args, lambda records, path: summarize(records, path, args.precision),
-                    (args.precision,))
+    return run_tier(name, run_one, models, args,
+                    lambda records, path: summarize(records, path, args.precision, args.compile),
+                    (args.precision, args.compile))
 
 
 if __name__ == "__main__":

@@ -70,3 +70,12 @@ def test_bounded_dynamism_serves_every_prompt_length_with_one_graph():
     rec = dynamism.run_one("llama")
     assert rec["verdict"] == "PASS", rec
     assert rec["graphs"] == 1 and rec["recompiles"] == 0 and rec["fallbacks"] == {}, rec
+
+
+@pytest.mark.once
+def test_tier2_compiled_training_matches_cpu():
+    """zoo/tier2.py --compile on one model: 5 AdamW steps with forward and backward compiled by
+    torch.compile(backend="tpu") match CPU eager at HIGHEST's tolerances, in two graphs."""
+    rec = tier2.run_one("llama", "highest", compiled=True)
+    assert rec["verdict"] == "PASS", rec
+    assert rec["compile"]["graphs_compiled"] == 2 and rec["compile"]["recompiles"] == 0, rec["compile"]

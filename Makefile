@@ -26,8 +26,9 @@ test-py:
 
 # The Python tests that drive the kernels, against the runtime and the extension built with ASan
 # + UBSan (TPU_SANITIZER=asan; the runtime compiled for the host's widest instruction set: the
-# vector code that ships; the extension into torch_tpu/lib/asan, never shipped). libstdc++ is preloaded beside the ASan runtime so that its __cxa_throw interceptor
-# finds the real one (torch throws through it). Reports go to files, so that one written by a
+# vector code that ships; the extension into torch_tpu/lib/asan, never shipped). libstdc++ is
+# preloaded beside the ASan runtime so that its __cxa_throw interceptor finds the real one (torch
+# throws through it). Reports go to files, so that one written by a
 # subprocess fails the run too. Leaks are checked by the C tests (`make -C runtime test`): at a
 # Python process's exit LSan reports what Python and torch keep, and its suppressions match any
 # frame of a stack, so they would hide the runtime's allocations made from Python threads too.

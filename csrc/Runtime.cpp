@@ -1,4 +1,4 @@
-// Shared glue: status -> exception, dtype mapping, tensor descriptors.
+// Shared glue: status -> exception, dtype mapping, tensor descriptors, the issuing Python line.
 #include "Runtime.h"
 
 #include <Python.h>
@@ -117,9 +117,7 @@ bool runs_python(PyThreadState* ts) {
   return true;  // found out under the GIL
 #endif
 }
-}  // namespace
 
-namespace {
 // Interned "file:line" strings, under the GIL; kept for the process: queued commands point at them.
 const char* intern_site(const char* file, int line) {
   static auto* sites = new std::unordered_set<std::string>();
@@ -194,4 +192,3 @@ void note_issue_site() {
 }
 
 }  // namespace torch_tpu
-

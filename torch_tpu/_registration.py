@@ -27,6 +27,8 @@ def register():
     _after_import("torch._dynamo.device_interface", _install_dynamo_interface)
     _after_import("torch._inductor.codegen.wrapper", _install_inductor)
     _after_import("accelerate.state", _install_accelerate)
+    _after_import("accelerate.accelerator", _install_accelerator)
+    _after_import("torch.nn.attention.flex_attention", _install_flex_attention)
     for name in ("safetensors", "safetensors.torch"):
         _after_import(name, _install_safetensors)
     atexit.register(_release_autograd_graph_tasks)
@@ -70,10 +72,22 @@ def _install_inductor(mod):
     compiler.install(mod)
 
 
+def _install_flex_attention(mod):
+    from .compiler.flex_attention import allow_tpu
+
+    allow_tpu(mod)
+
+
 def _install_accelerate(mod):
     from . import _accelerate
 
     _accelerate.install(mod)
+
+
+def _install_accelerator(mod):
+    from . import _accelerate
+
+    _accelerate.install_accelerator(mod)
 
 
 def _install_safetensors(mod):

@@ -98,10 +98,14 @@ def _cache_key_pass():
     from torch._inductor.custom_graph_pass import CustomGraphModulePass
 
     class CodegenVersion(CustomGraphModulePass):
-        """Changes no graph; its uuid keys Inductor's caches by torch_tpu's code generation."""
+        """The post-grad pass Inductor runs on graphs with tpu tensors, whatever the backend:
+        flex attention's dense form (flex_attention.py); its uuid keys Inductor's caches by
+        torch_tpu's code generation."""
 
         def __call__(self, gm):
-            return None
+            from .flex_attention import decompose
+
+            decompose(gm)
 
         def uuid(self):
             return _codegen_version()

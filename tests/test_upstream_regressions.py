@@ -603,6 +603,17 @@ def test_cpu_index_tensors_index_a_tpu_tensor_natively():
     assert not torch_tpu.metrics.fallback_ops(), torch_tpu.metrics.fallback_ops()
 
 
+@pytest.mark.parametrize("op", [lambda x, i: x.index_select(0, i), lambda x, i: x.gather(0, i.view(-1, 1)),
+                                lambda x, i: x.take(i), lambda x, i: torch.nn.functional.embedding(i, x)],
+                         ids=["index_select", "gather", "take", "embedding"])
+def test_cpu_index_tensors_of_other_ops_are_refused_as_on_cuda(op):
+    # CUDA's generated wrappers check these ops' devices (only index/index_put take host indices)
+    x = torch.arange(12.0, device="tpu").reshape(4, 3)
+    with pytest.raises(RuntimeError, match="same device"):
+        op(x, torch.tensor([0, 2]))
+    assert_same(op(x, torch.tensor([0, 2], device="tpu")), op(x.cpu(), torch.tensor([0, 2])))
+
+
 def test_every_tpu_check_names_a_native_overload():
     from torch_tpu.tpu_checks import CHECKS
     native = {n for n, _ in torch_tpu._C._native_ops()}

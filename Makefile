@@ -11,6 +11,7 @@ setup:
 		(apt-get update -q >/dev/null 2>&1 && apt-get install -y -q $$pkg >/dev/null 2>&1) || \
 		echo "$$pkg not installed (see the Makefile)"; done
 	$(PIP) -r requirements.txt
+	$(PIP) --no-deps torchrec==1.9.2
 	$(PIP) --no-build-isolation -e .
 
 demo: setup

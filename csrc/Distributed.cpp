@@ -5,13 +5,16 @@
 // goes on while it runs (as NCCL's); Work.wait() queues a wait on the caller's current stream that
 // also carries the collective's failure there. Debug mode (TPU_LAUNCH_BLOCKING=1) and CPU tensors
 // wait on the host. A failed collective breaks the group: every later call raises at once.
+// A group whose ranks run on several hosts sends every collective through Gloo instead (the
+// inter-host hop; torch_tpu/distributed/backend.py decides and makes the Gloo backend), on host
+// views of the tensors once their devices' queued work ran; the host waits for it.
 #include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
-#include <fstream>
 #include <functional>
 #include <mutex>
+#include <numeric>
 #include <set>
 #include <thread>
 
@@ -135,16 +138,6 @@ class TpuWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
-// Host machine identity: ranks of one group must share memory.
-std::string host_id() {
-  char name[256] = "";
-  gethostname(name, sizeof name - 1);
-  std::ifstream boot("/proc/sys/kernel/random/boot_id");
-  std::string id;
-  std::getline(boot, id);
-  return std::string(name) + "/" + id;
-}
-
 // A tensor's data (read by the collective once the issuing stream's earlier work ran); tpu and CPU
 // tensors both live in host memory.
 void* data_of(const at::Tensor& t, const char* what) {
@@ -183,17 +176,10 @@ int64_t nbytes(const at::Tensor& t) { return t.numel() * static_cast<int64_t>(t.
 
 class ProcessGroupTpu : public c10d::Backend {
  public:
-  ProcessGroupTpu(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, double timeout_s)
-      : Backend(rank, size) {
-    store->set("tpu_dist/host/" + std::to_string(rank), host_id());
-    std::string mine = host_id();
-    for (int r = 0; r < size; r++) {
-      auto other = store->get("tpu_dist/host/" + std::to_string(r));
-      TORCH_CHECK_NOT_IMPLEMENTED(std::string(other.begin(), other.end()) == mine,
-                                  "tpu_dist: rank ", r, " runs on another host; collectives across hosts (the "
-                                  "inter-host hop through Gloo) are not implemented yet: use one host, or "
-                                  "init_process_group('gloo') for multi-host CPU runs");
-    }
+  ProcessGroupTpu(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, double timeout_s,
+                  c10::intrusive_ptr<c10d::Backend> across_hosts)
+      : Backend(rank, size), gloo_(std::move(across_hosts)) {
+    if (gloo_) return;
     char name[64] = "";
     if (rank == 0) {
       check_comm(tpurt_comm_create(size, name, sizeof name));
@@ -227,9 +213,17 @@ class ProcessGroupTpu : public c10d::Backend {
 
   const std::string getBackendName() const override { return kBackendName; }
   bool supportsCoalescing() const override { return true; }
-  void setTimeout(std::chrono::milliseconds timeout) override { tpurt_comm_set_timeout(comm_, timeout.count() / 1000.0); }
+  void setTimeout(std::chrono::milliseconds timeout) override {
+    if (gloo_) return gloo_->setTimeout(timeout);
+    tpurt_comm_set_timeout(comm_, timeout.count() / 1000.0);
+  }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override {
+    if (gloo_)
+      return through_gloo(c10d::OpType::BROADCAST, tensors, tensors, [&] {
+        auto v = views(tensors);
+        gloo_->broadcast(v, opts)->wait();
+      });
     int root = static_cast<int>(opts.rootRank);
     std::vector<Step> steps;
     for (auto& t : tensors) {
@@ -241,21 +235,34 @@ class ProcessGroupTpu : public c10d::Backend {
   }
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) override {
+    if (gloo_) return reduce_through_gloo(c10d::OpType::ALLREDUCE, tensors, opts.reduceOp, -1);
     return reduce_each(c10d::OpType::ALLREDUCE, tensors, opts.reduceOp, -1);
   }
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                      const c10d::AllreduceCoalescedOptions& opts) override {
+    if (gloo_) return reduce_through_gloo(c10d::OpType::ALLREDUCE_COALESCED, tensors, opts.reduceOp, -1);
     return reduce_each(c10d::OpType::ALLREDUCE_COALESCED, tensors, opts.reduceOp, -1);
   }
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override {
+    if (gloo_) return reduce_through_gloo(c10d::OpType::REDUCE, tensors, opts.reduceOp, static_cast<int>(opts.rootRank));
     return reduce_each(c10d::OpType::REDUCE, tensors, opts.reduceOp, static_cast<int>(opts.rootRank));
   }
 
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& out, at::Tensor& in, const c10d::AllgatherOptions&) override {
+    if (gloo_)
+      return through_gloo(c10d::OpType::_ALLGATHER_BASE, {in, out}, {out}, [&] {
+        auto o = view(out), i = view(in);
+        gloo_->_allgather_base(o, i)->wait();
+      });
     return run(c10d::OpType::_ALLGATHER_BASE, {in}, {out}, {gather_step(out, in)}, "tpu_dist all_gather");
   }
   c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outs, std::vector<at::Tensor>& ins,
                                                                  const c10d::AllgatherOptions&) override {
+    if (gloo_)
+      return through_gloo(c10d::OpType::COALESCED, cat(ins, outs), outs, [&] {
+        auto o = views(outs), i = views(ins);
+        gloo_->allgather_into_tensor_coalesced(o, i)->wait();
+      });
     TORCH_CHECK_VALUE(outs.size() == ins.size(), "tpu_dist: as many outputs as inputs");
     std::vector<Step> steps;
     for (size_t i = 0; i < ins.size(); i++) steps.push_back(gather_step(outs[i], ins[i]));
@@ -263,7 +270,13 @@ class ProcessGroupTpu : public c10d::Backend {
   }
 
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outs, std::vector<at::Tensor>& ins,
-                                           const c10d::AllgatherOptions&) override {
+                                           const c10d::AllgatherOptions& opts) override {
+    if (gloo_)
+      return through_gloo(c10d::OpType::ALLGATHER, cat(ins, flat(outs)), flat(outs), [&] {
+        auto o = views(outs);
+        auto i = views(ins);
+        gloo_->allgather(o, i, opts)->wait();
+      });
     TORCH_CHECK_VALUE(outs.size() == ins.size(), "tpu_dist: all_gather: one output list per input");
     std::vector<at::Tensor> flats, contiguous_ins, results;
     std::vector<Step> steps;
@@ -293,6 +306,12 @@ class ProcessGroupTpu : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outs, std::vector<at::Tensor>& ins,
                                         const c10d::GatherOptions& opts) override {
+    if (gloo_)
+      return through_gloo(c10d::OpType::GATHER, cat(ins, flat(outs)), flat(outs), [&] {
+        auto o = views(outs);
+        auto i = views(ins);
+        gloo_->gather(o, i, opts)->wait();
+      });
     TORCH_CHECK_VALUE(ins.size() == 1, "tpu_dist: gather takes one input tensor");
     int root = static_cast<int>(opts.rootRank);
     bool is_root = rank_ == root;
@@ -316,6 +335,12 @@ class ProcessGroupTpu : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outs, std::vector<std::vector<at::Tensor>>& ins,
                                          const c10d::ScatterOptions& opts) override {
+    if (gloo_)
+      return through_gloo(c10d::OpType::SCATTER, cat(outs, flat(ins)), outs, [&] {
+        auto o = views(outs);
+        auto i = views(ins);
+        gloo_->scatter(o, i, opts)->wait();
+      });
     TORCH_CHECK_VALUE(outs.size() == 1, "tpu_dist: scatter takes one output tensor");
     int root = static_cast<int>(opts.rootRank);
     at::Tensor flat;
@@ -335,11 +360,16 @@ class ProcessGroupTpu : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& out, at::Tensor& in,
                                                       const c10d::ReduceScatterOptions& opts) override {
+    if (gloo_) {
+      std::vector<at::Tensor> o{out}, i{in};
+      return reduce_scatter_through_gloo(c10d::OpType::_REDUCE_SCATTER_BASE, o, i, opts);
+    }
     return run(c10d::OpType::_REDUCE_SCATTER_BASE, {in}, {out}, {scatter_step(out, in, opts.reduceOp)},
                "tpu_dist reduce_scatter");
   }
   c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outs, std::vector<at::Tensor>& ins,
                                                                  const c10d::ReduceScatterOptions& opts) override {
+    if (gloo_) return reduce_scatter_through_gloo(c10d::OpType::COALESCED, outs, ins, opts);
     TORCH_CHECK_VALUE(outs.size() == ins.size(), "tpu_dist: as many outputs as inputs");
     std::vector<Step> steps;
     for (size_t i = 0; i < ins.size(); i++) steps.push_back(scatter_step(outs[i], ins[i], opts.reduceOp));
@@ -347,6 +377,10 @@ class ProcessGroupTpu : public c10d::Backend {
   }
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outs, std::vector<std::vector<at::Tensor>>& ins,
                                                 const c10d::ReduceScatterOptions& opts) override {
+    if (gloo_ && outs.size() == 1 && ins.size() == 1) {
+      std::vector<at::Tensor> i{flatten(ins[0], outs[0])};
+      return reduce_scatter_through_gloo(c10d::OpType::REDUCE_SCATTER, outs, i, opts);
+    }
     TORCH_CHECK_VALUE(outs.size() == 1 && ins.size() == 1 && static_cast<int>(ins[0].size()) == size_,
                       "tpu_dist: reduce_scatter takes one output and one input tensor per rank");
     at::Tensor flat = flatten(ins[0], outs[0]), out = dense(outs[0]);
@@ -356,7 +390,12 @@ class ProcessGroupTpu : public c10d::Backend {
   }
 
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& out, at::Tensor& in, std::vector<int64_t>& out_splits,
-                                               std::vector<int64_t>& in_splits, const c10d::AllToAllOptions&) override {
+                                               std::vector<int64_t>& in_splits, const c10d::AllToAllOptions& opts) override {
+    if (gloo_)
+      return through_gloo(c10d::OpType::ALLTOALL_BASE, {in, out}, {out}, [&] {
+        auto o = view(out), i = view(in);
+        gloo_->alltoall_base(o, i, out_splits, in_splits, opts)->wait();
+      });
     check_same(out, in, "all_to_all_single");
     std::vector<int64_t> sb, so, rb, ro;
     rows_to_bytes(in, in_splits, "input", &sb, &so);
@@ -369,7 +408,19 @@ class ProcessGroupTpu : public c10d::Backend {
   }
 
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outs, std::vector<at::Tensor>& ins,
-                                          const c10d::AllToAllOptions&) override {
+                                          const c10d::AllToAllOptions& opts) override {
+    if (gloo_)  // Gloo's list all_to_all wants equal sizes: one all_to_all_single over the lists laid end to end
+      return through_gloo(c10d::OpType::ALLTOALL, cat(ins, outs), outs, [&] {
+        std::vector<at::Tensor> parts;
+        std::vector<int64_t> in_splits, out_splits;
+        for (auto& t : ins) parts.push_back(view(t).reshape({-1})), in_splits.push_back(t.numel());
+        for (auto& t : outs) out_splits.push_back(t.numel());
+        at::Tensor flat_in = at::cat(parts);
+        at::Tensor flat_out = at::empty({std::accumulate(out_splits.begin(), out_splits.end(), int64_t{0})}, flat_in.options());
+        gloo_->alltoall_base(flat_out, flat_in, out_splits, in_splits, opts)->wait();
+        int64_t at = 0;
+        for (auto& t : outs) view(t).copy_(flat_out.narrow(0, at, t.numel()).view(t.sizes())), at += t.numel();
+      });
     TORCH_CHECK_VALUE(static_cast<int>(outs.size()) == size_ && static_cast<int>(ins.size()) == size_,
                       "tpu_dist: all_to_all takes one input and one output tensor per rank");
     std::vector<at::Tensor> parts;
@@ -399,7 +450,8 @@ class ProcessGroupTpu : public c10d::Backend {
   }
 
   // The host waits: a barrier orders the processes, not device work.
-  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions&) override {
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
+    if (gloo_) return through_gloo(c10d::OpType::BARRIER, {}, {}, [&] { gloo_->barrier(opts)->wait(); });
     auto work = run(c10d::OpType::BARRIER, {}, {}, {[this] { return tpurt_barrier(comm_); }}, "tpu_dist barrier");
     work->synchronize_host();
     return work;
@@ -415,12 +467,18 @@ class ProcessGroupTpu : public c10d::Backend {
     return p2p(tensors, false, src, tag);
   }
   void startCoalescing() override {
+    pending_gloo_.clear();
     coalescing_ = true;
     pending_.clear();
     pending_tensors_.clear();
   }
   c10::intrusive_ptr<c10d::Work> endCoalescing() override {
     coalescing_ = false;
+    if (gloo_)
+      return through_gloo(c10d::OpType::COALESCED, {}, pending_tensors_, [&] {
+        for (auto& w : pending_gloo_) w->wait();
+        pending_gloo_.clear();
+      });
     auto ops = std::make_shared<std::vector<tpurt_p2p>>(std::move(pending_));
     auto tensors = std::move(pending_tensors_);
     return run(c10d::OpType::COALESCED, tensors, tensors,
@@ -560,6 +618,7 @@ class ProcessGroupTpu : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> p2p(std::vector<at::Tensor>& tensors, bool is_send, int peer, int tag) {
     TORCH_CHECK_VALUE(tensors.size() == 1, "tpu_dist: send/recv take one tensor");
+    if (gloo_) return p2p_through_gloo(tensors, is_send, peer, tag);
     at::Tensor& t = tensors[0];
     tpurt_p2p op{is_send ? 1 : 0, peer, tag, data_of(t, is_send ? "send tensor" : "recv tensor"), nbytes(t)};
     if (coalescing_) {  // the batch's Work (endCoalescing) is the one callers wait on
@@ -594,6 +653,123 @@ class ProcessGroupTpu : public c10d::Backend {
     }
   }
 
+  // ---- across hosts: through Gloo
+  // A CPU tensor over a tpu tensor's memory (host memory): what Gloo takes.
+  static at::Tensor view(const at::Tensor& t) {
+    if (!t.defined() || t.device().type() != kTpu) return t;
+    return at::from_blob(t.data_ptr(), t.sizes(), t.strides(), t.options().device(at::kCPU));
+  }
+  static std::vector<at::Tensor> views(const std::vector<at::Tensor>& ts) {
+    std::vector<at::Tensor> out;
+    for (auto& t : ts) out.push_back(view(t));
+    return out;
+  }
+  static std::vector<std::vector<at::Tensor>> views(const std::vector<std::vector<at::Tensor>>& lists) {
+    std::vector<std::vector<at::Tensor>> out;
+    for (auto& l : lists) out.push_back(views(l));
+    return out;
+  }
+  static std::vector<at::Tensor> flat(const std::vector<std::vector<at::Tensor>>& lists) {
+    std::vector<at::Tensor> out;
+    for (auto& l : lists) out.insert(out.end(), l.begin(), l.end());
+    return out;
+  }
+  static std::vector<at::Tensor> cat(std::vector<at::Tensor> a, const std::vector<at::Tensor>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  }
+
+  // Runs `call` (Gloo collectives on views, waited for) once the queued work of the tensors'
+  // devices ran; the Work returned is complete, its result the given outputs.
+  template <typename Call>
+  c10::intrusive_ptr<c10d::Work> through_gloo(c10d::OpType op, const std::vector<at::Tensor>& touched,
+                                              std::vector<at::Tensor> outputs, Call call) {
+    int dev = -1;
+    for (auto& t : touched)
+      if (t.defined() && t.device().type() == kTpu && t.device().index() != dev) {
+        dev = t.device().index();
+        check(tpurt_stream_synchronize(current_stream(dev)));
+      }
+    call();
+    auto type = c10::ListType::create(c10::TensorType::get());
+    auto future = dev >= 0 ? c10::make_intrusive<c10::ivalue::Future>(type, std::vector<c10::Device>{c10::Device(kTpu, dev)})
+                           : c10::make_intrusive<c10::ivalue::Future>(type);
+    future->markCompleted(c10::IValue(outputs));
+    auto work = c10::make_intrusive<TpuWork>(rank_, op, std::move(outputs), nullptr, future);
+    work->tpu_device_ = dev;
+    return work;
+  }
+
+  // Gloo reduces with SUM, PRODUCT, MIN, MAX and the bitwise ops: AVG is a SUM then a division,
+  // PREMUL_SUM a multiplication then a SUM.
+  static c10d::ReduceOp gloo_op(const c10d::ReduceOp& op) {
+    bool summed = op.op_ == c10d::ReduceOp::AVG || op.op_ == c10d::ReduceOp::PREMUL_SUM;
+    return summed ? c10d::ReduceOp(c10d::ReduceOp::SUM) : op;
+  }
+  void check_reduction(const at::Tensor& t, const c10d::ReduceOp& rop) {
+    check(tpurt_check_reduction(dtype_of(t), reduce_op(rop).first));
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce_through_gloo(c10d::OpType kind, std::vector<at::Tensor>& tensors,
+                                                     const c10d::ReduceOp& rop, int root) {
+    for (auto& t : tensors) check_reduction(t, rop);
+    double scale = reduce_op(rop).second;
+    return through_gloo(kind, tensors, tensors, [&] {
+      auto v = views(tensors);
+      if (rop.op_ == c10d::ReduceOp::PREMUL_SUM)
+        for (auto& t : v) t.mul_(scale);
+      if (root < 0) {
+        c10d::AllreduceOptions o;
+        o.reduceOp = gloo_op(rop);
+        gloo_->allreduce(v, o)->wait();
+      } else {
+        c10d::ReduceOptions o;
+        o.reduceOp = gloo_op(rop);
+        o.rootRank = root;
+        gloo_->reduce(v, o)->wait();
+      }
+      if (rop.op_ == c10d::ReduceOp::AVG && (root < 0 || root == rank_))
+        for (auto& t : v) t.div_(size_);
+    });
+  }
+
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_through_gloo(c10d::OpType kind, std::vector<at::Tensor>& outs,
+                                                             std::vector<at::Tensor>& ins, const c10d::ReduceScatterOptions& opts) {
+    TORCH_CHECK_VALUE(outs.size() == ins.size(), "tpu_dist: as many outputs as inputs");
+    for (auto& t : outs) check_reduction(t, opts.reduceOp);
+    double scale = reduce_op(opts.reduceOp).second;
+    return through_gloo(kind, cat(ins, outs), outs, [&] {
+      c10d::ReduceScatterOptions o;
+      o.reduceOp = gloo_op(opts.reduceOp);
+      auto out = views(outs);
+      for (size_t k = 0; k < ins.size(); k++) {
+        at::Tensor in = view(ins[k]);
+        if (opts.reduceOp.op_ == c10d::ReduceOp::PREMUL_SUM) in = in * scale;  // not the caller's input
+        gloo_->_reduce_scatter_base(out[k], in, o)->wait();
+        if (opts.reduceOp.op_ == c10d::ReduceOp::AVG) out[k].div_(size_);
+      }
+    });
+  }
+
+  // Alone, the host waits for a send or recv; in a batch (batch_isend_irecv) they all start, and
+  // endCoalescing waits for them together, so ranks exchanging both ways do not wait on each other.
+  c10::intrusive_ptr<c10d::Work> p2p_through_gloo(std::vector<at::Tensor>& tensors, bool is_send, int peer, int tag) {
+    auto op = is_send ? c10d::OpType::SEND : c10d::OpType::RECV;
+    if (!coalescing_)
+      return through_gloo(op, tensors, tensors, [&] {
+        auto v = views(tensors);
+        (is_send ? gloo_->send(v, peer, tag) : gloo_->recv(v, peer, tag))->wait();
+      });
+    for (auto& t : tensors)
+      if (t.device().type() == kTpu) check(tpurt_stream_synchronize(current_stream(t.device().index())));
+    auto v = views(tensors);
+    pending_gloo_.push_back(is_send ? gloo_->send(v, peer, tag) : gloo_->recv(v, peer, tag));
+    pending_tensors_.push_back(tensors[0]);
+    return c10::make_intrusive<TpuWork>(rank_, op, tensors, nullptr, nullptr);
+  }
+
+  c10::intrusive_ptr<c10d::Backend> gloo_;  // set when the group spans hosts
+  std::vector<c10::intrusive_ptr<c10d::Work>> pending_gloo_;
   tpurt_comm* comm_ = nullptr;
   tpurt_event* ready_ = nullptr;  // marks the issuing stream's work a collective must follow
   std::shared_ptr<Outcome> broken_ = std::make_shared<Outcome>();  // finished by the first failure
@@ -603,9 +779,13 @@ class ProcessGroupTpu : public c10d::Backend {
   std::vector<at::Tensor> pending_tensors_;
 };
 
+// across_hosts: None, or the Gloo backend a group spanning hosts sends its collectives through.
 c10::intrusive_ptr<ProcessGroupTpu> create(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                           const std::chrono::duration<float>& timeout) {
-  return c10::make_intrusive<ProcessGroupTpu>(store, rank, size, timeout.count());
+                                           const std::chrono::duration<float>& timeout, py::object across_hosts) {
+  c10::intrusive_ptr<c10d::Backend> gloo;
+  if (!across_hosts.is_none()) gloo = across_hosts.cast<c10::intrusive_ptr<c10d::Backend>>();
+  py::gil_scoped_release no_gil;
+  return c10::make_intrusive<ProcessGroupTpu>(store, rank, size, timeout.count(), std::move(gloo));
 }
 
 }  // namespace
@@ -621,7 +801,7 @@ void add_distributed(py::module& m) {
     return d;
   });
   m.def("_create_tpu_dist_backend", &create, py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
-        py::call_guard<py::gil_scoped_release>());
+        py::arg("across_hosts") = py::none());
 }
 
 }  // namespace torch_tpu

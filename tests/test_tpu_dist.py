@@ -16,7 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _env(**extra):
-    env = dict(os.environ, TPU_ACCELERATOR_TYPE="v6e-4", OMP_NUM_THREADS="1", **extra)
+    env = dict(os.environ, **{"TPU_ACCELERATOR_TYPE": "v6e-4", "OMP_NUM_THREADS": "1", **extra})
     env.pop("TPU_VISIBLE_CHIPS", None)
     return env
 
@@ -40,6 +40,41 @@ def test_collectives_and_training_on_four_ranks():
     assert _segments() <= before, "shared memory left behind"
 
 
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.once
+def test_two_hosts_every_collective_and_training_through_gloo():
+    """Two emulated hosts of a v5p-16 (two torchrun launches on this machine, TPU_WORKER_ID 0 and 1),
+    two ranks each: every collective and the DDP/FSDP2/TP/MPMD training cross the hosts through Gloo."""
+    before, port = _segments(), _free_port()
+    hosts = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nnodes=2", f"--node_rank={i}",
+                               "--nproc_per_node=2", "--master_addr=127.0.0.1", f"--master_port={port}",
+                               "dist_checks.py", "collectives", "ddp", "fsdp2", "tp", "mpmd"],
+                              env=_env(TPU_ACCELERATOR_TYPE="v5p-16", TPU_WORKER_ID=str(i),
+                                       TPU_WORKER_HOSTNAMES="localhost,localhost"),
+                              cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    outs = [h.communicate(timeout=400) for h in hosts]
+    for h, (out, err) in zip(hosts, outs):
+        assert h.returncode == 0, f"{out[-3000:]}\n{err[-6000:]}"
+    for section in ("collectives", "ddp", "fsdp2", "tp", "mpmd"):
+        assert f"ok {section}" in outs[0][0], outs[0][0]
+    assert _segments() <= before, "shared memory left behind"
+
+
+def test_ranks_of_one_host_share_memory_and_worker_ids_tell_hosts_apart(monkeypatch):
+    from torch_tpu.distributed.backend import host_id
+
+    monkeypatch.setenv("TPU_WORKER_ID", "0")
+    here = host_id()
+    assert host_id() == here
+    monkeypatch.setenv("TPU_WORKER_ID", "1")
+    assert host_id() != here
+
+
 @pytest.mark.once
 def test_checkpoint_saved_by_four_ranks_loads_into_two(tmp_path):
     torchrun(4, "dist_dcp.py", "save", str(tmp_path))
@@ -57,9 +92,7 @@ def test_llama_debug_model_with_fsdp2_and_tensor_parallel_matches_one_process():
 
 
 def _run_faulty(scenario):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = _free_port()
     procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "dist_faults.py"), scenario],
                               env=_env(RANK=str(r), WORLD_SIZE="4", LOCAL_RANK=str(r), LOCAL_WORLD_SIZE="4",
                                        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)),

@@ -813,3 +813,17 @@ def test_embedding_bag_scale_grad_by_freq_divides_by_each_index_count():
             for i in ids:
                 expected[i] += 1 / per_bag[bag] / int((idx == i).sum())
         torch.testing.assert_close(w.grad.cpu(), expected)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_uint8_interpolation_rounds_and_saturates(mode):
+    # bicubic overshoots below 0 and above 255; CPU saturates, the tpu kernel's plain conversion
+    # wrapped -1.6 to 255 (found by the full conformance sweep). CPU's uint8 path is PIL-SIMD's
+    # separable fixed-point resampler (up to 21 from float64 for bicubic), so the reference is
+    # float64, rounded and saturated (source coordinates in float32 below float64, as on CPU: 1e-4).
+    x = torch.randint(0, 256, (1, 3, 30, 40), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    f = lambda t: torch.nn.functional.interpolate(t, size=(45, 71), mode=mode, align_corners=False)  # noqa: E731
+    want = f(x.double()).clamp(0, 255)
+    got = f(x.to("tpu")).cpu()
+    assert got.dtype == torch.uint8
+    assert (got.double() - want).abs().max().item() <= 0.5 + 1e-4

@@ -10,6 +10,7 @@
  * raw elements (exact for every dtype); the rest sum in double. Backward passes scatter
  * grad_output through the same taps into a dense double buffer stored once. Spatial dims
  * are padded to 3 with leading size-1 dims; every leading dim is a "plane". */
+#include <math.h>
 #include "spatial.h"
 
 typedef struct {
@@ -222,6 +223,10 @@ static void interp_fwd(const rgeom* g, const tpurt_tensor* in, const tpurt_tenso
   int64_t si[3], so[3];
   for (int i = 0; i < 3; i++) si[i] = sp_stride(in, g->sp.nsp, i), so[i] = sp_stride(out, g->sp.nsp, i);
   size_t ies = tpurt_dtype_size((tpurt_dtype)in->dtype), oes = tpurt_dtype_size((tpurt_dtype)out->dtype);
+  /* Integer images (uint8) round and saturate, as CPU's resampler does: bicubic overshoots
+   * below 0 and above 255, which a plain conversion would wrap around. */
+  int saturate = !tpurt_is_float(out->dtype) && !tpurt_is_complex(out->dtype);
+  double lo = (double)tpurt_int_lowest(out->dtype), hi = (double)tpurt_int_highest(out->dtype);
   FOR_OUTPUTS(g, {
     const char* src = (const char*)in->data + plane_off(in, in->ndim - g->sp.nsp, p) * (int64_t)ies;
     double v = 0;
@@ -233,6 +238,7 @@ static void interp_fwd(const rgeom* g, const tpurt_tensor* in, const tpurt_tenso
                tpurt_load_f64(src + (ta->i[a] * si[0] + tb->i[b] * si[1] + tc->i[c] * si[2]) * (int64_t)ies, in->dtype);
       }
     char* dst = (char*)out->data + (plane_off(out, out->ndim - g->sp.nsp, p) + od * so[0] + oh * so[1] + ow * so[2]) * (int64_t)oes;
+    if (saturate) v = fmin(fmax(floor(v + 0.5), lo), hi);
     tpurt_store_f64(dst, out->dtype, v);
   })
 }

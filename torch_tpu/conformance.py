@@ -604,10 +604,10 @@ def _dtype_record(key, fam, dname, fwd, bwd, fallbacks, note, seconds):
 def run_op(op, dtype_names, emit, time_limit=None, max_samples=None, backward=True, noncontig=True, compile=False):
     """Runs one OpInfo for the given dtypes; emit(record) for every (op, dtype), its error_inputs
     and a final op_done record with the overloads observed. compile: the tpu side runs each
-    sample through torch.compile(backend="tpu"), forward only (error inputs and the semantics
-    checks are eager contracts, not run)."""
+    sample through torch.compile(backend="tpu"): its forward and the compiled backward (error
+    inputs and the semantics checks are eager contracts, not run)."""
     key, fam = op_key(op), family(op)
-    runner = OpRunner(op, max_samples, backward and not compile, noncontig, compile)
+    runner = OpRunner(op, max_samples, backward, noncontig, compile)
     supported = op.supported_dtypes("cpu")
     t_end = time.monotonic() + time_limit if time_limit else None
     for dname in dtype_names:
@@ -1127,7 +1127,8 @@ def main(argv=None):
     p.add_argument("--no-backward", action="store_true")
     p.add_argument("--no-noncontig", action="store_true")
     p.add_argument("--compile", action="store_true",
-                   help="the tpu side through torch.compile(backend=\"tpu\"), each sample its own graph; forward only")
+                   help="the tpu side through torch.compile(backend=\"tpu\"), each sample its own graph, "
+                        "forward and backward")
     p.add_argument("--inprocess", action="store_true", help="no worker processes (a crash ends the run)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--fd", type=int, help=argparse.SUPPRESS)

@@ -98,3 +98,46 @@ def test_trainer_bf16_runs_linear_layers_in_bf16_like_cpu():
     _, cpu_logged = hf_trainer.train(hf_trainer.tiny_llama(), use_cpu=True, bf16=True)
     torch.testing.assert_close([loss for loss, _ in tpu_logged], [loss for loss, _ in cpu_logged],
                                rtol=1.6e-2, atol=1e-5)  # bf16 resolution
+
+
+def test_device_map_auto_places_on_tpu_with_its_free_memory(saved):
+    from accelerate.utils import get_max_memory
+
+    path, cpu_model = saved
+    budget = get_max_memory()  # what device_map="auto" divides: the chips first, then the host
+    assert list(budget) == [*range(torch.tpu.device_count()), "cpu"]
+    assert budget[0] == torch.tpu.mem_get_info(0)[0]
+    for device_map in ("auto", "balanced", "sequential"):
+        model = transformers.AutoModelForCausalLM.from_pretrained(path, device_map=device_map)
+        assert {str(t.device) for t in [*model.parameters(), *model.buffers()]} == {"tpu:0"}, device_map
+    with torch.no_grad():
+        torch.testing.assert_close(model(prompt().to("tpu")).logits.cpu(), cpu_model(prompt()).logits,
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_device_map_auto_offloads_what_max_memory_leaves_out_to_cpu(saved):
+    path, cpu_model = saved
+    model = transformers.AutoModelForCausalLM.from_pretrained(path, device_map="auto",
+                                                              max_memory={0: "60KB", "cpu": "1GB"})
+    assert set(model.hf_device_map.values()) == {0, "cpu"} and model.hf_device_map["model.embed_tokens"] == 0
+    with torch.no_grad():  # accelerate's hooks bring the offloaded layers to tpu:0 for their forward
+        torch.testing.assert_close(model(prompt().to("tpu")).logits.cpu(), cpu_model(prompt()).logits,
+                                   rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("env, cpu, want", [(None, False, "tpu"), (None, True, "cpu"), ("cpu", False, "cpu"),
+                                            ("tpu:0", False, "tpu:0")])
+def test_accelerator_picks_tpu_unless_told_otherwise(monkeypatch, env, cpu, want):
+    from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
+
+    if env is None:
+        monkeypatch.delenv("ACCELERATE_TORCH_DEVICE", raising=False)
+    else:
+        monkeypatch.setenv("ACCELERATE_TORCH_DEVICE", env)
+    AcceleratorState._reset_state(reset_partial_state=True)
+    try:
+        accelerator = Accelerator(cpu=cpu)
+        assert str(accelerator.device) == want and accelerator.distributed_type == "NO"
+    finally:
+        AcceleratorState._reset_state(reset_partial_state=True)

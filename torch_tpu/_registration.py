@@ -26,8 +26,8 @@ def register():
     torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
     _after_import("torch._dynamo.device_interface", _install_dynamo_interface)
     _after_import("torch._inductor.codegen.wrapper", _install_inductor)
-    _after_import("accelerate.state", _install_accelerate)
-    _after_import("accelerate.accelerator", _install_accelerator)
+    for name in ("accelerate.state", "accelerate.utils.modeling"):
+        _after_import(name, _install_accelerate)
     _after_import("torch.nn.attention.flex_attention", _install_flex_attention)
     for name in ("safetensors", "safetensors.torch"):
         _after_import(name, _install_safetensors)
@@ -82,12 +82,6 @@ def _install_accelerate(mod):
     from . import _accelerate
 
     _accelerate.install(mod)
-
-
-def _install_accelerator(mod):
-    from . import _accelerate
-
-    _accelerate.install_accelerator(mod)
 
 
 def _install_safetensors(mod):

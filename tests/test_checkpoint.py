@@ -114,6 +114,19 @@ def test_safetensors_model_state_dict_roundtrip(tmp_path):
         assert b.device.type == "tpu" and torch.equal(a.detach().cpu(), b.detach().cpu())
 
 
+@pytest.mark.once
+@pytest.mark.parametrize("first", ["safetensors.torch", "accelerate", "transformers", "diffusers"])
+def test_a_library_imported_before_torch_loads_torch_tpu(first, tmp_path):
+    """`import safetensors.torch` as a script's first line imports torch (and so torch_tpu) while
+    it is itself half-imported: that once failed the whole import."""
+    pytest.importorskip(first)
+    code = (f"import {first}, safetensors.torch, torch\n"
+            f"safetensors.torch.save_file({{'w': torch.arange(6.0)}}, {str(tmp_path / 'w.st')!r})\n"
+            f"print(safetensors.torch.load_file({str(tmp_path / 'w.st')!r}, device='tpu')['w'].device)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "tpu:0", r.stderr[-3000:]
+
+
 # ---------------------------------------------------------------- resume in a new process
 def build():
     torch.manual_seed(0)

@@ -150,7 +150,11 @@ class _SubmoduleAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def _after_import(name, callback):
-    if name in sys.modules:
-        callback(sys.modules[name])
-    else:
+    mod = sys.modules.get(name)
+    if mod is None:
         sys.meta_path.insert(0, _PostImportFinder(name, callback))
+    elif not getattr(getattr(mod, "__spec__", None), "_initializing", False):
+        callback(mod)
+    # else: the module is importing torch from its own top lines (`import safetensors.torch` first
+    # thing in a script), so what the callback patches does not exist yet; safetensors.torch then
+    # binds the safe_open of the safetensors package, patched already.

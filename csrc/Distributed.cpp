@@ -220,7 +220,7 @@ class ProcessGroupTpu : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override {
     if (gloo_)
-      return through_gloo(c10d::OpType::BROADCAST, tensors, tensors, [&] {
+      return through_gloo(c10d::OpType::BROADCAST, {TPURT_COMM_BROADCAST, bytes_of(tensors)}, tensors, tensors, [&] {
         auto v = views(tensors);
         gloo_->broadcast(v, opts)->wait();
       });
@@ -250,7 +250,7 @@ class ProcessGroupTpu : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& out, at::Tensor& in, const c10d::AllgatherOptions&) override {
     if (gloo_)
-      return through_gloo(c10d::OpType::_ALLGATHER_BASE, {in, out}, {out}, [&] {
+      return through_gloo(c10d::OpType::_ALLGATHER_BASE, {TPURT_COMM_ALL_GATHER, nbytes(out)}, {in, out}, {out}, [&] {
         auto o = view(out), i = view(in);
         gloo_->_allgather_base(o, i)->wait();
       });
@@ -259,7 +259,7 @@ class ProcessGroupTpu : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outs, std::vector<at::Tensor>& ins,
                                                                  const c10d::AllgatherOptions&) override {
     if (gloo_)
-      return through_gloo(c10d::OpType::COALESCED, cat(ins, outs), outs, [&] {
+      return through_gloo(c10d::OpType::COALESCED, {TPURT_COMM_ALL_GATHER, bytes_of(outs)}, cat(ins, outs), outs, [&] {
         auto o = views(outs), i = views(ins);
         gloo_->allgather_into_tensor_coalesced(o, i)->wait();
       });
@@ -272,7 +272,7 @@ class ProcessGroupTpu : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outs, std::vector<at::Tensor>& ins,
                                            const c10d::AllgatherOptions& opts) override {
     if (gloo_)
-      return through_gloo(c10d::OpType::ALLGATHER, cat(ins, flat(outs)), flat(outs), [&] {
+      return through_gloo(c10d::OpType::ALLGATHER, {TPURT_COMM_ALL_GATHER, bytes_of(flat(outs))}, cat(ins, flat(outs)), flat(outs), [&] {
         auto o = views(outs);
         auto i = views(ins);
         gloo_->allgather(o, i, opts)->wait();
@@ -307,7 +307,7 @@ class ProcessGroupTpu : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outs, std::vector<at::Tensor>& ins,
                                         const c10d::GatherOptions& opts) override {
     if (gloo_)
-      return through_gloo(c10d::OpType::GATHER, cat(ins, flat(outs)), flat(outs), [&] {
+      return through_gloo(c10d::OpType::GATHER, {TPURT_COMM_GATHER, bytes_of(ins)}, cat(ins, flat(outs)), flat(outs), [&] {
         auto o = views(outs);
         auto i = views(ins);
         gloo_->gather(o, i, opts)->wait();
@@ -336,7 +336,7 @@ class ProcessGroupTpu : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outs, std::vector<std::vector<at::Tensor>>& ins,
                                          const c10d::ScatterOptions& opts) override {
     if (gloo_)
-      return through_gloo(c10d::OpType::SCATTER, cat(outs, flat(ins)), outs, [&] {
+      return through_gloo(c10d::OpType::SCATTER, {TPURT_COMM_SCATTER, bytes_of(outs)}, cat(outs, flat(ins)), outs, [&] {
         auto o = views(outs);
         auto i = views(ins);
         gloo_->scatter(o, i, opts)->wait();
@@ -392,7 +392,7 @@ class ProcessGroupTpu : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& out, at::Tensor& in, std::vector<int64_t>& out_splits,
                                                std::vector<int64_t>& in_splits, const c10d::AllToAllOptions& opts) override {
     if (gloo_)
-      return through_gloo(c10d::OpType::ALLTOALL_BASE, {in, out}, {out}, [&] {
+      return through_gloo(c10d::OpType::ALLTOALL_BASE, {TPURT_COMM_ALL_TO_ALL, nbytes(in)}, {in, out}, {out}, [&] {
         auto o = view(out), i = view(in);
         gloo_->alltoall_base(o, i, out_splits, in_splits, opts)->wait();
       });
@@ -410,7 +410,7 @@ class ProcessGroupTpu : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outs, std::vector<at::Tensor>& ins,
                                           const c10d::AllToAllOptions& opts) override {
     if (gloo_)  // Gloo's list all_to_all wants equal sizes: one all_to_all_single over the lists laid end to end
-      return through_gloo(c10d::OpType::ALLTOALL, cat(ins, outs), outs, [&] {
+      return through_gloo(c10d::OpType::ALLTOALL, {TPURT_COMM_ALL_TO_ALL, bytes_of(ins)}, cat(ins, outs), outs, [&] {
         std::vector<at::Tensor> parts;
         std::vector<int64_t> in_splits, out_splits;
         for (auto& t : ins) parts.push_back(view(t).reshape({-1})), in_splits.push_back(t.numel());
@@ -451,7 +451,7 @@ class ProcessGroupTpu : public c10d::Backend {
 
   // The host waits: a barrier orders the processes, not device work.
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
-    if (gloo_) return through_gloo(c10d::OpType::BARRIER, {}, {}, [&] { gloo_->barrier(opts)->wait(); });
+    if (gloo_) return through_gloo(c10d::OpType::BARRIER, {TPURT_COMM_BARRIER, 0}, {}, {}, [&] { gloo_->barrier(opts)->wait(); });
     auto work = run(c10d::OpType::BARRIER, {}, {}, {[this] { return tpurt_barrier(comm_); }}, "tpu_dist barrier");
     work->synchronize_host();
     return work;
@@ -475,7 +475,7 @@ class ProcessGroupTpu : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> endCoalescing() override {
     coalescing_ = false;
     if (gloo_)
-      return through_gloo(c10d::OpType::COALESCED, {}, pending_tensors_, [&] {
+      return through_gloo(c10d::OpType::COALESCED, {TPURT_COMM_SEND_RECV, bytes_of(pending_tensors_)}, {}, pending_tensors_, [&] {
         for (auto& w : pending_gloo_) w->wait();
         pending_gloo_.clear();
       });
@@ -679,10 +679,22 @@ class ProcessGroupTpu : public c10d::Backend {
     return a;
   }
 
+  static int64_t bytes_of(const std::vector<at::Tensor>& ts) {
+    int64_t n = 0;
+    for (auto& t : ts) n += nbytes(t);
+    return n;
+  }
+
+  // What torch.tpu.metrics counts of a collective (tpurt_comm_kind_stats' bytes).
+  struct Counted {
+    tpurt_comm_kind kind;
+    int64_t bytes;
+  };
+
   // Runs `call` (Gloo collectives on views, waited for) once the queued work of the tensors'
-  // devices ran; the Work returned is complete, its result the given outputs.
+  // devices ran, and counts it; the Work returned is complete, its result the given outputs.
   template <typename Call>
-  c10::intrusive_ptr<c10d::Work> through_gloo(c10d::OpType op, const std::vector<at::Tensor>& touched,
+  c10::intrusive_ptr<c10d::Work> through_gloo(c10d::OpType op, Counted counted, const std::vector<at::Tensor>& touched,
                                               std::vector<at::Tensor> outputs, Call call) {
     int dev = -1;
     for (auto& t : touched)
@@ -690,7 +702,10 @@ class ProcessGroupTpu : public c10d::Backend {
         dev = t.device().index();
         check(tpurt_stream_synchronize(current_stream(dev)));
       }
+    auto t0 = std::chrono::steady_clock::now();
     call();
+    check(tpurt_comm_record(counted.kind, counted.bytes,
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), size_));
     auto type = c10::ListType::create(c10::TensorType::get());
     auto future = dev >= 0 ? c10::make_intrusive<c10::ivalue::Future>(type, std::vector<c10::Device>{c10::Device(kTpu, dev)})
                            : c10::make_intrusive<c10::ivalue::Future>(type);
@@ -714,7 +729,7 @@ class ProcessGroupTpu : public c10d::Backend {
                                                      const c10d::ReduceOp& rop, int root) {
     for (auto& t : tensors) check_reduction(t, rop);
     double scale = reduce_op(rop).second;
-    return through_gloo(kind, tensors, tensors, [&] {
+    return through_gloo(kind, {root < 0 ? TPURT_COMM_ALL_REDUCE : TPURT_COMM_REDUCE, bytes_of(tensors)}, tensors, tensors, [&] {
       auto v = views(tensors);
       if (rop.op_ == c10d::ReduceOp::PREMUL_SUM)
         for (auto& t : v) t.mul_(scale);
@@ -738,7 +753,7 @@ class ProcessGroupTpu : public c10d::Backend {
     TORCH_CHECK_VALUE(outs.size() == ins.size(), "tpu_dist: as many outputs as inputs");
     for (auto& t : outs) check_reduction(t, opts.reduceOp);
     double scale = reduce_op(opts.reduceOp).second;
-    return through_gloo(kind, cat(ins, outs), outs, [&] {
+    return through_gloo(kind, {TPURT_COMM_REDUCE_SCATTER, bytes_of(ins)}, cat(ins, outs), outs, [&] {
       c10d::ReduceScatterOptions o;
       o.reduceOp = gloo_op(opts.reduceOp);
       auto out = views(outs);
@@ -756,7 +771,7 @@ class ProcessGroupTpu : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> p2p_through_gloo(std::vector<at::Tensor>& tensors, bool is_send, int peer, int tag) {
     auto op = is_send ? c10d::OpType::SEND : c10d::OpType::RECV;
     if (!coalescing_)
-      return through_gloo(op, tensors, tensors, [&] {
+      return through_gloo(op, {TPURT_COMM_SEND_RECV, bytes_of(tensors)}, tensors, tensors, [&] {
         auto v = views(tensors);
         (is_send ? gloo_->send(v, peer, tag) : gloo_->recv(v, peer, tag))->wait();
       });

@@ -293,7 +293,8 @@ def check_metrics():
     ar = got.get("all_reduce")
     if not ar or ar["calls"] != 1 or ar["bytes"] != 1 << 20 or ar["seconds"] <= 0:
         fail(f"metrics: all_reduce {ar}")
-    want = _C._collective_cost("v6e", "all_reduce", 1 << 20, [WORLD], [1])["seconds"]
+    generation = os.environ["TPU_ACCELERATOR_TYPE"].split("-")[0]
+    want = _C._collective_cost(generation, "all_reduce", 1 << 20, [WORLD], [1])["seconds"]
     if abs(ar["ici_seconds"] - want) > 1e-12 or got["broadcast"]["ici_seconds"] is not None:
         fail(f"metrics: ICI seconds {ar['ici_seconds']} (cost model {want}), broadcast {got['broadcast']}")
 

@@ -49,18 +49,19 @@ def _free_port():
 @pytest.mark.once
 def test_two_hosts_every_collective_and_training_through_gloo():
     """Two emulated hosts of a v5p-16 (two torchrun launches on this machine, TPU_WORKER_ID 0 and 1),
-    two ranks each: every collective and the DDP/FSDP2/TP/MPMD training cross the hosts through Gloo."""
+    two ranks each: every collective (counted by torch.tpu.metrics) and the DDP/FSDP2/TP/MPMD
+    training cross the hosts through Gloo."""
     before, port = _segments(), _free_port()
     hosts = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nnodes=2", f"--node_rank={i}",
                                "--nproc_per_node=2", "--master_addr=127.0.0.1", f"--master_port={port}",
-                               "dist_checks.py", "collectives", "ddp", "fsdp2", "tp", "mpmd"],
+                               "dist_checks.py", "collectives", "metrics", "ddp", "fsdp2", "tp", "mpmd"],
                               env=_env(TPU_ACCELERATOR_TYPE="v5p-16", TPU_WORKER_ID=str(i),
                                        TPU_WORKER_HOSTNAMES="localhost,localhost"),
                               cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
     outs = [h.communicate(timeout=400) for h in hosts]
     for h, (out, err) in zip(hosts, outs):
         assert h.returncode == 0, f"{out[-3000:]}\n{err[-6000:]}"
-    for section in ("collectives", "ddp", "fsdp2", "tp", "mpmd"):
+    for section in ("collectives", "metrics", "ddp", "fsdp2", "tp", "mpmd"):
         assert f"ok {section}" in outs[0][0], outs[0][0]
     assert _segments() <= before, "shared memory left behind"
 

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define TPURT_VERSION_MAJOR 0
-#define TPURT_VERSION_MINOR 11
+#define TPURT_VERSION_MINOR 12
 
 /* ---------------------------------------------------------------- status codes */
 /* X(code, value, the c10 error class the C++ boundary throws, which PyTorch turns into the
@@ -633,6 +633,9 @@ typedef struct {
   double seconds, ici_seconds;
 } tpurt_comm_kind_stats;
 void tpurt_comm_get_stats(tpurt_comm_kind_stats out[TPURT_COMM_KIND_COUNT]);
+/* Counts a collective that ran elsewhere (Gloo, for a group spanning hosts) in those stats: its
+ * kind, bytes as above, wall seconds and group size (the ring the ICI estimate prices). Since 0.12. */
+tpurt_status tpurt_comm_record(int kind, int64_t bytes, double seconds, int32_t group_size);
 const char* tpurt_comm_kind_name(int kind);
 /* The order of c10d::ReduceOp. */
 typedef enum {

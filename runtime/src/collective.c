@@ -554,25 +554,33 @@ void tpurt_comm_reset_stats(void) {
   pthread_mutex_unlock(&stats_mu);
 }
 
-/* Counts a collective that returned `s` after starting at t0. The ICI estimate treats the group's
- * chips as one ring (a torus axis with its wraparound): what a 1-D mesh axis of the slice is. */
-static tpurt_status accounted(tpurt_comm* c, tpurt_comm_kind k, int64_t bytes, int64_t t0, tpurt_status s) {
-  if (s) return s;
+/* The ICI estimate treats the group's chips as one ring (a torus axis with its wraparound): what
+ * a 1-D mesh axis of the slice is. */
+tpurt_status tpurt_comm_record(int kind, int64_t bytes, double seconds, int32_t group_size) {
+  if (kind < 0 || kind >= TPURT_COMM_KIND_COUNT || bytes < 0 || group_size < 1)
+    return tpurt_fail(TPURT_ERR_VALUE, "tpurt_comm_record: kind %d, %lld bytes, group of %d", kind, (long long)bytes,
+                      (int)group_size);
   double ici = 0;
   tpurt_chip_info chip = {.struct_size = sizeof chip};
-  if (modelled[k] && c->size > 1 && tpurt_chip_get_info(0, &chip) == TPURT_OK) {
-    int32_t axis = c->size, wrap = 1;
+  if (modelled[kind] && group_size > 1 && tpurt_chip_get_info(0, &chip) == TPURT_OK) {
+    int32_t axis = group_size, wrap = 1;
     tpurt_cost cost = {.struct_size = sizeof cost};
-    if (tpurt_collective_cost(chip.generation, modelled[k] - 1, bytes, &axis, &wrap, 1, &cost) == TPURT_OK) ici = cost.seconds;
+    if (tpurt_collective_cost(chip.generation, modelled[kind] - 1, bytes, &axis, &wrap, 1, &cost) == TPURT_OK)
+      ici = cost.seconds;
   }
-  double seconds = (tpurt_now_ns() - t0) / 1e9;
   pthread_mutex_lock(&stats_mu);
-  stats[k].calls++;
-  stats[k].bytes += bytes;
-  stats[k].seconds += seconds;
-  stats[k].ici_seconds += ici;
+  stats[kind].calls++;
+  stats[kind].bytes += bytes;
+  stats[kind].seconds += seconds;
+  stats[kind].ici_seconds += ici;
   pthread_mutex_unlock(&stats_mu);
   return TPURT_OK;
+}
+
+/* Counts a collective that returned `s` after starting at t0. */
+static tpurt_status accounted(tpurt_comm* c, tpurt_comm_kind k, int64_t bytes, int64_t t0, tpurt_status s) {
+  if (s) return s;
+  return tpurt_comm_record(k, bytes, (tpurt_now_ns() - t0) / 1e9, c->size);
 }
 
 /* ---------------------------------------------------------------- collectives */

@@ -127,6 +127,18 @@ def test_a_library_imported_before_torch_loads_torch_tpu(first, tmp_path):
     assert r.returncode == 0 and r.stdout.strip() == "tpu:0", r.stderr[-3000:]
 
 
+@pytest.mark.once
+def test_an_availability_check_before_the_import_keeps_the_hook():
+    """transformers and diffusers ask importlib.util.find_spec("safetensors") before importing it:
+    the spec they drop must not use up the hook, or safe_open(device="tpu") stays refused."""
+    code = ("import importlib.util, torch\n"
+            "importlib.util.find_spec('safetensors')\n"
+            "import safetensors\n"
+            "print(safetensors.safe_open.__module__)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "torch_tpu._safetensors", r.stdout + r.stderr[-3000:]
+
+
 # ---------------------------------------------------------------- resume in a new process
 def build():
     torch.manual_seed(0)

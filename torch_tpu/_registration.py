@@ -91,19 +91,24 @@ def _install_safetensors(mod):
 
 
 class _PostImportFinder(importlib.abc.MetaPathFinder):
-    """Runs a callback right after a module finishes importing (without importing it)."""
+    """Runs a callback right after a module finishes importing (without importing it). It stays in
+    sys.meta_path until the module is executed: an availability check (importlib.util.find_spec,
+    as transformers and diffusers make for safetensors) asks for the spec without importing."""
 
     def __init__(self, name, callback):
-        self.name, self.callback = name, callback
+        self.name, self.callback, self._finding = name, callback, False
 
     def find_spec(self, fullname, path, target=None):
-        if fullname != self.name:
+        if fullname != self.name or self._finding:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
+        self._finding = True  # the other finders' spec, not this one's again
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._finding = False
         if spec is None or spec.loader is None:
             return spec
-        loader, callback = spec.loader, self.callback
+        loader, finder = spec.loader, self
 
         class _Loader(importlib.abc.Loader):
             def create_module(self, spec):
@@ -111,7 +116,9 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
 
             def exec_module(self, module):
                 loader.exec_module(module)
-                callback(module)
+                if finder in sys.meta_path:
+                    sys.meta_path.remove(finder)
+                    finder.callback(module)
 
         spec.loader = _Loader()
         return spec

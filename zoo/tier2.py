@@ -223,6 +223,8 @@ def run_one(model_type, precision="highest", compiled=False):
         return {**rec, "verdict": "NOT_BUILDABLE", "reason": reason[:300]}
 
     torch_tpu.metrics.reset()
+    if compiled:  # transformers' forward decorators are one code object for every model: start afresh
+        torch._dynamo.reset()
     try:
         t0 = time.time()
         with torch.tpu.precision(precision):

@@ -197,13 +197,14 @@ def optimizers(model, lr_dense=0.3, lr_sparse=0.1):
 
 
 # ---------------------------------------------------------------- one process
-def train_one_process(cfg, model, device, steps, batch, dtype=torch.float32):
-    """Trains `model` (moved to device/dtype) on the global batches; returns the losses and the model."""
+def train_one_process(cfg, model, device, steps, batch, dtype=torch.float32, parts=1):
+    """Trains `model` (moved to device/dtype) on the global batches (`parts` ranks' batches of
+    `batch` each); returns the losses and the model."""
     model = model.to(device=device, dtype=dtype)
     opts = optimizers(model)
     losses = []
     for step in range(steps):
-        dense, ids, clicks = global_batch(cfg, step, range(1), batch)
+        dense, ids, clicks = global_batch(cfg, step, range(parts), batch)
         logits = model(dense.to(device, dtype), [jagged(b, device) for b in ids])
         loss = F.binary_cross_entropy_with_logits(logits, clicks.to(device, dtype))
         for o in opts:
@@ -374,17 +375,7 @@ def distributed(args, cfg):
     status = 0
     if rank == 0:
         # one CPU process, float64, on the union of the ranks' batches
-        want_losses, ref = [], build(cfg).double()
-        opts = optimizers(ref)
-        for step in range(args.steps):
-            x, ids, clicks = global_batch(cfg, step, range(world), args.batch)
-            loss = F.binary_cross_entropy_with_logits(ref(x.double(), [jagged(b, "cpu") for b in ids]), clicks.double())
-            for o in opts:
-                o.zero_grad()
-            loss.backward()
-            for o in opts:
-                o.step()
-            want_losses.append(loss.item())
+        want_losses, ref = train_one_process(cfg, build(cfg), "cpu", args.steps, args.batch, torch.float64, parts=world)
         want = params_of(ref)
         dl = max(abs(a - b) for a, b in zip(losses, want_losses))
         dp = max_diff(got, want)

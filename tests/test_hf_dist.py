@@ -80,14 +80,7 @@ def test_trainer_on_four_ranks_trains_what_one_cpu_process_trains(trained, refer
 
 
 # ---------------------------------------------------------------- generate, static cache, torch.compile
-@pytest.fixture(scope="module")
-def saved(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tiny_llama")
-    model = hf_trainer.tiny_llama().eval()
-    for cfg in (model.config, model.generation_config):  # generate runs to max_new_tokens
-        cfg.pad_token_id, cfg.eos_token_id = 0, None
-    model.save_pretrained(path)
-    return path, model
+from test_hf import saved  # noqa: E402,F401  (the saved tiny Llama fixture)
 
 
 def _greedy_on_two_prompt_lengths(model, cpu_model, **kwargs):

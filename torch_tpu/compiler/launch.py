@@ -20,7 +20,29 @@ from .. import _C
 _POOL_OPENMP = ("GOMP_parallel", "GOMP_barrier", "GOMP_single_start", "omp_get_thread_num", "omp_get_num_threads",
                 "omp_get_max_threads")
 _LIB = pathlib.Path(__file__).resolve().parent.parent / "lib"
-POOL_FLAGS = (*(f"-Wl,--wrap={s}" for s in _POOL_OPENMP), f"-L{_LIB}", "-ltpurt", f"-Wl,-rpath,{_LIB}")
+
+
+@functools.cache
+def pool_flags():
+    """The link flags of a kernel on the pool. Inductor's C++ kernel cache keys a compile by its
+    command line, so the library directory is named by a path that depends on the runtime's
+    contents, not on where this package lives: a link in Inductor's cache directory (made or
+    re-pointed here), so a second checkout or virtual environment of the same build reuses the
+    kernels the first compiled. At run time the loaded libtpurt.so answers (same soname)."""
+    import hashlib
+    import os
+
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    build = hashlib.sha256((_LIB / "libtpurt.so").read_bytes()).hexdigest()[:16]
+    stable = pathlib.Path(cache_dir()) / f"torch_tpu_lib_{build}"
+    if not (stable / "libtpurt.so").exists():  # absent, or left pointing at a removed checkout
+        stable.parent.mkdir(parents=True, exist_ok=True)
+        tmp = stable.with_name(f"{stable.name}.{os.getpid()}")
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(_LIB, target_is_directory=True)
+        os.replace(tmp, stable)
+    return (*(f"-Wl,--wrap={s}" for s in _POOL_OPENMP), f"-L{stable}", "-ltpurt", f"-Wl,-rpath,{stable}")
 # What the pool's OpenMP covers: the constructs above with the static schedule. A dynamic
 # schedule, reduction clause, critical section or other omp_ call would need libgomp's own
 # team, so such a kernel keeps libgomp.
@@ -100,7 +122,7 @@ class TpuAsyncCompile(AsyncCompile):
 
     def tpu_kernel(self, name, argtypes, source_code):
         source = entry_source(argtypes, source_code)
-        flags = POOL_FLAGS if runs_on_pool(source) else ()
+        flags = pool_flags() if runs_on_pool(source) else ()
         if get_compile_threads() <= 1:
             return TpuKernel(name, CppCodeCache.load(source, extra_flags=flags).kernel, argtypes)
         get = CppCodeCache.load_async(source, submit_fn=self.submit, extra_flags=flags)

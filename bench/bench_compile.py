@@ -100,13 +100,13 @@ def main():
         with torch.tpu.precision(precision):
             torch._dynamo.reset()
             vs = variants(base, cfg, args.batch)
-            med, per = run.compare({k: (dev, fn) for k, (dev, fn, _) in vs.items()}, args.reps, args.rounds)
+            med, per, why = run.compare({k: (dev, fn) for k, (dev, fn, _) in vs.items()}, args.reps, args.rounds)
         unstable = [k for k, v in per.items() if max(v) / min(v) > 1.5]
         ms = {k: 1e3 * v for k, v in med.items()}
         print(f"matmul precision {precision}: " + ", ".join(f"{k} {v:.1f} ms" for k, v in ms.items()))
         print(f"  compiled tpu / Inductor CPU {ms['tpu compiled'] / ms['cpu inductor']:.2f}x   "
               f"eager tpu / compiled tpu {ms['tpu eager'] / ms['tpu compiled']:.2f}x (speedup)   "
-              f"Inductor CPU / CPU eager {ms['cpu inductor'] / ms['cpu eager']:.2f}x")
+              f"Inductor CPU / CPU eager {ms['cpu inductor'] / ms['cpu eager']:.2f}x{run.noisy_note(why)}")
         if unstable:
             print(f"  UNSTABLE (rounds spread > 1.5x, ratio not a measurement): {', '.join(unstable)}: " +
                   "; ".join(f"{k} {1e3 * min(per[k]):.1f}-{1e3 * max(per[k]):.1f} ms" for k in unstable))

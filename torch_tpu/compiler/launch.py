@@ -61,9 +61,11 @@ def runs_on_pool(source_code):
 # The entry every generated kernel is given; Inductor's own function is renamed to BODY.
 BODY = "tpu_kernel_body"
 _ENTRY = """
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+extern "C" void {body}({params});
 static inline double tpu_arg_as_double(int64_t bits) {{ double d; std::memcpy(&d, &bits, sizeof d); return d; }}
 extern "C" int kernel(const int64_t* a, char* msg, size_t msg_size) {{
   try {{
@@ -89,13 +91,20 @@ def _unpack(i, argtype):
     return f"static_cast<{t.removeprefix('const ').strip()}>(a[{i}])"
 
 
-def entry_source(argtypes, source_code):
-    """The kernel's source with Inductor's function renamed and the uniform entry appended."""
+def kernel_source(source_code):
+    """Inductor's kernel with its function renamed to BODY (compiled as Inductor compiles CPU
+    kernels: optimized, with its precompiled cpp_prefix.h)."""
     renamed = source_code.replace('void  kernel(', f'void {BODY}(').replace('void kernel(', f'void {BODY}(')
     if renamed == source_code:
         raise RuntimeError("torch_tpu: Inductor's C++ kernel has no function named 'kernel' (torch version?)")
+    return renamed
+
+
+def entry_source(argtypes):
+    """The uniform entry: unpacks the argument array and calls BODY (the kernel's other file)."""
     args = ", ".join(_unpack(i, t) for i, t in enumerate(argtypes))
-    return renamed + _ENTRY.format(body=BODY, args=args)
+    params = ", ".join(t.strip() for t in argtypes)
+    return _ENTRY.format(body=BODY, params=params, args=args)
 
 
 class TpuKernel:
@@ -121,9 +130,13 @@ class TpuAsyncCompile(AsyncCompile):
     tpu_kernel where Inductor writes cpp_pybinding)."""
 
     def tpu_kernel(self, name, argtypes, source_code):
-        source = entry_source(argtypes, source_code)
-        flags = pool_flags() if runs_on_pool(source) else ()
+        body = kernel_source(source_code)
+        flags = pool_flags() if runs_on_pool(body) else ()
+        # as CppPythonBindingsCodeCache builds CPU kernels: the entry is the main file (built at
+        # -O1), the kernel the optimized one, with the precompiled prefix header of device "cpu"
+        load = functools.partial(CppCodeCache.load_async, entry_source(argtypes), "cpu", extra_flags=flags,
+                                 optimized_code=body)
         if get_compile_threads() <= 1:
-            return TpuKernel(name, CppCodeCache.load(source, extra_flags=flags).kernel, argtypes)
-        get = CppCodeCache.load_async(source, submit_fn=self.submit, extra_flags=flags)
+            return TpuKernel(name, load()().kernel, argtypes)
+        get = load(submit_fn=self.submit)
         return LambdaFuture(lambda: TpuKernel(name, get().kernel, argtypes))

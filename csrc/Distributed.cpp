@@ -377,12 +377,12 @@ class ProcessGroupTpu : public c10d::Backend {
   }
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outs, std::vector<std::vector<at::Tensor>>& ins,
                                                 const c10d::ReduceScatterOptions& opts) override {
-    if (gloo_ && outs.size() == 1 && ins.size() == 1) {
+    TORCH_CHECK_VALUE(outs.size() == 1 && ins.size() == 1 && static_cast<int>(ins[0].size()) == size_,
+                      "tpu_dist: reduce_scatter takes one output and one input tensor per rank");
+    if (gloo_) {
       std::vector<at::Tensor> i{flatten(ins[0], outs[0])};
       return reduce_scatter_through_gloo(c10d::OpType::REDUCE_SCATTER, outs, i, opts);
     }
-    TORCH_CHECK_VALUE(outs.size() == 1 && ins.size() == 1 && static_cast<int>(ins[0].size()) == size_,
-                      "tpu_dist: reduce_scatter takes one output and one input tensor per rank");
     at::Tensor flat = flatten(ins[0], outs[0]), out = dense(outs[0]);
     auto work = run(c10d::OpType::REDUCE_SCATTER, {flat}, {out}, {scatter_step(out, flat, opts.reduceOp)},
                     "tpu_dist reduce_scatter");

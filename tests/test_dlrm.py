@@ -4,7 +4,6 @@ on tpu as on CPU in one process with no CPU fallback, and with its tables sharde
 tpu_dist ranks (ids and pooled embeddings, and their gradients, exchanged with all_to_all) as one
 CPU process trains in float64. torchrec's own EmbeddingBagCollection over a KeyedJaggedTensor is
 checked on tpu where torchrec is installed (it is not in requirements.txt: see demo/dlrm.py)."""
-import glob
 import pathlib
 import sys
 
@@ -12,7 +11,7 @@ import pytest
 import torch
 
 import torch_tpu
-from test_tpu_dist import torchrun
+from test_tpu_dist import _segments, torchrun
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "demo"))
 import dlrm  # noqa: E402
@@ -55,8 +54,8 @@ def test_torchrec_embedding_bag_collection_trains_on_tpu_as_on_cpu():
 
 
 def test_dlrm_with_tables_sharded_over_four_ranks_matches_one_cpu_process():
-    before = set(glob.glob("/dev/shm/tpu_dist.*"))
+    before = _segments()
     out = torchrun(4, str(pathlib.Path(dlrm.__file__).resolve()), "--steps", str(STEPS), "--batch", "8")
     assert "ok: sharded DLRM matches single-process training" in out, out
     assert "fell back to CPU: none" in out, out
-    assert set(glob.glob("/dev/shm/tpu_dist.*")) <= before, "shared memory left behind"
+    assert _segments() <= before, "shared memory left behind"

@@ -2,7 +2,6 @@
 v6e-4), as DDP and as FSDP2 through accelerate, trains the parameters a single CPU process trains
 on the same global batch; generate() with a static KV cache runs its decoding steps through
 torch.compile(backend="tpu") and gives CPU eager's greedy tokens, with the recompiles counted."""
-import glob
 import os
 import pathlib
 import subprocess
@@ -18,10 +17,7 @@ transformers = pytest.importorskip("transformers")
 HERE = pathlib.Path(__file__).resolve().parent
 import hf_dist  # noqa: E402  (tests/, on sys.path: conftest.py)
 import hf_trainer  # noqa: E402  (demo/, put on sys.path by hf_dist)
-
-
-def _segments():
-    return set(glob.glob("/dev/shm/tpu_dist.*"))
+from test_tpu_dist import _segments  # noqa: E402
 
 
 def _left_behind(before):

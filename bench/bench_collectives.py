@@ -4,6 +4,11 @@ all_reduce, all_gather and reduce_scatter from 1 KiB to 256 MiB in float32 and b
 
     python bench/bench_collectives.py                  # starts torchrun with 4 ranks itself
     python bench/bench_collectives.py --max-mib 64 --json
+    python bench/bench_collectives.py --hosts 2        # 2 emulated hosts of a v5p-16, 2 ranks each
+
+With --hosts 2 the four ranks are two torchrun launches on this machine (TPU_WORKER_ID 0 and 1),
+so tpu_dist runs hierarchically: shared memory within each host, Gloo between the two hosts'
+first ranks; Gloo's column is then the whole collective through Gloo.
 
 One process group "cpu:gloo,tpu:tpu_dist": tpu tensors go to tpu_dist, CPU tensors to Gloo, the
 same calls alternating per size so machine noise hits both alike. Bus bandwidth is nccl-tests'
@@ -61,6 +66,8 @@ def timed(kind, buf, out, world, min_s=0.2, max_iters=500):
     start = time.perf_counter()
     for _ in range(int(iters)):
         call(kind, buf, out, world)
+    if buf.device.type == "tpu":  # tpu_dist's collectives are asynchronous, as NCCL's
+        torch.tpu.synchronize()
     return (time.perf_counter() - start) / int(iters)
 
 
@@ -107,7 +114,7 @@ def worker(args):
     copy = memcpy_gbps() if rank == 0 else 0.0
     dist.barrier()
     if rank == 0:
-        report(rows, latency, copy, args.json)
+        report(rows, latency, copy, args.json, args.hosts)
     dist.destroy_process_group()
 
 
@@ -119,11 +126,12 @@ def fmt_bytes(n):
     return f"{n:.0f} TiB"
 
 
-def report(rows, latency, copy_gbps, as_json):
+def report(rows, latency, copy_gbps, as_json, hosts):
     if as_json:
-        print(json.dumps({"rows": rows, "latency_us": latency, "memcpy_gbps": copy_gbps}))
+        print(json.dumps({"hosts": hosts, "rows": rows, "latency_us": latency, "memcpy_gbps": copy_gbps}))
         return
-    print(f"4 ranks, one host. memcpy bandwidth of this host: {copy_gbps:.1f} GB/s")
+    where = "one host" if hosts == 1 else f"{hosts} emulated hosts on this machine"
+    print(f"4 ranks, {where}. memcpy bandwidth of this host: {copy_gbps:.1f} GB/s")
     print(f"8-byte all_reduce latency: tpu_dist {latency['tpu_dist']:.1f} us, gloo {latency['gloo']:.1f} us")
     print(f"{'collective':<15}{'dtype':<10}{'size':>10}{'tpu_dist us':>13}{'gloo us':>11}"
           f"{'busbw GB/s':>12}{'gloo GB/s':>11}{'x gloo':>8}{'% memcpy':>10}")
@@ -138,12 +146,22 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--max-mib", type=int, default=256, help="largest buffer (MiB)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--hosts", type=int, choices=(1, 2), default=1, help="emulated hosts the 4 ranks run on")
+    p.add_argument("--port", type=int, default=29611, help="the launches' rendezvous port (--hosts 2)")
     args = p.parse_args()
     if "RANK" in os.environ:
         return worker(args)
-    env = dict(os.environ, TPU_ACCELERATOR_TYPE="v6e-4", OMP_NUM_THREADS="1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=4", "--standalone", __file__, *sys.argv[1:]]
-    return subprocess.call(cmd, env=env)
+    if args.hosts == 1:
+        env = dict(os.environ, TPU_ACCELERATOR_TYPE="v6e-4", OMP_NUM_THREADS="1")
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=4", "--standalone", __file__, *sys.argv[1:]]
+        return subprocess.call(cmd, env=env)
+    launches = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nnodes=2", f"--node_rank={i}",
+                                  "--nproc_per_node=2", "--master_addr=127.0.0.1", f"--master_port={args.port}",
+                                  __file__, *sys.argv[1:]],
+                                 env=dict(os.environ, TPU_ACCELERATOR_TYPE="v5p-16", OMP_NUM_THREADS="1",
+                                          TPU_WORKER_ID=str(i), TPU_WORKER_HOSTNAMES="localhost,localhost"))
+                for i in range(2)]
+    return max(p.wait() for p in launches)
 
 
 if __name__ == "__main__":

@@ -5,11 +5,18 @@
 // goes on while it runs (as NCCL's); Work.wait() queues a wait on the caller's current stream that
 // also carries the collective's failure there. Debug mode (TPU_LAUNCH_BLOCKING=1) and CPU tensors
 // wait on the host. A failed collective breaks the group: every later call raises at once.
-// A group whose ranks run on several hosts sends every collective through Gloo instead (the
-// inter-host hop; torch_tpu/distributed/backend.py decides and makes the Gloo backend), on host
-// views of the tensors once their devices' queued work ran; the host waits for it.
+// A group whose ranks run on several hosts is hierarchical: the ranks of each host share a segment,
+// and only the hosts' first ranks (their leaders) talk across hosts, through Gloo (the inter-host
+// hop; torch_tpu/distributed/backend.py decides and makes the Gloo groups). all_reduce, broadcast,
+// all_gather, reduce_scatter and barrier run as shared memory within the host, Gloo between the
+// leaders, shared memory again, as one command on the communication stream like the rest. The
+// collectives that move data between arbitrary pairs of ranks (reduce, gather, scatter,
+// all_to_all, send/recv) go through a Gloo group of every rank, on host views of the tensors once
+// their devices' queued work ran; the host waits for those.
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -21,6 +28,7 @@
 #include <c10/core/StreamGuard.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -34,6 +42,8 @@ namespace {
 
 constexpr const char* kBackendName = "tpu_dist";
 constexpr std::chrono::milliseconds kNoWaitLimit{0};
+// Across hosts: the first failure of a hierarchical collective, posted for the other hosts' leaders
+constexpr const char* kFailedKey = "tpu_dist/failed";
 
 // A collective's failure: the runtime's ValueErrors stay ValueErrors; a broken group, a dead or
 // silent peer or mismatched calls are torch.distributed.DistBackendError (a RuntimeError).
@@ -176,10 +186,26 @@ int64_t nbytes(const at::Tensor& t) { return t.numel() * static_cast<int64_t>(t.
 
 class ProcessGroupTpu : public c10d::Backend {
  public:
-  ProcessGroupTpu(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, double timeout_s,
-                  c10::intrusive_ptr<c10d::Backend> across_hosts)
-      : Backend(rank, size), gloo_(std::move(across_hosts)) {
-    if (gloo_) return;
+  // Across hosts: host_of[r] is the host of rank r, gloo every rank's Gloo group, leaders (on each
+  // host's first rank only) the leaders' Gloo group; this host's ranks share a segment.
+  ProcessGroupTpu(const c10::intrusive_ptr<c10d::Store>& group_store, int rank, int size, double timeout_s,
+                  c10::intrusive_ptr<c10d::Backend> gloo, c10::intrusive_ptr<c10d::Backend> leaders, std::vector<int> host_of)
+      : Backend(rank, size), gloo_(std::move(gloo)), leaders_(std::move(leaders)), host_of_(std::move(host_of)), timeout_s_(timeout_s) {
+    c10::intrusive_ptr<c10d::Store> store = group_store;
+    if (gloo_) {
+      store_ = group_store;
+      store = c10::make_intrusive<c10d::PrefixStore>("tpu_dist/host" + std::to_string(host_of_.at(rank)), group_store);
+      TORCH_CHECK_VALUE(static_cast<int>(host_of_.size()) == size, "tpu_dist: one host per rank");
+      for (int r = 0; r < size; r++) {
+        if (host_of_[r] == host_of_[rank]) local_of_.push_back(r);
+        hosts_ = std::max(hosts_, host_of_[r] + 1);
+      }
+      rank = static_cast<int>(std::find(local_of_.begin(), local_of_.end(), rank) - local_of_.begin());
+      size = static_cast<int>(local_of_.size());
+      TORCH_CHECK_VALUE((rank == 0) == leaders_.defined(), "tpu_dist: the leaders' Gloo group belongs to each host's first rank");
+      contiguous_ = hosts_ * size == size_;
+      for (int r = 0; r < size_; r++) contiguous_ = contiguous_ && host_of_[r] == r / size;
+    }
     char name[64] = "";
     if (rank == 0) {
       check_comm(tpurt_comm_create(size, name, sizeof name));
@@ -189,7 +215,10 @@ class ProcessGroupTpu : public c10d::Backend {
       std::string s(v.begin(), v.end());
       snprintf(name, sizeof name, "%s", s.c_str());
     }
-    std::string label = "tpu_dist (rank " + std::to_string(rank) + " of " + std::to_string(size) + ")";
+    std::string label = "tpu_dist (rank " + std::to_string(rank_) + " of " + std::to_string(size_);
+    if (gloo_)  // the segment's messages name ranks as this host numbers them
+      label += "; on host " + std::to_string(host_of_[rank_]) + " as rank " + std::to_string(rank) + " of its " + std::to_string(size);
+    label += ")";
     check_comm(tpurt_comm_open(name, rank, size, timeout_s, label.c_str(), &comm_));
     // rank 0 unlinks the segment once every rank has it mapped: nothing is left however the job ends
     store->add("tpu_dist/opened", 1);
@@ -204,6 +233,11 @@ class ProcessGroupTpu : public c10d::Backend {
       }
       check_comm(tpurt_comm_unlink(name));
     }
+    if (gloo_) {
+      if (leaders_) leaders_->setTimeout(std::chrono::milliseconds(static_cast<int64_t>((timeout_s + kPatience) * 1000)));
+      tpurt_comm_set_counted(comm_, 0);  // the whole collective is counted once, in hierarchical()
+      check_comm(tpurt_comm_set_rank_names(comm_, local_of_.data()));
+    }
   }
   ~ProcessGroupTpu() override {
     for (int d : used_devices_) tpurt_stream_synchronize(tpurt_stream_make(d, TPURT_COMM_STREAM_INDEX));
@@ -214,42 +248,41 @@ class ProcessGroupTpu : public c10d::Backend {
   const std::string getBackendName() const override { return kBackendName; }
   bool supportsCoalescing() const override { return true; }
   void setTimeout(std::chrono::milliseconds timeout) override {
-    if (gloo_) return gloo_->setTimeout(timeout);
-    tpurt_comm_set_timeout(comm_, timeout.count() / 1000.0);
+    if (gloo_) gloo_->setTimeout(timeout);
+    if (leaders_) leaders_->setTimeout(timeout + std::chrono::milliseconds(static_cast<int64_t>(kPatience * 1000)));
+    timeout_s_ = timeout.count() / 1000.0;
+    tpurt_comm_set_timeout(comm_, timeout_s_);
   }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override {
-    if (gloo_)
-      return through_gloo(c10d::OpType::BROADCAST, {TPURT_COMM_BROADCAST, bytes_of(tensors)}, tensors, tensors, [&] {
-        auto v = views(tensors);
-        gloo_->broadcast(v, opts)->wait();
-      });
     int root = static_cast<int>(opts.rootRank);
     std::vector<Step> steps;
     for (auto& t : tensors) {
       void* p = data_of(t, "broadcast tensor");
       int64_t n = nbytes(t);
-      steps.push_back([=, this] { return tpurt_broadcast(comm_, p, n, root); });
+      if (gloo_)
+        steps.push_back(hierarchical_broadcast(p, n, root));
+      else
+        steps.push_back([=, this] { return tpurt_broadcast(comm_, p, n, root); });
     }
     return run(c10d::OpType::BROADCAST, tensors, tensors, std::move(steps), "tpu_dist broadcast");
   }
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) override {
-    if (gloo_) return reduce_through_gloo(c10d::OpType::ALLREDUCE, tensors, opts.reduceOp, -1);
     return reduce_each(c10d::OpType::ALLREDUCE, tensors, opts.reduceOp, -1);
   }
   c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                      const c10d::AllreduceCoalescedOptions& opts) override {
-    if (gloo_) return reduce_through_gloo(c10d::OpType::ALLREDUCE_COALESCED, tensors, opts.reduceOp, -1);
     return reduce_each(c10d::OpType::ALLREDUCE_COALESCED, tensors, opts.reduceOp, -1);
   }
+  // Across hosts reduce goes through every rank's Gloo group: only the root's tensor may change.
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override {
     if (gloo_) return reduce_through_gloo(c10d::OpType::REDUCE, tensors, opts.reduceOp, static_cast<int>(opts.rootRank));
     return reduce_each(c10d::OpType::REDUCE, tensors, opts.reduceOp, static_cast<int>(opts.rootRank));
   }
 
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& out, at::Tensor& in, const c10d::AllgatherOptions&) override {
-    if (gloo_)
+    if (gloo_ && !contiguous_)
       return through_gloo(c10d::OpType::_ALLGATHER_BASE, {TPURT_COMM_ALL_GATHER, nbytes(out)}, {in, out}, {out}, [&] {
         auto o = view(out), i = view(in);
         gloo_->_allgather_base(o, i)->wait();
@@ -258,7 +291,7 @@ class ProcessGroupTpu : public c10d::Backend {
   }
   c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outs, std::vector<at::Tensor>& ins,
                                                                  const c10d::AllgatherOptions&) override {
-    if (gloo_)
+    if (gloo_ && !contiguous_)
       return through_gloo(c10d::OpType::COALESCED, {TPURT_COMM_ALL_GATHER, bytes_of(outs)}, cat(ins, outs), outs, [&] {
         auto o = views(outs), i = views(ins);
         gloo_->allgather_into_tensor_coalesced(o, i)->wait();
@@ -271,7 +304,7 @@ class ProcessGroupTpu : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outs, std::vector<at::Tensor>& ins,
                                            const c10d::AllgatherOptions& opts) override {
-    if (gloo_)
+    if (gloo_ && !contiguous_)
       return through_gloo(c10d::OpType::ALLGATHER, {TPURT_COMM_ALL_GATHER, bytes_of(flat(outs))}, cat(ins, flat(outs)), flat(outs), [&] {
         auto o = views(outs);
         auto i = views(ins);
@@ -360,7 +393,7 @@ class ProcessGroupTpu : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& out, at::Tensor& in,
                                                       const c10d::ReduceScatterOptions& opts) override {
-    if (gloo_) {
+    if (gloo_ && !contiguous_) {
       std::vector<at::Tensor> o{out}, i{in};
       return reduce_scatter_through_gloo(c10d::OpType::_REDUCE_SCATTER_BASE, o, i, opts);
     }
@@ -369,7 +402,7 @@ class ProcessGroupTpu : public c10d::Backend {
   }
   c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outs, std::vector<at::Tensor>& ins,
                                                                  const c10d::ReduceScatterOptions& opts) override {
-    if (gloo_) return reduce_scatter_through_gloo(c10d::OpType::COALESCED, outs, ins, opts);
+    if (gloo_ && !contiguous_) return reduce_scatter_through_gloo(c10d::OpType::COALESCED, outs, ins, opts);
     TORCH_CHECK_VALUE(outs.size() == ins.size(), "tpu_dist: as many outputs as inputs");
     std::vector<Step> steps;
     for (size_t i = 0; i < ins.size(); i++) steps.push_back(scatter_step(outs[i], ins[i], opts.reduceOp));
@@ -379,7 +412,7 @@ class ProcessGroupTpu : public c10d::Backend {
                                                 const c10d::ReduceScatterOptions& opts) override {
     TORCH_CHECK_VALUE(outs.size() == 1 && ins.size() == 1 && static_cast<int>(ins[0].size()) == size_,
                       "tpu_dist: reduce_scatter takes one output and one input tensor per rank");
-    if (gloo_) {
+    if (gloo_ && !contiguous_) {
       std::vector<at::Tensor> i{flatten(ins[0], outs[0])};
       return reduce_scatter_through_gloo(c10d::OpType::REDUCE_SCATTER, outs, i, opts);
     }
@@ -451,8 +484,10 @@ class ProcessGroupTpu : public c10d::Backend {
 
   // The host waits: a barrier orders the processes, not device work.
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
-    if (gloo_) return through_gloo(c10d::OpType::BARRIER, {TPURT_COMM_BARRIER, 0}, {}, {}, [&] { gloo_->barrier(opts)->wait(); });
-    auto work = run(c10d::OpType::BARRIER, {}, {}, {[this] { return tpurt_barrier(comm_); }}, "tpu_dist barrier");
+    Step step = [this] { return tpurt_barrier(comm_); };
+    if (gloo_)
+      step = hierarchical(TPURT_COMM_BARRIER, 0, step, on_leaders([this] { await_leaders(leaders_->barrier()); }), step);
+    auto work = run(c10d::OpType::BARRIER, {}, {}, {step}, "tpu_dist barrier");
     work->synchronize_host();
     return work;
   }
@@ -549,7 +584,9 @@ class ProcessGroupTpu : public c10d::Backend {
       check(tpurt_check_reduction(dt, op));  // here, not later on the stream: the caller gets the ValueError
       void* p = data_of(t, "reduced tensor");
       int64_t n = t.numel();
-      if (root < 0)
+      if (gloo_)
+        steps.push_back(hierarchical_all_reduce(t, rop));
+      else if (root < 0)
         steps.push_back([=, this] { return tpurt_all_reduce(comm_, p, p, n, dt, op, scale); });
       else
         steps.push_back([=, this] { return tpurt_reduce(comm_, p, p, n, dt, op, scale, root); });
@@ -564,6 +601,7 @@ class ProcessGroupTpu : public c10d::Backend {
     const void* src = data_of(in, "input");
     void* dst = data_of(out, "output");
     int64_t n = nbytes(in);
+    if (gloo_) return hierarchical_all_gather(src, dst, n);
     return [=, this] { return tpurt_all_gather(comm_, src, dst, n); };
   }
 
@@ -577,6 +615,7 @@ class ProcessGroupTpu : public c10d::Backend {
     const void* src = data_of(in, "input");
     void* dst = data_of(out, "output");
     int64_t n = out.numel();
+    if (gloo_) return hierarchical_reduce_scatter(out, src, dst, n, dt, rop);
     return [=, this] { return tpurt_reduce_scatter(comm_, src, dst, n, dt, op, scale); };
   }
 
@@ -653,7 +692,177 @@ class ProcessGroupTpu : public c10d::Backend {
     }
   }
 
-  // ---- across hosts: through Gloo
+  // ---- across hosts, hierarchical: this host's segment, Gloo between the hosts' leaders, the segment
+  bool leader() const { return leaders_.defined(); }
+  int local_rank_of(int r) const {
+    int k = 0;
+    for (int q = 0; q < r; q++) k += host_of_[q] == host_of_[r];
+    return k;
+  }
+  int local_size() const { return static_cast<int>(local_of_.size()); }
+
+  // A call on the leaders' Gloo group as a step (nothing on the other ranks). Its exception breaks
+  // this host's segment too, so the host's other ranks stop waiting for the leader.
+  Step on_leaders(std::function<void()> call) {
+    if (!leader()) return [] { return TPURT_OK; };
+    return [call = std::move(call), this] {
+      try {
+        call();
+        return TPURT_OK;
+      } catch (const std::exception& e) {
+        return tpurt_comm_fail(comm_, ("across hosts: " + std::string(e.what())).c_str());
+      }
+    };
+  }
+  // Waits for a leaders' Gloo collective. A leader of a host whose ranks failed (a rank killed, say)
+  // never joins it, so the wait also watches the store for a failure another host posted.
+  void await_leaders(const c10::intrusive_ptr<c10d::Work>& work) {
+    struct Done {
+      std::mutex mu;
+      std::condition_variable cv;
+      bool done = false;
+    };
+    auto done = std::make_shared<Done>();
+    work->getFuture()->addCallback([done](c10::ivalue::Future&) {
+      std::lock_guard<std::mutex> g(done->mu);
+      done->done = true;
+      done->cv.notify_all();
+    });
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> g(done->mu);
+        if (done->cv.wait_for(g, std::chrono::milliseconds(100), [&] { return done->done; })) break;
+      }
+      if (store_->check({kFailedKey})) {
+        auto v = store_->get(kFailedKey);
+        throw std::runtime_error("another host's ranks failed: " + std::string(v.begin(), v.end()));
+      }
+    }
+    work->wait();  // raises the collective's own failure
+  }
+  // Posts this rank's failure (the thread's error) for the other hosts; the first one stays.
+  void post_failure() {
+    std::string message = tpurt_last_error();
+    try {
+      store_->compareSet(kFailedKey, {}, std::vector<uint8_t>(message.begin(), message.end()));
+    } catch (const std::exception&) {  // the store is gone too: the other hosts' Gloo notices the job's end
+    }
+    tpurt_fail_message(TPURT_ERR_RUNTIME, message.c_str());
+  }
+  // A collective of this host's segment before, the leaders' across hosts, and the segment's after,
+  // as one step, counted once as the whole group's collective. A failure names that collective (every
+  // rank numbers them alike) and is posted for the other hosts. Only the rank that sees a failure
+  // first-hand must time out first: the ranks waiting for their leader after the hop, and the
+  // leaders waiting for each other, wait kPatience longer, and hear of it from the store or their leader.
+  static constexpr double kPatience = 5.0;
+  Step hierarchical(tpurt_comm_kind kind, int64_t bytes, Step before, Step across, Step after) {
+    int32_t size = size_;
+    std::string what = std::string(tpurt_comm_kind_name(kind)) + " #" + std::to_string(++hierarchical_seq_) + " across hosts failed: ";
+    return [=, this] {
+      auto t0 = std::chrono::steady_clock::now();
+      tpurt_status s = before();
+      if (!s) s = across();
+      if (!s) {
+        tpurt_comm_set_timeout(comm_, timeout_s_ + kPatience);
+        s = after();
+        tpurt_comm_set_timeout(comm_, timeout_s_);
+      }
+      if (s) {
+        tpurt_fail_message(s, (what + tpurt_last_error()).c_str());
+        if (s == TPURT_ERR_RUNTIME) post_failure();
+        return s;
+      }
+      return tpurt_comm_record(kind, bytes, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), size);
+    };
+  }
+
+  // Reduced onto the leader, across the leaders, broadcast from the leader: every rank gets the
+  // leader's bits. avg is a sum divided once, by the leader.
+  Step hierarchical_all_reduce(const at::Tensor& t, const c10d::ReduceOp& rop) {
+    auto [op, scale] = reduce_op(rop);
+    void* p = t.data_ptr();
+    int64_t n = t.numel(), bytes = nbytes(t);
+    tpurt_dtype dt = dtype_of(t);
+    tpurt_reduce_op local = op == TPURT_RED_AVG ? TPURT_RED_SUM : op;
+    bool avg = op == TPURT_RED_AVG;
+    c10d::AllreduceOptions o;
+    o.reduceOp = gloo_op(rop);
+    at::Tensor v = view(t);
+    int world = size_;
+    return hierarchical(TPURT_COMM_ALL_REDUCE, bytes,
+                        [=, this] { return tpurt_reduce(comm_, p, p, n, dt, local, scale, 0); },
+                         on_leaders([=, this] {
+                           std::vector<at::Tensor> vs{v};
+                           await_leaders(leaders_->allreduce(vs, o));
+                           if (avg) v.div_(world);
+                         }),
+                         [=, this] { return tpurt_broadcast(comm_, p, bytes, 0); });
+  }
+
+  // Within the root's host from the root, across the leaders from the root host's, then within the others.
+  Step hierarchical_broadcast(void* p, int64_t bytes, int root) {
+    int root_host = host_of_[root], root_local = local_rank_of(root);
+    bool root_here = host_of_[rank_] == root_host;
+    at::Tensor v = at::from_blob(p, {bytes}, at::TensorOptions().dtype(at::kByte));
+    c10d::BroadcastOptions o;
+    o.rootRank = root_host;
+    return hierarchical(TPURT_COMM_BROADCAST, bytes,
+                        // elsewhere a barrier: every rank posts what it calls on its segment first, so calls that differ within a host fail at once
+                        [=, this] { return root_here ? tpurt_broadcast(comm_, p, bytes, root_local) : tpurt_barrier(comm_); },
+                         on_leaders([=, this] {
+                           std::vector<at::Tensor> vs{v};
+                           await_leaders(leaders_->broadcast(vs, o));
+                         }),
+                         [=, this] { return root_here ? TPURT_OK : tpurt_broadcast(comm_, p, bytes, 0); });
+  }
+
+  // Hosts hold consecutive ranks (contiguous_): this host's blocks are gathered onto its leader, the
+  // leaders gather the hosts' blocks, and the leader broadcasts the whole.
+  Step hierarchical_all_gather(const void* src, void* dst, int64_t bytes) {
+    int64_t host_bytes = local_size() * bytes, all_bytes = size_ * bytes;
+    char* block = static_cast<char*>(dst) + host_of_[rank_] * host_bytes;
+    at::Tensor all = at::from_blob(dst, {all_bytes}, at::TensorOptions().dtype(at::kByte));
+    at::Tensor mine = leader() ? at::empty({host_bytes}, at::kByte) : at::Tensor();
+    return hierarchical(TPURT_COMM_ALL_GATHER, all_bytes,
+                        [=, this] { return tpurt_gather(comm_, src, leader() ? block : nullptr, bytes, 0); },
+                         on_leaders([=, this] {
+                           memcpy(mine.data_ptr(), block, host_bytes);
+                           at::Tensor out = all, in = mine;
+                           await_leaders(leaders_->_allgather_base(out, in));
+                         }),
+                         [=, this] { return tpurt_broadcast(comm_, dst, all_bytes, 0); });
+  }
+
+  // Hosts hold consecutive ranks: the whole input is reduced onto the leader, all-reduced across the
+  // leaders (Gloo's reduce_scatter works only inside its wait(), which await_leaders cannot watch),
+  // and the leader scatters its host's part.
+  Step hierarchical_reduce_scatter(const at::Tensor& like, const void* src, void* dst, int64_t count, tpurt_dtype dt,
+                                   const c10d::ReduceOp& rop) {
+    auto [op, scale] = reduce_op(rop);
+    tpurt_reduce_op local = op == TPURT_RED_AVG ? TPURT_RED_SUM : op;
+    bool avg = op == TPURT_RED_AVG;
+    int64_t es = like.element_size(), host_count = local_size() * count;
+    at::Tensor whole, part;
+    if (leader()) {
+      whole = at::empty({size_ * count}, like.options().device(at::kCPU));
+      part = whole.narrow(0, host_of_[rank_] * host_count, host_count);
+    }
+    c10d::AllreduceOptions o;
+    o.reduceOp = gloo_op(rop);
+    int world = size_;
+    return hierarchical(TPURT_COMM_REDUCE_SCATTER, size_ * count * es,
+                        [=, this] {
+                           return tpurt_reduce(comm_, src, leader() ? whole.data_ptr() : nullptr, world * count, dt, local, scale, 0);
+                         },
+                         on_leaders([=, this] {
+                           std::vector<at::Tensor> vs{whole};
+                           await_leaders(leaders_->allreduce(vs, o));
+                           if (avg) part.div_(world);
+                         }),
+                         [=, this] { return tpurt_scatter(comm_, leader() ? part.data_ptr() : nullptr, dst, count * es, 0); });
+  }
+
+  // ---- across hosts: through every rank's Gloo group
   // A CPU tensor over a tpu tensor's memory (host memory): what Gloo takes.
   static at::Tensor view(const at::Tensor& t) {
     if (!t.defined() || t.device().type() != kTpu) return t;
@@ -783,7 +992,15 @@ class ProcessGroupTpu : public c10d::Backend {
     return c10::make_intrusive<TpuWork>(rank_, op, tensors, nullptr, nullptr);
   }
 
-  c10::intrusive_ptr<c10d::Backend> gloo_;  // set when the group spans hosts
+  c10::intrusive_ptr<c10d::Backend> gloo_;     // every rank's Gloo group, set when the group spans hosts
+  c10::intrusive_ptr<c10d::Backend> leaders_;  // on each host's first rank then: the leaders' Gloo group
+  c10::intrusive_ptr<c10d::Store> store_;      // then: the group's store (failures posted for other hosts)
+  std::vector<int> host_of_;                   // then: each rank's host (0, 1, ... in order of their first ranks)
+  std::vector<int> local_of_;                  // then: the ranks on this host, in order
+  int hosts_ = 1;
+  uint64_t hierarchical_seq_ = 0;
+  std::atomic<double> timeout_s_{0};
+  bool contiguous_ = true;  // each host holds the same number of consecutive ranks
   std::vector<c10::intrusive_ptr<c10d::Work>> pending_gloo_;
   tpurt_comm* comm_ = nullptr;
   tpurt_event* ready_ = nullptr;  // marks the issuing stream's work a collective must follow
@@ -794,13 +1011,17 @@ class ProcessGroupTpu : public c10d::Backend {
   std::vector<at::Tensor> pending_tensors_;
 };
 
-// across_hosts: None, or the Gloo backend a group spanning hosts sends its collectives through.
+// A group spanning hosts: across_hosts is every rank's Gloo group, leaders the leaders' (None off
+// the leaders), host_of each rank's host, store this host's.
 c10::intrusive_ptr<ProcessGroupTpu> create(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                           const std::chrono::duration<float>& timeout, py::object across_hosts) {
-  c10::intrusive_ptr<c10d::Backend> gloo;
+                                           const std::chrono::duration<float>& timeout, py::object across_hosts,
+                                           py::object leaders, std::vector<int> host_of) {
+  c10::intrusive_ptr<c10d::Backend> gloo, leading;
   if (!across_hosts.is_none()) gloo = across_hosts.cast<c10::intrusive_ptr<c10d::Backend>>();
+  if (!leaders.is_none()) leading = leaders.cast<c10::intrusive_ptr<c10d::Backend>>();
   py::gil_scoped_release no_gil;
-  return c10::make_intrusive<ProcessGroupTpu>(store, rank, size, timeout.count(), std::move(gloo));
+  return c10::make_intrusive<ProcessGroupTpu>(store, rank, size, timeout.count(), std::move(gloo), std::move(leading),
+                                              std::move(host_of));
 }
 
 }  // namespace
@@ -816,7 +1037,7 @@ void add_distributed(py::module& m) {
     return d;
   });
   m.def("_create_tpu_dist_backend", &create, py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
-        py::arg("across_hosts") = py::none());
+        py::arg("across_hosts") = py::none(), py::arg("leaders") = py::none(), py::arg("host_of") = std::vector<int>{});
 }
 
 }  // namespace torch_tpu

@@ -93,14 +93,14 @@ def check_collectives():
         out = torch.empty(4, dtype=dtype, device=DEV)
         dist.reduce_scatter(out, [b.to(DEV) for b in blocks[RANK]])
         expect_equal(out, want, f"reduce_scatter {dtype}")
-        # gather to root 1, scatter from root 3
+        # gather to root 1, scatter from the last rank
         outs = [torch.empty(shape, dtype=dtype, device=DEV) for _ in range(WORLD)] if RANK == 1 else None
         dist.gather(mine.to(DEV), outs, dst=1)
         if RANK == 1:
             for r in range(WORLD):
                 expect_equal(outs[r], stacked[r], f"gather {dtype} from {r}")
         out = torch.empty(shape, dtype=dtype, device=DEV)
-        dist.scatter(out, [s.to(DEV) for s in stacked] if RANK == 3 else None, src=3)
+        dist.scatter(out, [s.to(DEV) for s in stacked] if RANK == WORLD - 1 else None, src=WORLD - 1)
         expect_equal(out, stacked[RANK], f"scatter {dtype}")
     check_all_to_all()
     check_point_to_point()
@@ -152,13 +152,13 @@ def check_point_to_point():
         w.wait()
     expect_equal(got, torch.arange(600_000, dtype=torch.float32) + prv, "batch_isend_irecv ring")
     expect_equal(small, torch.full((3,), nxt), "batch_isend_irecv reverse ring")
-    # plain send/recv between pairs
+    # plain send/recv between pairs (an odd world's last rank has none)
     t = torch.full((4,), float(RANK), device=DEV)
-    if RANK % 2 == 0:
+    if RANK % 2 == 0 and RANK + 1 < WORLD:
         dist.send(t, RANK + 1)
         dist.recv(t, RANK + 1)
         expect_equal(t, torch.full((4,), float(RANK + 1)), "send/recv")
-    else:
+    elif RANK % 2:
         r = torch.empty(4, device=DEV)
         dist.recv(r, RANK - 1)
         dist.send(t, RANK - 1)

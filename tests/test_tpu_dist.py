@@ -50,7 +50,7 @@ def _free_port():
 def test_two_hosts_every_collective_and_training_through_gloo():
     """Two emulated hosts of a v5p-16 (two torchrun launches on this machine, TPU_WORKER_ID 0 and 1),
     two ranks each: every collective (counted by torch.tpu.metrics) and the DDP/FSDP2/TP/MPMD
-    training cross the hosts through Gloo."""
+    training cross the hosts, hierarchically (shared memory within a host, Gloo between them)."""
     before, port = _segments(), _free_port()
     hosts = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nnodes=2", f"--node_rank={i}",
                                "--nproc_per_node=2", "--master_addr=127.0.0.1", f"--master_port={port}",
@@ -62,6 +62,27 @@ def test_two_hosts_every_collective_and_training_through_gloo():
     for h, (out, err) in zip(hosts, outs):
         assert h.returncode == 0, f"{out[-3000:]}\n{err[-6000:]}"
     for section in ("collectives", "metrics", "ddp", "fsdp2", "tp", "mpmd"):
+        assert f"ok {section}" in outs[0][0], outs[0][0]
+    assert _segments() <= before, "shared memory left behind"
+
+
+@pytest.mark.once
+def test_hosts_of_uneven_sizes_with_interleaved_ranks():
+    """Ranks 0 and 2 on one emulated host, rank 1 on another: all_reduce and broadcast still run
+    hierarchically (a root that is not its host's first rank included), all_gather and
+    reduce_scatter through every rank's Gloo group; every collective, DDP, FSDP2 and MPMD pass."""
+    before, port = _segments(), _free_port()
+    host_of, local_rank = [0, 1, 0], [0, 0, 1]
+    procs = [subprocess.Popen([sys.executable, "dist_checks.py", "collectives", "metrics", "ddp", "fsdp2", "mpmd"],
+                              env=_env(RANK=str(r), WORLD_SIZE="3", LOCAL_RANK=str(local_rank[r]),
+                                       LOCAL_WORLD_SIZE=str(host_of.count(host_of[r])), MASTER_ADDR="127.0.0.1",
+                                       MASTER_PORT=str(port), TPU_ACCELERATOR_TYPE="v5p-16",
+                                       TPU_WORKER_ID=str(host_of[r]), TPU_WORKER_HOSTNAMES="localhost,localhost"),
+                              cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(3)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, f"{out[-3000:]}\n{err[-6000:]}"
+    for section in ("collectives", "metrics", "ddp", "fsdp2", "mpmd"):
         assert f"ok {section}" in outs[0][0], outs[0][0]
     assert _segments() <= before, "shared memory left behind"
 
@@ -92,11 +113,14 @@ def test_llama_debug_model_with_fsdp2_and_tensor_parallel_matches_one_process():
     assert r.returncode == 0 and "ok: FSDP2 + TP matches" in r.stdout, f"{r.stdout[-3000:]}\n{r.stderr[-4000:]}"
 
 
-def _run_faulty(scenario):
-    port = _free_port()
+def _run_faulty(scenario, hosts):
+    """Four ranks on one host, or two emulated hosts (TPU_WORKER_ID) of two ranks each."""
+    port, per_host = _free_port(), 4 // hosts
+    where = {} if hosts == 1 else dict(TPU_ACCELERATOR_TYPE="v5p-16", TPU_WORKER_HOSTNAMES="localhost,localhost")
     procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "dist_faults.py"), scenario],
-                              env=_env(RANK=str(r), WORLD_SIZE="4", LOCAL_RANK=str(r), LOCAL_WORLD_SIZE="4",
-                                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)),
+                              env=_env(RANK=str(r), WORLD_SIZE="4", LOCAL_RANK=str(r % per_host),
+                                       LOCAL_WORLD_SIZE=str(per_host), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                                       TPU_WORKER_ID=str(r // per_host), **where),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(4)]
     results = {}
     for r, p in enumerate(procs):
@@ -107,14 +131,15 @@ def _run_faulty(scenario):
 
 
 @pytest.mark.once
+@pytest.mark.parametrize("hosts", [1, 2])  # 2: the hierarchical path; the failure crosses hosts through the store
 @pytest.mark.parametrize("scenario, culprit, wait_s", [
     ("kill", 3, (0, 5)),        # SIGKILL inside a 64 MiB all_reduce, with a 10-minute timeout
     ("silent", 1, (2.9, 10)),   # stops calling: the others raise at the 3 s timeout
     ("mismatch", 2, (0, 5)),    # broadcast while the others all_reduce
 ])
-def test_a_failing_rank_makes_every_other_rank_raise(scenario, culprit, wait_s):
+def test_a_failing_rank_makes_every_other_rank_raise(scenario, culprit, wait_s, hosts):
     before = _segments()
-    results = _run_faulty(scenario)
+    results = _run_faulty(scenario, hosts)
     for r, (code, report, err) in results.items():
         if r == culprit and scenario != "mismatch":
             continue

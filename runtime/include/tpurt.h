@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define TPURT_VERSION_MAJOR 0
-#define TPURT_VERSION_MINOR 12
+#define TPURT_VERSION_MINOR 13
 
 /* ---------------------------------------------------------------- status codes */
 /* X(code, value, the c10 error class the C++ boundary throws, which PyTorch turns into the
@@ -653,6 +653,16 @@ void tpurt_comm_destroy(tpurt_comm* c);
 /* Number of collectives this rank has issued on the group. */
 uint64_t tpurt_comm_seq(const tpurt_comm* c);
 void tpurt_comm_set_timeout(tpurt_comm* c, double timeout_s);
+/* counted = 0: this group's collectives are not counted in tpurt_comm_get_stats. For a group that
+ * is one part of a larger collective (the ranks of one host, in a group spanning hosts), whose
+ * caller counts the whole once with tpurt_comm_record. Default 1. Since 0.13. */
+void tpurt_comm_set_counted(tpurt_comm* c, int counted);
+/* Messages name rank r as names[r] (size entries, copied): the ranks of one host in a group
+ * spanning hosts keep their group-wide numbers. Since 0.13. */
+tpurt_status tpurt_comm_set_rank_names(tpurt_comm* c, const int32_t* names);
+/* Breaks the group on every rank with `message`: a failure outside the segment (the Gloo hop of a
+ * group spanning hosts) ends the waits of this host's ranks too. Returns the failure. Since 0.13. */
+tpurt_status tpurt_comm_fail(tpurt_comm* c, const char* message);
 /* Whether a reduction exists for a dtype (no bitwise ops on floats, no avg/premul_sum on
  * integers or bool, only sums on complex): TPURT_OK or a VALUE failure saying why. */
 tpurt_status tpurt_check_reduction(tpurt_dtype dtype, tpurt_reduce_op op);

@@ -222,6 +222,28 @@ static void mismatch_body(tpurt_comm* c, int rank, int* failures) {
          "names both: %s", tpurt_last_error());
 }
 
+/* A host's part of a group spanning hosts (0.13): messages name the group-wide ranks, its
+ * collectives are not counted, and a failure outside the segment ends every rank's wait. */
+static void part_body(tpurt_comm* c, int rank, int* failures) {
+  const int32_t names[N] = {4, 5, 6, 7};
+  RCHECK(tpurt_comm_set_rank_names(c, names) == TPURT_OK, "%s", tpurt_last_error());
+  tpurt_comm_set_counted(c, 0);
+  tpurt_comm_kind_stats before[TPURT_COMM_KIND_COUNT], after[TPURT_COMM_KIND_COUNT];
+  tpurt_comm_get_stats(before);
+  float x[4] = {1, 2, 3, 4};
+  RCHECK(tpurt_all_reduce(c, x, x, 4, TPURT_F32, TPURT_RED_SUM, 1) == TPURT_OK, "%s", tpurt_last_error());
+  tpurt_comm_get_stats(after);
+  RCHECK(after[TPURT_COMM_ALL_REDUCE].calls == before[TPURT_COMM_ALL_REDUCE].calls, "uncounted");
+  double t0 = seconds();
+  tpurt_status s = rank == 2 ? tpurt_comm_fail(c, "the hop to another host failed")
+                             : tpurt_all_reduce(c, x, x, 4, TPURT_F32, TPURT_RED_SUM, 1);
+  RCHECK(reported_failure(s, "the hop to another host failed"), "%s", tpurt_last_error());
+  char named[32];
+  snprintf(named, sizeof named, "on rank %d failed", names[rank]);
+  RCHECK(strstr(tpurt_last_error(), named), "named %d: %s", names[rank], tpurt_last_error());
+  RCHECK(seconds() - t0 < 5, "ended after %.1f s", seconds() - t0);
+}
+
 static int count_segments(void) {
   int n = 0;
   DIR* d = opendir("/dev/shm");
@@ -242,6 +264,8 @@ int main(void) {
   for (int r = 0; r < N; r++) CHECK(st[r] == 0, "a silent rank: rank %d exit %d", r, st[r]);
   run_ranks(mismatch_body, 30, st);
   for (int r = 0; r < N; r++) CHECK(st[r] == 0, "mismatch: rank %d exit %d", r, st[r]);
+  run_ranks(part_body, 600, st);
+  for (int r = 0; r < N; r++) CHECK(st[r] == 0, "a host's part: rank %d exit %d", r, st[r]);
   /* a segment its creator left before anyone unlinked it is removed by the next create */
   char name[64];
   pid_t child = fork();

@@ -4,8 +4,10 @@
 FSDP2, DTensor and torch.distributed.checkpoint their collectives. The backend is C++
 (csrc/Distributed.cpp, a c10d::Backend); the collectives are the runtime's, over shared memory
 between the processes of the host (runtime/src/collective.c). CPU tensors are accepted too: both
-live in host memory. A group whose ranks run on several hosts sends its collectives through
-Gloo, PyTorch's engine for host-to-host collectives (the inter-host hop)."""
+live in host memory. A group whose ranks run on several hosts is hierarchical: shared memory
+within each host, and Gloo, PyTorch's engine for host-to-host collectives, between the hosts' first
+ranks (the inter-host hop); the collectives between arbitrary pairs of ranks go through a Gloo group
+of every rank."""
 import os
 import socket
 
@@ -30,11 +32,17 @@ def host_id():
 
 def _create(store, rank, size, timeout):
     store.set(f"tpu_dist/host/{rank}", host_id())
-    hosts = {store.get(f"tpu_dist/host/{r}") for r in range(size)}
-    gloo = None
-    if len(hosts) > 1:
-        gloo = dist.ProcessGroupGloo(dist.PrefixStore("tpu_dist/gloo", store), rank, size, timeout)
-    return _C._create_tpu_dist_backend(store, rank, size, timeout, gloo)
+    ids = [store.get(f"tpu_dist/host/{r}") for r in range(size)]
+    hosts = list(dict.fromkeys(ids))  # in the order of their first ranks
+    if len(hosts) == 1:
+        return _C._create_tpu_dist_backend(store, rank, size, timeout)
+    host_of = [hosts.index(i) for i in ids]
+    host = host_of[rank]
+    everyone = dist.ProcessGroupGloo(dist.PrefixStore("tpu_dist/gloo", store), rank, size, timeout)
+    leaders = None
+    if host_of.index(host) == rank:
+        leaders = dist.ProcessGroupGloo(dist.PrefixStore("tpu_dist/leaders", store), host, len(hosts), timeout)
+    return _C._create_tpu_dist_backend(store, rank, size, timeout, everyone, leaders, host_of)
 
 
 def register():

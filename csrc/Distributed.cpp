@@ -486,7 +486,7 @@ class ProcessGroupTpu : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
     Step step = [this] { return tpurt_barrier(comm_); };
     if (gloo_)
-      step = hierarchical(TPURT_COMM_BARRIER, 0, step, on_leaders([this] { await_leaders(leaders_->barrier()); }), step);
+      step = hierarchical({TPURT_COMM_BARRIER}, 0, step, [] {}, step);  // the leaders' agree() is their barrier
     auto work = run(c10d::OpType::BARRIER, {}, {}, {step}, "tpu_dist barrier");
     work->synchronize_host();
     return work;
@@ -701,12 +701,48 @@ class ProcessGroupTpu : public c10d::Backend {
   }
   int local_size() const { return static_cast<int>(local_of_.size()); }
 
-  // A call on the leaders' Gloo group as a step (nothing on the other ranks). Its exception breaks
-  // this host's segment too, so the host's other ranks stop waiting for the leader.
-  Step on_leaders(std::function<void()> call) {
+  // What a host calls, compared between the hosts' leaders before any data moves: calls that differ
+  // between hosts (each host agreeing within) fail on every host instead of hanging in Gloo or
+  // mixing data. count: elements for reductions, bytes otherwise; -1: not part of the call.
+  struct Call {
+    int64_t kind, dtype = -1, count = 0, op = -1, root = -1, seq = 0;
+  };
+  std::string describe(const Call& c) const {
+    std::string d = std::string(tpurt_comm_kind_name(static_cast<int>(c.kind))) + " #" + std::to_string(c.seq) + " (";
+    if (c.dtype >= 0) d += std::string(tpurt_dtype_name(static_cast<tpurt_dtype>(c.dtype))) + ", ";
+    d += std::to_string(c.count) + (c.dtype >= 0 ? " elements" : " bytes");
+    if (c.op >= 0) d += std::string(", op ") + std::to_string(c.op);
+    if (c.root >= 0) d += ", root host " + std::to_string(c.root);
+    return d + ")";
+  }
+  std::string host_name(int h) const {
+    std::string ranks;
+    for (int r = 0; r < size_; r++)
+      if (host_of_[r] == h) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    return "host " + std::to_string(h) + " (ranks " + ranks + ")";
+  }
+  void agree(const Call& mine) {
+    constexpr int64_t kFields = sizeof(Call) / sizeof(int64_t);
+    at::Tensor all = at::empty({hosts_ * kFields}, at::kLong);
+    at::Tensor me = at::empty({kFields}, at::kLong);
+    memcpy(me.data_ptr(), &mine, sizeof mine);
+    await_leaders(leaders_->_allgather_base(all, me));
+    for (int h = 0; h < hosts_; h++) {
+      Call theirs;
+      memcpy(&theirs, all.data_ptr<int64_t>() + h * kFields, sizeof theirs);
+      if (memcmp(&theirs, &mine, sizeof mine))
+        throw std::runtime_error("mismatched collectives across hosts: " + host_name(host_of_[rank_]) + " called " +
+                                 describe(mine) + " while " + host_name(h) + " called " + describe(theirs));
+    }
+  }
+  // The leaders' step of a hierarchical collective (nothing on the other ranks): the hosts' calls
+  // compared, then the call on the leaders' Gloo group. A failure breaks this host's segment too,
+  // so the host's other ranks stop waiting for the leader.
+  Step on_leaders(Call call_fp, std::function<void()> call) {
     if (!leader()) return [] { return TPURT_OK; };
-    return [call = std::move(call), this] {
+    return [call_fp, call = std::move(call), this] {
       try {
+        agree(call_fp);
         call();
         return TPURT_OK;
       } catch (const std::exception& e) {
@@ -755,9 +791,12 @@ class ProcessGroupTpu : public c10d::Backend {
   // first-hand must time out first: the ranks waiting for their leader after the hop, and the
   // leaders waiting for each other, wait kPatience longer, and hear of it from the store or their leader.
   static constexpr double kPatience = 5.0;
-  Step hierarchical(tpurt_comm_kind kind, int64_t bytes, Step before, Step across, Step after) {
+  Step hierarchical(Call fp, int64_t bytes, Step before, std::function<void()> across_call, Step after) {
     int32_t size = size_;
-    std::string what = std::string(tpurt_comm_kind_name(kind)) + " #" + std::to_string(++hierarchical_seq_) + " across hosts failed: ";
+    auto kind = static_cast<tpurt_comm_kind>(fp.kind);
+    fp.seq = ++hierarchical_seq_;
+    std::string what = std::string(tpurt_comm_kind_name(kind)) + " #" + std::to_string(fp.seq) + " across hosts failed: ";
+    Step across = on_leaders(fp, std::move(across_call));
     return [=, this] {
       auto t0 = std::chrono::steady_clock::now();
       tpurt_status s = before();
@@ -789,13 +828,13 @@ class ProcessGroupTpu : public c10d::Backend {
     o.reduceOp = gloo_op(rop);
     at::Tensor v = view(t);
     int world = size_;
-    return hierarchical(TPURT_COMM_ALL_REDUCE, bytes,
+    return hierarchical({TPURT_COMM_ALL_REDUCE, dt, n, op}, bytes,
                         [=, this] { return tpurt_reduce(comm_, p, p, n, dt, local, scale, 0); },
-                         on_leaders([=, this] {
-                           std::vector<at::Tensor> vs{v};
-                           await_leaders(leaders_->allreduce(vs, o));
-                           if (avg) v.div_(world);
-                         }),
+                        [=, this] {
+                          std::vector<at::Tensor> vs{v};
+                          await_leaders(leaders_->allreduce(vs, o));
+                          if (avg) v.div_(world);
+                        },
                          [=, this] { return tpurt_broadcast(comm_, p, bytes, 0); });
   }
 
@@ -806,13 +845,13 @@ class ProcessGroupTpu : public c10d::Backend {
     at::Tensor v = at::from_blob(p, {bytes}, at::TensorOptions().dtype(at::kByte));
     c10d::BroadcastOptions o;
     o.rootRank = root_host;
-    return hierarchical(TPURT_COMM_BROADCAST, bytes,
+    return hierarchical({TPURT_COMM_BROADCAST, -1, bytes, -1, root_host}, bytes,
                         // elsewhere a barrier: every rank posts what it calls on its segment first, so calls that differ within a host fail at once
                         [=, this] { return root_here ? tpurt_broadcast(comm_, p, bytes, root_local) : tpurt_barrier(comm_); },
-                         on_leaders([=, this] {
-                           std::vector<at::Tensor> vs{v};
-                           await_leaders(leaders_->broadcast(vs, o));
-                         }),
+                        [=, this] {
+                          std::vector<at::Tensor> vs{v};
+                          await_leaders(leaders_->broadcast(vs, o));
+                        },
                          [=, this] { return root_here ? TPURT_OK : tpurt_broadcast(comm_, p, bytes, 0); });
   }
 
@@ -823,13 +862,13 @@ class ProcessGroupTpu : public c10d::Backend {
     char* block = static_cast<char*>(dst) + host_of_[rank_] * host_bytes;
     at::Tensor all = at::from_blob(dst, {all_bytes}, at::TensorOptions().dtype(at::kByte));
     at::Tensor mine = leader() ? at::empty({host_bytes}, at::kByte) : at::Tensor();
-    return hierarchical(TPURT_COMM_ALL_GATHER, all_bytes,
+    return hierarchical({TPURT_COMM_ALL_GATHER, -1, all_bytes}, all_bytes,
                         [=, this] { return tpurt_gather(comm_, src, leader() ? block : nullptr, bytes, 0); },
-                         on_leaders([=, this] {
-                           memcpy(mine.data_ptr(), block, host_bytes);
-                           at::Tensor out = all, in = mine;
-                           await_leaders(leaders_->_allgather_base(out, in));
-                         }),
+                        [=, this] {
+                          memcpy(mine.data_ptr(), block, host_bytes);
+                          at::Tensor out = all, in = mine;
+                          await_leaders(leaders_->_allgather_base(out, in));
+                        },
                          [=, this] { return tpurt_broadcast(comm_, dst, all_bytes, 0); });
   }
 
@@ -850,15 +889,15 @@ class ProcessGroupTpu : public c10d::Backend {
     c10d::AllreduceOptions o;
     o.reduceOp = gloo_op(rop);
     int world = size_;
-    return hierarchical(TPURT_COMM_REDUCE_SCATTER, size_ * count * es,
+    return hierarchical({TPURT_COMM_REDUCE_SCATTER, dt, size_ * count, op}, size_ * count * es,
                         [=, this] {
                            return tpurt_reduce(comm_, src, leader() ? whole.data_ptr() : nullptr, world * count, dt, local, scale, 0);
                          },
-                         on_leaders([=, this] {
-                           std::vector<at::Tensor> vs{whole};
-                           await_leaders(leaders_->allreduce(vs, o));
-                           if (avg) part.div_(world);
-                         }),
+                        [=, this] {
+                          std::vector<at::Tensor> vs{whole};
+                          await_leaders(leaders_->allreduce(vs, o));
+                          if (avg) part.div_(world);
+                        },
                          [=, this] { return tpurt_scatter(comm_, leader() ? part.data_ptr() : nullptr, dst, count * es, 0); });
   }
 

@@ -3,7 +3,7 @@ without torchrun, whose agent would stop the others itself). Prints one JSON lin
 surviving rank: the exception its collective (or the first use of its result) raised and how
 long that took.
 
-Usage: python tests/dist_faults.py kill|silent|mismatch (RANK, WORLD_SIZE, MASTER_* set)."""
+Usage: python tests/dist_faults.py kill|silent|mismatch|sizes (RANK, WORLD_SIZE, MASTER_* set)."""
 import datetime
 import json
 import os
@@ -34,6 +34,8 @@ try:
         sys.exit(0)
     elif SCENARIO == "mismatch" and RANK == 2:
         dist.broadcast(x[:8], src=0)
+    elif SCENARIO == "sizes" and RANK >= 2:  # as two hosts: the second host's ranks agree with each other
+        dist.all_reduce(x[:8])
     else:
         for _ in range(100):
             dist.all_reduce(x)

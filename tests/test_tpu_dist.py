@@ -87,6 +87,21 @@ def test_hosts_of_uneven_sizes_with_interleaved_ranks():
     assert _segments() <= before, "shared memory left behind"
 
 
+@pytest.mark.once
+def test_hosts_calling_different_collectives_raise_on_every_rank():
+    """Two emulated hosts whose ranks agree within each host but not between them (all_reduce of
+    64 MiB on one, of 32 bytes on the other): the hosts' first ranks compare the calls before any
+    data moves, and every rank raises at once, naming both calls, instead of hanging in Gloo."""
+    before = _segments()
+    for r, (code, report, err) in _run_faulty("sizes", hosts=2).items():
+        assert code == 0 and report, f"rank {r} exit {code}:\n{err}"
+        error = report["error"]
+        assert error and "mismatched collectives across hosts" in error, f"rank {r}: {error}"
+        assert "16777216 elements" in error and "8 elements" in error and "all_reduce #2" in error, error
+        assert report["elapsed"] < 5, f"rank {r} raised after {report['elapsed']:.1f} s"
+    assert _segments() <= before, "shared memory left behind"
+
+
 def test_ranks_of_one_host_share_memory_and_worker_ids_tell_hosts_apart(monkeypatch):
     from torch_tpu.distributed.backend import host_id
 

@@ -216,7 +216,7 @@ class ProcessGroupTpu : public c10d::Backend {
       snprintf(name, sizeof name, "%s", s.c_str());
     }
     std::string label = "tpu_dist (rank " + std::to_string(rank_) + " of " + std::to_string(size_);
-    if (gloo_)  // the segment's messages name ranks as this host numbers them
+    if (gloo_)  // which host's segment, and this rank's place in it
       label += "; on host " + std::to_string(host_of_[rank_]) + " as rank " + std::to_string(rank) + " of its " + std::to_string(size);
     label += ")";
     check_comm(tpurt_comm_open(name, rank, size, timeout_s, label.c_str(), &comm_));

@@ -835,7 +835,7 @@ class ProcessGroupTpu : public c10d::Backend {
                           await_leaders(leaders_->allreduce(vs, o));
                           if (avg) v.div_(world);
                         },
-                         [=, this] { return tpurt_broadcast(comm_, p, bytes, 0); });
+                        [=, this] { return tpurt_broadcast(comm_, p, bytes, 0); });
   }
 
   // Within the root's host from the root, across the leaders from the root host's, then within the others.
@@ -852,7 +852,7 @@ class ProcessGroupTpu : public c10d::Backend {
                           std::vector<at::Tensor> vs{v};
                           await_leaders(leaders_->broadcast(vs, o));
                         },
-                         [=, this] { return root_here ? TPURT_OK : tpurt_broadcast(comm_, p, bytes, 0); });
+                        [=, this] { return root_here ? TPURT_OK : tpurt_broadcast(comm_, p, bytes, 0); });
   }
 
   // Hosts hold consecutive ranks (contiguous_): this host's blocks are gathered onto its leader, the
@@ -869,7 +869,7 @@ class ProcessGroupTpu : public c10d::Backend {
                           at::Tensor out = all, in = mine;
                           await_leaders(leaders_->_allgather_base(out, in));
                         },
-                         [=, this] { return tpurt_broadcast(comm_, dst, all_bytes, 0); });
+                        [=, this] { return tpurt_broadcast(comm_, dst, all_bytes, 0); });
   }
 
   // Hosts hold consecutive ranks: the whole input is reduced onto the leader, all-reduced across the
@@ -891,14 +891,14 @@ class ProcessGroupTpu : public c10d::Backend {
     int world = size_;
     return hierarchical({TPURT_COMM_REDUCE_SCATTER, dt, size_ * count, op}, size_ * count * es,
                         [=, this] {
-                           return tpurt_reduce(comm_, src, leader() ? whole.data_ptr() : nullptr, world * count, dt, local, scale, 0);
-                         },
+                          return tpurt_reduce(comm_, src, leader() ? whole.data_ptr() : nullptr, world * count, dt, local, scale, 0);
+                        },
                         [=, this] {
                           std::vector<at::Tensor> vs{whole};
                           await_leaders(leaders_->allreduce(vs, o));
                           if (avg) part.div_(world);
                         },
-                         [=, this] { return tpurt_scatter(comm_, leader() ? part.data_ptr() : nullptr, dst, count * es, 0); });
+                        [=, this] { return tpurt_scatter(comm_, leader() ? part.data_ptr() : nullptr, dst, count * es, 0); });
   }
 
   // ---- across hosts: through every rank's Gloo group

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 
@@ -93,6 +94,15 @@ static inline void tpurt_cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
+}
+/* The pause of a spin-wait's i-th poll: a few microseconds of pause instructions, then a
+ * yield per poll. The thread a spinner waits for (the host issuing, the worker running, a
+ * helper finishing its chunk) often needs the spinner's core: the host thread, the stream
+ * worker and the pool's helpers outnumber 2 cores, and a spinner that never yields holds
+ * its core until the scheduler preempts it, milliseconds later. */
+static inline void tpurt_spin_pause(unsigned i) {
+  if (i < 64) tpurt_cpu_relax();
+  else sched_yield();
 }
 /* CLOCK_MONOTONIC in nanoseconds. */
 static inline int64_t tpurt_now_ns(void) {

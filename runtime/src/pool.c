@@ -2,7 +2,11 @@
  * (usually a stream worker) plus T-1 persistent helpers, T = TPU_NUM_THREADS or the
  * number of online CPUs. A loop of n items is cut into fixed chunks of `grain` items that
  * the threads claim one by one (a thread slowed down by a busy machine just claims fewer),
- * so the chunks never depend on timing, only which thread runs each.
+ * so the chunks never depend on timing, only which thread runs each. Thread k claims from
+ * the k-th of T equal runs of chunks first and only then from the others' runs: back-to-back
+ * kernels over the same tensors (a training step's activations of a few MiB) then find
+ * their part in the core's own cache, as with OpenMP's static schedule (a 1 MiB add took
+ * 23 us against PyTorch CPU's 12 when any thread claimed any chunk).
  *
  * One parallel loop runs at a time: a second caller (another stream) or a nested call runs
  * its loop inline instead of waiting. Helpers spin briefly after each loop (kernels issue
@@ -37,7 +41,11 @@ static struct {
   tpurt_pool_fn fn;
   void* ctx;
   int64_t n, grain;
-  int64_t next; /* first unclaimed item */
+  int64_t runs; /* runs of chunks, one per thread (nthreads) */
+  struct {
+    _Alignas(64) int64_t next; /* first unclaimed item of this thread's run */
+    int64_t end;
+  } run[MAX_THREADS];
   tpurt_temp_ctx* temp; /* the calling kernel's temporaries, which helpers may take too */
   /* A team (tpurt_parallel_team) instead of a loop: every member on a thread of its own. */
   tpurt_team_fn team_fn;
@@ -50,6 +58,7 @@ static struct {
 
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 static _Thread_local int in_loop; /* nested loops run inline */
+static _Thread_local int thread_index; /* 0: the caller of a loop; helpers 1..T-1 */
 static _Thread_local struct {
   int id, size;       /* in a team: member id and team size; else 0 and 1 */
   uint64_t singles;   /* single constructs this member reached */
@@ -71,18 +80,21 @@ static void run_team_share(void) {
   if (id < pool.team_size) run_member(id);
 }
 
-/* Claim and run chunks of the current loop until none is left. */
+/* Claim and run chunks of the current loop until none is left: this thread's run first. */
 static void run_chunks(void) {
-  int64_t n = pool.n, grain = pool.grain;
-  for (;;) {
-    int64_t b = __atomic_fetch_add(&pool.next, grain, __ATOMIC_RELAXED);
-    if (b >= n) return;
-    pool.fn(pool.ctx, b, b + grain < n ? b + grain : n);
+  int64_t n = pool.n, grain = pool.grain, runs = pool.runs;
+  for (int64_t k = 0; k < runs; k++) {
+    int64_t r = (thread_index + k) % runs, end = pool.run[r].end;
+    for (;;) {
+      int64_t b = __atomic_fetch_add(&pool.run[r].next, grain, __ATOMIC_RELAXED);
+      if (b >= end) break;
+      pool.fn(pool.ctx, b, b + grain < n ? b + grain : n);
+    }
   }
 }
 
 static void* helper_main(void* p) {
-  (void)p;
+  thread_index = (int)(intptr_t)p;
   uint64_t seen = 0;
   in_loop = 1;
   for (;;) {
@@ -91,7 +103,7 @@ static void* helper_main(void* p) {
     unsigned spins = 0;
     while ((g = __atomic_load_n(&pool.gen, __ATOMIC_ACQUIRE)) == seen) {
       if (++spins % 64 || tpurt_now_ns() < spin_end) {
-        tpurt_cpu_relax();
+        tpurt_spin_pause(spins);
         continue;
       }
       pthread_mutex_lock(&pool.mu);
@@ -135,7 +147,7 @@ static void pool_init(void) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&th, &attr, helper_main, NULL)) pool.nthreads = i;
+    if (pthread_create(&th, &attr, helper_main, (void*)(intptr_t)i)) pool.nthreads = i;
     pthread_attr_destroy(&attr);
     if (pool.nthreads == i) break;
   }
@@ -175,7 +187,12 @@ void tpurt_parallel_for(int64_t n, int64_t grain, tpurt_pool_fn fn, void* ctx) {
   pool.ctx = ctx;
   pool.n = n;
   pool.grain = grain;
-  pool.next = 0;
+  int64_t chunks = (n + grain - 1) / grain;
+  pool.runs = nt;
+  for (int r = 0; r < nt; r++) { /* run r: chunks [r*chunks/nt, (r+1)*chunks/nt) */
+    pool.run[r].next = r * chunks / nt * grain;
+    pool.run[r].end = (r + 1) * chunks / nt * grain;
+  }
   run_job(run_chunks);
   pthread_mutex_unlock(&pool.busy);
 }

@@ -212,9 +212,36 @@ static tpurt_status plan_lines(int nt, const tpurt_tensor* first, int64_t dim, t
 }
 
 /* ---------------------------------------------------------------- softmax */
-/* The line loops vectorize (vmath.h's exp; folds in 8 fixed lanes, so the order depends
- * only on the line length). */
+/* The line loops vectorize (vmath.h's exp). Sums fold in fixed lanes, so their order depends
+ * only on the line length: 32 lanes while a line has 32 values left (four independent vector
+ * chains: one chain waits on every addition's latency), then 8, then one, and the lanes fold
+ * as a tree. */
 #define LANES 8
+#define WIDE_LANES 32
+#define LANE_SUM(name, params, term)                                      \
+  static inline double name params {                                      \
+    double acc[WIDE_LANES] = {0}, s = 0;                                  \
+    int64_t k = 0;                                                        \
+    for (; k + WIDE_LANES <= n; k += WIDE_LANES)                          \
+      for (int j = 0; j < WIDE_LANES; j++) acc[j] += term(k + j);         \
+    for (; k + LANES <= n; k += LANES)                                    \
+      for (int j = 0; j < LANES; j++) acc[j] += term(k + j);              \
+    for (; k < n; k++) s += term(k);                                      \
+    for (int w = WIDE_LANES / 2; w; w /= 2)                               \
+      for (int j = 0; j < w; j++) acc[j] += acc[j + w];                   \
+    return s + acc[0];                                                    \
+  }
+#define SUM_TERM(i) x[i]
+#define DOT_TERM(i) (x[i] * y[i])
+#define SUM_F_TERM(i) ((double)x[i])
+#define SQDEV_F_TERM(i) (((double)x[i] - m) * ((double)x[i] - m))
+#define SQDEV_TERM(i) ((x[i] - m) * (x[i] - m))
+LANE_SUM(line_sum, (const double* x, int64_t n), SUM_TERM)
+LANE_SUM(line_dot, (const double* x, const double* y, int64_t n), DOT_TERM)
+LANE_SUM(line_sum_f, (const float* x, int64_t n), SUM_F_TERM)
+LANE_SUM(line_sqdev_f, (const float* x, double m, int64_t n), SQDEV_F_TERM)
+LANE_SUM(line_sqdev, (const double* x, double m, int64_t n), SQDEV_TERM)
+
 static inline double line_max(const double* x, int64_t n) {
   double acc[LANES], m = -INFINITY;
   for (int j = 0; j < LANES; j++) acc[j] = -INFINITY;
@@ -225,23 +252,13 @@ static inline double line_max(const double* x, int64_t n) {
   for (int j = 0; j < LANES; j++) m = acc[j] > m ? acc[j] : m;
   return m;
 }
-/* sum of x[k] * (y ? y[k] : 1) */
-static inline double line_dot(const double* x, const double* y, int64_t n) {
-  double acc[LANES] = {0}, s = 0;
-  int64_t k = 0;
-  for (; k + LANES <= n; k += LANES)
-    for (int j = 0; j < LANES; j++) acc[j] += y ? x[k + j] * y[k + j] : x[k + j];
-  for (; k < n; k++) s += y ? x[k] * y[k] : x[k];
-  for (int j = 0; j < LANES; j++) s += acc[j];
-  return s;
-}
 /* lines: [0] input, [1] output */
 static void softmax_line(double* const* l, int64_t n) {
   const double* x = l[0];
   double* y = l[1];
   double m = line_max(x, n);
   for (int64_t k = 0; k < n; k++) y[k] = vm_exp(x[k] - m);
-  double sum = line_dot(y, NULL, n);
+  double sum = line_sum(y, n);
   for (int64_t k = 0; k < n; k++) y[k] /= sum;
 }
 static void log_softmax_line(double* const* l, int64_t n) {
@@ -249,7 +266,7 @@ static void log_softmax_line(double* const* l, int64_t n) {
   double* y = l[1];
   double m = line_max(x, n);
   for (int64_t k = 0; k < n; k++) y[k] = vm_exp(x[k] - m);
-  double lse = m + log(line_dot(y, NULL, n));
+  double lse = m + log(line_sum(y, n));
   for (int64_t k = 0; k < n; k++) y[k] = x[k] - lse;
 }
 /* lines: [0] grad_output, [1] output, [2] grad_input */
@@ -258,7 +275,7 @@ static void softmax_bwd_line(double* const* l, int64_t n) {
   for (int64_t k = 0; k < n; k++) l[2][k] = l[1][k] * (l[0][k] - dot);
 }
 static void log_softmax_bwd_line(double* const* l, int64_t n) {
-  double sum = line_dot(l[0], NULL, n);
+  double sum = line_sum(l[0], n);
   for (int64_t k = 0; k < n; k++) l[2][k] = l[0][k] - vm_exp(l[1][k]) * sum;
 }
 
@@ -313,29 +330,17 @@ static void load_param(const tpurt_value* v, double* dst, int64_t n, double fill
   else for (int64_t k = 0; k < n; k++) dst[k] = fill;
 }
 
-/* Two-pass mean and biased variance of n values (double, or float read in place), the
- * sums folded in 8 fixed lanes as in line_dot (a serial sum waits on every addition and
- * does not vectorize). */
-#define MEAN_VAR(T)                                                                      \
-  static inline void mean_var_##T(const T* x, int64_t n, double* mean, double* var) {    \
-    double acc[LANES] = {0}, s = 0;                                                      \
-    int64_t k = 0;                                                                       \
-    for (; k + LANES <= n; k += LANES)                                                   \
-      for (int j = 0; j < LANES; j++) acc[j] += (double)x[k + j];                        \
-    for (; k < n; k++) s += (double)x[k];                                                \
-    for (int j = 0; j < LANES; j++) s += acc[j];                                         \
-    double m = n ? s / (double)n : 0, v = 0;                                             \
-    for (int j = 0; j < LANES; j++) acc[j] = 0;                                          \
-    for (k = 0; k + LANES <= n; k += LANES)                                              \
-      for (int j = 0; j < LANES; j++) acc[j] += ((double)x[k + j] - m) * ((double)x[k + j] - m); \
-    for (; k < n; k++) v += ((double)x[k] - m) * ((double)x[k] - m);                     \
-    for (int j = 0; j < LANES; j++) v += acc[j];                                         \
-    *mean = m;                                                                           \
-    *var = n ? v / (double)n : NAN; /* as CPU: no values, mean 0 and variance NaN */     \
-  }
-MEAN_VAR(double)
-MEAN_VAR(float)
-static inline void mean_var(const double* x, int64_t n, double* mean, double* var) { mean_var_double(x, n, mean, var); }
+/* Two-pass mean and biased variance of n values (double, or float read in place). */
+static inline void mean_var_float(const float* x, int64_t n, double* mean, double* var) {
+  double m = n ? line_sum_f(x, n) / (double)n : 0;
+  *mean = m;
+  *var = n ? line_sqdev_f(x, m, n) / (double)n : NAN; /* as CPU: no values, mean 0 and variance NaN */
+}
+static inline void mean_var(const double* x, int64_t n, double* mean, double* var) {
+  double m = n ? line_sum(x, n) / (double)n : 0;
+  *mean = m;
+  *var = n ? line_sqdev(x, m, n) / (double)n : NAN;
+}
 static inline void mean_rstd(const double* x, int64_t n, double eps, double* mean, double* rstd) {
   double var;
   mean_var(x, n, mean, &var);
@@ -343,7 +348,9 @@ static inline void mean_rstd(const double* x, int64_t n, double eps, double* mea
 }
 
 /* Layer norm reads and writes dense float32 rows in place (the common case) instead of
- * staging them as doubles: same values, no per-row load/store calls. */
+ * staging them as doubles, and computes them in float (as a TPU does: f32 math, here with
+ * the row sums in double), 16 lanes a vector instead of 8; other dtypes and layouts are
+ * staged and computed in double. */
 static int ln_dense(const tpurt_tensor* t) { return t->dtype == TPURT_F32 && tpurt_is_contiguous(t); }
 
 /* native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd) */
@@ -353,6 +360,7 @@ typedef struct ln_job {
   int64_t n;
   double eps;
   const double *w, *b;
+  const float *wf, *bf; /* w and b in float, for dense float32 rows */
 } ln_job;
 
 /* The pool claims rows in chunks of about NN_PAR_GRAIN elements when there are enough. */
@@ -375,7 +383,8 @@ static void ln_rows(void* arg, void* slice, int64_t lo, int64_t hi) {
       double var;
       mean_var_float(xr, n, &mean, &var);
       rstd = 1.0 / sqrt(var + J->eps);
-      for (int64_t j = 0; j < n; j++) yr[j] = (float)(((double)xr[j] - mean) * rstd * J->w[j] + J->b[j]);
+      const float mf = (float)mean, rf = (float)rstd, *wf = J->wf, *bf = J->bf;
+      for (int64_t j = 0; j < n; j++) yr[j] = (xr[j] - mf) * rf * wf[j] + bf[j];
       ((float*)c->outs[1].data)[o] = (float)mean;
       ((float*)c->outs[2].data)[o] = (float)rstd;
       continue;
@@ -395,12 +404,14 @@ tpurt_status tpurt_kernel_layer_norm(const tpurt_op_call* c) {
   tpurt_status s = norm_axis(in, TPURT_ARG(c, layer_norm, normalized_shape), &k);
   if (s) return s;
   int64_t m = prod_dims(in, 0, k), n = prod_dims(in, k, in->ndim);
-  double* buf = scratch(2 * n);
+  double* buf = scratch(3 * n);
   if (!buf) return OOM("layer_norm");
   double *w = buf, *b = buf + n;
+  float *wf = (float*)(buf + 2 * n), *bf = wf + n;
   load_param(TPURT_ARG(c, layer_norm, weight), w, n, 1);
   load_param(TPURT_ARG(c, layer_norm, bias), b, n, 0);
-  ln_job J = {c, k, n, tpurt_value_f(TPURT_ARG(c, layer_norm, eps)), w, b};
+  for (int64_t j = 0; j < n; j++) wf[j] = (float)w[j], bf[j] = (float)b[j];
+  ln_job J = {c, k, n, tpurt_value_f(TPURT_ARG(c, layer_norm, eps)), w, b, wf, bf};
   int ok = run_loop(m, ln_grain(m, n), n, ln_rows, &J);
   tpurt_temp_release(buf);
   return ok ? TPURT_OK : OOM("layer_norm");
@@ -413,7 +424,7 @@ tpurt_status tpurt_plan_layer_norm(const tpurt_op_call* c, tpurt_plan* p) {
   tpurt_status s = norm_axis(in, TPURT_ARG(c, layer_norm, normalized_shape), &k);
   if (s) return s;
   int64_t m = prod_dims(in, 0, k), n = prod_dims(in, k, in->ndim);
-  p->scratch_bytes += planned(2 * n) + loop_planned(m, ln_grain(m, n), n);
+  p->scratch_bytes += planned(3 * n) + loop_planned(m, ln_grain(m, n), n);
   return TPURT_OK;
 }
 
@@ -430,39 +441,93 @@ static void ln_bwd_row(int64_t n, double mean, double rstd, double* restrict x,
   }
 }
 
+/* The same for a dense float32 row, in float with double sums; x-hat and g are computed again
+ * for grad_input (dx, or NULL) instead of stored. */
+static void ln_bwd_row_f32(int64_t n, float mean, float rstd, const float* restrict x, const float* restrict dy,
+                           const float* restrict w, double* restrict dw, double* restrict db, float* restrict dx) {
+  double ag[WIDE_LANES] = {0}, agx[WIDE_LANES] = {0}, sg = 0, sgx = 0;
+  int64_t k = 0;
+  for (; k + WIDE_LANES <= n; k += WIDE_LANES)
+    for (int j = 0; j < WIDE_LANES; j++) {
+      float xh = (x[k + j] - mean) * rstd, g = dy[k + j] * w[k + j];
+      dw[k + j] += (double)(dy[k + j] * xh);
+      db[k + j] += (double)dy[k + j];
+      ag[j] += (double)g;
+      agx[j] += (double)(g * xh);
+    }
+  for (; k < n; k++) {
+    float xh = (x[k] - mean) * rstd, g = dy[k] * w[k];
+    dw[k] += (double)(dy[k] * xh);
+    db[k] += (double)dy[k];
+    sg += (double)g;
+    sgx += (double)(g * xh);
+  }
+  if (!dx) return;
+  for (int w2 = WIDE_LANES / 2; w2; w2 /= 2)
+    for (int j = 0; j < w2; j++) ag[j] += ag[j + w2], agx[j] += agx[j + w2];
+  const float mg = (float)((sg + ag[0]) / (double)n), mgx = (float)((sgx + agx[0]) / (double)n);
+  for (int64_t j = 0; j < n; j++) {
+    float xh = (x[j] - mean) * rstd;
+    dx[j] = rstd * (dy[j] * w[j] - mg - xh * mgx);
+  }
+}
+
 /* native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight?, bias?,
  * output_mask) -> (grad_input, grad_weight, grad_bias); masked-off outputs are undefined.
- * Rows in order (grad_weight / grad_bias sum over them); the row sums fold in line_dot's
- * fixed lanes. */
-static void ln_bwd_rows(const tpurt_op_call* c, int k, int64_t m, int64_t n, double* buf) {
+ * Rows go in fixed blocks (ln_bwd_block_rows: from the shape alone) that the pool runs in
+ * parallel, each summing grad_weight / grad_bias over its rows into a partial of its own; the
+ * partials then add up in block order, so the bits do not depend on the thread count. */
+typedef struct lnb_job {
+  const tpurt_op_call* c;
+  int k;
+  int64_t m, n, rows; /* rows: per block */
+  const double* w;
+  const float* wf; /* w in float, for dense float32 rows */
+  double* part; /* per block: its grad_weight then grad_bias partial, 2n doubles */
+} lnb_job;
+
+#define LN_BWD_MAX_BLOCKS 64 /* bounds the partials' memory (2n doubles per block) */
+static int64_t ln_bwd_block_rows(int64_t m, int64_t n) {
+  int64_t rows = (NN_PAR_GRAIN + n - 1) / (n ? n : 1), fewest = (m + LN_BWD_MAX_BLOCKS - 1) / LN_BWD_MAX_BLOCKS;
+  return rows > fewest ? rows : (fewest ? fewest : 1);
+}
+static int64_t ln_bwd_blocks(int64_t m, int64_t n) {
+  int64_t rows = ln_bwd_block_rows(m, n);
+  return m > 0 ? (m + rows - 1) / rows : 1; /* one (zero) partial for no rows */
+}
+
+/* Blocks [lo, hi); the slice holds one row's x, dy and g (3n doubles). */
+static void ln_bwd_blocks_run(void* arg, void* slice, int64_t lo, int64_t hi) {
+  lnb_job* J = arg;
+  const tpurt_op_call* c = J->c;
   const tpurt_tensor *dy_t = &TPURT_ARG(c, layer_norm_backward, grad_out)->t, *in = &TPURT_ARG(c, layer_norm_backward, input)->t;
-  double *x = buf, *dy = buf + n, *w = buf + 2 * n, *dw = buf + 3 * n, *db = buf + 4 * n, *g = buf + 5 * n;
+  const tpurt_tensor *mean_t = &TPURT_ARG(c, layer_norm_backward, mean)->t, *rstd_t = &TPURT_ARG(c, layer_norm_backward, rstd)->t;
+  int64_t n = J->n;
+  double *x = slice, *dy = x + n, *g = x + 2 * n;
   int want_dx = defined(&c->outs[0]);
-  int dense = ln_dense(in) && ln_dense(dy_t) && ln_dense(&TPURT_ARG(c, layer_norm_backward, mean)->t) && ln_dense(&TPURT_ARG(c, layer_norm_backward, rstd)->t) &&
-              (!want_dx || ln_dense(&c->outs[0]));
-  for (int64_t o = 0; o < m; o++) {
-    double mean, rstd;
-    if (dense) {
-      const float *xr = (const float*)in->data + o * n, *dyr = (const float*)dy_t->data + o * n;
-      for (int64_t j = 0; j < n; j++) x[j] = xr[j], dy[j] = dyr[j];
-      mean = ((const float*)TPURT_ARG(c, layer_norm_backward, mean)->t.data)[o];
-      rstd = ((const float*)TPURT_ARG(c, layer_norm_backward, rstd)->t.data)[o];
-    } else {
-      load_block(in, k, o, x);
-      load_block(dy_t, k, o, dy);
-      load_block(&TPURT_ARG(c, layer_norm_backward, mean)->t, k, o, &mean);
-      load_block(&TPURT_ARG(c, layer_norm_backward, rstd)->t, k, o, &rstd);
+  int dense = ln_dense(in) && ln_dense(dy_t) && ln_dense(mean_t) && ln_dense(rstd_t) && (!want_dx || ln_dense(&c->outs[0]));
+  for (int64_t blk = lo; blk < hi; blk++) {
+    double *dw = J->part + blk * 2 * n, *db = dw + n;
+    for (int64_t j = 0; j < 2 * n; j++) dw[j] = 0;
+    int64_t end = (blk + 1) * J->rows < J->m ? (blk + 1) * J->rows : J->m;
+    for (int64_t o = blk * J->rows; o < end; o++) {
+      if (dense) {
+        ln_bwd_row_f32(n, ((const float*)mean_t->data)[o], ((const float*)rstd_t->data)[o],
+                       (const float*)in->data + o * n, (const float*)dy_t->data + o * n, J->wf, dw, db,
+                       want_dx ? (float*)c->outs[0].data + o * n : NULL);
+        continue;
+      }
+      double mean, rstd;
+      load_block(in, J->k, o, x);
+      load_block(dy_t, J->k, o, dy);
+      load_block(mean_t, J->k, o, &mean);
+      load_block(rstd_t, J->k, o, &rstd);
+      ln_bwd_row(n, mean, rstd, x, dy, J->w, dw, db, g);
+      if (!want_dx) continue;
+      double sg = line_sum(g, n) / (double)n, sgx = line_dot(g, x, n) / (double)n;
+      for (int64_t j = 0; j < n; j++) x[j] = rstd * (g[j] - sg - x[j] * sgx);
+      store_block(&c->outs[0], J->k, o, x);
     }
-    ln_bwd_row(n, mean, rstd, x, dy, w, dw, db, g);
-    if (!want_dx) continue;
-    double sg = line_dot(g, NULL, n) / (double)n, sgx = line_dot(g, x, n) / (double)n;
-    if (dense) {
-      float* dxr = (float*)c->outs[0].data + o * n;
-      for (int64_t j = 0; j < n; j++) dxr[j] = (float)(rstd * (g[j] - sg - x[j] * sgx));
-      continue;
-    }
-    for (int64_t j = 0; j < n; j++) x[j] = rstd * (g[j] - sg - x[j] * sgx);
-    store_block(&c->outs[0], k, o, x);
   }
 }
 
@@ -471,25 +536,31 @@ tpurt_status tpurt_kernel_layer_norm_backward(const tpurt_op_call* c) {
   int k;
   tpurt_status s = norm_axis(in, TPURT_ARG(c, layer_norm_backward, normalized_shape), &k);
   if (s) return s;
-  int64_t m = prod_dims(in, 0, k), n = prod_dims(in, k, in->ndim);
-  double* buf = scratch(6 * n);
+  int64_t m = prod_dims(in, 0, k), n = prod_dims(in, k, in->ndim), blocks = ln_bwd_blocks(m, n);
+  double* buf = scratch(2 * n + 2 * n * blocks);
   if (!buf) return OOM("layer_norm_backward");
-  double *dw = buf + 3 * n, *db = buf + 4 * n;
-  load_param(TPURT_ARG(c, layer_norm_backward, weight), buf + 2 * n, n, 1);
-  for (int64_t j = 0; j < 2 * n; j++) dw[j] = 0;
-  ln_bwd_rows(c, k, m, n, buf);
-  if (defined(&c->outs[1])) store_block(&c->outs[1], 0, 0, dw);
-  if (defined(&c->outs[2])) store_block(&c->outs[2], 0, 0, db);
+  float* wf = (float*)(buf + n);
+  lnb_job J = {c, k, m, n, ln_bwd_block_rows(m, n), buf, wf, buf + 2 * n};
+  load_param(TPURT_ARG(c, layer_norm_backward, weight), buf, n, 1);
+  for (int64_t j = 0; j < n; j++) wf[j] = (float)buf[j];
+  for (int64_t j = 0; j < 2 * n; j++) J.part[j] = 0; /* no rows: no block runs */
+  int ok = run_loop(m > 0 ? blocks : 0, 1, 3 * n, ln_bwd_blocks_run, &J);
+  for (int64_t blk = 1; ok && blk < blocks; blk++)
+    for (int64_t j = 0; j < 2 * n; j++) J.part[j] += J.part[blk * 2 * n + j];
+  if (ok && defined(&c->outs[1])) store_block(&c->outs[1], 0, 0, J.part);
+  if (ok && defined(&c->outs[2])) store_block(&c->outs[2], 0, 0, J.part + n);
   tpurt_temp_release(buf);
-  return TPURT_OK;
+  return ok ? TPURT_OK : OOM("layer_norm_backward");
 }
 
 tpurt_status tpurt_plan_layer_norm_backward(const tpurt_op_call* c, tpurt_plan* p) {
   const tpurt_tensor* in = &TPURT_ARG(c, layer_norm_backward, input)->t;
   int k;
   tpurt_status s = norm_axis(in, TPURT_ARG(c, layer_norm_backward, normalized_shape), &k);
-  if (!s) p->scratch_bytes += planned(6 * prod_dims(in, k, in->ndim));
-  return s;
+  if (s) return s;
+  int64_t m = prod_dims(in, 0, k), n = prod_dims(in, k, in->ndim), blocks = ln_bwd_blocks(m, n);
+  p->scratch_bytes += planned(2 * n + 2 * n * blocks) + loop_planned(m > 0 ? blocks : 0, 1, 3 * n);
+  return TPURT_OK;
 }
 
 /* ---------------------------------------------------------------- nll_loss */

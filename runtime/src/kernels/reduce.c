@@ -161,12 +161,17 @@ typedef struct red_job {
   const red_op* op;
   const red_ctx* ctx;
   int c;                         /* column mode: the kept dim innermost; -1: row mode */
+  int64_t chunk;                 /* column mode: columns per block (at most RED_CHUNK) */
   int64_t osize[TPURT_MAX_DIMS]; /* column mode: kept sizes with dim c counted in blocks */
 } red_job;
 
 /* Work per claim of the pool, in input elements, and the least total worth splitting. */
 #define RED_PAR_GRAIN (1 << 14)
 #define RED_PAR_MIN (1 << 16)
+/* Column mode splits columns into at least this many blocks when there are enough columns
+ * (RED_COL_MIN_CHUNK at least per block). */
+#define RED_COL_ITEMS 8
+#define RED_COL_MIN_CHUNK 128
 
 /* Multi-index of row-major linear index `lin` over sizes[0..n). */
 static void unravel(int64_t lin, const int64_t* sizes, int n, int64_t* idx) {
@@ -270,8 +275,10 @@ static void run_split_rows(const red_job* J, int64_t items) {
   }
 }
 
-/* Column mode: kept dim `c` is innermost; blocks of RED_CHUNK of it hold one state per
- * column. Items are (kept index with dim c in blocks), row-major over J->osize. */
+/* Column mode: kept dim `c` is innermost; blocks of J->chunk of it hold one state per
+ * column. Items are (kept index with dim c in blocks), row-major over J->osize. Each
+ * column folds its rows in order, whatever the block width. */
+#define COL_ROWS 64 /* rows handed to col_f32 at once */
 static void run_cols(void* arg, int64_t b, int64_t e) {
   const red_job* J = arg;
   const red_plan* p = J->p;
@@ -285,8 +292,8 @@ static void run_cols(void* arg, int64_t b, int64_t e) {
   int64_t cs = p->kin[c];
   for (int64_t item = b; item < e; item++) {
     unravel(item, J->osize, p->nk, kidx);
-    int64_t c0 = kidx[c] * RED_CHUNK;
-    int64_t n = p->ksize[c] - c0 < RED_CHUNK ? p->ksize[c] - c0 : RED_CHUNK;
+    int64_t c0 = kidx[c] * J->chunk;
+    int64_t n = p->ksize[c] - c0 < J->chunk ? p->ksize[c] - c0 : J->chunk;
     kidx[c] = c0;
     const char* base = (const char*)J->in->data + in_offset(kidx, p->kin, p->nk) * (int64_t)es;
     op->init(states, n, J->ctx);
@@ -294,9 +301,15 @@ static void run_cols(void* arg, int64_t b, int64_t e) {
     int64_t lin = 0;
     if (p->rcount > 0 && op->col_f32 && cs == 1 && J->in->dtype == TPURT_F32) {
       /* dense float columns fold in place into dense sums (vectorized, same order) */
+      const float* rows[COL_ROWS];
+      int more = 1;
       for (int64_t k = 0; k < n; k++) acc[k] = states[k].f;
-      do op->col_f32(acc, (const float*)(base + in_offset(ridx, p->rst, p->nr) * (int64_t)es), n, J->ctx);
-      while (tpurt_next_index(ridx, p->rsize, p->nr));
+      while (more) {
+        int64_t nrows = 0;
+        do rows[nrows++] = (const float*)(base + in_offset(ridx, p->rst, p->nr) * (int64_t)es);
+        while ((more = tpurt_next_index(ridx, p->rsize, p->nr)) && nrows < COL_ROWS);
+        op->col_f32(acc, rows, nrows, n, J->ctx);
+      }
       for (int64_t k = 0; k < n; k++) states[k].f = acc[k];
     } else if (p->rcount > 0) {
       do {
@@ -328,12 +341,20 @@ tpurt_status tpurt_red_run(const tpurt_tensor* in, uint32_t mask, const tpurt_te
   if (p.rsize[p.nr - 1] == 1) rs = INT64_MAX;
   for (int j = 0; j < p.nk; j++)
     if (p.ksize[j] > 1 && tpurt_iabs64(p.kin[j]) < rs && (c < 0 || tpurt_iabs64(p.kin[j]) <= tpurt_iabs64(p.kin[c]))) c = j;
-  red_job job = {in, outs, nouts, &p, op, ctx, c, {0}};
+  red_job job = {in, outs, nouts, &p, op, ctx, c, RED_CHUNK, {0}};
   int64_t items = 1, per_item = p.rcount > 0 ? p.rcount : 1;
   memcpy(job.osize, p.ksize, sizeof job.osize);
   if (c >= 0) {
-    job.osize[c] = (p.ksize[c] + RED_CHUNK - 1) / RED_CHUNK;
-    per_item *= p.ksize[c] < RED_CHUNK ? p.ksize[c] : RED_CHUNK;
+    int64_t others = 1; /* kept elements besides dim c */
+    for (int j = 0; j < p.nk; j++) others *= j == c ? 1 : p.ksize[j];
+    /* Work enough for the pool in few blocks of columns (a sum over the tokens of
+     * [batch, seq, features]): narrower blocks, so that every thread gets some, each still
+     * reading runs of at least half a KiB of a row (the prefetcher's streams) */
+    while (job.chunk > RED_COL_MIN_CHUNK && others * ((p.ksize[c] + job.chunk - 1) / job.chunk) < RED_COL_ITEMS &&
+           others * p.ksize[c] * per_item >= RED_PAR_MIN)
+      job.chunk /= 2;
+    job.osize[c] = (p.ksize[c] + job.chunk - 1) / job.chunk;
+    per_item *= p.ksize[c] < job.chunk ? p.ksize[c] : job.chunk;
   }
   for (int j = 0; j < p.nk; j++) items *= job.osize[j];
   if (c < 0 && op->merge && items <= RED_SPLIT_OUTS && p.rcount >= 2 * RED_SPLIT_BLOCK) {
@@ -439,9 +460,20 @@ static void sum_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, c
   }
   s->f += sum_lanes(a) + t;
 }
-static void sum_col_f32(double* acc, const float* x, int64_t n, const red_ctx* c) {
-  if (c->flag) for (int64_t k = 0; k < n; k++) acc[k] += isnan(x[k]) ? 0 : (double)x[k];
-  else for (int64_t k = 0; k < n; k++) acc[k] += (double)x[k];
+/* Four rows per pass over acc (one load and store of acc per four rows instead of per row);
+ * each column still adds its rows one after another, in order. */
+static void sum_col_f32(double* acc, const float* const* rows, int64_t nrows, int64_t n, const red_ctx* c) {
+  int64_t r = 0;
+  if (!c->flag)
+    for (; r + 4 <= nrows; r += 4) {
+      const float *r0 = rows[r], *r1 = rows[r + 1], *r2 = rows[r + 2], *r3 = rows[r + 3];
+      for (int64_t k = 0; k < n; k++) acc[k] = acc[k] + (double)r0[k] + (double)r1[k] + (double)r2[k] + (double)r3[k];
+    }
+  for (; r < nrows; r++) {
+    const float* x = rows[r];
+    if (c->flag) for (int64_t k = 0; k < n; k++) acc[k] += isnan(x[k]) ? 0 : (double)x[k];
+    else for (int64_t k = 0; k < n; k++) acc[k] += (double)x[k];
+  }
 }
 static void sum_merge(red_state* a, const red_state* b, const red_ctx* c) {
   a->f += b->f;

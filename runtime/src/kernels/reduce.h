@@ -45,9 +45,10 @@ struct red_op {
   void (*merge)(red_state* a, const red_state* b, const red_ctx* c);
   /* like row, on n dense float32 elements in place (no staging copy as double); NULL: staged */
   void (*row_f32)(red_state* s, const float* x, int64_t n, int64_t idx0, const red_ctx* c);
-  /* like col, on n dense float32 elements in place, folded into the states' f fields held
-   * as n dense doubles (acc[k] is s[k].f); NULL: staged through col */
-  void (*col_f32)(double* acc, const float* x, int64_t n, const red_ctx* c);
+  /* like col, on nrows rows (in fold order) of n dense float32 elements in place, folded
+   * into the states' f fields held as n dense doubles (acc[k] is s[k].f); NULL: staged
+   * through col */
+  void (*col_f32)(double* acc, const float* const* rows, int64_t nrows, int64_t n, const red_ctx* c);
   /* complex64 inputs (tpurt_red_pairs): the op that folds each element's float pair (real
    * part at even, imaginary at odd linear index of the reduced sub-space) into two outputs
    * (real, imaginary parts); NULL: complex64 not supported */

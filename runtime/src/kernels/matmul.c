@@ -198,6 +198,35 @@ static int by_cols(const mat* m) { return m->rs == 1 && m->cs != 1; }
  * columns past nc of the last panel are zeroed by the caller. `row` holds max(kc, mc, nc)
  * values. Both read their operand along its dense direction. */
 #define PACKERS(T, SFX)                                                                         \
+  /* Dense rows of A, one value per element: a panel's MR rows at a time, in blocks of       \
+   * PACK_K steps loaded as rows (vector loads) and written as the panel's steps (a small      \
+   * transpose the compiler turns into shuffles); one strided store per element was a sixth \
+   * of the time of a Linear layer's product. */                                             \
+  static void pack_a_rows_##SFX(T* restrict ap, const mat* A, int64_t i0, int64_t mc, int64_t k0, \
+                                int64_t kc, pass_mode p) {                                     \
+    for (int64_t i = 0; i < mc; i += MR_##SFX) {                                               \
+      int rows = mc - i < MR_##SFX ? (int)(mc - i) : MR_##SFX;                                 \
+      const T* src[MR_##SFX];                                                                  \
+      for (int r = 0; r < MR_##SFX; r++) src[r] = (const T*)elem(A, i0 + i + (r < rows ? r : 0), k0); \
+      T* dst = ap + i * kc;                                                                    \
+      int64_t k = 0;                                                                           \
+      for (; k + PACK_K <= kc; k += PACK_K) {                                                  \
+        T t[MR_##SFX][PACK_K];                                                                 \
+        if (p == PASS_BF16) /* the pass mode and the padding outside the loops: they vectorize */ \
+          for (int r = 0; r < MR_##SFX; r++)                                                   \
+            for (int q = 0; q < PACK_K; q++) t[r][q] = one_pass_##SFX(src[r][k + q], PASS_BF16); \
+        else                                                                                   \
+          for (int r = 0; r < MR_##SFX; r++)                                                   \
+            for (int q = 0; q < PACK_K; q++) t[r][q] = src[r][k + q];                          \
+        for (int r = rows; r < MR_##SFX; r++)                                                  \
+          for (int q = 0; q < PACK_K; q++) t[r][q] = 0;                                        \
+        for (int q = 0; q < PACK_K; q++)                                                       \
+          for (int r = 0; r < MR_##SFX; r++) dst[(k + q) * MR_##SFX + r] = t[r][q];            \
+      }                                                                                        \
+      for (; k < kc; k++)                                                                      \
+        for (int r = 0; r < MR_##SFX; r++) dst[k * MR_##SFX + r] = r < rows ? one_pass_##SFX(src[r][k], p) : 0; \
+    }                                                                                          \
+  }                                                                                            \
   static void pack_a_##SFX(T* ap, const mat* A, int64_t i0, int64_t mc, int64_t k0, int64_t kc,  \
                            pass_mode p, T* row) {                                              \
     int x = expand_of(p);                                                                      \
@@ -215,6 +244,8 @@ static int by_cols(const mat* m) { return m->rs == 1 && m->cs != 1; }
             put_##SFX(ap + r * kcx + k * x * MR_##SFX, 1, MR_##SFX, src + r,                   \
                       mc - r < MR_##SFX ? mc - r : MR_##SFX, p, 0);                            \
       }                                                                                        \
+    else if (x == 1 && A->dtype == tpurt_dtype_of_##SFX && A->cs == 1)                         \
+      pack_a_rows_##SFX(ap, A, i0, mc, k0, kc, p);                                             \
     else                                                                                       \
       for (int64_t i = 0; i < mc; i++) {                                                       \
         const T* src = line_of_##SFX(row, A, i0 + i, k0, kc, 0);                                    \
@@ -239,6 +270,8 @@ static int by_cols(const mat* m) { return m->rs == 1 && m->cs != 1; }
                   nc - j < NR_##SFX ? nc - j : NR_##SFX, p, 1);                                \
     }                                                                                          \
   }
+#define PACK_K 16
+enum { tpurt_dtype_of_f32 = TPURT_F32, tpurt_dtype_of_f64 = TPURT_F64 };
 PACKERS(float, f32)
 PACKERS(double, f64)
 

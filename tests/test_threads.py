@@ -40,6 +40,14 @@ for name, f in {"sum": torch.sum, "mean": torch.mean, "var": torch.var, "amax": 
 out["softmax"] = torch.softmax(tx, 1).cpu()
 out["softmax0"] = torch.softmax(tx, 0).cpu()
 out["layer_norm"] = torch.nn.functional.layer_norm(tx, (3000,)).cpu()
+# layer norm backward: fixed blocks of rows (here 8 of 171 rows) summing grad_weight/grad_bias
+ln = [t.to("tpu").requires_grad_() for t in (torch.randn(40, 30, 96, generator=g), torch.randn(96, generator=g),
+                                             torch.randn(96, generator=g))]
+torch.nn.functional.layer_norm(ln[0], (96,), ln[1], ln[2]).backward(torch.randn(40, 30, 96, generator=g).to("tpu"))
+for name, t in zip(("dx", "dw", "db"), ln):
+    out["layer_norm_" + name] = t.grad.cpu()
+# a bias gradient: columns over two leading dims, in narrowed column blocks
+out["sum_tokens"] = torch.randn(8, 128, 768, generator=g).to("tpu").sum((0, 1)).cpu()
 # fused attention: query-row blocks and key/value heads cut across tasks, GQA, a short last block
 qkv = [torch.randn(2, h, 67, 40, generator=g).to("tpu").requires_grad_() for h in (4, 2, 2)]
 att = torch.nn.functional.scaled_dot_product_attention(*qkv, is_causal=True, enable_gqa=True)

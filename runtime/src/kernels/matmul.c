@@ -235,10 +235,19 @@ static int by_cols(const mat* m) { return m->rs == 1 && m->cs != 1; }
       memset(ap + full * kcx, 0, sizeof(T) * (size_t)(MR_##SFX * kcx));                        \
     if (by_cols(A))                                                                            \
       for (int64_t k = 0; k < kc; k++) {                                                       \
+        /* each step reads a short run of another row of the stored matrix (a page or more     \
+         * apart): no hardware stream follows that, so fetch the runs PACK_AHEAD steps ahead */ \
+        if (k + PACK_AHEAD < kc && A->dtype == tpurt_dtype_of_##SFX)                           \
+          for (int64_t r = 0; r < mc; r += 64 / (int64_t)sizeof(T))                            \
+            __builtin_prefetch(elem(A, i0 + r, k0 + k + PACK_AHEAD));                          \
         const T* src = line_of_##SFX(row, A, i0, k0 + k, mc, 1);                                    \
-        if (x == 1) /* one packed value per element: a plain scatter into the panels */       \
-          for (int64_t r = 0; r < mc; r++)                                                     \
-            ap[r / MR_##SFX * MR_##SFX * kcx + k * MR_##SFX + r % MR_##SFX] = one_pass_##SFX(src[r], p); \
+        if (x == 1) /* one packed value per element: MR contiguous values into each panel */  \
+          for (int64_t r = 0; r < mc; r += MR_##SFX) {                                         \
+            T* dst = ap + r * kcx + k * MR_##SFX;                                              \
+            int64_t n = mc - r < MR_##SFX ? mc - r : MR_##SFX;                                 \
+            if (p == PASS_BF16) for (int64_t q = 0; q < n; q++) dst[q] = one_pass_##SFX(src[r + q], PASS_BF16); \
+            else for (int64_t q = 0; q < n; q++) dst[q] = src[r + q];                          \
+          }                                                                                    \
         else                                                                                   \
           for (int64_t r = 0; r < mc; r += MR_##SFX)                                           \
             put_##SFX(ap + r * kcx + k * x * MR_##SFX, 1, MR_##SFX, src + r,                   \
@@ -271,6 +280,7 @@ static int by_cols(const mat* m) { return m->rs == 1 && m->cs != 1; }
     }                                                                                          \
   }
 #define PACK_K 16
+#define PACK_AHEAD 8
 enum { tpurt_dtype_of_f32 = TPURT_F32, tpurt_dtype_of_f64 = TPURT_F64 };
 PACKERS(float, f32)
 PACKERS(double, f64)
@@ -383,7 +393,7 @@ PACKERS(double, f64)
         if (full < g.nc) /* the padded columns of the last panel */                            \
           memset(g.bp + full * g.kc * x, 0, sizeof(T) * (size_t)(NR_##SFX * g.kc * x));         \
         if (by_cols(B))                                                                        \
-          tpurt_parallel_for(panels, small ? panels : 8, gemm_pack_b_cols_##SFX, &g);          \
+          tpurt_parallel_for(panels, small ? panels : 1, gemm_pack_b_cols_##SFX, &g);          \
         else                                                                                   \
           tpurt_parallel_for(g.kc, small ? g.kc : 64, gemm_pack_b_rows_##SFX, &g);              \
         tpurt_parallel_for(g.chunks * g.col_groups, 1, gemm_rows_##SFX, &g);                   \

@@ -11,13 +11,22 @@
 #include "vmath.h"
 
 /* Query rows per block. As in flash attention, each key/value row loaded serves RB query
- * rows: the products run as register tiles of RB rows x 8 columns, 12 of AVX2's 16 vector
- * registers holding sums (8 rows spill). */
+ * rows: the products run as register tiles of RB rows x TC columns (two vectors of VD
+ * doubles: 8 columns with AVX2, 12 of its 16 vector registers holding sums, 8 rows spill;
+ * 16 with AVX-512, whose 512-bit FMAs do twice the work). The tile's width never changes a
+ * result: each output element sums its terms in index order in one accumulator. */
 enum { RB = 6 };
+#ifdef __AVX512F__
+enum { VD = 8 };
+#else
+enum { VD = 4 };
+#endif
+enum { TC = 2 * VD };
+typedef double vd __attribute__((vector_size(VD * sizeof(double))));
 
 typedef struct {
   int64_t B, Hq, Hk, L, S, E, Ev;
-  int64_t S8, E8, Ev8; /* S, E, Ev rounded up to whole 8-column tiles */
+  int64_t Sp, Ep, Evp; /* S, E, Ev rounded up to whole tiles (TC columns) */
   double scale;
   int causal;
   const tpurt_tensor *q, *k, *v, *dout; /* read in place, any float dtype and strides */
@@ -29,7 +38,7 @@ typedef struct {
 
 /* Elements to allocate for n (at least one). */
 static size_t cells(int64_t n) { return (size_t)(n > 0 ? n : 1); }
-static int64_t pad8(int64_t n) { return (n + 7) / 8 * 8; }
+static int64_t pad_tile(int64_t n) { return (n + TC - 1) / TC * TC; }
 
 /* Row i of head (b, h) of t [B, H, rows, d] as d doubles at o (exact for every float
  * dtype). Operands are converted per head / per block rather than as whole tensors up
@@ -73,21 +82,20 @@ static inline void transpose(const double* src, int64_t lds, int64_t n, int64_t 
  * sums its terms in index order, in one accumulator, whatever tile it falls in, so results
  * do not depend on how rows are split over threads. Products of two float values are exact
  * in double, so the score sums round only in their additions. */
-typedef double v4d __attribute__((vector_size(32)));
-/* Unaligned vector load / store (macros: passing vectors by value changes the ABI). */
-#define LD4(v, p) memcpy(&(v), (p), sizeof(v4d))
-#define ST4(p, v) memcpy((p), &(v), sizeof(v4d))
+/* LD/ST: unaligned vector load / store (macros: passing vectors by value changes the ABI). */
+#define LD(v, p) memcpy(&(v), (p), sizeof(vd))
+#define ST(p, v) memcpy((p), &(v), sizeof(vd))
 
 /* s[r][j] = scale * (a_r . column j of bt), a_r of length n, bt n rows of stride ldb;
- * columns j < m (a multiple of 8). */
+ * columns j < m (a multiple of TC). */
 static inline void tile_dot(const double* const a[RB], const double* bt, int64_t ldb, int64_t n, int64_t m,
                             double scale, double* s, int64_t lds) {
-  for (int64_t j = 0; j < m; j += 8) {
-    v4d acc[RB][2];
-    for (int r = 0; r < RB; r++) acc[r][0] = acc[r][1] = (v4d){0, 0, 0, 0};
+  for (int64_t j = 0; j < m; j += TC) {
+    vd acc[RB][2];
+    for (int r = 0; r < RB; r++) acc[r][0] = acc[r][1] = (vd){0};
     for (int64_t e = 0; e < n; e++) {
-      v4d b0, b1;
-      LD4(b0, bt + e * ldb + j), LD4(b1, bt + e * ldb + j + 4);
+      vd b0, b1;
+      LD(b0, bt + e * ldb + j), LD(b1, bt + e * ldb + j + VD);
       for (int r = 0; r < RB; r++) {
         double x = a[r][e];
         acc[r][0] += x * b0;
@@ -96,46 +104,46 @@ static inline void tile_dot(const double* const a[RB], const double* bt, int64_t
     }
     for (int r = 0; r < RB; r++) {
       acc[r][0] *= scale, acc[r][1] *= scale;
-      ST4(s + r * lds + j, acc[r][0]), ST4(s + r * lds + j + 4, acc[r][1]);
+      ST(s + r * lds + j, acc[r][0]), ST(s + r * lds + j + VD, acc[r][1]);
     }
   }
 }
 
-/* o[r][e] = sum over j < m of p[r][j] * x[j][e], for e < n (a multiple of 8). */
+/* o[r][e] = sum over j < m of p[r][j] * x[j][e], for e < n (a multiple of TC). */
 static inline void tile_mix(const double* p, int64_t ldp, int64_t m, const double* x, int64_t ldx, int64_t n,
                             double* o, int64_t ldo) {
-  for (int64_t e = 0; e < n; e += 8) {
-    v4d acc[RB][2];
-    for (int r = 0; r < RB; r++) acc[r][0] = acc[r][1] = (v4d){0, 0, 0, 0};
+  for (int64_t e = 0; e < n; e += TC) {
+    vd acc[RB][2];
+    for (int r = 0; r < RB; r++) acc[r][0] = acc[r][1] = (vd){0};
     for (int64_t j = 0; j < m; j++) {
-      v4d x0, x1;
-      LD4(x0, x + j * ldx + e), LD4(x1, x + j * ldx + e + 4);
+      vd x0, x1;
+      LD(x0, x + j * ldx + e), LD(x1, x + j * ldx + e + VD);
       for (int r = 0; r < RB; r++) {
         double w = p[r * ldp + j];
         acc[r][0] += w * x0;
         acc[r][1] += w * x1;
       }
     }
-    for (int r = 0; r < RB; r++) ST4(o + r * ldo + e, acc[r][0]), ST4(o + r * ldo + e + 4, acc[r][1]);
+    for (int r = 0; r < RB; r++) ST(o + r * ldo + e, acc[r][0]), ST(o + r * ldo + e + VD, acc[r][1]);
   }
 }
 
 /* c[j][e] += p[r][j] * x_r[e] for r = 0, 1, ... in turn (the order of one row at a time),
- * for j < m and e < n (a multiple of 8). */
+ * for j < m and e < n (a multiple of TC). */
 static inline void tile_update(const double* p, int64_t ldp, int64_t m, const double* const x[RB], int64_t n,
                                double* c, int64_t ldc) {
-  for (int64_t e = 0; e < n; e += 8) {
-    v4d xr[RB][2];
-    for (int r = 0; r < RB; r++) LD4(xr[r][0], x[r] + e), LD4(xr[r][1], x[r] + e + 4);
+  for (int64_t e = 0; e < n; e += TC) {
+    vd xr[RB][2];
+    for (int r = 0; r < RB; r++) LD(xr[r][0], x[r] + e), LD(xr[r][1], x[r] + e + VD);
     for (int64_t j = 0; j < m; j++) {
-      v4d c0, c1;
-      LD4(c0, c + j * ldc + e), LD4(c1, c + j * ldc + e + 4);
+      vd c0, c1;
+      LD(c0, c + j * ldc + e), LD(c1, c + j * ldc + e + VD);
       for (int r = 0; r < RB; r++) {
         double w = p[r * ldp + j];
         c0 += w * xr[r][0];
         c1 += w * xr[r][1];
       }
-      ST4(c + j * ldc + e, c0), ST4(c + j * ldc + e + 4, c1);
+      ST(c + j * ldc + e, c0), ST(c + j * ldc + e + VD, c1);
     }
   }
 }
@@ -145,8 +153,8 @@ static inline void tile_update(const double* p, int64_t ldp, int64_t m, const do
 static inline int64_t live(const attn_job* J, int64_t i) { return J->causal && i + 1 < J->S ? i + 1 : J->S; }
 
 /* Per-worker scratch, zeroed once (padding cells stay 0): the current key/value head
- * (k rows, k and v transposed, v rows), the block's q and dout rows, two RB x S8 score
- * tiles, an RB x max(E8, Ev8) result tile, and for the backward the kv head's dk and dv sums. */
+ * (k rows, k and v transposed, v rows), the block's q and dout rows, two RB x Sp score
+ * tiles, an RB x max(Ep, Evp) result tile, and for the backward the kv head's dk and dv sums. */
 typedef struct {
   double *k, *kt, *vt, *v, *q, *dout, *s, *t, *acc, *zero, *dk, *dv;
   int64_t head; /* b * Hk + hk loaded, -1 for none */
@@ -156,16 +164,16 @@ enum { NPARTS = 12 };
 /* Doubles of a worker's scratch, in whole 64-byte lines so that workers never share one; each
  * part's into sizes unless NULL. */
 static int64_t scratch_layout(const attn_job* J, int backward, int64_t* sizes) {
-  int64_t d = J->E8 > J->Ev8 ? J->E8 : J->Ev8;
-  int64_t parts[NPARTS] = {J->S * J->E8, J->E * J->S8, J->Ev * J->S8, J->S * J->Ev8, RB * J->E8, RB * J->Ev8,
-                           RB * J->S8,   RB * J->S8,   RB * d,        d,
-                           backward ? J->S * J->E8 : 0, backward ? J->S * J->Ev8 : 0};
+  int64_t d = J->Ep > J->Evp ? J->Ep : J->Evp;
+  int64_t parts[NPARTS] = {J->S * J->Ep, J->E * J->Sp, J->Ev * J->Sp, J->S * J->Evp, RB * J->Ep, RB * J->Evp,
+                           RB * J->Sp,   RB * J->Sp,   RB * d,        d,
+                           backward ? J->S * J->Ep : 0, backward ? J->S * J->Evp : 0};
   int64_t total = 0;
   for (int i = 0; i < NPARTS; i++) {
     if (sizes) sizes[i] = parts[i];
     total += parts[i];
   }
-  return pad8(total > 0 ? total : 1);
+  return pad_tile(total > 0 ? total : 1);
 }
 
 static void scratch_init(const attn_job* J, int backward, double* p, attn_scratch* w) {
@@ -225,10 +233,10 @@ static tpurt_status run_team(attn_job* J, int backward, int64_t n, attn_pass pas
 static void load_head(const attn_job* J, attn_scratch* w, int64_t t, int backward) {
   if (w->head == t) return;
   int64_t b = t / J->Hk, hk = t % J->Hk;
-  load_rows(J->k, b, hk, 0, J->S, w->k, J->E8);
-  load_rows(J->v, b, hk, 0, J->S, w->v, J->Ev8);
-  transpose(w->k, J->E8, J->S, J->E, w->kt, J->S8);
-  if (backward) transpose(w->v, J->Ev8, J->S, J->Ev, w->vt, J->S8);
+  load_rows(J->k, b, hk, 0, J->S, w->k, J->Ep);
+  load_rows(J->v, b, hk, 0, J->S, w->v, J->Evp);
+  transpose(w->k, J->Ep, J->S, J->E, w->kt, J->Sp);
+  if (backward) transpose(w->v, J->Evp, J->S, J->Ev, w->vt, J->Sp);
   w->head = t;
 }
 
@@ -246,23 +254,23 @@ static attn_block block_at(const attn_job* J, attn_scratch* w, int64_t bh, int64
   k.hk = k.h / (J->Hq / J->Hk);
   k.nr = (int)(J->L - i0 < RB ? J->L - i0 : RB);
   k.nb = live(J, i0 + k.nr - 1);
-  k.m = pad8(k.nb);
+  k.m = pad_tile(k.nb);
   load_head(J, w, k.b * J->Hk + k.hk, backward);
-  load_rows(J->q, k.b, k.h, i0, k.nr, w->q, J->E8);
-  if (backward) load_rows(J->dout, k.b, k.h, i0, k.nr, w->dout, J->Ev8);
+  load_rows(J->q, k.b, k.h, i0, k.nr, w->q, J->Ep);
+  if (backward) load_rows(J->dout, k.b, k.h, i0, k.nr, w->dout, J->Evp);
   for (int r = 0; r < RB; r++) {
-    k.q[r] = r < k.nr ? w->q + r * J->E8 : w->zero;
-    k.dout[r] = r < k.nr ? w->dout + r * J->Ev8 : w->zero;
+    k.q[r] = r < k.nr ? w->q + r * J->Ep : w->zero;
+    k.dout[r] = r < k.nr ? w->dout + r * J->Evp : w->zero;
   }
   return k;
 }
 
 /* s[r][j] = scale * q_r . k_j + bias, -inf where masked, for the block's keys. */
 static inline void block_scores(const attn_job* J, const attn_scratch* w, const attn_block* k, double* s) {
-  tile_dot(k->q, w->kt, J->S8, J->E, k->m, J->scale, s, J->S8);
+  tile_dot(k->q, w->kt, J->Sp, J->E, k->m, J->scale, s, J->Sp);
   for (int r = 0; r < k->nr; r++) {
     int64_t i = k->i0 + r, nj = live(J, i);
-    double* sr = s + r * J->S8;
+    double* sr = s + r * J->Sp;
     for (int64_t j = nj; j < k->nb; j++) sr[j] = -INFINITY;
     const tpurt_tensor* bt = J->bias;
     if (!bt) continue;
@@ -291,19 +299,19 @@ static void fwd_blocks(attn_job* J, attn_scratch* w, int64_t begin, int64_t end)
     double mx[RB], sum[RB];
     for (int r = 0; r < RB; r++) mx[r] = -INFINITY, sum[r] = 0;
     for (int64_t j = 0; j < k.nb; j++)
-      for (int r = 0; r < RB; r++) mx[r] = w->s[r * J->S8 + j] > mx[r] ? w->s[r * J->S8 + j] : mx[r];
+      for (int r = 0; r < RB; r++) mx[r] = w->s[r * J->Sp + j] > mx[r] ? w->s[r * J->Sp + j] : mx[r];
     for (int r = 0; r < RB; r++) {
-      double* s = w->s + r * J->S8;
+      double* s = w->s + r * J->Sp;
       if (r >= k.nr) memset(s, 0, (size_t)k.nb * sizeof(double));
       else for (int64_t j = 0; j < k.nb; j++) s[j] = vm_exp(s[j] - mx[r]); /* all -inf: NaN, as the math path's softmax */
     }
     for (int64_t j = 0; j < k.nb; j++)
-      for (int r = 0; r < RB; r++) sum[r] += w->s[r * J->S8 + j];
+      for (int r = 0; r < RB; r++) sum[r] += w->s[r * J->Sp + j];
     for (int r = 0; r < k.nr; r++) J->lse[k.r0 + r] = (float)(mx[r] + log(sum[r]));
-    tile_mix(w->s, J->S8, k.nb, w->v, J->Ev8, J->Ev8, w->acc, J->Ev8);
+    tile_mix(w->s, J->Sp, k.nb, w->v, J->Evp, J->Evp, w->acc, J->Evp);
     for (int r = 0; r < k.nr; r++) {
       float* o = J->out + (k.r0 + r) * J->Ev;
-      for (int64_t e = 0; e < J->Ev; e++) o[e] = (float)(w->acc[r * J->Ev8 + e] / sum[r]);
+      for (int64_t e = 0; e < J->Ev; e++) o[e] = (float)(w->acc[r * J->Evp + e] / sum[r]);
     }
   }
 }
@@ -312,7 +320,7 @@ static void fwd_blocks(attn_job* J, attn_scratch* w, int64_t begin, int64_t end)
 static attn_job job_of(const tpurt_tensor* q, const tpurt_tensor* k, const tpurt_tensor* v, int causal) {
   attn_job J = {.B = q->sizes[0], .Hq = q->sizes[1], .Hk = k->sizes[1], .L = q->sizes[2], .S = k->sizes[2],
                 .E = q->sizes[3], .Ev = v->sizes[3], .causal = causal, .q = q, .k = k, .v = v};
-  J.S8 = pad8(J.S), J.E8 = pad8(J.E), J.Ev8 = pad8(J.Ev);
+  J.Sp = pad_tile(J.S), J.Ep = pad_tile(J.E), J.Evp = pad_tile(J.Ev);
   return J;
 }
 
@@ -420,19 +428,19 @@ static void bwd_groups(attn_job* J, attn_scratch* w, int64_t begin, int64_t end)
   int64_t g = J->Hq / J->Hk;
   for (int64_t t = begin; t < end; t++) {
     int64_t b = t / J->Hk, hk = t % J->Hk;
-    memset(dk, 0, (size_t)(J->S * J->E8) * sizeof(double));
-    memset(dv, 0, (size_t)(J->S * J->Ev8) * sizeof(double));
+    memset(dk, 0, (size_t)(J->S * J->Ep) * sizeof(double));
+    memset(dv, 0, (size_t)(J->S * J->Evp) * sizeof(double));
     for (int64_t h = hk * g; h < (hk + 1) * g; h++)
       for (int64_t i0 = 0; i0 < J->L; i0 += RB) {
         attn_block k = block_at(J, w, b * J->Hq + h, i0, 1);
         double *p = w->s, *ds = w->t; /* ds first holds dp = dout_i . v_j */
         block_scores(J, w, &k, p);
-        tile_dot(k.dout, w->vt, J->S8, J->Ev, k.m, 1.0, ds, J->S8);
+        tile_dot(k.dout, w->vt, J->Sp, J->Ev, k.m, 1.0, ds, J->Sp);
         /* Keys past a row's own have score -inf: weight and gradient exactly 0. Rows
          * past nr get zero weights. */
         double D[RB] = {0};
         for (int r = 0; r < RB; r++) {
-          double* pr = p + r * J->S8;
+          double* pr = p + r * J->Sp;
           if (r >= k.nr) {
             memset(pr, 0, (size_t)k.nb * sizeof(double));
             continue;
@@ -448,24 +456,24 @@ static void bwd_groups(attn_job* J, attn_scratch* w, int64_t begin, int64_t end)
          * sums interleave, each in key order. */
         for (int64_t j = 0; j < k.nb; j++)
           for (int r = 0; r < RB; r++) {
-            double pj = p[r * J->S8 + j];
-            D[r] += pj != 0 ? pj * ds[r * J->S8 + j] : 0;
+            double pj = p[r * J->Sp + j];
+            D[r] += pj != 0 ? pj * ds[r * J->Sp + j] : 0;
           }
         for (int r = 0; r < RB; r++) {
-          double *pr = p + r * J->S8, *dsr = ds + r * J->S8;
+          double *pr = p + r * J->Sp, *dsr = ds + r * J->Sp;
           for (int64_t j = 0; j < k.nb; j++) dsr[j] = pr[j] != 0 ? pr[j] * (dsr[j] - D[r]) * J->scale : 0;
         }
-        tile_update(p, J->S8, k.nb, k.dout, J->Ev8, dv, J->Ev8);
-        tile_update(ds, J->S8, k.nb, k.q, J->E8, dk, J->E8);
-        tile_mix(ds, J->S8, k.nb, w->k, J->E8, J->E8, w->acc, J->E8);
+        tile_update(p, J->Sp, k.nb, k.dout, J->Evp, dv, J->Evp);
+        tile_update(ds, J->Sp, k.nb, k.q, J->Ep, dk, J->Ep);
+        tile_mix(ds, J->Sp, k.nb, w->k, J->Ep, J->Ep, w->acc, J->Ep);
         for (int r = 0; r < k.nr; r++)
-          for (int64_t e = 0; e < J->E; e++) J->dq[(k.r0 + r) * J->E + e] = (float)w->acc[r * J->E8 + e];
+          for (int64_t e = 0; e < J->E; e++) J->dq[(k.r0 + r) * J->E + e] = (float)w->acc[r * J->Ep + e];
       }
     float* dkb = J->dk + t * J->S * J->E;
     float* dvb = J->dv + t * J->S * J->Ev;
     for (int64_t j = 0; j < J->S; j++) {
-      for (int64_t e = 0; e < J->E; e++) dkb[j * J->E + e] = (float)dk[j * J->E8 + e];
-      for (int64_t e = 0; e < J->Ev; e++) dvb[j * J->Ev + e] = (float)dv[j * J->Ev8 + e];
+      for (int64_t e = 0; e < J->E; e++) dkb[j * J->E + e] = (float)dk[j * J->Ep + e];
+      for (int64_t e = 0; e < J->Ev; e++) dvb[j * J->Ev + e] = (float)dv[j * J->Evp + e];
     }
   }
 }

@@ -56,7 +56,6 @@ DEF_ACT_HELPERS(double, d, exp, erf, tanh)
 
 /* One input (x = self); PF(k) = the k-th Scalar argument. */
 #define ACT_UNARY_OPS(X)                                                              \
-  X(gelu, GENERIC(gelu, x)(x, PI(0)))                                                 \
   X(silu, x / (1 + GENERIC(vexp, x)(-x)))                                             \
   X(mish, x * tanh(log1p(exp(x))))                                                    \
   X(leaky_relu, x > 0 ? x : x * PF(0))                                                \
@@ -69,7 +68,6 @@ DEF_ACT_HELPERS(double, d, exp, erf, tanh)
 
 /* Backward ops: x = grad_output, y = self (or the forward's output), z = third tensor. */
 #define ACT_BACKWARD_OPS(X)                                                                    \
-  X(gelu_backward, 2, GENERIC(gelu_bw, x)(x, y, PI(0)))                                        \
   X(silu_backward, 2, GENERIC(silu_bw, x)(x, y))                                               \
   X(mish_backward, 2, GENERIC(mish_bw, x)(x, y))                                               \
   X(sigmoid_backward, 2, x * (1 - y) * y)                                                      \
@@ -89,6 +87,14 @@ DEF_ACT_HELPERS(double, d, exp, erf, tanh)
 ACT_UNARY_OPS(DEF_ACT_UNARY)
 ACT_BACKWARD_OPS(DEF_ACT_BACKWARD)
 ACT_BACKWARD_OPS(KERNEL3)
+/* gelu(self, approximate) / gelu_backward(grad_output, self, approximate): a loop per mode */
+EW_CHUNK_MODE(gelu_f32, float, float, 1, gelu_f(x, EW_MODE))
+EW_CHUNK_MODE(gelu_f64, double, double, 1, gelu_d(x, EW_MODE))
+EW_DESC(gelu, EW_SAME, 1, gelu_f32, gelu_f64, NULL)
+EW_CHUNK_MODE(gelu_backward_f32, float, float, 2, gelu_bw_f(x, y, EW_MODE))
+EW_CHUNK_MODE(gelu_backward_f64, double, double, 2, gelu_bw_d(x, y, EW_MODE))
+EW_DESC(gelu_backward, EW_SAME, 2, gelu_backward_f32, gelu_backward_f64, NULL)
+EW_KERNEL(gelu_backward)
 #define ACT_PLAIN(X) X(gelu) X(silu) X(mish) X(leaky_relu) X(elu) X(softplus) X(hardswish) X(hardsigmoid)
 ACT_PLAIN(EW_KERNEL)
 

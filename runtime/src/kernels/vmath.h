@@ -17,9 +17,15 @@
 /* Every function of a file that includes this header may contract a*b+c to an FMA and may
  * assume FP exceptions are not observed (no-trapping-math lets selects of FP expressions
  * be if-converted, which vectorizing needs). As a pragma rather than a function attribute,
- * because GCC will not inline across differing optimize attributes. */
+ * because GCC will not inline across differing optimize attributes. A file that defines
+ * VMATH_NO_CONTRACT first keeps ISO C's contraction off (its other expressions round as
+ * they did; these functions then round every step, in every build alike). */
 #if defined(__GNUC__) && !defined(__clang__)
+#ifdef VMATH_NO_CONTRACT
+#pragma GCC optimize("no-trapping-math")
+#else
 #pragma GCC optimize("fp-contract=fast", "no-trapping-math")
+#endif
 #endif
 #include "../internal.h"
 

@@ -142,6 +142,20 @@ static inline int64_t ew_zero_div(const ew_par* P) {
     }                                                                                    \
   }
 
+/* A float32 chunk of a unary function whose vector version VF holds where IN_RANGE(x) does
+ * and whose results always do (sin, cos): the vector loop keeps out-of-range inputs (inf,
+ * NaN, huge arguments) as they are, then a pass computes those with libm's SF. In place
+ * (out == in) too: the second pass reads what the first one left. */
+#define EW_CHUNK_RANGE(NAME, IN_RANGE, VF, SF)                                            \
+  static void NAME(int64_t n, void* o, const void* const* in, const void* ctx) {        \
+    const float* A = in[0];                                                              \
+    float* R = o;                                                                        \
+    (void)ctx;                                                                           \
+    for (int64_t i = 0; i < n; i++) R[i] = IN_RANGE(A[i]) ? VF(A[i]) : A[i];             \
+    for (int64_t i = 0; i < n; i++)                                                      \
+      if (!IN_RANGE(R[i])) R[i] = SF(R[i]);                                              \
+  }
+
 /* Descriptors. F: float dtypes only; FI: floats and integers (IEXPR on int64). Operands are
  * args[0..NIN) and all promote; BOOL variants store 0/1. */
 #define EW_DESC(NAME, RULE, NIN, F32, F64, I64) \

@@ -126,4 +126,69 @@ static inline float vm_tanhf(float x) {
   return copysignf(a < 0.625f ? small : big, x);
 }
 
+/* log: x = 2^e * m with m in [sqrt(1/2), sqrt(2)), log m = f - f^2/2 + f^3 P(f), f = m - 1
+ * (Cephes' logf polynomial); subnormals are scaled into the normal range first. */
+static inline float vm_logf(float x) {
+  int sub = x < 0x1p-126f;
+  float xs = sub ? x * 0x1p23f : x;
+  uint32_t u = vm_bits_f32(xs);
+  int32_t e = (int32_t)(u >> 23) - 127 - (sub ? 23 : 0);
+  float m = vm_f32_of((u & 0x7fffffu) | 0x3f800000u);
+  int up = m > 1.41421356f;
+  m = up ? m * 0.5f : m;
+  e += up;
+  float f = m - 1.0f, z = f * f;
+  float p = 7.0376836292e-2f;
+  p = p * f - 1.1514610310e-1f;
+  p = p * f + 1.1676998740e-1f;
+  p = p * f - 1.2420140846e-1f;
+  p = p * f + 1.4249322787e-1f;
+  p = p * f - 1.6668057665e-1f;
+  p = p * f + 2.0000714765e-1f;
+  p = p * f - 2.4999993993e-1f;
+  p = p * f + 3.3333331174e-1f;
+  float fe = (float)e, y = f * z * p;
+  y = y + fe * -2.12194440e-4f; /* ln2 split: fe * hi below is exact */
+  y = y - 0.5f * z;
+  float r = f + y;
+  r = r + fe * 0.693359375f;
+  r = x == INFINITY ? x : r;
+  r = x == 0 ? -INFINITY : r;
+  return x < 0 || x != x ? NAN : r;
+}
+
+/* sin / cos of float x: reduced by pi/2 in double (fdlibm's 33 + 53 bit split of pi/2, exact
+ * for |x| < 2^20), then FreeBSD's float kernels in double on |r| <= pi/4. Past 2^20 (and for
+ * inf and NaN) vm_trig_in_range is false: callers compute those lanes with libm. */
+static inline int vm_trig_in_range(float x) { return fabsf(x) < 0x1p20f; }
+static inline double vm_sin_kernel(double r) {
+  double z = r * r, w = z * z, q = -0x1a00f9e2cae774.0p-65 + z * 0x16cd878c3b46a7.0p-71, s = z * r;
+  return (r + s * (-0x15555554cbac77.0p-55 + z * 0x111110896efbb2.0p-59)) + s * w * q;
+}
+static inline double vm_cos_kernel(double r) {
+  double z = r * r, w = z * z, q = -0x16c087e80f1e27.0p-62 + z * 0x199342e0ee5069.0p-68;
+  return ((1.0 + z * -0x1ffffffd0c5e81.0p-54) + w * 0x155553e1053a42.0p-57) + (w * z) * q;
+}
+/* quadrant n of x (mod 4) and x - n * pi/2 */
+static inline double vm_rem_pio2(float x, int32_t* n) {
+  double xd = vm_trig_in_range(x) ? (double)x : 0;
+  double k = xd * 6.36619772367581382433e-01 + 0x1.8p52;
+  *n = (int32_t)(vm_bits_f64(k) & 3);
+  k = k - 0x1.8p52;
+  return (xd - k * 1.57079632673412561417e+00) - k * 6.07710050650619224932e-11;
+}
+static inline float vm_sinf(float x) {
+  int32_t n;
+  double r = vm_rem_pio2(x, &n), s = vm_sin_kernel(r), c = vm_cos_kernel(r);
+  double v = n & 1 ? c : s;
+  float y = (float)(n & 2 ? -v : v);
+  return fabsf(x) < 0x1p-12f ? x : y; /* sin x rounds to x there (and keeps -0) */
+}
+static inline float vm_cosf(float x) {
+  int32_t n;
+  double r = vm_rem_pio2(x, &n), s = vm_sin_kernel(r), c = vm_cos_kernel(r);
+  double v = n & 1 ? s : c;
+  return (float)((n + 1) & 2 ? -v : v);
+}
+
 #endif /* TPURT_VMATH_H */

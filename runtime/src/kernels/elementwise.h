@@ -96,7 +96,7 @@ static inline int64_t ew_zero_div(const ew_par* P) {
 #define EW_MINI(a, b) ((b) < (a) ? (b) : (a))
 
 /* Chunk function NAME: R[i] = EXPR over NIN operands of type T, result type RT. */
-#define EW_CHUNK(NAME, T, RT, NIN, EXPR)                                                  \
+#define EW_CHUNK_HEAD(NAME, T, RT, NIN)                                                   \
   static void NAME(int64_t n, void* o, const void* const* in, const void* ctx) {        \
     typedef T ew_t;                                                                      \
     const ew_par* P = ctx;                                                               \
@@ -104,42 +104,31 @@ static inline int64_t ew_zero_div(const ew_par* P) {
     const ew_t* A1 = (NIN) > 1 ? (const ew_t*)in[1] : A0;                               \
     const ew_t* A2 = (NIN) > 2 ? (const ew_t*)in[2] : A0;                               \
     RT* R = o;                                                                           \
-    (void)P;                                                                             \
-    for (int64_t i = 0; i < n; i++) {                                                    \
-      ew_t x = A0[i], y = A1[i], z = A2[i];                                              \
-      (void)x;                                                                           \
-      (void)y;                                                                           \
-      (void)z;                                                                           \
-      R[i] = (RT)(EXPR);                                                                 \
-    }                                                                                    \
+    (void)P;
+#define EW_CHUNK_LOOP(RT, EXPR)                                                           \
+  for (int64_t i = 0; i < n; i++) {                                                      \
+    ew_t x = A0[i], y = A1[i], z = A2[i];                                                \
+    (void)x, (void)y, (void)z;                                                           \
+    R[i] = (RT)(EXPR);                                                                   \
+  }
+#define EW_CHUNK(NAME, T, RT, NIN, EXPR) \
+  EW_CHUNK_HEAD(NAME, T, RT, NIN)        \
+  EW_CHUNK_LOOP(RT, EXPR)                \
   }
 
 /* EW_CHUNK for an op whose EXPR reads the string mode (PI(0), gelu's approximate) as the
  * constant EW_MODE: one loop per mode. With the mode read inside the loop the compiler
  * if-converts both sides and blends them, so gelu computed tanh's division with erf's
  * polynomials for every element (a third of its time on a host with a slow divider). */
-#define EW_CHUNK_MODE(NAME, T, RT, NIN, EXPR)                                             \
-  static void NAME(int64_t n, void* o, const void* const* in, const void* ctx) {        \
-    typedef T ew_t;                                                                      \
-    const ew_par* P = ctx;                                                               \
-    const ew_t* A0 = in[0];                                                              \
-    const ew_t* A1 = (NIN) > 1 ? (const ew_t*)in[1] : A0;                               \
-    RT* R = o;                                                                           \
-    if (P->i[0] == EW_MODE_TANH) {                                                       \
-      enum { EW_MODE = EW_MODE_TANH };                                                   \
-      for (int64_t i = 0; i < n; i++) {                                                  \
-        ew_t x = A0[i], y = A1[i];                                                       \
-        (void)y;                                                                         \
-        R[i] = (RT)(EXPR);                                                               \
-      }                                                                                  \
-    } else {                                                                             \
-      enum { EW_MODE = EW_MODE_NONE };                                                   \
-      for (int64_t i = 0; i < n; i++) {                                                  \
-        ew_t x = A0[i], y = A1[i];                                                       \
-        (void)y;                                                                         \
-        R[i] = (RT)(EXPR);                                                               \
-      }                                                                                  \
-    }                                                                                    \
+#define EW_CHUNK_MODE(NAME, T, RT, NIN, EXPR) \
+  EW_CHUNK_HEAD(NAME, T, RT, NIN)             \
+  if (PI(0) == EW_MODE_TANH) {                \
+    enum { EW_MODE = EW_MODE_TANH };          \
+    EW_CHUNK_LOOP(RT, EXPR)                   \
+  } else {                                    \
+    enum { EW_MODE = EW_MODE_NONE };          \
+    EW_CHUNK_LOOP(RT, EXPR)                   \
+  }                                           \
   }
 
 /* A float32 chunk of a unary function whose vector version VF holds where IN_RANGE(x) does

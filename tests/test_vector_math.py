@@ -65,3 +65,18 @@ def test_in_place_and_strided_equal_the_plain_call(name):
 def test_bfloat16_matches_cpu(name):
     x = inputs().bfloat16()
     torch.testing.assert_close(getattr(torch, name)(x.to("tpu")).cpu(), getattr(torch, name)(x), equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("exponent", [2, 3, -2, -1, 2.0])
+def test_pow_small_exponents_as_cpu_computes_them(exponent, dtype):
+    """x.pow(2) (RMSNorm's square) ran libm's pow per element, 26x CPU's time. CPU computes these
+    exponents as products (pow_tensor_scalar_optimized_kernel): tpu now does too, bit for bit."""
+    x = inputs().to(dtype)
+    torch.testing.assert_close(x.to("tpu").pow(exponent).cpu(), x.pow(exponent), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("exponent, op", [(0.5, torch.sqrt), (-0.5, torch.rsqrt)])
+def test_pow_half_exponents_are_the_roots(exponent, op):
+    x = inputs().abs()
+    torch.testing.assert_close(x.to("tpu").pow(exponent).cpu(), op(x.to("tpu")).cpu(), rtol=0, atol=0, equal_nan=True)

@@ -273,8 +273,32 @@ tpurt_status tpurt_plan_rshift(const tpurt_op_call* c, tpurt_plan* p) { return i
 tpurt_status tpurt_kernel_rshift(const tpurt_op_call* c) { return int_only(c, &rshift_op); }
 EW_KERNEL(heaviside)
 
+/* pow(float Tensor, real Scalar) for the exponents ATen's pow_tensor_scalar_optimized_kernel
+ * computes as products and roots, with CPU's values (a libm pow per element was 26x CPU's
+ * time for x.pow(2), RMSNorm's square); sqrt, rsqrt and reciprocal are those ops' own. */
+EW_DEF_F(pow_square, EW_SAME, 1, x * x)
+EW_DEF_F(pow_cube, EW_SAME, 1, x * x * x)
+EW_DEF_F(pow_inv_square, EW_SAME, 1, 1 / (x * x))
+extern const ew_op* const tpurt_ew_desc_sqrt;
+extern const ew_op* const tpurt_ew_desc_rsqrt;
+extern const ew_op* const tpurt_ew_desc_reciprocal;
+static const ew_op* pow_shortcut(const tpurt_value* base, const tpurt_value* e, const tpurt_tensor* out) {
+  if (base->kind != TPURT_V_TENSOR || !tpurt_is_float(base->t.dtype) || out->dtype != base->t.dtype ||
+      (e->kind != TPURT_V_FLOAT && e->kind != TPURT_V_INT))
+    return NULL;
+  double v = tpurt_value_f(e);
+  return v == 2 ? &pow_square_op : v == 3 ? &pow_cube_op : v == -2 ? &pow_inv_square_op : v == 0.5 ? tpurt_ew_desc_sqrt
+       : v == -0.5 ? tpurt_ew_desc_rsqrt : v == -1 ? tpurt_ew_desc_reciprocal : NULL;
+}
+
 tpurt_status tpurt_kernel_pow(const tpurt_op_call* c) {
   const tpurt_value *base = TPURT_ARG(c, pow, self), *e = TPURT_ARG(c, pow, exponent);
+  const ew_op* shortcut = pow_shortcut(base, e, &c->outs[0]);
+  if (shortcut) {
+    ew_par par;
+    memset(&par, 0, sizeof par);
+    return ew_run_op(&c->outs[0], shortcut, (const tpurt_value*[]){base}, &par);
+  }
   if (base->kind == TPURT_V_TENSOR && !tpurt_is_float(base->t.dtype) && !tpurt_is_complex(base->t.dtype) &&
       e->kind == TPURT_V_INT && e->i < 0)
     return tpurt_fail(TPURT_ERR_RUNTIME, "Integers to negative integer powers are not allowed.");

@@ -1,4 +1,4 @@
-"""float32 exp, log, tanh, sigmoid, erf, sin and cos run vmath.h's vectorized versions (libm
+"""float32 exp, expm1, log, log1p, tanh, sigmoid, erf, sin and cos run vmath.h's vectorized versions (libm
 computed them one element at a time, 6-20x slower than PyTorch CPU): checked here against
 float64 within a bound in float32 ulps, over interesting, large and extremal values (sin and
 cos past the vector reduction's range take libm, in place too), and against CPU for bfloat16."""
@@ -18,6 +18,7 @@ VALUES = [0.0, -0.0, -0.001, 0.001, -0.25, 0.25, -1.0, 1.0, -math.pi / 2, math.p
 OPS = {  # op: (float64 reference, bound in float32 ulps)
     "exp": (torch.exp, 1.5), "log": (torch.log, 1.5), "tanh": (torch.tanh, 1.5),
     "sigmoid": (torch.sigmoid, 2.5), "erf": (torch.erf, 1.5), "sin": (torch.sin, 1.5), "cos": (torch.cos, 1.5),
+    "expm1": (torch.expm1, 2.0), "log1p": (torch.log1p, 2.0),
 }
 
 

@@ -54,18 +54,26 @@ static float f_tanh(float x) { return vm_tanhf(x); }
 static float f_log(float x) { return vm_logf(x); }
 static float f_sin(float x) { return vm_sinf(x); }
 static float f_cos(float x) { return vm_cosf(x); }
+static float f_expm1(float x) { return vm_expm1f(x); }
+static float f_log1p(float x) { return vm_log1pf(x); }
 
 int main(void) {
   sweep_f("vm_expf", f_exp, exp, 1.0);
   sweep_f("vm_erff", f_erf, erf, 1.5);
   sweep_f("vm_tanhf", f_tanh, tanh, 1.5);
   sweep_f("vm_logf", f_log, log, 1.0);
+  sweep_f("vm_expm1f", f_expm1, expm1, 2.0);
+  sweep_f("vm_log1pf", f_log1p, log1p, 2.0);
   sweep_where("vm_sinf", f_sin, sin, 1.0, vm_trig_in_range);
   sweep_where("vm_cosf", f_cos, cos, 1.0, vm_trig_in_range);
   sweep_exp_f64();
   CHECK(vm_logf(INFINITY) == INFINITY && vm_logf(0.0f) == -INFINITY && vm_logf(-0.0f) == -INFINITY &&
             isnan(vm_logf(-1.0f)) && isnan(vm_logf(NAN)) && vm_logf(1.0f) == 0 && vm_logf(0x1p-149f) == logf(0x1p-149f),
         "log specials");
+  CHECK(vm_expm1f(INFINITY) == INFINITY && vm_expm1f(-INFINITY) == -1 && isnan(vm_expm1f(NAN)) &&
+            signbit(vm_expm1f(-0.0f)) && vm_expm1f(100.0f) == INFINITY, "expm1 specials");
+  CHECK(vm_log1pf(INFINITY) == INFINITY && vm_log1pf(-1.0f) == -INFINITY && isnan(vm_log1pf(-2.0f)) &&
+            isnan(vm_log1pf(NAN)) && signbit(vm_log1pf(-0.0f)) && vm_log1pf(0x1p-30f) == 0x1p-30f, "log1p specials");
   CHECK(signbit(vm_sinf(-0.0f)) && vm_sinf(0.0f) == 0 && vm_cosf(0.0f) == 1 && vm_cosf(-0.0f) == 1, "sin/cos at 0");
   CHECK(!vm_trig_in_range(INFINITY) && !vm_trig_in_range(NAN) && !vm_trig_in_range(0x1p20f) && vm_trig_in_range(1e6f),
         "sin/cos range");

@@ -6,9 +6,12 @@
 #define GELU_BETA (M_SQRT2 * M_2_SQRTPI * 0.5) /* sqrt(2/pi) */
 #define GELU_KAPPA 0.044715
 
-/* f32 uses the vectorizable exp/erf/tanh of vmath.h, f64 libm's. */
-#define DEF_ACT_HELPERS(T, S, EXP, ERF, TANH)                                              \
+/* f32 uses the vectorizable exp/expm1/log1p/erf/tanh of vmath.h, f64 libm's. */
+#define DEF_ACT_HELPERS(T, S, EXP, EXPM1, LOG1P, ERF, TANH)                                \
   static inline T vexp_##S(T x) { return EXP(x); }                                        \
+  static inline T vexpm1_##S(T x) { return EXPM1(x); }                                    \
+  static inline T vlog1p_##S(T x) { return LOG1P(x); }                                    \
+  static inline T vtanh_##S(T x) { return TANH(x); }                                      \
   static inline T sigm_##S(T x) { return 1 / (1 + EXP(-x)); }                              \
   static inline T gelu_##S(T x, int64_t mode) {                                            \
     if (mode == EW_MODE_TANH)                                                              \
@@ -31,53 +34,53 @@
     return g * s * (1 + x * (1 - s));                                                      \
   }                                                                                        \
   static inline T mish_bw_##S(T g, T x) { /* CPU's: in float for float16/bfloat16 */       \
-    T s = sigm_##S(x), t = TANH((T)log1p(EXP(x)));                                         \
+    T s = sigm_##S(x), t = TANH(LOG1P(EXP(x)));                                            \
     return g * (t + x * s * (1 - t * t));                                                  \
   }                                                                                        \
   static inline T softplus_bw_##S(T g, T x, T beta, T threshold) {                         \
-    T z = exp(x * beta);                                                                   \
+    T z = EXP(x * beta);                                                                   \
     return x * beta > threshold ? g : g * z / (z + 1);                                     \
   }                                                                                        \
   /* elu_backward from the input (is_result 0) or from the output (is_result 1) */         \
   static inline T elu_bw_##S(T g, T x, T alpha, T scale, T iscale, int64_t is_result) {    \
     if (x > 0) return g * scale;                                                           \
     return is_result ? g * iscale * (x + alpha * scale)                                    \
-                     : g * iscale * alpha * scale * exp(x * iscale);                       \
+                     : g * iscale * alpha * scale * EXP(x * iscale);                       \
   }                                                                                        \
   static inline T logit_bw_##S(T g, T x, T eps) {                                          \
     int clamped = eps >= 0;                                                                \
     if (clamped ? (x < eps || x > 1 - eps) : (x < 0 || x > 1)) return clamped ? 0 : NAN;   \
     return x == 0 || x == 1 ? g * INFINITY : g / (x * (1 - x));                            \
   }
-DEF_ACT_HELPERS(float, f, vm_expf, vm_erff, vm_tanhf)
-DEF_ACT_HELPERS(double, d, exp, erf, tanh)
+DEF_ACT_HELPERS(float, f, vm_expf, vm_expm1f, vm_log1pf, vm_erff, vm_tanhf)
+DEF_ACT_HELPERS(double, d, exp, expm1, log1p, erf, tanh)
 #define GENERIC(F, x) _Generic((x), float: F##_f, double: F##_d)
 #define SIGM(x) GENERIC(sigm, x)(x)
 
 /* One input (x = self); PF(k) = the k-th Scalar argument. */
 #define ACT_UNARY_OPS(X)                                                              \
   X(silu, x / (1 + GENERIC(vexp, x)(-x)))                                             \
-  X(mish, x * tanh(log1p(exp(x))))                                                    \
+  X(mish, x * GENERIC(vtanh, x)(GENERIC(vlog1p, x)(GENERIC(vexp, x)(x))))             \
   X(leaky_relu, x > 0 ? x : x * PF(0))                                                \
-  X(elu, x <= 0 ? expm1(x * PF(2)) * PF(0) * PF(1) : x * PF(1))                       \
-  X(softplus, x * PF(0) > PF(1) ? x : log1p(exp(x * PF(0))) / PF(0))                 \
+  X(elu, x <= 0 ? GENERIC(vexpm1, x)(x * PF(2)) * PF(0) * PF(1) : x * PF(1))          \
+  X(softplus, x * PF(0) > PF(1) ? x : GENERIC(vlog1p, x)(GENERIC(vexp, x)(x * PF(0))) / PF(0)) \
   X(hardswish, x * EW_MINI(EW_MAXI(x + 3, 0), 6) / 6)                                 \
   X(hardsigmoid, EW_MINI(EW_MAXI(x + 3, 0), 6) / 6)                                   \
-  X(log_sigmoid_out, EW_MINI(x, 0) - log1p(exp(-fabs(x))))                            \
-  X(log_sigmoid_buf, exp(-fabs(x)))
+  X(log_sigmoid_out, EW_MINI(x, 0) - GENERIC(vlog1p, x)(GENERIC(vexp, x)(-fabs(x))))  \
+  X(log_sigmoid_buf, GENERIC(vexp, x)(-fabs(x)))
 
 /* Backward ops: x = grad_output, y = self (or the forward's output), z = third tensor. */
 #define ACT_BACKWARD_OPS(X)                                                                    \
-  X(silu_backward, 2, GENERIC(silu_bw, x)(x, y))                                               \
-  X(mish_backward, 2, GENERIC(mish_bw, x)(x, y))                                               \
-  X(sigmoid_backward, 2, x * (1 - y) * y)                                                      \
-  X(tanh_backward, 2, x * (1 - y * y))                                                         \
-  X(leaky_relu_backward, 2, y > 0 ? x : x * PF(0))                                             \
-  X(hardtanh_backward, 2, y <= PF(0) || y >= PF(1) ? 0 : x)                                    \
-  X(softplus_backward, 2, GENERIC(softplus_bw, x)(x, y, PF(0), PF(1)))                         \
-  X(hardswish_backward, 2, y < -3 ? 0 : y <= 3 ? x * (y / 3 + (ew_t)0.5) : x)                  \
-  X(hardsigmoid_backward, 2, y > -3 && y < 3 ? x * (ew_t)(1.0 / 6) : 0)                        \
-  X(logit_backward, 2, GENERIC(logit_bw, x)(x, y, PF(0)))                                      \
+  X(silu_backward, 2, GENERIC(silu_bw, x)(x, y))                                      \
+  X(mish_backward, 2, GENERIC(mish_bw, x)(x, y))                                      \
+  X(sigmoid_backward, 2, x * (1 - y) * y)                                             \
+  X(tanh_backward, 2, x * (1 - y * y))                                                \
+  X(leaky_relu_backward, 2, y > 0 ? x : x * PF(0))                                    \
+  X(hardtanh_backward, 2, y <= PF(0) || y >= PF(1) ? 0 : x)                           \
+  X(softplus_backward, 2, GENERIC(softplus_bw, x)(x, y, PF(0), PF(1)))                \
+  X(hardswish_backward, 2, y < -3 ? 0 : y <= 3 ? x * (y / 3 + (ew_t)0.5) : x)         \
+  X(hardsigmoid_backward, 2, y > -3 && y < 3 ? x * (ew_t)(1.0 / 6) : 0)               \
+  X(logit_backward, 2, GENERIC(logit_bw, x)(x, y, PF(0)))                             \
   X(log_sigmoid_backward, 3, ((y < 0 ? 1 : 0) - (y < 0 ? 1 : -1) * (z / (1 + z))) * x)
 
 #define DEF_ACT_UNARY(NAME, E) EW_DEF_F(NAME, EW_SAME, 1, E)

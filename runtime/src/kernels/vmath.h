@@ -157,6 +157,33 @@ static inline float vm_logf(float x) {
   return x < 0 || x != x ? NAN : r;
 }
 
+/* e^x - 1: |x| < 1: x + x^2 P(x), P the Taylor series to x^12 / 12! (truncation below 2^-31);
+ * else vm_expf(x) - 1. -0 stays -0. */
+static inline float vm_expm1f(float x) {
+  float p = 1.0f / 479001600;
+  p = p * x + 1.0f / 39916800;
+  p = p * x + 1.0f / 3628800;
+  p = p * x + 1.0f / 362880;
+  p = p * x + 1.0f / 40320;
+  p = p * x + 1.0f / 5040;
+  p = p * x + 1.0f / 720;
+  p = p * x + 1.0f / 120;
+  p = p * x + 1.0f / 24;
+  p = p * x + 1.0f / 6;
+  p = p * x + 0.5f;
+  float small = x + x * x * p, big = vm_expf(x) - 1.0f;
+  return x == 0 ? x : fabsf(x) < 1.0f ? small : big;
+}
+
+/* log(1 + x): log u for u = 1 + x rounded, corrected by (x - (u - 1)) / u, the part of x the
+ * rounding of u lost (Goldberg); x itself where u rounds to 1. */
+static inline float vm_log1pf(float x) {
+  float u = 1.0f + x, r = vm_logf(u) + (x - (u - 1.0f)) / u;
+  r = u == 1.0f ? x : r;
+  r = u == 0 ? -INFINITY : r;
+  return x == INFINITY ? x : r;
+}
+
 /* sin / cos of float x: reduced by pi/2 in double (fdlibm's 33 + 53 bit split of pi/2, exact
  * for |x| < 2^20), then FreeBSD's float kernels in double on |r| <= pi/4. Past 2^20 (and for
  * inf and NaN) vm_trig_in_range is false: callers compute those lanes with libm. */

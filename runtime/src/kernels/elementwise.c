@@ -8,15 +8,16 @@
 #include "elementwise.h"
 
 /* float32 exp, expm1, log, log1p, tanh, sigmoid, erf, sin and cos through vmath.h's
- * vectorizable versions (within 2 ulp; libm's scalar calls made them 6-20x slower than PyTorch CPU's SIMD ones,
- * as a TPU's vector unit also approximates them); float64 keeps libm. */
-#define EW_VM(VF, x) _Generic((x), float: VF((float)(x)), default: 0)
-#define EW_EXP(x) (sizeof(x) == sizeof(float) ? EW_VM(vm_expf, x) : exp(x))
-#define EW_TANH(x) (sizeof(x) == sizeof(float) ? EW_VM(vm_tanhf, x) : tanh(x))
-#define EW_ERF(x) (sizeof(x) == sizeof(float) ? EW_VM(vm_erff, x) : erf(x))
-#define EW_LOG(x) (sizeof(x) == sizeof(float) ? EW_VM(vm_logf, x) : log(x))
-#define EW_EXPM1(x) (sizeof(x) == sizeof(float) ? EW_VM(vm_expm1f, x) : expm1(x))
-#define EW_LOG1P(x) (sizeof(x) == sizeof(float) ? EW_VM(vm_log1pf, x) : log1p(x))
+ * vectorizable versions (within 2 ulp; libm's scalar calls made them 6-20x slower than PyTorch
+ * CPU's SIMD ones, as a TPU's vector unit also approximates them); float64 keeps libm's (the
+ * names below are the double functions: tgmath's macros expand only before a parenthesis). */
+#define EW_VM(VF, DF, x) _Generic((x), float: VF, default: DF)(x)
+#define EW_EXP(x) EW_VM(vm_expf, exp, x)
+#define EW_TANH(x) EW_VM(vm_tanhf, tanh, x)
+#define EW_ERF(x) EW_VM(vm_erff, erf, x)
+#define EW_LOG(x) EW_VM(vm_logf, log, x)
+#define EW_EXPM1(x) EW_VM(vm_expm1f, expm1, x)
+#define EW_LOG1P(x) EW_VM(vm_log1pf, log1p, x)
 
 /* ---------------------------------------------------------------- generic kernel body */
 /* A scalar operand as a 0-dim tensor. For integer common dtypes the scalar is first cast to
@@ -168,13 +169,13 @@ static double ew_erfinv(double y) {
 
 /* Integer inputs promote to float, complex64 too: name, expression of x, complex one. */
 #define UNARY_FLOAT_CX_OPS(X)                                                    \
-  X(exp, EW_EXP(x), cexpf(x))                                                       \
+  X(exp, EW_EXP(x), cexpf(x))                                                    \
   X(exp2, exp2(x), cx_exp2(x))                                                   \
-  X(expm1, EW_EXPM1(x), cx_expm1(x))                                                \
-  X(log, EW_LOG(x), clogf(x))                                                       \
+  X(expm1, EW_EXPM1(x), cx_expm1(x))                                             \
+  X(log, EW_LOG(x), clogf(x))                                                    \
   X(log2, log2(x), cx_log2(x))                                                   \
   X(log10, log10(x), cx_log10(x))                                                \
-  X(log1p, EW_LOG1P(x), cx_log1p(x))                                                \
+  X(log1p, EW_LOG1P(x), cx_log1p(x))                                             \
   X(sqrt, sqrt(x), csqrtf(x))                                                    \
   X(rsqrt, 1 / sqrt(x), cx_rsqrt(x))                                             \
   X(tan, tan(x), ctanf(x))                                                       \
@@ -183,16 +184,16 @@ static double ew_erfinv(double y) {
   X(atan, atan(x), catanf(x))                                                    \
   X(sinh, sinh(x), csinhf(x))                                                    \
   X(cosh, cosh(x), ccoshf(x))                                                    \
-  X(tanh, EW_TANH(x), ctanhf(x))                                                    \
+  X(tanh, EW_TANH(x), ctanhf(x))                                                 \
   X(asinh, asinh(x), casinhf(x))                                                 \
   X(acosh, acosh(x), cacoshf(x))                                                 \
   X(atanh, atanh(x), catanhf(x))                                                 \
-  X(sigmoid, 1 / (1 + EW_EXP(-x)), cx_sigmoid(x))                                   \
+  X(sigmoid, 1 / (1 + EW_EXP(-x)), cx_sigmoid(x))                                \
   X(reciprocal, 1 / x, cx_recip(x))
 
 /* Integer inputs promote to float; no complex64 (like CPU): name, expression of x. */
 #define UNARY_FLOAT_OPS(X)                                                       \
-  X(erf, EW_ERF(x))                                                                 \
+  X(erf, EW_ERF(x))                                                              \
   X(erfc, erfc(x))                                                               \
   X(erfinv, ew_erfinv(x))                                                        \
   /* eps (PF(0)) absent or negative: no clamping */                              \

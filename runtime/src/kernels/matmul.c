@@ -241,17 +241,9 @@ static int by_cols(const mat* m) { return m->rs == 1 && m->cs != 1; }
           for (int64_t r = 0; r < mc; r += 64 / (int64_t)sizeof(T))                            \
             __builtin_prefetch(elem(A, i0 + r, k0 + k + PACK_AHEAD));                          \
         const T* src = line_of_##SFX(row, A, i0, k0 + k, mc, 1);                                    \
-        if (x == 1) /* one packed value per element: MR contiguous values into each panel */  \
-          for (int64_t r = 0; r < mc; r += MR_##SFX) {                                         \
-            T* dst = ap + r * kcx + k * MR_##SFX;                                              \
-            int64_t n = mc - r < MR_##SFX ? mc - r : MR_##SFX;                                 \
-            if (p == PASS_BF16) for (int64_t q = 0; q < n; q++) dst[q] = one_pass_##SFX(src[r + q], PASS_BF16); \
-            else for (int64_t q = 0; q < n; q++) dst[q] = src[r + q];                          \
-          }                                                                                    \
-        else                                                                                   \
-          for (int64_t r = 0; r < mc; r += MR_##SFX)                                           \
-            put_##SFX(ap + r * kcx + k * x * MR_##SFX, 1, MR_##SFX, src + r,                   \
-                      mc - r < MR_##SFX ? mc - r : MR_##SFX, p, 0);                            \
+        for (int64_t r = 0; r < mc; r += MR_##SFX) /* MR contiguous values into each panel */  \
+          put_##SFX(ap + r * kcx + k * x * MR_##SFX, 1, MR_##SFX, src + r,                     \
+                    mc - r < MR_##SFX ? mc - r : MR_##SFX, p, 0);                              \
       }                                                                                        \
     else if (x == 1 && A->dtype == tpurt_dtype_of_##SFX && A->cs == 1)                         \
       pack_a_rows_##SFX(ap, A, i0, mc, k0, kc, p);                                             \

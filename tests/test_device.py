@@ -135,7 +135,8 @@ def test_python_reads_the_runtimes_tables():
 
 def test_attention_backend_is_the_runtimes_plan():
     """scaled_dot_product_attention takes the fused kernel when the runtime's plan takes the
-    call (GQA heads, no dropout, 4-D), and PyTorch's math path otherwise, matching CPU."""
+    call (GQA heads, no dropout, 4-D, float32/bf16/f16), and PyTorch's math path otherwise,
+    matching CPU."""
     import torch.nn.functional as F
     q, k, v = torch.randn(2, 4, 8, 16), torch.randn(2, 2, 8, 16), torch.randn(2, 2, 8, 16)
     v1 = torch.randn(2, 1, 8, 16)
@@ -153,6 +154,15 @@ def test_attention_backend_is_the_runtimes_plan():
         assert kernel in torch.tpu.metrics.executed_ops(), (kw, torch.tpu.metrics.executed_ops())
         if "dropout_p" not in kw:
             torch.testing.assert_close(got.cpu(), F.scaled_dot_product_attention(*args, **kw), rtol=1e-5, atol=1e-5)
+    # float64 takes the math path (the fused kernel computes in float32: it gave float64 callers
+    # float32's accuracy, 5e-8 off, silently)
+    q64 = q.double()
+    torch.tpu.metrics.reset()
+    got = F.scaled_dot_product_attention(q64.tpu(), q64.tpu(), q64.tpu(), is_causal=True)
+    torch.tpu.synchronize()
+    assert "sdpa_fused" not in torch.tpu.metrics.executed_ops()
+    torch.testing.assert_close(got.cpu(), F.scaled_dot_product_attention(q64, q64, q64, is_causal=True),
+                               rtol=1e-12, atol=1e-12)
 
 
 def test_counters_read_while_ops_are_queued_count_them():

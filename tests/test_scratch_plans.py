@@ -351,7 +351,7 @@ def _sdpa(d, dtype=torch.float32, hk=4, causal=False, mask=False, strided=False)
 
 
 _SDPA = [lambda d: _sdpa(d), lambda d: _sdpa(d, strided=True, causal=True),
-         lambda d: _sdpa(d, torch.float64, hk=2, mask=True, strided=True)]
+         lambda d: _sdpa(d, hk=2, mask=True, strided=True)]
 CASES["sdpa_fused"] = CASES["sdpa_fused_backward"] = _SDPA
 
 

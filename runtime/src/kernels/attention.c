@@ -1,6 +1,7 @@
 /* Fused scaled dot product attention (PyTorch's "overrideable" SDPA backend): forward and
  * backward, a block of query rows at a time, never materialising the [L, S] attention
- * matrix. Operands are read as doubles; dot products and softmax sums accumulate in double.
+ * matrix. Computes in float32, as CPU's flash attention and a TPU's do: operands are read as
+ * floats (bf16/f16 exactly), dot products and softmax sums accumulate in float.
  * Supports an additive bias broadcast to [B, Hq, L, S], causal masking (top-left aligned,
  * as PyTorch's math path), any scale, and grouped-query attention (Hq a multiple of Hkv:
  * query head h reads key/value head h / (Hq / Hkv)). Dropout is left to the math path. */
@@ -12,22 +13,23 @@
 
 /* Query rows per block. As in flash attention, each key/value row loaded serves RB query
  * rows: the products run as register tiles of RB rows x TC columns (two vectors of VD
- * doubles: 8 columns with AVX2, 12 of its 16 vector registers holding sums, 8 rows spill;
- * 16 with AVX-512, whose 512-bit FMAs do twice the work). The tile's width never changes a
- * result: each output element sums its terms in index order in one accumulator. */
+ * floats: 16 columns with AVX2, 12 of its 16 vector registers holding sums; 32 with
+ * AVX-512). The tile's width never changes a result: each output element sums its terms in
+ * index order in one accumulator. */
+typedef float real;
 enum { RB = 6 };
 #ifdef __AVX512F__
-enum { VD = 8 };
+enum { VD = 16 };
 #else
-enum { VD = 4 };
+enum { VD = 8 };
 #endif
 enum { TC = 2 * VD };
-typedef double vd __attribute__((vector_size(VD * sizeof(double))));
+typedef real vd __attribute__((vector_size(VD * sizeof(real))));
 
 typedef struct {
   int64_t B, Hq, Hk, L, S, E, Ev;
   int64_t Sp, Ep, Evp; /* S, E, Ev rounded up to whole tiles (TC columns) */
-  double scale;
+  real scale;
   int causal;
   const tpurt_tensor *q, *k, *v, *dout; /* read in place, any float dtype and strides */
   const tpurt_tensor* bias; /* NULL, or [B?, H?, L, S] with any strides (broadcast by stride 0) */
@@ -40,35 +42,34 @@ typedef struct {
 static size_t cells(int64_t n) { return (size_t)(n > 0 ? n : 1); }
 static int64_t pad_tile(int64_t n) { return (n + TC - 1) / TC * TC; }
 
-/* Row i of head (b, h) of t [B, H, rows, d] as d doubles at o (exact for every float
- * dtype). Operands are converted per head / per block rather than as whole tensors up
+/* Row i of head (b, h) of t [B, H, rows, d] as d floats at o (exact for f32/bf16/f16, the
+ * dtypes the plan takes). Operands are converted per head / per block rather than as whole tensors up
  * front, so they stay in cache. */
-static inline void load_row(const tpurt_tensor* t, int64_t b, int64_t h, int64_t i, double* o) {
+static inline void load_row(const tpurt_tensor* t, int64_t b, int64_t h, int64_t i, real* o) {
   int64_t d = t->sizes[3], cs = t->strides[3], es = (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype);
   const char* row = (const char*)t->data + (b * t->strides[0] + h * t->strides[1] + i * t->strides[2]) * es;
-  if (t->dtype == TPURT_F32 && cs == 1) { /* the common case, as a loop that vectorizes */
-    for (int64_t e = 0; e < d; e++) o[e] = ((const float*)row)[e];
+  if (t->dtype == TPURT_F32 && cs == 1) { /* the common case */
+    memcpy(o, row, (size_t)d * sizeof(float));
     return;
   }
   switch (t->dtype) {
     case TPURT_F32: for (int64_t e = 0; e < d; e++) o[e] = ((const float*)row)[e * cs]; break;
-    case TPURT_F64: for (int64_t e = 0; e < d; e++) o[e] = ((const double*)row)[e * cs]; break;
     case TPURT_BF16: for (int64_t e = 0; e < d; e++) o[e] = tpurt_bf16_to_f32(((const uint16_t*)row)[e * cs]); break;
     case TPURT_F16: for (int64_t e = 0; e < d; e++) o[e] = tpurt_f16_to_f32(((const uint16_t*)row)[e * cs]); break;
-    default: for (int64_t e = 0; e < d; e++) o[e] = tpurt_load_f64(row + e * cs * es, t->dtype);
+    default: for (int64_t e = 0; e < d; e++) o[e] = (real)tpurt_load_f64(row + e * cs * es, t->dtype);
   }
 }
 
 /* Rows i0 .. i0 + n - 1 of head (b, h) of t to dst, row stride ld (padding cells of dst are
  * never written: the scratch starts zeroed). */
-static inline void load_rows(const tpurt_tensor* t, int64_t b, int64_t h, int64_t i0, int64_t n, double* dst,
+static inline void load_rows(const tpurt_tensor* t, int64_t b, int64_t h, int64_t i0, int64_t n, real* dst,
                              int64_t ld) {
   for (int64_t i = 0; i < n; i++) load_row(t, b, h, i0 + i, dst + i * ld);
 }
 
 /* dst[e][j] = src[j][e] for n rows of d columns, in strips of 4 rows so that every store
  * fills neighbouring cells. */
-static inline void transpose(const double* src, int64_t lds, int64_t n, int64_t d, double* dst, int64_t ldd) {
+static inline void transpose(const real* src, int64_t lds, int64_t n, int64_t d, real* dst, int64_t ldd) {
   int64_t j = 0;
   for (; j + 4 <= n; j += 4)
     for (int64_t e = 0; e < d; e++)
@@ -80,16 +81,15 @@ static inline void transpose(const double* src, int64_t lds, int64_t n, int64_t 
 /* The tiles below are inlined into the row loops (vector code as wide as the build's
  * instruction set; vmath.h lets a*b+c contract to an FMA). Each output element
  * sums its terms in index order, in one accumulator, whatever tile it falls in, so results
- * do not depend on how rows are split over threads. Products of two float values are exact
- * in double, so the score sums round only in their additions. */
+ * do not depend on how rows are split over threads. */
 /* LD/ST: unaligned vector load / store (macros: passing vectors by value changes the ABI). */
 #define LD(v, p) memcpy(&(v), (p), sizeof(vd))
 #define ST(p, v) memcpy((p), &(v), sizeof(vd))
 
 /* s[r][j] = scale * (a_r . column j of bt), a_r of length n, bt n rows of stride ldb;
  * columns j < m (a multiple of TC). */
-static inline void tile_dot(const double* const a[RB], const double* bt, int64_t ldb, int64_t n, int64_t m,
-                            double scale, double* s, int64_t lds) {
+static inline void tile_dot(const real* const a[RB], const real* bt, int64_t ldb, int64_t n, int64_t m,
+                            real scale, real* s, int64_t lds) {
   for (int64_t j = 0; j < m; j += TC) {
     vd acc[RB][2];
     for (int r = 0; r < RB; r++) acc[r][0] = acc[r][1] = (vd){0};
@@ -97,7 +97,7 @@ static inline void tile_dot(const double* const a[RB], const double* bt, int64_t
       vd b0, b1;
       LD(b0, bt + e * ldb + j), LD(b1, bt + e * ldb + j + VD);
       for (int r = 0; r < RB; r++) {
-        double x = a[r][e];
+        real x = a[r][e];
         acc[r][0] += x * b0;
         acc[r][1] += x * b1;
       }
@@ -110,8 +110,8 @@ static inline void tile_dot(const double* const a[RB], const double* bt, int64_t
 }
 
 /* o[r][e] = sum over j < m of p[r][j] * x[j][e], for e < n (a multiple of TC). */
-static inline void tile_mix(const double* p, int64_t ldp, int64_t m, const double* x, int64_t ldx, int64_t n,
-                            double* o, int64_t ldo) {
+static inline void tile_mix(const real* p, int64_t ldp, int64_t m, const real* x, int64_t ldx, int64_t n,
+                            real* o, int64_t ldo) {
   for (int64_t e = 0; e < n; e += TC) {
     vd acc[RB][2];
     for (int r = 0; r < RB; r++) acc[r][0] = acc[r][1] = (vd){0};
@@ -119,7 +119,7 @@ static inline void tile_mix(const double* p, int64_t ldp, int64_t m, const doubl
       vd x0, x1;
       LD(x0, x + j * ldx + e), LD(x1, x + j * ldx + e + VD);
       for (int r = 0; r < RB; r++) {
-        double w = p[r * ldp + j];
+        real w = p[r * ldp + j];
         acc[r][0] += w * x0;
         acc[r][1] += w * x1;
       }
@@ -130,8 +130,8 @@ static inline void tile_mix(const double* p, int64_t ldp, int64_t m, const doubl
 
 /* c[j][e] += p[r][j] * x_r[e] for r = 0, 1, ... in turn (the order of one row at a time),
  * for j < m and e < n (a multiple of TC). */
-static inline void tile_update(const double* p, int64_t ldp, int64_t m, const double* const x[RB], int64_t n,
-                               double* c, int64_t ldc) {
+static inline void tile_update(const real* p, int64_t ldp, int64_t m, const real* const x[RB], int64_t n,
+                               real* c, int64_t ldc) {
   for (int64_t e = 0; e < n; e += TC) {
     vd xr[RB][2];
     for (int r = 0; r < RB; r++) LD(xr[r][0], x[r] + e), LD(xr[r][1], x[r] + e + VD);
@@ -139,7 +139,7 @@ static inline void tile_update(const double* p, int64_t ldp, int64_t m, const do
       vd c0, c1;
       LD(c0, c + j * ldc + e), LD(c1, c + j * ldc + e + VD);
       for (int r = 0; r < RB; r++) {
-        double w = p[r * ldp + j];
+        real w = p[r * ldp + j];
         c0 += w * xr[r][0];
         c1 += w * xr[r][1];
       }
@@ -156,7 +156,7 @@ static inline int64_t live(const attn_job* J, int64_t i) { return J->causal && i
  * (k rows, k and v transposed, v rows), the block's q and dout rows, two RB x Sp score
  * tiles, an RB x max(Ep, Evp) result tile, and for the backward the kv head's dk and dv sums. */
 typedef struct {
-  double *k, *kt, *vt, *v, *q, *dout, *s, *t, *acc, *zero, *dk, *dv;
+  real *k, *kt, *vt, *v, *q, *dout, *s, *t, *acc, *zero, *dk, *dv;
   int64_t head; /* b * Hk + hk loaded, -1 for none */
 } attn_scratch;
 enum { NPARTS = 12 };
@@ -176,10 +176,10 @@ static int64_t scratch_layout(const attn_job* J, int backward, int64_t* sizes) {
   return pad_tile(total > 0 ? total : 1);
 }
 
-static void scratch_init(const attn_job* J, int backward, double* p, attn_scratch* w) {
+static void scratch_init(const attn_job* J, int backward, real* p, attn_scratch* w) {
   int64_t sizes[NPARTS];
   scratch_layout(J, backward, sizes);
-  double** parts[NPARTS] = {&w->k, &w->kt, &w->vt, &w->v,    &w->q,  &w->dout,
+  real** parts[NPARTS] = {&w->k, &w->kt, &w->vt, &w->v,    &w->q,  &w->dout,
                             &w->s, &w->t,  &w->acc, &w->zero, &w->dk, &w->dv};
   for (int i = 0; i < NPARTS; i++) *parts[i] = p, p += sizes[i];
   w->head = -1;
@@ -191,7 +191,7 @@ static void scratch_init(const attn_job* J, int backward, double* p, attn_scratc
 static int64_t team_grain(int64_t n) { return (n + 4 * tpurt_pool_threads() - 1) / (4 * tpurt_pool_threads()); }
 enum { VIEW_BYTES = (sizeof(attn_scratch) + 63) & ~63 };
 static size_t slice_bytes(const attn_job* J, int backward) {
-  return VIEW_BYTES + sizeof(double) * (size_t)scratch_layout(J, backward, NULL);
+  return VIEW_BYTES + sizeof(real) * (size_t)scratch_layout(J, backward, NULL);
 }
 /* Bytes of the temporary holding the slices. */
 static size_t team_bytes(const attn_job* J, int backward, int64_t n) {
@@ -208,7 +208,7 @@ typedef struct {
 /* Each member zeroes its own scratch, in parallel. */
 static void team_init(void* ctx, void* slice) {
   attn_team* T = ctx;
-  double* cells = (double*)((char*)slice + VIEW_BYTES);
+  real* cells = (real*)((char*)slice + VIEW_BYTES);
   memset(cells, 0, slice_bytes(T->J, T->backward) - VIEW_BYTES);
   scratch_init(T->J, T->backward, cells, slice);
 }
@@ -246,7 +246,7 @@ typedef struct {
   int64_t b, h, hk, i0, r0; /* r0: flat index of row i0 in [B, Hq, L] */
   int nr;
   int64_t nb, m; /* keys any row of the block sees, and that rounded up to a tile */
-  const double *q[RB], *dout[RB];
+  const real *q[RB], *dout[RB];
 } attn_block;
 
 static attn_block block_at(const attn_job* J, attn_scratch* w, int64_t bh, int64_t i0, int backward) {
@@ -266,11 +266,11 @@ static attn_block block_at(const attn_job* J, attn_scratch* w, int64_t bh, int64
 }
 
 /* s[r][j] = scale * q_r . k_j + bias, -inf where masked, for the block's keys. */
-static inline void block_scores(const attn_job* J, const attn_scratch* w, const attn_block* k, double* s) {
+static inline void block_scores(const attn_job* J, const attn_scratch* w, const attn_block* k, real* s) {
   tile_dot(k->q, w->kt, J->Sp, J->E, k->m, J->scale, s, J->Sp);
   for (int r = 0; r < k->nr; r++) {
     int64_t i = k->i0 + r, nj = live(J, i);
-    double* sr = s + r * J->Sp;
+    real* sr = s + r * J->Sp;
     for (int64_t j = nj; j < k->nb; j++) sr[j] = -INFINITY;
     const tpurt_tensor* bt = J->bias;
     if (!bt) continue;
@@ -282,7 +282,7 @@ static inline void block_scores(const attn_job* J, const attn_scratch* w, const 
     int64_t bstride = (bt->sizes[nd - 1] == 1 ? 0 : bt->strides[nd - 1]) * es;
     for (int64_t j = 0; j < nj; j++) {
       if (bt->dtype == TPURT_BOOL) sr[j] = *(const uint8_t*)(brow + j * bstride) ? sr[j] : -INFINITY;
-      else sr[j] += tpurt_load_f64(brow + j * bstride, bt->dtype);
+      else sr[j] += (real)tpurt_load_f64(brow + j * bstride, bt->dtype);
     }
   }
 }
@@ -296,22 +296,22 @@ static void fwd_blocks(attn_job* J, attn_scratch* w, int64_t begin, int64_t end)
     /* The rows' max and sum chains interleave (each still in key order): a lone chain of
      * dependent additions would wait on every one. Keys past a row's own are -inf, whose
      * exp is exactly 0 and adds nothing. */
-    double mx[RB], sum[RB];
+    real mx[RB], sum[RB];
     for (int r = 0; r < RB; r++) mx[r] = -INFINITY, sum[r] = 0;
     for (int64_t j = 0; j < k.nb; j++)
       for (int r = 0; r < RB; r++) mx[r] = w->s[r * J->Sp + j] > mx[r] ? w->s[r * J->Sp + j] : mx[r];
     for (int r = 0; r < RB; r++) {
-      double* s = w->s + r * J->Sp;
-      if (r >= k.nr) memset(s, 0, (size_t)k.nb * sizeof(double));
-      else for (int64_t j = 0; j < k.nb; j++) s[j] = vm_exp(s[j] - mx[r]); /* all -inf: NaN, as the math path's softmax */
+      real* s = w->s + r * J->Sp;
+      if (r >= k.nr) memset(s, 0, (size_t)k.nb * sizeof(real));
+      else for (int64_t j = 0; j < k.nb; j++) s[j] = vm_expf(s[j] - mx[r]); /* all -inf: NaN, as the math path's softmax */
     }
     for (int64_t j = 0; j < k.nb; j++)
       for (int r = 0; r < RB; r++) sum[r] += w->s[r * J->Sp + j];
-    for (int r = 0; r < k.nr; r++) J->lse[k.r0 + r] = (float)(mx[r] + log(sum[r]));
+    for (int r = 0; r < k.nr; r++) J->lse[k.r0 + r] = mx[r] + logf(sum[r]);
     tile_mix(w->s, J->Sp, k.nb, w->v, J->Evp, J->Evp, w->acc, J->Evp);
     for (int r = 0; r < k.nr; r++) {
       float* o = J->out + (k.r0 + r) * J->Ev;
-      for (int64_t e = 0; e < J->Ev; e++) o[e] = (float)(w->acc[r * J->Evp + e] / sum[r]);
+      for (int64_t e = 0; e < J->Ev; e++) o[e] = w->acc[r * J->Evp + e] / sum[r];
     }
   }
 }
@@ -372,6 +372,13 @@ tpurt_status tpurt_plan_sdpa_fused(const tpurt_op_call* c, tpurt_plan* p) {
   const tpurt_tensor *q = &TPURT_ARG(c, sdpa_fused, query)->t, *k = &TPURT_ARG(c, sdpa_fused, key)->t, *v = &TPURT_ARG(c, sdpa_fused, value)->t;
   if (TPURT_ARG(c, sdpa_fused, dropout_p)->f != 0.0)
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "tpu fused attention: dropout_p must be 0 (the math path handles dropout)");
+  const tpurt_tensor* operands[] = {q, k, v};
+  for (int i = 0; i < 3; i++) {
+    int dt = operands[i]->dtype;
+    if (dt != TPURT_F32 && dt != TPURT_BF16 && dt != TPURT_F16)
+      return tpurt_fail(TPURT_ERR_UNSUPPORTED, "tpu fused attention computes in float32: %s operands take the math path",
+                        tpurt_dtype_name((tpurt_dtype)dt));
+  }
   if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4)
     return tpurt_fail(TPURT_ERR_RUNTIME, "tpu fused attention expects 4-D query/key/value, got %s, %s, %s",
                       tpurt_shape_str(q), tpurt_shape_str(k), tpurt_shape_str(v));
@@ -424,30 +431,30 @@ tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
 /* Backward for the query heads of one (b, kv head) group: dq for those heads, dk/dv for
  * the kv head (summed over the group, so one task owns each). */
 static void bwd_groups(attn_job* J, attn_scratch* w, int64_t begin, int64_t end) {
-  double *dk = w->dk, *dv = w->dv;
+  real *dk = w->dk, *dv = w->dv;
   int64_t g = J->Hq / J->Hk;
   for (int64_t t = begin; t < end; t++) {
     int64_t b = t / J->Hk, hk = t % J->Hk;
-    memset(dk, 0, (size_t)(J->S * J->Ep) * sizeof(double));
-    memset(dv, 0, (size_t)(J->S * J->Evp) * sizeof(double));
+    memset(dk, 0, (size_t)(J->S * J->Ep) * sizeof(real));
+    memset(dv, 0, (size_t)(J->S * J->Evp) * sizeof(real));
     for (int64_t h = hk * g; h < (hk + 1) * g; h++)
       for (int64_t i0 = 0; i0 < J->L; i0 += RB) {
         attn_block k = block_at(J, w, b * J->Hq + h, i0, 1);
-        double *p = w->s, *ds = w->t; /* ds first holds dp = dout_i . v_j */
+        real *p = w->s, *ds = w->t; /* ds first holds dp = dout_i . v_j */
         block_scores(J, w, &k, p);
         tile_dot(k.dout, w->vt, J->Sp, J->Ev, k.m, 1.0, ds, J->Sp);
         /* Keys past a row's own have score -inf: weight and gradient exactly 0. Rows
          * past nr get zero weights. */
-        double D[RB] = {0};
+        real D[RB] = {0};
         for (int r = 0; r < RB; r++) {
-          double* pr = p + r * J->Sp;
+          real* pr = p + r * J->Sp;
           if (r >= k.nr) {
-            memset(pr, 0, (size_t)k.nb * sizeof(double));
+            memset(pr, 0, (size_t)k.nb * sizeof(real));
             continue;
           }
-          double lse = J->lse_in[k.r0 + r];
+          real lse = J->lse_in[k.r0 + r];
           for (int64_t j = 0; j < k.nb; j++) {
-            double e = vm_exp(pr[j] - lse);
+            real e = vm_expf(pr[j] - lse);
             pr[j] = e == e ? e : 0; /* NaN (a row with no key) as 0; as a select, so it vectorizes */
           }
         }
@@ -456,24 +463,24 @@ static void bwd_groups(attn_job* J, attn_scratch* w, int64_t begin, int64_t end)
          * sums interleave, each in key order. */
         for (int64_t j = 0; j < k.nb; j++)
           for (int r = 0; r < RB; r++) {
-            double pj = p[r * J->Sp + j];
+            real pj = p[r * J->Sp + j];
             D[r] += pj != 0 ? pj * ds[r * J->Sp + j] : 0;
           }
         for (int r = 0; r < RB; r++) {
-          double *pr = p + r * J->Sp, *dsr = ds + r * J->Sp;
+          real *pr = p + r * J->Sp, *dsr = ds + r * J->Sp;
           for (int64_t j = 0; j < k.nb; j++) dsr[j] = pr[j] != 0 ? pr[j] * (dsr[j] - D[r]) * J->scale : 0;
         }
         tile_update(p, J->Sp, k.nb, k.dout, J->Evp, dv, J->Evp);
         tile_update(ds, J->Sp, k.nb, k.q, J->Ep, dk, J->Ep);
         tile_mix(ds, J->Sp, k.nb, w->k, J->Ep, J->Ep, w->acc, J->Ep);
         for (int r = 0; r < k.nr; r++)
-          for (int64_t e = 0; e < J->E; e++) J->dq[(k.r0 + r) * J->E + e] = (float)w->acc[r * J->Ep + e];
+          for (int64_t e = 0; e < J->E; e++) J->dq[(k.r0 + r) * J->E + e] = w->acc[r * J->Ep + e];
       }
     float* dkb = J->dk + t * J->S * J->E;
     float* dvb = J->dv + t * J->S * J->Ev;
     for (int64_t j = 0; j < J->S; j++) {
-      for (int64_t e = 0; e < J->E; e++) dkb[j * J->E + e] = (float)dk[j * J->Ep + e];
-      for (int64_t e = 0; e < J->Ev; e++) dvb[j * J->Ev + e] = (float)dv[j * J->Evp + e];
+      for (int64_t e = 0; e < J->E; e++) dkb[j * J->E + e] = dk[j * J->Ep + e];
+      for (int64_t e = 0; e < J->Ev; e++) dvb[j * J->Ev + e] = dv[j * J->Evp + e];
     }
   }
 }

@@ -81,48 +81,46 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
 #define ROWS_F64 4
 #endif
 #define NR_MAX (VECS * VEC_BYTES / 4) /* the widest tile's columns (f32) */
-/* The tile's B vectors as separate variables (an array of them was kept on the stack). */
-#if VECS == 3
-#define FOR_VECS(X) X(0) X(1) X(2)
-#else
-#define FOR_VECS(X) X(0) X(1)
-#endif
+/* The tile's B vectors as separate variables (an array of them was kept on the stack). A
+ * column panel's last tile may hold fewer live vectors (N = 256 fills 5 1/3 panels of 48):
+ * a kernel for 1 or 2 vectors reads only those, so the zero columns cost nothing. */
+#define FOR_V1(X) X(0)
+#define FOR_V2(X) X(0) X(1)
+#define FOR_V3(X) X(0) X(1) X(2)
 #define MICRO_LOAD_B(h)                \
   __typeof__(acc[0][0]) bv##h;         \
   memcpy(&bv##h, b + (k * VECS + h) * w, sizeof bv##h);
 #define MICRO_FMA(h) acc[i][h] += ai * bv##h;
 
-/* GEMM_CORE(T, SFX, ROWS): W lanes per vector; the tile is ROWS x (VECS*W). fp-contract: the
- * multiply-adds are FMAs in every build that has them.
- * C tile = (store ? 0 : C tile) + the sum of the kc packed steps. */
-#define GEMM_CORE(T, SFX, ROWS)                                                                 \
-  typedef T v##SFX __attribute__((vector_size(VEC_BYTES)));                                    \
-  enum { W_##SFX = VEC_BYTES / sizeof(T), MR_##SFX = ROWS, NR_##SFX = VECS * W_##SFX };        \
-  __attribute__((optimize("fp-contract=fast"))) static void micro_##SFX(int64_t kc, const T* restrict a, const T* restrict b,    \
+/* MICRO(T, SFX, ROWS, NV): a tile of ROWS x (NV vectors of W lanes) over a panel whose K
+ * steps are VECS vectors apart. fp-contract: the multiply-adds are FMAs in every build that
+ * has them. C tile = (store ? 0 : C tile) + the sum of the kc packed steps. */
+#define MICRO(T, SFX, ROWS, NV)                                                                 \
+  __attribute__((optimize("fp-contract=fast"))) static void micro_##SFX##_##NV(int64_t kc, const T* restrict a, const T* restrict b, \
                                       T* restrict c, int64_t ldc, int mr, int nr, int store) {  \
-    v##SFX acc[ROWS][VECS];                                                                     \
+    v##SFX acc[ROWS][NV];                                                                       \
     const int64_t w = W_##SFX;                                                                 \
     memset(acc, 0, sizeof acc);                                                                \
     for (int i = 0; i < ROWS; i++) /* the C tile is needed after the loop: fetch it now */     \
-      __builtin_prefetch(c + i * ldc, 1), __builtin_prefetch(c + i * ldc + NR_##SFX - 1, 1);    \
+      __builtin_prefetch(c + i * ldc, 1), __builtin_prefetch(c + i * ldc + NV * W_##SFX - 1, 1); \
     _Pragma("GCC unroll 4")                                                                    \
     for (int64_t k = 0; k < kc; k++) {                                                         \
-      FOR_VECS(MICRO_LOAD_B)                                                                   \
+      FOR_V##NV(MICRO_LOAD_B)                                                                  \
       for (int i = 0; i < ROWS; i++) {                                                          \
         T ai = a[k * ROWS + i];                                                                 \
-        FOR_VECS(MICRO_FMA)                                                                    \
+        FOR_V##NV(MICRO_FMA)                                                                   \
       }                                                                                        \
     }                                                                                          \
-    if (mr == ROWS && nr == NR_##SFX) { /* full tile: vector read-modify-write of C */         \
+    if (mr == ROWS && nr == NV * W_##SFX) { /* full tile: vector read-modify-write of C */     \
       for (int i = 0; i < ROWS; i++)                                                           \
-        for (int h = 0; h < VECS; h++) {                                                       \
+        for (int h = 0; h < NV; h++) {                                                         \
           v##SFX cv = acc[i][h];                                                               \
           if (!store) {                                                                        \
             v##SFX old;                                                                        \
-            memcpy(&old, c + i * ldc + h * W_##SFX, sizeof old);                                     \
+            memcpy(&old, c + i * ldc + h * W_##SFX, sizeof old);                               \
             cv += old;                                                                         \
           }                                                                                    \
-          memcpy(c + i * ldc + h * W_##SFX, &cv, sizeof cv);                                         \
+          memcpy(c + i * ldc + h * W_##SFX, &cv, sizeof cv);                                   \
         }                                                                                      \
       return;                                                                                  \
     }                                                                                          \
@@ -130,6 +128,24 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
       for (int j = 0; j < nr; j++)                                                             \
         c[i * ldc + j] = store ? acc[i][j / W_##SFX][j % W_##SFX] : c[i * ldc + j] + acc[i][j / W_##SFX][j % W_##SFX]; \
   }
+
+#define MICRO_EXPANDED(T, SFX, ROWS, NV) MICRO(T, SFX, ROWS, NV) /* NV = VECS expanded first */
+/* GEMM_CORE(T, SFX, ROWS): W lanes per vector; the tile is ROWS x (VECS*W), its last column
+ * panel's tile as narrow as its live vectors. Every C element sums its K steps in the same
+ * order in every variant. */
+#if VECS == 3
+#define MICRO_NARROW(T, SFX, ROWS) MICRO(T, SFX, ROWS, 1) MICRO(T, SFX, ROWS, 2)
+#define MICRO_CALL(SFX, nv, ...) \
+  ((nv) == 3 ? micro_##SFX##_3(__VA_ARGS__) : (nv) == 2 ? micro_##SFX##_2(__VA_ARGS__) : micro_##SFX##_1(__VA_ARGS__))
+#else
+#define MICRO_NARROW(T, SFX, ROWS) MICRO(T, SFX, ROWS, 1)
+#define MICRO_CALL(SFX, nv, ...) ((nv) == 2 ? micro_##SFX##_2(__VA_ARGS__) : micro_##SFX##_1(__VA_ARGS__))
+#endif
+#define GEMM_CORE(T, SFX, ROWS)                                                                 \
+  typedef T v##SFX __attribute__((vector_size(VEC_BYTES)));                                    \
+  enum { W_##SFX = VEC_BYTES / sizeof(T), MR_##SFX = ROWS, NR_##SFX = VECS * W_##SFX };        \
+  MICRO_EXPANDED(T, SFX, ROWS, VECS)                                                           \
+  MICRO_NARROW(T, SFX, ROWS)
 GEMM_CORE(float, f32, ROWS_F32)
 GEMM_CORE(double, f64, ROWS_F64)
 
@@ -346,9 +362,9 @@ PACKERS(double, f64)
           for (int64_t ir = 0; ir < mc; ir += MR_##SFX) {                                      \
             int mr = mc - ir < MR_##SFX ? (int)(mc - ir) : MR_##SFX;                           \
             int nr = g->nc - jr < NR_##SFX ? (int)(g->nc - jr) : NR_##SFX;                     \
-            micro_##SFX(kcx - q < run ? kcx - q : run, ap + ir * kcx + q * MR_##SFX,           \
-                        g->bp + jr * kcx + q * NR_##SFX, g->c + (i0 + ir) * g->ldc + g->j0 + jr, \
-                        g->ldc, mr, nr, store && q == 0);                                      \
+            MICRO_CALL(SFX, (nr + W_##SFX - 1) / W_##SFX, kcx - q < run ? kcx - q : run,       \
+                       ap + ir * kcx + q * MR_##SFX, g->bp + jr * kcx + q * NR_##SFX,           \
+                       g->c + (i0 + ir) * g->ldc + g->j0 + jr, g->ldc, mr, nr, store && q == 0); \
           }                                                                                    \
     }                                                                                          \
   }                                                                                            \

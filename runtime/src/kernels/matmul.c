@@ -383,7 +383,7 @@ PACKERS(double, f64)
     int small = M * N * (K < kb ? K : kb) < (1 << 19);                                         \
     if (!small && nt > 1) {                                                                    \
       int64_t per = (panels_m + nt * (MC / MR_##SFX) - 1) / (nt * (MC / MR_##SFX));            \
-      g.chunks = nt * (per < 4 ? 4 : per);                                                     \
+      g.chunks = nt * per;                                                     \
       if (g.chunks > panels_m / 4) g.chunks = panels_m / 4 > 1 ? panels_m / 4 : 1;             \
       /* few rows (a convolution's channels): cut the columns too, 4+ panels a group; each     \
        * group packs its rows of A again, which costs little next to its products */           \

@@ -154,7 +154,8 @@ static inline float vm_logf(float x) {
   r = r + fe * 0.693359375f;
   r = x == INFINITY ? x : r;
   r = x == 0 ? -INFINITY : r;
-  return x < 0 || x != x ? NAN : r;
+  r = x < 0 ? NAN : r; /* selects in turn: `x < 0 || x != x` kept vm_logf(vm_expf(x)) scalar */
+  return x != x ? NAN : r;
 }
 
 /* e^x - 1: |x| < 1: x + x^2 P(x), P the Taylor series to x^12 / 12! (truncation below 2^-31);

@@ -86,6 +86,10 @@ static int run_loop(int64_t n, int64_t grain, int64_t per, tpurt_slice_fn fn, vo
  * or over channels), B neighbouring lines along p go together: each line position is then
  * one run of B elements along p instead of B scattered loads. */
 typedef void (*line_fn)(double* const* lines, int64_t len);
+/* The float32 version, called on the tensors' own memory when every tensor is float32 and
+ * dense along `dim` (math in float, as CPU's vectorized kernels and a TPU's; sums in
+ * double lanes), or NULL. */
+typedef void (*line_fn_f)(float* const* lines, int64_t len);
 
 #define LINE_TILE 16384 /* doubles per tensor in a tile of lines */
 
@@ -119,6 +123,7 @@ typedef struct lines_job {
   int64_t len, B;
   int64_t sizes[TPURT_MAX_DIMS];
   line_fn fn;
+  line_fn_f ffn; /* NULL, or the float32 lines' function (set when every tensor qualifies) */
   int64_t tiles, grain; /* the pool loop over tiles */
 } lines_job;
 
@@ -144,6 +149,12 @@ static void line_tiles(void* arg, void* slice, int64_t lo, int64_t hi) {
       int64_t off = 0;
       for (int e = 0; e < nd; e++) off += idx[e] * (e == p ? B : 1) * t[k]->strides[e];
       base[k] = (char*)t[k]->data + off * (int64_t)tpurt_dtype_size((tpurt_dtype)t[k]->dtype);
+    }
+    if (J->ffn) {
+      J->ffn((float* const*)base, len);
+      continue;
+    }
+    for (int k = 0; k < nt; k++) {
       if (!(J->outs >> k & 1))
         tile_io(t[k], base[k], nd ? t[k]->strides[d] : 0, p >= 0 ? t[k]->strides[p] : 0, len, b, buf + k * len * B,
                 row, 0);
@@ -166,13 +177,13 @@ static void line_tiles(void* arg, void* slice, int64_t lo, int64_t hi) {
 
 /* The tiles of t[0..nt) along dim (none for an empty tensor) and how the pool claims them. */
 static tpurt_status lines_setup(int nt, const tpurt_tensor* const* t, unsigned outs, int64_t dim, line_fn fn,
-                                lines_job* J) {
+                                line_fn_f ffn, lines_job* J) {
   int d;
   tpurt_status s = tpurt_wrap_dim(dim, t[0]->ndim, &d);
   if (s) return s;
   int nd = t[0]->ndim;
   int64_t len = nd ? t[0]->sizes[d] : 1;
-  *J = (lines_job){nt, t, outs, d, -1, nd, len, 1, {0}, fn, 0, 1};
+  *J = (lines_job){nt, t, outs, d, -1, nd, len, 1, {0}, fn, NULL, 0, 1};
   if (tpurt_numel(t[0]) == 0) return TPURT_OK;
   int p = -1;
   for (int e = 0; e < nd; e++)
@@ -185,6 +196,10 @@ static tpurt_status lines_setup(int nt, const tpurt_tensor* const* t, unsigned o
     B = B < 1 ? 1 : B > t[0]->sizes[p] ? t[0]->sizes[p] : B;
   }
   J->p = p, J->B = B;
+  int dense_f32 = ffn != NULL && p < 0; /* (a plan passes only the first tensor, and no ffn) */
+  for (int k = 0; dense_f32 && k < nt; k++)
+    dense_f32 = t[k]->dtype == TPURT_F32 && (len == 1 || (nd && t[k]->strides[d] == 1));
+  J->ffn = dense_f32 ? ffn : NULL;
   memcpy(J->sizes, t[0]->sizes, sizeof J->sizes);
   if (nd) J->sizes[d] = 1;
   if (p >= 0) J->sizes[p] = (J->sizes[p] + B - 1) / B;
@@ -196,9 +211,10 @@ static tpurt_status lines_setup(int nt, const tpurt_tensor* const* t, unsigned o
   return TPURT_OK;
 }
 
-static tpurt_status for_lines(int nt, const tpurt_tensor* const* t, unsigned outs, int64_t dim, line_fn fn) {
+static tpurt_status for_lines(int nt, const tpurt_tensor* const* t, unsigned outs, int64_t dim, line_fn fn,
+                              line_fn_f ffn) {
   lines_job J;
-  tpurt_status s = lines_setup(nt, t, outs, dim, fn, &J);
+  tpurt_status s = lines_setup(nt, t, outs, dim, fn, ffn, &J);
   if (s) return s;
   return run_loop(J.tiles, J.grain, tile_elems(&J), line_tiles, &J) ? TPURT_OK : OOM("softmax");
 }
@@ -206,7 +222,7 @@ static tpurt_status for_lines(int nt, const tpurt_tensor* const* t, unsigned out
 /* The work space of for_lines over nt tensors shaped like `first` (all lines_setup reads). */
 static tpurt_status plan_lines(int nt, const tpurt_tensor* first, int64_t dim, tpurt_plan* p) {
   lines_job J;
-  tpurt_status s = lines_setup(nt, &first, 0, dim, NULL, &J);
+  tpurt_status s = lines_setup(nt, &first, 0, dim, NULL, NULL, &J);
   if (!s) p->scratch_bytes += loop_planned(J.tiles, J.grain, tile_elems(&J));
   return s;
 }
@@ -279,23 +295,60 @@ static void log_softmax_bwd_line(double* const* l, int64_t n) {
   for (int64_t k = 0; k < n; k++) l[2][k] = l[0][k] - vm_exp(l[1][k]) * sum;
 }
 
+#define DOT_F_TERM(i) ((double)x[i] * y[i])
+LANE_SUM(line_dot_f, (const float* x, const float* y, int64_t n), DOT_F_TERM)
+static inline float line_max_f(const float* x, int64_t n) {
+  float acc[2 * LANES], m = -INFINITY;
+  for (int j = 0; j < 2 * LANES; j++) acc[j] = -INFINITY;
+  int64_t k = 0;
+  for (; k + 2 * LANES <= n; k += 2 * LANES)
+    for (int j = 0; j < 2 * LANES; j++) acc[j] = x[k + j] > acc[j] ? x[k + j] : acc[j];
+  for (; k < n; k++) m = x[k] > m ? x[k] : m;
+  for (int j = 0; j < 2 * LANES; j++) m = acc[j] > m ? acc[j] : m;
+  return m;
+}
+static void softmax_line_f(float* const* l, int64_t n) {
+  const float* x = l[0];
+  float* y = l[1];
+  float m = line_max_f(x, n);
+  for (int64_t k = 0; k < n; k++) y[k] = vm_expf(x[k] - m);
+  float inv = (float)(1 / line_sum_f(y, n));
+  for (int64_t k = 0; k < n; k++) y[k] *= inv;
+}
+static void log_softmax_line_f(float* const* l, int64_t n) {
+  const float* x = l[0];
+  float* y = l[1];
+  float m = line_max_f(x, n);
+  for (int64_t k = 0; k < n; k++) y[k] = vm_expf(x[k] - m);
+  float lse = (float)(m + log(line_sum_f(y, n)));
+  for (int64_t k = 0; k < n; k++) y[k] = x[k] - lse;
+}
+static void softmax_bwd_line_f(float* const* l, int64_t n) {
+  float dot = (float)line_dot_f(l[0], l[1], n);
+  for (int64_t k = 0; k < n; k++) l[2][k] = l[1][k] * (l[0][k] - dot);
+}
+static void log_softmax_bwd_line_f(float* const* l, int64_t n) {
+  float sum = (float)line_sum_f(l[0], n);
+  for (int64_t k = 0; k < n; k++) l[2][k] = l[0][k] - vm_expf(l[1][k]) * sum;
+}
+
 /* _softmax(self, dim, half_to_float) / _log_softmax likewise */
 tpurt_status tpurt_kernel_softmax(const tpurt_op_call* c) {
   const tpurt_tensor* t[2] = {&TPURT_ARG(c, softmax, self)->t, &c->outs[0]};
-  return for_lines(2, t, 2, TPURT_ARG(c, softmax, dim)->i, softmax_line);
+  return for_lines(2, t, 2, TPURT_ARG(c, softmax, dim)->i, softmax_line, softmax_line_f);
 }
 tpurt_status tpurt_kernel_log_softmax(const tpurt_op_call* c) {
   const tpurt_tensor* t[2] = {&TPURT_ARG(c, log_softmax, self)->t, &c->outs[0]};
-  return for_lines(2, t, 2, TPURT_ARG(c, log_softmax, dim)->i, log_softmax_line);
+  return for_lines(2, t, 2, TPURT_ARG(c, log_softmax, dim)->i, log_softmax_line, log_softmax_line_f);
 }
 /* _softmax_backward_data(grad_output, output, dim, input_dtype) */
 tpurt_status tpurt_kernel_softmax_backward(const tpurt_op_call* c) {
   const tpurt_tensor* t[3] = {&TPURT_ARG(c, softmax_backward, grad_output)->t, &TPURT_ARG(c, softmax_backward, output)->t, &c->outs[0]};
-  return for_lines(3, t, 4, TPURT_ARG(c, softmax_backward, dim)->i, softmax_bwd_line);
+  return for_lines(3, t, 4, TPURT_ARG(c, softmax_backward, dim)->i, softmax_bwd_line, softmax_bwd_line_f);
 }
 tpurt_status tpurt_kernel_log_softmax_backward(const tpurt_op_call* c) {
   const tpurt_tensor* t[3] = {&TPURT_ARG(c, log_softmax_backward, grad_output)->t, &TPURT_ARG(c, log_softmax_backward, output)->t, &c->outs[0]};
-  return for_lines(3, t, 4, TPURT_ARG(c, log_softmax_backward, dim)->i, log_softmax_bwd_line);
+  return for_lines(3, t, 4, TPURT_ARG(c, log_softmax_backward, dim)->i, log_softmax_bwd_line, log_softmax_bwd_line_f);
 }
 
 tpurt_status tpurt_plan_softmax(const tpurt_op_call* c, tpurt_plan* p) {

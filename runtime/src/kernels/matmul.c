@@ -382,15 +382,19 @@ PACKERS(double, f64)
     int nt = tpurt_pool_threads();                                                             \
     int small = M * N * (K < kb ? K : kb) < (1 << 19);                                         \
     if (!small && nt > 1) {                                                                    \
+      /* Row chunks of about MC rows, nt of them at least: a chunk runs each B panel over all \
+       * its rows, so short chunks re-read B from the outer caches once per chunk. Up to MC  \
+       * rows (a convolution's channels, a weight gradient's) are one chunk. */              \
       int64_t per = (panels_m + nt * (MC / MR_##SFX) - 1) / (nt * (MC / MR_##SFX));            \
-      g.chunks = nt * per;                                                     \
+      g.chunks = panels_m <= MC / MR_##SFX ? 1 : nt * per;                                     \
       if (g.chunks > panels_m / 4) g.chunks = panels_m / 4 > 1 ? panels_m / 4 : 1;             \
-      /* few rows (a convolution's channels): cut the columns too, 4+ panels a group; each     \
-       * group packs its rows of A again, which costs little next to its products */           \
+      /* few chunks: cut the columns too, in groups of 2+ panels, a multiple of nt items;     \
+       * each group packs its rows of A again, which costs little next to its products */     \
       int64_t panels_n = ((N < NC ? N : NC) + NR_##SFX - 1) / NR_##SFX;                        \
       if (g.chunks < 4 * nt) {                                                                 \
         g.col_groups = (4 * nt + g.chunks - 1) / g.chunks;                                     \
-        if (g.col_groups > panels_n / 4) g.col_groups = panels_n / 4 > 1 ? panels_n / 4 : 1;   \
+        if (g.col_groups > panels_n / 2) g.col_groups = panels_n / 2 > 1 ? panels_n / 2 : 1;   \
+        if (g.col_groups * g.chunks % nt && g.col_groups > nt) g.col_groups -= g.col_groups * g.chunks % nt; \
       }                                                                                        \
     }                                                                                          \
     for (g.j0 = 0; g.j0 < N; g.j0 += NC) {                                                     \

@@ -6,7 +6,8 @@
 #define GELU_BETA (M_SQRT2 * M_2_SQRTPI * 0.5) /* sqrt(2/pi) */
 #define GELU_KAPPA 0.044715
 
-/* f32 uses the vectorizable exp/expm1/log1p/erf/tanh of vmath.h, f64 libm's. */
+/* f32 uses the vectorizable exp/expm1/log1p/erf/tanh of vmath.h (gelu's erf as CPU's
+ * vectorized kernel computes it), f64 libm's. */
 #define DEF_ACT_HELPERS(T, S, EXP, EXPM1, LOG1P, ERF, TANH)                                \
   static inline T vexp_##S(T x) { return EXP(x); }                                        \
   static inline T vexpm1_##S(T x) { return EXPM1(x); }                                    \
@@ -52,7 +53,7 @@
     if (clamped ? (x < eps || x > 1 - eps) : (x < 0 || x > 1)) return clamped ? 0 : NAN;   \
     return x == 0 || x == 1 ? g * INFINITY : g / (x * (1 - x));                            \
   }
-DEF_ACT_HELPERS(float, f, vm_expf, vm_expm1f, vm_log1pf, vm_erff, vm_tanhf)
+DEF_ACT_HELPERS(float, f, vm_expf, vm_expm1f, vm_log1pf, vm_erff_as, vm_tanhf)
 DEF_ACT_HELPERS(double, d, exp, expm1, log1p, erf, tanh)
 #define GENERIC(F, x) _Generic((x), float: F##_f, double: F##_d)
 #define SIGM(x) GENERIC(sigm, x)(x)

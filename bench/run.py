@@ -4,8 +4,9 @@ tpu/cpu ratios (lower is better for tpu), GFLOP/s against this machine's measure
 and GB/s against its measured copy/triad bandwidth; writes results/bench.json.
 
     python bench/run.py                 # everything, GPT at a small default shape
-    python bench/run.py --only gemm,ew  # sections: gemm, ew (incl. reductions), conv, overhead,
-                                        # train (the GPT step's own kernels, AdamW), gpt
+    python bench/run.py --only gemm,ew  # sections: gemm, ew (incl. reductions), act (activations
+                                        # and softmax on 1M f32), conv, overhead, train (the GPT
+                                        # step's own kernels, AdamW), gpt
     python bench/run.py --gpt-issue     # GPT at the issue's shape (6 layers, d=384, seq 256, batch 8)
     python bench/run.py --quick         # fewer repeats (smoke test)
     TPU_NUM_THREADS=1 python bench/run.py --threads 1 --clock process   # load-robust ratios
@@ -208,6 +209,47 @@ def ew(args, mach, rows):
     return out
 
 
+def act(args, mach, rows):
+    """Activations, their backward ops and row-wise normalizations on 1M float32 elements (in
+    cache on most hosts: these rows measure the kernels' arithmetic, not memory). Each sample
+    is 10 calls back to back, then one synchronize: the kernels' throughput, not the cost of
+    waking the device per call (the train rows include that)."""
+    n, burst = 1 << 20, 10
+    g = torch.Generator().manual_seed(0)
+    base = {"x": torch.randn(n, generator=g), "g": torch.randn(n, generator=g)}
+    base["y"] = torch.sigmoid(base["x"])
+    on = {"cpu": base, "tpu": {k: v.to("tpu") for k, v in base.items()}}
+    aten = torch.ops.aten
+    cases = {  # name: fn(tensors of one device)
+        "gelu": lambda t: F.gelu(t["x"]),
+        "gelu_backward": lambda t: aten.gelu_backward(t["g"], t["x"]),
+        "silu": lambda t: F.silu(t["x"]),
+        "softplus": lambda t: F.softplus(t["x"]),
+        "mish": lambda t: F.mish(t["x"]),
+        "mish_backward": lambda t: aten.mish_backward(t["g"], t["x"]),
+        "elu": lambda t: F.elu(t["x"]),
+        "logsigmoid": lambda t: F.logsigmoid(t["x"]),
+        "leaky_relu": lambda t: F.leaky_relu(t["x"], 0.1),
+        "leaky_relu_backward": lambda t: aten.leaky_relu_backward(t["g"], t["x"], 0.1, False),
+        "hardtanh_backward": lambda t: aten.hardtanh_backward(t["g"], t["x"], -1.0, 1.0),
+        "threshold": lambda t: F.threshold(t["x"], 0.1, 2.0),
+        "clamp": lambda t: t["x"].clamp(-1, 1),
+        "softmax [1024,1024]": lambda t: torch.softmax(t["x"].view(1024, 1024), -1),
+        "log_softmax [1024,1024]": lambda t: torch.log_softmax(t["x"].view(1024, 1024), -1),
+        "remainder": lambda t: torch.remainder(t["x"], 0.7),
+    }
+    out = []
+    for name, fn in cases.items():
+        med, _, why = compare({dev: (dev, lambda dev=dev: [fn(on[dev]) for _ in range(burst)])
+                               for dev in ("cpu", "tpu")}, 3 if args.quick else 5, args.rounds)
+        row = {"op": name, "numel": n, "us": {k: v * 1e6 / burst for k, v in med.items()}, "ratio": med["tpu"] / med["cpu"],
+               "noisy": why}
+        out.append(row)
+        rows.append(f"{name:>24} 1M f32  us cpu {row['us']['cpu']:8.1f} tpu {row['us']['tpu']:8.1f}  "
+                    f"tpu/cpu {row['ratio']:5.2f}x" + noisy_note(why))
+    return out
+
+
 def overhead(args, mach, rows):
     nops = 2000 if args.quick else 10000
     out = []
@@ -387,7 +429,7 @@ def gpt(args, mach, rows):
     return r
 
 
-SECTIONS = {"gemm": gemm, "ew": ew, "conv": conv, "overhead": overhead, "train": train, "gpt": gpt}
+SECTIONS = {"gemm": gemm, "ew": ew, "act": act, "conv": conv, "overhead": overhead, "train": train, "gpt": gpt}
 
 
 def main():

@@ -112,6 +112,26 @@ def test_bf16_inputs_ignore_precision():
     assert torch.equal(outs[0], outs[1])
 
 
+@pytest.mark.parametrize("p", ["default", "high", "highest"])
+@pytest.mark.parametrize("m,k,n", [(37, 300, 17), (64, 256, 33), (129, 1100, 100), (1024, 256, 768), (8, 513, 1030)])
+def test_addmm_bias_is_the_rounded_product_plus_bias(p, m, k, n):
+    """addmm with beta = alpha = 1 and a row bias adds the bias inside the GEMM's last store
+    (no epilogue pass): the result must be exactly mm's rounded values plus the bias, for K
+    within one run of the micro-kernel and past it, partial tiles, a NaN in the bias, and
+    the bias as [N], [1, N] and expanded [M, N]."""
+    g = torch.Generator().manual_seed(m + k + n)
+    a, b, bias = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g), torch.randn(n, generator=g)
+    bias[n // 2] = float("nan")
+    a, b, bias = a.to("tpu"), b.to("tpu"), bias.to("tpu")
+    with torch.tpu.precision(p):
+        want = (a @ b + bias).cpu()
+        for s in (bias, bias[None], bias.expand(m, n)):
+            got = torch.addmm(s, a, b).cpu()
+            assert torch.equal(got.view(torch.int32), want.view(torch.int32)), (s.shape, (got - want).abs().max())
+        got = torch.nn.functional.linear(a, b.t().contiguous(), bias).cpu()
+        assert torch.equal(got.view(torch.int32), want.view(torch.int32))
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("shape,dim", [((5,), 0), ((5, 3), 0), ((5, 3, 2), 1)])
 def test_index_add_into_half_rounds_the_sum_once(dtype, shape, dim):

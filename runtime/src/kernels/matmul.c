@@ -94,10 +94,13 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
 
 /* MICRO(T, SFX, ROWS, NV): a tile of ROWS x (NV vectors of W lanes) over a panel whose K
  * steps are VECS vectors apart. fp-contract: the multiply-adds are FMAs in every build that
- * has them. C tile = (store ? 0 : C tile) + the sum of the kc packed steps. */
+ * has them. C tile = (store ? 0 : C tile) + the sum of the kc packed steps, then + bias[j]
+ * when bias is not NULL (the last run of a product: addmm's bias added to the rounded C
+ * value, as its epilogue would, without a pass of its own). */
 #define MICRO(T, SFX, ROWS, NV)                                                                 \
   __attribute__((optimize("fp-contract=fast"))) static void micro_##SFX##_##NV(int64_t kc, const T* restrict a, const T* restrict b, \
-                                      T* restrict c, int64_t ldc, int mr, int nr, int store) {  \
+                                      T* restrict c, int64_t ldc, int mr, int nr, int store,     \
+                                      const T* restrict bias) {                                   \
     v##SFX acc[ROWS][NV];                                                                       \
     const int64_t w = W_##SFX;                                                                 \
     memset(acc, 0, sizeof acc);                                                                \
@@ -120,13 +123,20 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
             memcpy(&old, c + i * ldc + h * W_##SFX, sizeof old);                               \
             cv += old;                                                                         \
           }                                                                                    \
+          if (bias) {                                                                          \
+            v##SFX bv;                                                                         \
+            memcpy(&bv, bias + h * W_##SFX, sizeof bv);                                        \
+            cv += bv;                                                                          \
+          }                                                                                    \
           memcpy(c + i * ldc + h * W_##SFX, &cv, sizeof cv);                                   \
         }                                                                                      \
       return;                                                                                  \
     }                                                                                          \
     for (int i = 0; i < mr; i++)                                                               \
-      for (int j = 0; j < nr; j++)                                                             \
-        c[i * ldc + j] = store ? acc[i][j / W_##SFX][j % W_##SFX] : c[i * ldc + j] + acc[i][j / W_##SFX][j % W_##SFX]; \
+      for (int j = 0; j < nr; j++) {                                                           \
+        T v = store ? acc[i][j / W_##SFX][j % W_##SFX] : c[i * ldc + j] + acc[i][j / W_##SFX][j % W_##SFX]; \
+        c[i * ldc + j] = bias ? v + bias[j] : v;                                               \
+      }                                                                                        \
   }
 
 #define MICRO_EXPANDED(T, SFX, ROWS, NV) MICRO(T, SFX, ROWS, NV) /* NV = VECS expanded first */
@@ -313,6 +323,8 @@ PACKERS(double, f64)
     int64_t M, panels_m, chunks; /* rows, their MR-row panels, row chunks per B block */      \
     int64_t col_groups;          /* each row chunk's columns cut in this many groups */       \
     int store;                   /* the first K block stores into C instead of adding */      \
+    int64_t K;                                                                                 \
+    const T* bias;               /* NULL, or N values added to every row at the end */        \
   } gemm_job_##SFX;                                                                            \
   /* Column panels [p0, p1) of the B block (column-major B). */                               \
   static void gemm_pack_b_cols_##SFX(void* arg, int64_t p0, int64_t p1) {                      \
@@ -347,6 +359,7 @@ PACKERS(double, f64)
     _Alignas(64) T row[KC];                                                                    \
     int64_t kcx = g->kc * g->x;                                                                \
     int store = g->store && g->k0 == 0;                                                        \
+    int last = g->bias && g->k0 + g->kc >= g->K; /* the product's last K block */             \
     int64_t run = KRUN / g->x * g->x;                                                          \
     int64_t r0 = g->panels_m * q0 / g->chunks * MR_##SFX;                                      \
     int64_t r1 = g->panels_m * q1 / g->chunks * MR_##SFX;                                      \
@@ -364,18 +377,20 @@ PACKERS(double, f64)
             int nr = g->nc - jr < NR_##SFX ? (int)(g->nc - jr) : NR_##SFX;                     \
             MICRO_CALL(SFX, (nr + W_##SFX - 1) / W_##SFX, kcx - q < run ? kcx - q : run,       \
                        ap + ir * kcx + q * MR_##SFX, g->bp + jr * kcx + q * NR_##SFX,           \
-                       g->c + (i0 + ir) * g->ldc + g->j0 + jr, g->ldc, mr, nr, store && q == 0); \
+                       g->c + (i0 + ir) * g->ldc + g->j0 + jr, g->ldc, mr, nr, store && q == 0, \
+                       last && q + run >= kcx ? g->bias + g->j0 + jr : NULL);                   \
           }                                                                                    \
     }                                                                                          \
   }                                                                                            \
-  /* C = A * B when `store` (K > 0), else C += A * B. */                                     \
+  /* C = A * B when `store` (K > 0), else C += A * B; then C += bias (a row) unless NULL. */ \
   static void gemm_##SFX(int64_t M, int64_t N, int64_t K, const mat* A, const mat* B,         \
-                         pass_mode pa, pass_mode pb, T* c, int64_t ldc, T* ws, int store) {    \
+                         pass_mode pa, pass_mode pb, T* c, int64_t ldc, T* ws, int store,      \
+                         const T* bias) {                                                      \
     int x = expand_of(pa) > expand_of(pb) ? expand_of(pa) : expand_of(pb);                     \
     if (x == 3) pa = pb = PASS_BF16X3;                                                         \
     int64_t kb = KC / x;                                                                       \
     int64_t panels_m = (M + MR_##SFX - 1) / MR_##SFX;                                          \
-    gemm_job_##SFX g = {A, B, pa, pb, x, 0, 0, 0, 0, ws, c, ldc, M, panels_m, 1, 1, store};    \
+    gemm_job_##SFX g = {A, B, pa, pb, x, 0, 0, 0, 0, ws, c, ldc, M, panels_m, 1, 1, store, K, bias}; \
     /* Row chunks: at least 4 per thread so a thread slowed by the machine gets fewer, each  \
      * at most MC rows (the A block) and at least 4 panels; a single chunk below ~1 MFLOP   \
      * per block (the hand-off costs more). */                                                \
@@ -477,6 +492,7 @@ typedef struct {
   pass_mode pa, pb;
   int store; /* the accumulator is not zeroed: each product's first K block stores */
   int oom;
+  const float* bias; /* addmm's bias row, added in the GEMM (see row_bias) */
 } batch_job;
 
 static void run_batches(void* arg, int64_t b0, int64_t b1) {
@@ -495,8 +511,8 @@ static void run_batches(void* arg, int64_t b0, int64_t b1) {
     B.data += b * pr->b_bs * (int64_t)b_es;
     char* cb = (char*)J->acc + b * pr->c_bs * pr->M * pr->N * (int64_t)J->es;
     int store = J->store && (pr->c_bs || b == 0); /* addbmm: later batches add to the first */
-    if (J->ct == TPURT_CT_F32) gemm_f32(pr->M, pr->N, pr->K, &A, &B, J->pa, J->pb, (float*)cb, pr->N, ws, store);
-    else if (J->ct == TPURT_CT_F64) gemm_f64(pr->M, pr->N, pr->K, &A, &B, J->pa, J->pb, (double*)cb, pr->N, ws, store);
+    if (J->ct == TPURT_CT_F32) gemm_f32(pr->M, pr->N, pr->K, &A, &B, J->pa, J->pb, (float*)cb, pr->N, ws, store, J->bias);
+    else if (J->ct == TPURT_CT_F64) gemm_f64(pr->M, pr->N, pr->K, &A, &B, J->pa, J->pb, (double*)cb, pr->N, ws, store, NULL);
     else gemm_i64(pr->M, pr->N, pr->K, &A, &B, (int64_t*)cb, pr->N, ws);
   }
 }
@@ -575,7 +591,7 @@ static tpurt_status run_matmul_complex(const tpurt_op_call* c, const problem* pr
     B.data += b * pr->b_bs * 8;
     for (int q = 0; q < 4; q++) {
       mat a = cx_part(&A, q == 1 || q == 3), bm = cx_part(&B, q == 1 || q == 2);
-      gemm_f32(pr->M, pr->N, pr->K, &a, &bm, pm, pm, parts + q * nacc + b * pr->c_bs * mn, pr->N, ws, 0);
+      gemm_f32(pr->M, pr->N, pr->K, &a, &bm, pm, pm, parts + q * nacc + b * pr->c_bs * mn, pr->N, ws, 0, NULL);
     }
   }
   float sg = conj_a ? 1.0f : -1.0f;
@@ -595,6 +611,17 @@ static tpurt_status run_matmul_complex(const tpurt_op_call* c, const problem* pr
   }
   if (nin == 2) in[1] = self->t;
   return tpurt_ew_run(out, nin, in, TPURT_CT_C64, nin == 2 ? cx_epi_2 : cx_epi_1, &e);
+}
+
+/* A float32 self that is one row broadcast over a 2-D out (a Linear's bias) as N dense
+ * values, else NULL: with alpha = beta = 1 the GEMM adds it to each rounded C value in its
+ * last store, which is exactly the epilogue's acc + self without the epilogue's pass. */
+static const float* row_bias(const tpurt_tensor* s, const tpurt_tensor* out, const problem* pr) {
+  if (s->dtype != TPURT_F32 || out->ndim != 2 || out->sizes[0] != pr->M || out->sizes[1] != pr->N || s->ndim > 2 ||
+      s->ndim < 1 || s->sizes[s->ndim - 1] != pr->N || (pr->N > 1 && s->strides[s->ndim - 1] != 1))
+    return NULL;
+  if (s->ndim == 2 && s->sizes[0] != 1 && s->strides[0] != 0) return NULL;
+  return s->data;
 }
 
 /* Run the problem into a dense accumulator shaped like out, then out = alpha*acc +
@@ -623,7 +650,14 @@ static tpurt_status run_matmul_conj(const tpurt_op_call* c, const problem* pr, c
   void* acc = direct ? out->data : store ? tpurt_temp(bytes) : tpurt_temp_zeroed(bytes);
   if (!acc) return TPURT_ERR_OOM;
   if (direct && !store) memset(acc, 0, bytes);
-  batch_job J = {pr, acc, es, ct, pass_of(pr->A.dtype, c->precision), pass_of(pr->B.dtype, c->precision), store, 0};
+  epi_ctx e = {1, 0, 1, 0};
+  if (alpha) e.alpha = tpurt_value_f(alpha), e.alpha_i = tpurt_value_i(alpha);
+  if (beta) e.beta = tpurt_value_f(beta), e.beta_i = tpurt_value_i(beta);
+  int nin = self && self->kind == TPURT_V_TENSOR && (ct == TPURT_CT_I64 ? e.beta_i != 0 : e.beta != 0) ? 2 : 1;
+  const float* bias = ct == TPURT_CT_F32 && direct && store && pr->nb == 1 && nin == 2 && e.alpha == 1 && e.beta == 1
+                          ? row_bias(&self->t, out, pr) : NULL;
+  batch_job J = {pr, acc, es, ct, pass_of(pr->A.dtype, c->precision), pass_of(pr->B.dtype, c->precision), store, 0,
+                 bias};
   /* Many small independent batches (attention's bmm): one batch per thread at a time beats
    * splitting each small GEMM over the pool (two hand-offs per batch). Every batch is still
    * one gemm call, so results are those of the sequential loop. */
@@ -642,10 +676,7 @@ static tpurt_status run_matmul_conj(const tpurt_op_call* c, const problem* pr, c
     in[0].strides[d] = st;
     st *= out->sizes[d];
   }
-  epi_ctx e = {1, 0, 1, 0};
-  if (alpha) e.alpha = tpurt_value_f(alpha), e.alpha_i = tpurt_value_i(alpha);
-  if (beta) e.beta = tpurt_value_f(beta), e.beta_i = tpurt_value_i(beta);
-  int nin = self && self->kind == TPURT_V_TENSOR && (ct == TPURT_CT_I64 ? e.beta_i != 0 : e.beta != 0) ? 2 : 1;
+  if (bias) return TPURT_OK; /* alpha = beta = 1 and the bias is in: out is done */
   if (nin == 2) in[1] = self->t;
   tpurt_ew_fn fn = ct == TPURT_CT_F32 ? (nin == 2 ? epi_f32_2 : epi_f32_1)
                  : ct == TPURT_CT_F64 ? (nin == 2 ? epi_f64_2 : epi_f64_1)
@@ -767,6 +798,6 @@ void tpurt_gemm(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const 
     return;
   }
   pass_mode pa = pass_of(a.dtype, precision), pb = pass_of(b.dtype, precision);
-  if (a.dtype == TPURT_F64) gemm_f64(M, N, K, &a, &b, pa, pb, c, ldc, ws, 0);
-  else gemm_f32(M, N, K, &a, &b, pa, pb, c, ldc, ws, 0);
+  if (a.dtype == TPURT_F64) gemm_f64(M, N, K, &a, &b, pa, pb, c, ldc, ws, 0, NULL);
+  else gemm_f32(M, N, K, &a, &b, pa, pb, c, ldc, ws, 0, NULL);
 }

@@ -109,20 +109,28 @@ static inline void tile_dot(const real* const a[RB], const real* bt, int64_t ldb
   }
 }
 
-/* o[r][e] = sum over j < m of p[r][j] * x[j][e], for e < n (a multiple of TC). */
+/* o[r][e] = sum over j < m of p[r][j] * x[j][e], for e < n (a multiple of TC). The sum over
+ * keys runs in blocks of MIX_BLOCK, each summed on its own and then added to the total: a
+ * float32 sum over thousands of keys in one accumulator lost more than CPU's blocked GEMM. */
+enum { MIX_BLOCK = 64 };
 static inline void tile_mix(const real* p, int64_t ldp, int64_t m, const real* x, int64_t ldx, int64_t n,
                             real* o, int64_t ldo) {
   for (int64_t e = 0; e < n; e += TC) {
     vd acc[RB][2];
     for (int r = 0; r < RB; r++) acc[r][0] = acc[r][1] = (vd){0};
-    for (int64_t j = 0; j < m; j++) {
-      vd x0, x1;
-      LD(x0, x + j * ldx + e), LD(x1, x + j * ldx + e + VD);
-      for (int r = 0; r < RB; r++) {
-        real w = p[r * ldp + j];
-        acc[r][0] += w * x0;
-        acc[r][1] += w * x1;
+    for (int64_t j0 = 0; j0 < m; j0 += MIX_BLOCK) {
+      vd part[RB][2];
+      for (int r = 0; r < RB; r++) part[r][0] = part[r][1] = (vd){0};
+      for (int64_t j = j0; j < m && j < j0 + MIX_BLOCK; j++) {
+        vd x0, x1;
+        LD(x0, x + j * ldx + e), LD(x1, x + j * ldx + e + VD);
+        for (int r = 0; r < RB; r++) {
+          real w = p[r * ldp + j];
+          part[r][0] += w * x0;
+          part[r][1] += w * x1;
+        }
       }
+      for (int r = 0; r < RB; r++) acc[r][0] += part[r][0], acc[r][1] += part[r][1];
     }
     for (int r = 0; r < RB; r++) ST(o + r * ldo + e, acc[r][0]), ST(o + r * ldo + e + VD, acc[r][1]);
   }
@@ -156,10 +164,10 @@ static inline int64_t live(const attn_job* J, int64_t i) { return J->causal && i
  * (k rows, k and v transposed, v rows), the block's q and dout rows, two RB x Sp score
  * tiles, an RB x max(Ep, Evp) result tile, and for the backward the kv head's dk and dv sums. */
 typedef struct {
-  real *k, *kt, *vt, *v, *q, *dout, *s, *t, *acc, *zero, *dk, *dv;
+  real *k, *kt, *vt, *v, *q, *dout, *s, *t, *acc, *zero, *dk, *dv, *dkp, *dvp;
   int64_t head; /* b * Hk + hk loaded, -1 for none */
 } attn_scratch;
-enum { NPARTS = 12 };
+enum { NPARTS = 14 };
 
 /* Doubles of a worker's scratch, in whole 64-byte lines so that workers never share one; each
  * part's into sizes unless NULL. */
@@ -167,6 +175,7 @@ static int64_t scratch_layout(const attn_job* J, int backward, int64_t* sizes) {
   int64_t d = J->Ep > J->Evp ? J->Ep : J->Evp;
   int64_t parts[NPARTS] = {J->S * J->Ep, J->E * J->Sp, J->Ev * J->Sp, J->S * J->Evp, RB * J->Ep, RB * J->Evp,
                            RB * J->Sp,   RB * J->Sp,   RB * d,        d,
+                           backward ? J->S * J->Ep : 0, backward ? J->S * J->Evp : 0,
                            backward ? J->S * J->Ep : 0, backward ? J->S * J->Evp : 0};
   int64_t total = 0;
   for (int i = 0; i < NPARTS; i++) {
@@ -180,7 +189,7 @@ static void scratch_init(const attn_job* J, int backward, real* p, attn_scratch*
   int64_t sizes[NPARTS];
   scratch_layout(J, backward, sizes);
   real** parts[NPARTS] = {&w->k, &w->kt, &w->vt, &w->v,    &w->q,  &w->dout,
-                            &w->s, &w->t,  &w->acc, &w->zero, &w->dk, &w->dv};
+                            &w->s, &w->t,  &w->acc, &w->zero, &w->dk, &w->dv, &w->dkp, &w->dvp};
   for (int i = 0; i < NPARTS; i++) *parts[i] = p, p += sizes[i];
   w->head = -1;
 }
@@ -296,7 +305,8 @@ static void fwd_blocks(attn_job* J, attn_scratch* w, int64_t begin, int64_t end)
     /* The rows' max and sum chains interleave (each still in key order): a lone chain of
      * dependent additions would wait on every one. Keys past a row's own are -inf, whose
      * exp is exactly 0 and adds nothing. */
-    real mx[RB], sum[RB];
+    real mx[RB];
+    double sum[RB]; /* in double: one add per probability, a sixty-fourth of the products */
     for (int r = 0; r < RB; r++) mx[r] = -INFINITY, sum[r] = 0;
     for (int64_t j = 0; j < k.nb; j++)
       for (int r = 0; r < RB; r++) mx[r] = w->s[r * J->Sp + j] > mx[r] ? w->s[r * J->Sp + j] : mx[r];
@@ -307,11 +317,11 @@ static void fwd_blocks(attn_job* J, attn_scratch* w, int64_t begin, int64_t end)
     }
     for (int64_t j = 0; j < k.nb; j++)
       for (int r = 0; r < RB; r++) sum[r] += w->s[r * J->Sp + j];
-    for (int r = 0; r < k.nr; r++) J->lse[k.r0 + r] = mx[r] + logf(sum[r]);
+    for (int r = 0; r < k.nr; r++) J->lse[k.r0 + r] = (float)(mx[r] + log(sum[r]));
     tile_mix(w->s, J->Sp, k.nb, w->v, J->Evp, J->Evp, w->acc, J->Evp);
     for (int r = 0; r < k.nr; r++) {
       float* o = J->out + (k.r0 + r) * J->Ev;
-      for (int64_t e = 0; e < J->Ev; e++) o[e] = w->acc[r * J->Evp + e] / sum[r];
+      for (int64_t e = 0; e < J->Ev; e++) o[e] = (float)(w->acc[r * J->Evp + e] / sum[r]);
     }
   }
 }
@@ -428,13 +438,22 @@ tpurt_status tpurt_kernel_sdpa_fused(const tpurt_op_call* c) {
   return s;
 }
 
+/* dk/dv's sums over query rows run in parts of PART_BLOCKS row blocks, each summed on its own
+ * (dkp, dvp) and then added to the total (rows [0, n) of them: the keys the part touched):
+ * in one float32 accumulator over thousands of rows they lost 3x CPU's accuracy. */
+enum { PART_BLOCKS = 8 };
+static void add_part(real* total, real* part, int64_t n) {
+  for (int64_t i = 0; i < n; i++) total[i] += part[i];
+  memset(part, 0, (size_t)n * sizeof(real));
+}
+
 /* Backward for the query heads of one (b, kv head) group: dq for those heads, dk/dv for
  * the kv head (summed over the group, so one task owns each). */
 static void bwd_groups(attn_job* J, attn_scratch* w, int64_t begin, int64_t end) {
   real *dk = w->dk, *dv = w->dv;
   int64_t g = J->Hq / J->Hk;
   for (int64_t t = begin; t < end; t++) {
-    int64_t b = t / J->Hk, hk = t % J->Hk;
+    int64_t b = t / J->Hk, hk = t % J->Hk, blocks = 0, touched = 0;
     memset(dk, 0, (size_t)(J->S * J->Ep) * sizeof(real));
     memset(dv, 0, (size_t)(J->S * J->Evp) * sizeof(real));
     for (int64_t h = hk * g; h < (hk + 1) * g; h++)
@@ -470,12 +489,18 @@ static void bwd_groups(attn_job* J, attn_scratch* w, int64_t begin, int64_t end)
           real *pr = p + r * J->Sp, *dsr = ds + r * J->Sp;
           for (int64_t j = 0; j < k.nb; j++) dsr[j] = pr[j] != 0 ? pr[j] * (dsr[j] - D[r]) * J->scale : 0;
         }
-        tile_update(p, J->Sp, k.nb, k.dout, J->Evp, dv, J->Evp);
-        tile_update(ds, J->Sp, k.nb, k.q, J->Ep, dk, J->Ep);
+        tile_update(p, J->Sp, k.nb, k.dout, J->Evp, w->dvp, J->Evp);
+        tile_update(ds, J->Sp, k.nb, k.q, J->Ep, w->dkp, J->Ep);
+        touched = k.nb > touched ? k.nb : touched;
+        if (++blocks % PART_BLOCKS == 0) {
+          add_part(dk, w->dkp, touched * J->Ep), add_part(dv, w->dvp, touched * J->Evp);
+          touched = 0;
+        }
         tile_mix(ds, J->Sp, k.nb, w->k, J->Ep, J->Ep, w->acc, J->Ep);
         for (int r = 0; r < k.nr; r++)
           for (int64_t e = 0; e < J->E; e++) J->dq[(k.r0 + r) * J->E + e] = w->acc[r * J->Ep + e];
       }
+    add_part(dk, w->dkp, touched * J->Ep), add_part(dv, w->dvp, touched * J->Evp);
     float* dkb = J->dk + t * J->S * J->E;
     float* dvb = J->dv + t * J->S * J->Ev;
     for (int64_t j = 0; j < J->S; j++) {

@@ -81,3 +81,25 @@ def test_pow_small_exponents_as_cpu_computes_them(exponent, dtype):
 def test_pow_half_exponents_are_the_roots(exponent, op):
     x = inputs().abs()
     torch.testing.assert_close(x.to("tpu").pow(exponent).cpu(), op(x.to("tpu")).cpu(), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("op", [torch.fmod, torch.remainder])
+def test_fmod_and_remainder_are_exact_as_cpu(op):
+    """fmod is exact, so CPU's bits are the reference. float32 takes a vector path where the
+    quotient is below 2^28 (truncated in double, the remainder exact in double) and libm's
+    fmodf elsewhere: huge quotients, zero, infinite and NaN operands, subnormals, signed zeros;
+    also in place (the output is an input) and with a Python scalar divisor."""
+    g = torch.Generator().manual_seed(0)
+    special = torch.tensor([0.0, -0.0, 1.0, -1.0, 3.0, -3.0, 7.5, -7.5, 1e30, -1e30, float("inf"), float("-inf"),
+                            float("nan"), 1e-40, -1e-40, 2.5, 0.1, 16777217.0, 3e8])
+    a = torch.cat([torch.randn(4096, generator=g) * 10, torch.randn(512, generator=g) * 1e10, special])
+    b = torch.cat([torch.randn(4096, generator=g), torch.randn(512, generator=g) * 1e-3,
+                   torch.tensor([1.0, 1.0, 0.0, -0.0, 2.0, -2.0, float("inf"), float("-inf"), 3.0, -3.0, 1.0, 1.0,
+                                 1.0, 1e-41, 3e-39, -0.5, 0.1, 3.0, 1e-30])])
+    bits = lambda t: torch.where(t.isnan(), torch.zeros_like(t), t).view(torch.int32)  # noqa: E731
+    want = op(a, b)
+    assert torch.equal(bits(op(a.to("tpu"), b.to("tpu")).cpu()), bits(want))
+    inplace = a.to("tpu")
+    getattr(inplace, op.__name__ + "_")(b.to("tpu"))
+    assert torch.equal(bits(inplace.cpu()), bits(want))
+    assert torch.equal(bits(op(a.to("tpu"), 0.7).cpu()), bits(op(a, 0.7)))

@@ -86,8 +86,6 @@ static inline int64_t ipow(int64_t a, int64_t b) {
   X(minimum, EW_MINN(x, y), EW_MINI(x, y))                                         \
   X(div_trunc, trunc(EW_STEP(x / y)), idiv_trunc(P, x, y))                                  \
   X(div_floor, FDIV_FLOOR(x, y), idiv_floor(P, x, y))                              \
-  X(remainder, FREMAINDER(x, y), iremainder(P, x, y))                              \
-  X(fmod, fmod(x, y), ifmod(P, x, y))                                              \
   X(fmax, fmax(x, y), EW_MAXI(x, y))                                               \
   X(fmin, fmin(x, y), EW_MINI(x, y))                                               \
   X(heaviside, x == 0 ? y : x > 0, x == 0 ? y : x > 0)
@@ -160,6 +158,39 @@ BINARY_INT_OPS(DEF_INT)
 BINARY_INT_OPS(KERNEL2)
 BINARY_BOOL_OPS(DEF_BOOL)
 BINARY_BOOL_OPS(KERNEL2)
+
+/* fmod and remainder on float32: vm_fmodf where it is exact (|a| < 2^28 |b|, b finite),
+ * libm's fmodf in a second pass for the other lanes (one libm call per element was 9x CPU's
+ * vectorized fmod). A block goes through a local buffer, so an output that is one of the
+ * inputs still reads them intact. remainder then takes the divisor's sign, as CPU's. */
+enum { FMOD_BLOCK = 256 };
+static void fmod_block_f32(int64_t n, float* restrict r, const float* a, const float* b, int python_sign) {
+  for (int64_t i = 0; i < n; i++) r[i] = vm_fmodf_in_range(a[i], b[i]) ? vm_fmodf(a[i], b[i]) : 0;
+  for (int64_t i = 0; i < n; i++)
+    if (!vm_fmodf_in_range(a[i], b[i])) r[i] = fmodf(a[i], b[i]);
+  if (python_sign)
+    for (int64_t i = 0; i < n; i++) r[i] = (r[i] != 0) & ((b[i] < 0) != (r[i] < 0)) ? r[i] + b[i] : r[i];
+}
+#define FMOD_CHUNK(NAME, PYTHON_SIGN)                                                   \
+  static void NAME(int64_t n, void* o, const void* const* in, const void* ctx) {       \
+    const float *a = in[0], *b = in[1];                                                 \
+    float* r = o;                                                                       \
+    (void)ctx;                                                                          \
+    for (int64_t i0 = 0; i0 < n; i0 += FMOD_BLOCK) {                                    \
+      _Alignas(64) float t[FMOD_BLOCK];                                                 \
+      int64_t m = n - i0 < FMOD_BLOCK ? n - i0 : FMOD_BLOCK;                            \
+      fmod_block_f32(m, t, a + i0, b + i0, PYTHON_SIGN);                                \
+      memcpy(r + i0, t, sizeof(float) * (size_t)m);                                     \
+    }                                                                                   \
+  }
+FMOD_CHUNK(fmod_f32, 0)
+FMOD_CHUNK(remainder_f32, 1)
+EW_CHUNK(fmod_f64, double, double, 2, fmod(x, y))
+EW_CHUNK(fmod_i64, int64_t, int64_t, 2, ifmod(P, x, y))
+EW_DESC(fmod, EW_SAME, 2, fmod_f32, fmod_f64, fmod_i64)
+EW_CHUNK(remainder_f64, double, double, 2, FREMAINDER(x, y))
+EW_CHUNK(remainder_i64, int64_t, int64_t, 2, iremainder(P, x, y))
+EW_DESC(remainder, EW_SAME, 2, remainder_f32, remainder_f64, remainder_i64)
 
 #define BINARY_PLAIN(X) X(maximum) X(minimum) X(remainder) X(fmod) \
   X(atan2) X(copysign) X(hypot) X(xlogy) X(fmax) X(fmin) X(logaddexp) X(logaddexp2)

@@ -200,6 +200,19 @@ static inline float vm_log1pf(float x) {
   return x == INFINITY ? x : r;
 }
 
+/* fmod of floats where |a| < 2^28 |b| and b is finite (vm_fmodf_in_range): the quotient in
+ * double is then far enough from an integer that truncating it gives trunc(a / b) exactly,
+ * q * b (at most 28 + 24 bits) and a - q * b (the result, a float) are exact in double, so
+ * the result is fmodf's exact value. Other lanes (b = 0, inf, NaN, huge quotients) are for
+ * libm. */
+static inline int vm_fmodf_in_range(float a, float b) {
+  return (fabsf(b) < INFINITY) & (fabsf(a) < 0x1p28f * fabsf(b));
+}
+static inline float vm_fmodf(float a, float b) {
+  double q = trunc((double)a / (double)b);
+  return copysignf(fabsf((float)((double)a - q * (double)b)), a);
+}
+
 /* sin / cos of float x: reduced by pi/2 in double (fdlibm's 33 + 53 bit split of pi/2, exact
  * for |x| < 2^20), then FreeBSD's float kernels in double on |r| <= pi/4. Past 2^20 (and for
  * inf and NaN) vm_trig_in_range is false: callers compute those lanes with libm. */

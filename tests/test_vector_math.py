@@ -83,12 +83,13 @@ def test_pow_half_exponents_are_the_roots(exponent, op):
     torch.testing.assert_close(x.to("tpu").pow(exponent).cpu(), op(x.to("tpu")).cpu(), rtol=0, atol=0, equal_nan=True)
 
 
-@pytest.mark.parametrize("op", [torch.fmod, torch.remainder])
+@pytest.mark.parametrize("op", [torch.fmod, torch.remainder, torch.floor_divide])
 def test_fmod_and_remainder_are_exact_as_cpu(op):
-    """fmod is exact, so CPU's bits are the reference. float32 takes a vector path where the
-    quotient is below 2^28 (truncated in double, the remainder exact in double) and libm's
-    fmodf elsewhere: huge quotients, zero, infinite and NaN operands, subnormals, signed zeros;
-    also in place (the output is an input) and with a Python scalar divisor."""
+    """fmod is exact, so CPU's bits are the reference (and floor_divide's, which CPU computes
+    from it). float32 takes a vector path where the quotient is below 2^28 (truncated in
+    double, the remainder exact in double) and libm's fmodf elsewhere: huge quotients, zero,
+    infinite and NaN operands, subnormals, signed zeros; also in place (the output is an
+    input) and with a Python scalar divisor."""
     g = torch.Generator().manual_seed(0)
     special = torch.tensor([0.0, -0.0, 1.0, -1.0, 3.0, -3.0, 7.5, -7.5, 1e30, -1e30, float("inf"), float("-inf"),
                             float("nan"), 1e-40, -1e-40, 2.5, 0.1, 16777217.0, 3e8])

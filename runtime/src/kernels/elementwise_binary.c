@@ -30,7 +30,6 @@
 DEF_FLOAT_HELPERS(float, f)
 DEF_FLOAT_HELPERS(double, d)
 #define FREMAINDER(a, b) _Generic((a), float: fremainder_f, double: fremainder_d)(a, b)
-#define FDIV_FLOOR(a, b) _Generic((a), float: fdiv_floor_f, double: fdiv_floor_d)(P, a, b)
 #define FLERP(a, b, w) _Generic((a), float: flerp_f, double: flerp_d)(a, b, w)
 
 /* Integer division family: a zero divisor is flagged (CPU raises ZeroDivisionError) and
@@ -85,7 +84,6 @@ static inline int64_t ipow(int64_t a, int64_t b) {
   X(maximum, EW_MAXN(x, y), EW_MAXI(x, y))                                         \
   X(minimum, EW_MINN(x, y), EW_MINI(x, y))                                         \
   X(div_trunc, trunc(EW_STEP(x / y)), idiv_trunc(P, x, y))                                  \
-  X(div_floor, FDIV_FLOOR(x, y), idiv_floor(P, x, y))                              \
   X(fmax, fmax(x, y), EW_MAXI(x, y))                                               \
   X(fmin, fmin(x, y), EW_MINI(x, y))                                               \
   X(heaviside, x == 0 ? y : x > 0, x == 0 ? y : x > 0)
@@ -185,6 +183,36 @@ static void fmod_block_f32(int64_t n, float* restrict r, const float* a, const f
   }
 FMOD_CHUNK(fmod_f32, 0)
 FMOD_CHUNK(remainder_f32, 1)
+/* div_floor (floor_divide, `//`) on float32: fdiv_floor_f's steps from fmod_block_f32's
+ * exact remainders, as selects (its fmod was one libm call per element: 14x CPU's time).
+ * float16/bfloat16 round every step (P->step_dt, a call) and keep the scalar loop. */
+static inline float div_floor_from_mod(float a, float b, float mod) {
+  float div = (a - mod) / b;
+  div = (mod != 0) & ((b < 0) != (mod < 0)) ? div - 1 : div;
+  float fl = floorf(div);
+  float res = div - fl > 0.5f ? fl + 1 : fl;
+  res = div == 0 ? copysignf(0.0f, a / b) : res;
+  return b == 0 ? a / b : res;
+}
+static void div_floor_f32(int64_t n, void* o, const void* const* in, const void* ctx) {
+  const ew_par* P = ctx;
+  const float *a = in[0], *b = in[1];
+  float* r = o;
+  if (P->step_dt >= 0) {
+    for (int64_t i = 0; i < n; i++) r[i] = fdiv_floor_f(P, a[i], b[i]);
+    return;
+  }
+  for (int64_t i0 = 0; i0 < n; i0 += FMOD_BLOCK) {
+    _Alignas(64) float t[FMOD_BLOCK];
+    int64_t m = n - i0 < FMOD_BLOCK ? n - i0 : FMOD_BLOCK;
+    fmod_block_f32(m, t, a + i0, b + i0, 0);
+    for (int64_t i = 0; i < m; i++) t[i] = div_floor_from_mod(a[i0 + i], b[i0 + i], t[i]);
+    memcpy(r + i0, t, sizeof(float) * (size_t)m);
+  }
+}
+EW_CHUNK(div_floor_f64, double, double, 2, fdiv_floor_d(P, x, y))
+EW_CHUNK(div_floor_i64, int64_t, int64_t, 2, idiv_floor(P, x, y))
+EW_DESC(div_floor, EW_SAME, 2, div_floor_f32, div_floor_f64, div_floor_i64)
 EW_CHUNK(fmod_f64, double, double, 2, fmod(x, y))
 EW_CHUNK(fmod_i64, int64_t, int64_t, 2, ifmod(P, x, y))
 EW_DESC(fmod, EW_SAME, 2, fmod_f32, fmod_f64, fmod_i64)

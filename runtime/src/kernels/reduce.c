@@ -649,9 +649,56 @@ static void ext_merge(red_state* a, const red_state* b, const red_ctx* c) {
   if (c->as_int) ext_i(a, b->i, b->j, c->flag);
   else ext_f(a, b->f, b->j, c->flag);
 }
-static const red_op op_ext_val = {.int_inputs = 1, .init = init_ext, .row = ext_row, .col = ext_col, .fin = ext_fin_val, .merge = ext_merge};
-static const red_op op_ext_both = {.int_inputs = 1, .init = init_ext, .row = ext_row, .col = ext_col, .fin = ext_fin_both, .merge = ext_merge};
-static const red_op op_ext_idx = {.int_inputs = 1, .init = init_ext, .row = ext_row, .col = ext_col, .fin = ext_fin_idx, .merge = ext_merge};
+/* Dense float32 runs: the extreme (NaN if any) in 16 lanes, then the first element equal to it
+ * (or the first NaN), folded as ext_row folds elements one by one: the same value and index
+ * (the first occurrence's value, so -0 and +0 ties keep the first one's sign). The element
+ * loop with its branches was 8-16x CPU's time. */
+enum { EXT_LANES = 32 };
+#define EXT_PICK(m, x, better) ((m) != (m) ? (m) : (x) != (x) ? (x) : (better))
+#define EXT_SCAN(BETTER)                                                             \
+  for (; k + EXT_LANES <= n; k += EXT_LANES)                                         \
+    for (int j = 0; j < EXT_LANES; j++) {                                            \
+      float x = v[k + j], m = acc[j];                                                \
+      acc[j] = EXT_PICK(m, x, BETTER);                                               \
+    }                                                                                \
+  for (int j = 0; j < EXT_LANES; j++) {                                              \
+    float x = acc[j], m = b;                                                         \
+    b = EXT_PICK(m, x, BETTER);                                                      \
+  }                                                                                  \
+  for (; k < n; k++) {                                                               \
+    float x = v[k], m = b;                                                           \
+    b = EXT_PICK(m, x, BETTER);                                                      \
+  }
+/* Whole lane groups without a match skipped at once (a vector compare), then the element. */
+#define EXT_FIND(MATCH)                                                              \
+  for (; first + EXT_LANES <= n; first += EXT_LANES) {                               \
+    int hit = 0;                                                                     \
+    for (int j = 0; j < EXT_LANES; j++) hit |= MATCH(v[first + j]);                  \
+    if (hit) break;                                                                  \
+  }                                                                                  \
+  while (!MATCH(v[first])) first++;
+#define EXT_IS_NAN(x) ((x) != (x))
+#define EXT_IS_B(x) ((x) == b)
+static void ext_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, const red_ctx* c) {
+  if (n <= 0) return;
+  float acc[EXT_LANES], b = v[0];
+  for (int j = 0; j < EXT_LANES; j++) acc[j] = v[0];
+  int64_t k = 0, first = 0;
+  if (c->flag) {
+    EXT_SCAN(x < m ? x : m)
+  } else {
+    EXT_SCAN(x > m ? x : m)
+  }
+  if (b != b) {
+    EXT_FIND(EXT_IS_NAN)
+  } else {
+    EXT_FIND(EXT_IS_B)
+  }
+  ext_f(s, v[first], idx0 + first, c->flag);
+}
+static const red_op op_ext_val = {.int_inputs = 1, .init = init_ext, .row = ext_row, .col = ext_col, .fin = ext_fin_val, .merge = ext_merge, .row_f32 = ext_row_f32};
+static const red_op op_ext_both = {.int_inputs = 1, .init = init_ext, .row = ext_row, .col = ext_col, .fin = ext_fin_both, .merge = ext_merge, .row_f32 = ext_row_f32};
+static const red_op op_ext_idx = {.int_inputs = 1, .init = init_ext, .row = ext_row, .col = ext_col, .fin = ext_fin_idx, .merge = ext_merge, .row_f32 = ext_row_f32};
 
 /* var/std (+mean): Welford per element in column mode, chunk two-pass + Chan merge in row
  * mode. f = mean, g = M2, i = count. p = correction; flag bit 0 = sqrt, bit 1 = also mean. */
@@ -723,7 +770,26 @@ static void norm_fin(const red_state* s, int64_t count, const red_ctx* c, red_va
 static void norm_merge(red_state* a, const red_state* b, const red_ctx* c) {
   a->f = isinf(c->p) ? norm_fold(a->f, b->f, c->p) : a->f + b->f;
 }
-static const red_op op_norm = {.init = init_norm, .row = norm_row, .col = norm_col, .fin = norm_fin, .merge = norm_merge};
+/* Dense float32 runs of the 2-norm: squares summed in SUM_LANES double lanes (fixed order, as
+ * sum_row_f32; the staged element loop summed in one chain); other p take the staged path. */
+static void norm_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, const red_ctx* c) {
+  if (c->p != 2) {
+    _Alignas(64) double buf[RED_CHUNK];
+    for (int64_t j = 0; j < n; j += RED_CHUNK) {
+      int64_t m = n - j < RED_CHUNK ? n - j : RED_CHUNK;
+      for (int64_t k = 0; k < m; k++) buf[k] = v[j + k];
+      norm_row(s, buf, m, idx0 + j, c);
+    }
+    return;
+  }
+  double a[SUM_LANES] = {0}, t = 0;
+  int64_t k = 0;
+  for (; k + SUM_LANES <= n; k += SUM_LANES)
+    for (int j = 0; j < SUM_LANES; j++) a[j] += (double)v[k + j] * v[k + j];
+  for (; k < n; k++) t += (double)v[k] * v[k];
+  s->f += sum_lanes(a) + t;
+}
+static const red_op op_norm = {.init = init_norm, .row = norm_row, .col = norm_col, .fin = norm_fin, .merge = norm_merge, .row_f32 = norm_row_f32};
 
 /* logsumexp, online: f = running max, g = sum exp(x - f), i = saw NaN */
 static void init_lse(red_state* s, int64_t n, const red_ctx* c) {

@@ -258,16 +258,20 @@ LANE_SUM(line_sum_f, (const float* x, int64_t n), SUM_F_TERM)
 LANE_SUM(line_sqdev_f, (const float* x, double m, int64_t n), SQDEV_F_TERM)
 LANE_SUM(line_sqdev, (const double* x, double m, int64_t n), SQDEV_TERM)
 
-static inline double line_max(const double* x, int64_t n) {
-  double acc[LANES], m = -INFINITY;
-  for (int j = 0; j < LANES; j++) acc[j] = -INFINITY;
-  int64_t k = 0;
-  for (; k + LANES <= n; k += LANES)
-    for (int j = 0; j < LANES; j++) acc[j] = x[k + j] > acc[j] ? x[k + j] : acc[j];
-  for (; k < n; k++) m = x[k] > m ? x[k] : m;
-  for (int j = 0; j < LANES; j++) m = acc[j] > m ? acc[j] : m;
-  return m;
-}
+/* The largest of x[0..n), in W lanes (as many as a vector of T holds with AVX-512). */
+#define LINE_MAX(name, T, W)                                                            \
+  static inline T name(const T* x, int64_t n) {                                         \
+    T acc[W], m = -INFINITY;                                                            \
+    for (int j = 0; j < W; j++) acc[j] = -INFINITY;                                     \
+    int64_t k = 0;                                                                      \
+    for (; k + W <= n; k += W)                                                          \
+      for (int j = 0; j < W; j++) acc[j] = x[k + j] > acc[j] ? x[k + j] : acc[j];       \
+    for (; k < n; k++) m = x[k] > m ? x[k] : m;                                         \
+    for (int j = 0; j < W; j++) m = acc[j] > m ? acc[j] : m;                            \
+    return m;                                                                           \
+  }
+LINE_MAX(line_max, double, LANES)
+LINE_MAX(line_max_f, float, 2 * LANES)
 /* lines: [0] input, [1] output */
 static void softmax_line(double* const* l, int64_t n) {
   const double* x = l[0];
@@ -297,16 +301,6 @@ static void log_softmax_bwd_line(double* const* l, int64_t n) {
 
 #define DOT_F_TERM(i) ((double)x[i] * y[i])
 LANE_SUM(line_dot_f, (const float* x, const float* y, int64_t n), DOT_F_TERM)
-static inline float line_max_f(const float* x, int64_t n) {
-  float acc[2 * LANES], m = -INFINITY;
-  for (int j = 0; j < 2 * LANES; j++) acc[j] = -INFINITY;
-  int64_t k = 0;
-  for (; k + 2 * LANES <= n; k += 2 * LANES)
-    for (int j = 0; j < 2 * LANES; j++) acc[j] = x[k + j] > acc[j] ? x[k + j] : acc[j];
-  for (; k < n; k++) m = x[k] > m ? x[k] : m;
-  for (int j = 0; j < 2 * LANES; j++) m = acc[j] > m ? acc[j] : m;
-  return m;
-}
 static void softmax_line_f(float* const* l, int64_t n) {
   const float* x = l[0];
   float* y = l[1];

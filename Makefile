@@ -2,7 +2,7 @@
 PY ?= python3
 PIP := $(PY) -m pip install -q --disable-pip-version-check
 
-.PHONY: setup demo test test-c test-py test-asan test-asan-quick test-isa test-wheel wheel-suite bench
+.PHONY: setup demo test test-c test-py test-slow test-asan test-asan-quick test-isa test-wheel wheel-suite bench
 setup:
 	@# Debian packages: ccache (faster rebuilds), chromium (the porting report's browser test), clang-16
 	@# and its runtime libraries (the C fuzz target, runtime/fuzz: clang 14 has no _Float16 on x86)
@@ -24,7 +24,12 @@ test-c:
 	$(MAKE) -s -C runtime test test-tsan fuzz FUZZ_SECONDS=20
 
 test-py:
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -m "not slow" tests
+
+# What test-py leaves out: integration runs of half a minute each (Ray, a compile cache
+# across vector ISAs).
+test-slow: setup
+	$(PY) -m pytest -q -m slow tests
 
 # The Python tests that drive the kernels, against the runtime and the extension built with ASan
 # + UBSan (TPU_SANITIZER=asan; the runtime compiled for the host's widest instruction set: the
@@ -81,7 +86,7 @@ wheel-suite:
 	$(PY) -m venv --system-site-packages $(WHEEL_DIR)/venv
 	$(WHEEL_DIR)/venv/bin/python -m pip install -q --disable-pip-version-check --no-deps $(WHEEL_DIR)/dist/*.whl
 	cd $(WHEEL_DIR) && venv/bin/python -c "import torch_tpu, sys; assert torch_tpu.__file__.startswith('$(WHEEL_DIR)/venv'), torch_tpu.__file__"
-	cd $(WHEEL_DIR) && venv/bin/python -m pytest -q -p no:cacheprovider -m "not once" $(CURDIR)/tests \
+	cd $(WHEEL_DIR) && venv/bin/python -m pytest -q -p no:cacheprovider -m "not once and not slow" $(CURDIR)/tests \
 		$(foreach f,$(WHEEL_SKIP),--ignore=$(CURDIR)/tests/test_$(f).py)
 
 bench: setup

@@ -93,6 +93,7 @@ print((torch.compile(f)(a) - f(a)).abs().max().item())
 
 
 @pytest.mark.once
+@pytest.mark.slow
 def test_a_graph_cached_for_another_vector_isa_is_not_reused(tmp_path):
     """Inductor's FX graph cache key lacks the vector ISA (torch 2.13): a tpu graph cached for
     AVX-512 and loaded where Inductor generates AVX2 (another host sharing the cache dir,

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("ray")
 pytest.importorskip("ray.train.torch")  # ray[train]: pyarrow, pandas, tensorboardX
 
-pytestmark = pytest.mark.once
+pytestmark = [pytest.mark.once, pytest.mark.slow]
 
 DEMO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "demo", "ray_tpu.py")
 LAUNCH = ("TPU_", "TORCH_TPU_", "CLOUD_TPU_", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "RANK", "WORLD_SIZE", "MASTER_")

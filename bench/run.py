@@ -210,7 +210,8 @@ def ew(args, mach, rows):
 
 
 def act(args, mach, rows):
-    """Activations, their backward ops and row-wise normalizations on 1M float32 elements (in
+    """Activations, their backward ops, row-wise normalizations, fmod-based division, row
+    reductions and index_select on 1M float32 elements (in
     cache on most hosts: these rows measure the kernels' arithmetic, not memory). Each sample
     is 10 calls back to back, then one synchronize: the kernels' throughput, not the cost of
     waking the device per call (the train rows include that)."""
@@ -218,6 +219,7 @@ def act(args, mach, rows):
     g = torch.Generator().manual_seed(0)
     base = {"x": torch.randn(n, generator=g), "g": torch.randn(n, generator=g)}
     base["y"] = torch.sigmoid(base["x"])
+    base["rows"] = torch.arange(0, 1024, 2)
     on = {"cpu": base, "tpu": {k: v.to("tpu") for k, v in base.items()}}
     aten = torch.ops.aten
     cases = {  # name: fn(tensors of one device)
@@ -237,6 +239,12 @@ def act(args, mach, rows):
         "softmax [1024,1024]": lambda t: torch.softmax(t["x"].view(1024, 1024), -1),
         "log_softmax [1024,1024]": lambda t: torch.log_softmax(t["x"].view(1024, 1024), -1),
         "remainder": lambda t: torch.remainder(t["x"], 0.7),
+        "floor_divide": lambda t: torch.floor_divide(t["x"], t["g"]),
+        "logaddexp": lambda t: torch.logaddexp(t["x"], t["g"]),
+        "index_select rows [1024,1024]": lambda t: t["x"].view(1024, 1024).index_select(0, t["rows"]),
+        "index_select cols [1024,1024]": lambda t: t["x"].view(1024, 1024).index_select(1, t["rows"]),
+        "amax over rows [1024,1024]": lambda t: t["x"].view(1024, 1024).amax(1),
+        "norm over rows [1024,1024]": lambda t: t["x"].view(1024, 1024).norm(dim=1),
     }
     out = []
     for name, fn in cases.items():

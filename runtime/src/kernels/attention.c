@@ -55,8 +55,7 @@ static inline void load_row(const tpurt_tensor* t, int64_t b, int64_t h, int64_t
   switch (t->dtype) {
     case TPURT_F32: for (int64_t e = 0; e < d; e++) o[e] = ((const float*)row)[e * cs]; break;
     case TPURT_BF16: for (int64_t e = 0; e < d; e++) o[e] = tpurt_bf16_to_f32(((const uint16_t*)row)[e * cs]); break;
-    case TPURT_F16: for (int64_t e = 0; e < d; e++) o[e] = tpurt_f16_to_f32(((const uint16_t*)row)[e * cs]); break;
-    default: for (int64_t e = 0; e < d; e++) o[e] = (real)tpurt_load_f64(row + e * cs * es, t->dtype);
+    default: for (int64_t e = 0; e < d; e++) o[e] = tpurt_f16_to_f32(((const uint16_t*)row)[e * cs]); break; /* F16 */
   }
 }
 
@@ -162,14 +161,15 @@ static inline int64_t live(const attn_job* J, int64_t i) { return J->causal && i
 
 /* Per-worker scratch, zeroed once (padding cells stay 0): the current key/value head
  * (k rows, k and v transposed, v rows), the block's q and dout rows, two RB x Sp score
- * tiles, an RB x max(Ep, Evp) result tile, and for the backward the kv head's dk and dv sums. */
+ * tiles, an RB x max(Ep, Evp) result tile, and for the backward the kv head's dk and dv sums
+ * and their current parts. */
 typedef struct {
   real *k, *kt, *vt, *v, *q, *dout, *s, *t, *acc, *zero, *dk, *dv, *dkp, *dvp;
   int64_t head; /* b * Hk + hk loaded, -1 for none */
 } attn_scratch;
 enum { NPARTS = 14 };
 
-/* Doubles of a worker's scratch, in whole 64-byte lines so that workers never share one; each
+/* Values of a worker's scratch, in whole 64-byte lines so that workers never share one; each
  * part's into sizes unless NULL. */
 static int64_t scratch_layout(const attn_job* J, int backward, int64_t* sizes) {
   int64_t d = J->Ep > J->Evp ? J->Ep : J->Evp;

@@ -4,6 +4,18 @@
 #include "elementwise.h"
 
 /* ---------------------------------------------------------------- helpers (CPU's rules) */
+/* c10::div_floor_floating from a's exact remainder mod b: exact floor of the quotient,
+ * rounded towards the nearest integer when the division is inexact; STEP rounds each step
+ * (EW_STEP: as in c10::Half arithmetic). Selects, no early returns, so that a loop without
+ * steps vectorizes. */
+#define DIV_FLOOR_FROM_MOD(T, STEP, a, b, mod)                                           \
+  T div = STEP(STEP(a - mod) / b);                                                       \
+  div = (mod != 0) & ((b < 0) != (mod < 0)) ? STEP(div - 1) : div;                       \
+  T fl = floor(div);                                                                     \
+  T res = STEP(div - fl) > (T)0.5 ? STEP(fl + 1) : fl;                                   \
+  res = div == 0 ? copysign((T)0, STEP(a / b)) : res;                                    \
+  return b == 0 ? a / b : res;
+#define NO_STEP(v) (v)
 #define DEF_FLOAT_HELPERS(T, S)                                                          \
   /* remainder takes the divisor's sign */                                               \
   static inline T fremainder_##S(T a, T b) {                                             \
@@ -11,16 +23,10 @@
     if (m != 0 && ((b < 0) != (m < 0))) m += b;                                          \
     return m;                                                                            \
   }                                                                                      \
-  /* c10::div_floor_floating: exact floor of the quotient, rounded towards the nearest   \
-   * integer when the division is inexact; EW_STEP as in c10::Half arithmetic */          \
   static inline T fdiv_floor_##S(const ew_par* P, T a, T b) {                            \
     typedef T ew_t;                                                                      \
-    if (b == 0) return a / b;                                                            \
-    T mod = fmod(a, b), div = EW_STEP(EW_STEP(a - mod) / b);                             \
-    if (mod != 0 && ((b < 0) != (mod < 0))) div = EW_STEP(div - 1);                      \
-    if (div == 0) return copysign((T)0, EW_STEP(a / b));                                 \
-    T fl = floor(div);                                                                   \
-    return EW_STEP(div - fl) > (T)0.5 ? EW_STEP(fl + 1) : fl;                            \
+    T mod = fmod(a, b);                                                                  \
+    DIV_FLOOR_FROM_MOD(T, EW_STEP, a, b, mod)                                            \
   }                                                                                      \
   static inline T flerp_##S(T a, T b, T w) { /* CPU's vectorized lerp: one fused rounding */ \
     return fabs(w) < (T)0.5 ? FMA_##S(w, b - a, a) : FMA_##S(w - 1, b - a, b);           \
@@ -186,17 +192,10 @@ static void fmod_block_f32(int64_t n, float* restrict r, const float* a, const f
   }
 FMOD_CHUNK(fmod_f32, 0)
 FMOD_CHUNK(remainder_f32, 1)
-/* div_floor (floor_divide, `//`) on float32: fdiv_floor_f's steps from fmod_block_f32's
- * exact remainders, as selects (its fmod was one libm call per element: 14x CPU's time).
- * float16/bfloat16 round every step (P->step_dt, a call) and keep the scalar loop. */
-static inline float div_floor_from_mod(float a, float b, float mod) {
-  float div = (a - mod) / b;
-  div = (mod != 0) & ((b < 0) != (mod < 0)) ? div - 1 : div;
-  float fl = floorf(div);
-  float res = div - fl > 0.5f ? fl + 1 : fl;
-  res = div == 0 ? copysignf(0.0f, a / b) : res;
-  return b == 0 ? a / b : res;
-}
+/* div_floor (floor_divide, `//`) on float32: DIV_FLOOR_FROM_MOD on fmod_block_f32's exact
+ * remainders (fmod was one libm call per element: 14x CPU's time). float16/bfloat16 round
+ * every step (a call) and keep the scalar loop. */
+static inline float div_floor_mod_f32(float a, float b, float mod) { DIV_FLOOR_FROM_MOD(float, NO_STEP, a, b, mod) }
 static void div_floor_f32(int64_t n, void* o, const void* const* in, const void* ctx) {
   const ew_par* P = ctx;
   const float *a = in[0], *b = in[1];
@@ -209,7 +208,7 @@ static void div_floor_f32(int64_t n, void* o, const void* const* in, const void*
     _Alignas(64) float t[FMOD_BLOCK];
     int64_t m = n - i0 < FMOD_BLOCK ? n - i0 : FMOD_BLOCK;
     fmod_block_f32(m, t, a + i0, b + i0, 0);
-    for (int64_t i = 0; i < m; i++) t[i] = div_floor_from_mod(a[i0 + i], b[i0 + i], t[i]);
+    for (int64_t i = 0; i < m; i++) t[i] = div_floor_mod_f32(a[i0 + i], b[i0 + i], t[i]);
     memcpy(r + i0, t, sizeof(float) * (size_t)m);
   }
 }

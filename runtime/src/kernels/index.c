@@ -60,6 +60,12 @@ static void accumulate(char* dst, const char* src, int src_dt, int dt, double sc
 /* ---------------------------------------------------------------- select / gather */
 /* out[..., i, ...] = self[..., index[i], ...] along dim (index_select, embedding). */
 enum { SELECT_BLOCK = 1024 };
+/* Element offsets in o and s of the position `outer` over the dims before `dim`. */
+static void outer_offsets(const int64_t* outer, int64_t dim, const tpurt_tensor* o, const tpurt_tensor* s, int64_t* ob,
+                          int64_t* sb) {
+  *ob = *sb = 0;
+  for (int d = 0; d < dim; d++) *ob += outer[d] * o->strides[d], *sb += outer[d] * s->strides[d];
+}
 static tpurt_status select_rows(const tpurt_tensor* out, const tpurt_tensor* self_, int64_t dim,
                                 const tpurt_tensor* index) {
   tpurt_tensor self = at_least_1d(self_), o = at_least_1d(out), ix = at_least_1d(index);
@@ -79,8 +85,8 @@ static tpurt_status select_rows(const tpurt_tensor* out, const tpurt_tensor* sel
   if (dense && run > 1) {
     int64_t outer[TPURT_MAX_DIMS] = {0};
     do {
-      int64_t ob = 0, sb = 0;
-      for (int d = 0; d < dim; d++) ob += outer[d] * o.strides[d], sb += outer[d] * self.strides[d];
+      int64_t ob, sb;
+      outer_offsets(outer, dim, &o, &self, &ob, &sb);
       for (int64_t k = 0; k < o.sizes[dim]; k++) {
         int64_t v = tpurt_load_i64(at(&ix, k * ix.strides[0]), ix.dtype);
         memcpy(at(&o, ob + k * o.strides[dim]), at(&self, sb + v * self.strides[dim]), (size_t)run * es);
@@ -95,9 +101,9 @@ static tpurt_status select_rows(const tpurt_tensor* out, const tpurt_tensor* sel
       for (int64_t k = 0; k < n; k++) idx[k] = tpurt_load_i64(at(&ix, (k0 + k) * ix.strides[0]), ix.dtype) * ss;
       int64_t outer[TPURT_MAX_DIMS] = {0};
       do {
-        int64_t ob = k0 * os, sb = 0;
-        for (int d = 0; d < dim; d++) ob += outer[d] * o.strides[d], sb += outer[d] * self.strides[d];
-        char *dst = at(&o, ob), *src = at(&self, sb);
+        int64_t ob, sb;
+        outer_offsets(outer, dim, &o, &self, &ob, &sb);
+        char *dst = at(&o, ob + k0 * os), *src = at(&self, sb);
         switch (es) {
           case 2: for (int64_t k = 0; k < n; k++) ((uint16_t*)dst)[k * os] = ((const uint16_t*)src)[idx[k]]; break;
           case 4: for (int64_t k = 0; k < n; k++) ((uint32_t*)dst)[k * os] = ((const uint32_t*)src)[idx[k]]; break;

@@ -391,9 +391,7 @@ PACKERS(double, f64)
     int64_t kb = KC / x;                                                                       \
     int64_t panels_m = (M + MR_##SFX - 1) / MR_##SFX;                                          \
     gemm_job_##SFX g = {A, B, pa, pb, x, 0, 0, 0, 0, ws, c, ldc, M, panels_m, 1, 1, store, K, bias}; \
-    /* Row chunks: at least 4 per thread so a thread slowed by the machine gets fewer, each  \
-     * at most MC rows (the A block) and at least 4 panels; a single chunk below ~1 MFLOP   \
-     * per block (the hand-off costs more). */                                                \
+    /* Work items for the pool: none below ~1 MFLOP per block (the hand-off costs more). */  \
     int nt = tpurt_pool_threads();                                                             \
     int small = M * N * (K < kb ? K : kb) < (1 << 19);                                         \
     if (!small && nt > 1) {                                                                    \

@@ -300,7 +300,9 @@ static void log_softmax_bwd_line(double* const* l, int64_t n) {
 }
 
 #define DOT_F_TERM(i) ((double)x[i] * y[i])
+#define EXP_F_TERM(i) ((double)vm_expf(x[i] - m))
 LANE_SUM(line_dot_f, (const float* x, const float* y, int64_t n), DOT_F_TERM)
+LANE_SUM(line_sumexp_f, (const float* x, float m, int64_t n), EXP_F_TERM)
 static void softmax_line_f(float* const* l, int64_t n) {
   const float* x = l[0];
   float* y = l[1];
@@ -313,8 +315,7 @@ static void log_softmax_line_f(float* const* l, int64_t n) {
   const float* x = l[0];
   float* y = l[1];
   float m = line_max_f(x, n);
-  for (int64_t k = 0; k < n; k++) y[k] = vm_expf(x[k] - m);
-  float lse = (float)(m + log(line_sum_f(y, n)));
+  float lse = (float)(m + log(line_sumexp_f(x, m, n))); /* y is not written before: it may be x */
   for (int64_t k = 0; k < n; k++) y[k] = x[k] - lse;
 }
 static void softmax_bwd_line_f(float* const* l, int64_t n) {

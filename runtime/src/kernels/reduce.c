@@ -649,7 +649,7 @@ static void ext_merge(red_state* a, const red_state* b, const red_ctx* c) {
   if (c->as_int) ext_i(a, b->i, b->j, c->flag);
   else ext_f(a, b->f, b->j, c->flag);
 }
-/* Dense float32 runs: the extreme (NaN if any) in 16 lanes, then the first element equal to it
+/* Dense float32 runs: the extreme (NaN if any) in EXT_LANES lanes, then the first element equal to it
  * (or the first NaN), folded as ext_row folds elements one by one: the same value and index
  * (the first occurrence's value, so -0 and +0 ties keep the first one's sign). The element
  * loop with its branches was 8-16x CPU's time. */
@@ -770,18 +770,9 @@ static void norm_fin(const red_state* s, int64_t count, const red_ctx* c, red_va
 static void norm_merge(red_state* a, const red_state* b, const red_ctx* c) {
   a->f = isinf(c->p) ? norm_fold(a->f, b->f, c->p) : a->f + b->f;
 }
-/* Dense float32 runs of the 2-norm: squares summed in SUM_LANES double lanes (fixed order, as
- * sum_row_f32; the staged element loop summed in one chain); other p take the staged path. */
-static void norm_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, const red_ctx* c) {
-  if (c->p != 2) {
-    _Alignas(64) double buf[RED_CHUNK];
-    for (int64_t j = 0; j < n; j += RED_CHUNK) {
-      int64_t m = n - j < RED_CHUNK ? n - j : RED_CHUNK;
-      for (int64_t k = 0; k < m; k++) buf[k] = v[j + k];
-      norm_row(s, buf, m, idx0 + j, c);
-    }
-    return;
-  }
+/* Dense float32 runs of the 2-norm (op_norm2): squares summed in SUM_LANES double lanes
+ * (fixed order, as sum_row_f32; the staged element loop summed in one chain). */
+static void norm2_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, const red_ctx* c) {
   double a[SUM_LANES] = {0}, t = 0;
   int64_t k = 0;
   for (; k + SUM_LANES <= n; k += SUM_LANES)
@@ -789,7 +780,10 @@ static void norm_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, 
   for (; k < n; k++) t += (double)v[k] * v[k];
   s->f += sum_lanes(a) + t;
 }
-static const red_op op_norm = {.init = init_norm, .row = norm_row, .col = norm_col, .fin = norm_fin, .merge = norm_merge, .row_f32 = norm_row_f32};
+static const red_op op_norm = {.init = init_norm, .row = norm_row, .col = norm_col, .fin = norm_fin, .merge = norm_merge};
+static const red_op op_norm2 = {.init = init_norm, .row = norm_row, .col = norm_col, .fin = norm_fin, .merge = norm_merge, .row_f32 = norm2_row_f32};
+/* The norm op for p: the 2-norm has its float32 row loop. */
+static const red_op* norm_op(double p) { return p == 2 ? &op_norm2 : &op_norm; }
 
 /* logsumexp, online: f = running max, g = sum exp(x - f), i = saw NaN */
 static void init_lse(red_state* s, int64_t n, const red_ctx* c) {
@@ -1060,13 +1054,13 @@ _Static_assert(TPURT_ARG_norm_self == TPURT_ARG_vector_norm_self && TPURT_ARG_no
 static tpurt_status norm_run(const tpurt_op_call* c, int dim_arg, double p) {
   const tpurt_tensor* in = &TPURT_ARG(c, vector_norm, self)->t;
   red_ctx ctx = {.p = p};
-  if (in->dtype != TPURT_C64) return reduce(c, dim_arg, &op_norm, ctx);
+  if (in->dtype != TPURT_C64) return reduce(c, dim_arg, norm_op(p), ctx);
   uint32_t mask;
   tpurt_tensor mag;
   tpurt_status s = tpurt_red_mask(in, dim_arg < 0 ? &NONE_DIMS : &c->args[dim_arg], &c->outs[0], &mask);
   if (s || (s = scratch_like(in, TPURT_F32, &mag))) return s;
   s = tpurt_ew_run2(&mag, TPURT_CT_F32, 1, in, TPURT_CT_C64, cx_abs, NULL);
-  if (!s) s = tpurt_red_run(&mag, mask, c->outs, 1, &op_norm, &ctx);
+  if (!s) s = tpurt_red_run(&mag, mask, c->outs, 1, norm_op(p), &ctx);
   return s;
 }
 static tpurt_status plan_norm(const tpurt_op_call* c, tpurt_plan* p) {
@@ -1187,7 +1181,7 @@ tpurt_status tpurt_kernel_renorm(const tpurt_op_call* c) {
   ft.data = norm + n;
   ft.dtype = in->dtype;
   red_ctx ctx = {.p = tpurt_value_f(TPURT_ARG(c, renorm, p))};
-  s = tpurt_red_run(in, ((1u << in->ndim) - 1) & ~(1u << dim), &nt, 1, &op_norm, &ctx);
+  s = tpurt_red_run(in, ((1u << in->ndim) - 1) & ~(1u << dim), &nt, 1, norm_op(ctx.p), &ctx);
   size_t es = tpurt_dtype_size((tpurt_dtype)in->dtype);
   for (int64_t k = 0; k < n && !s; k++)
     tpurt_store_f64((char*)ft.data + k * (int64_t)es, in->dtype, norm[k] > maxnorm ? maxnorm / (norm[k] + 1e-7) : 1.0);

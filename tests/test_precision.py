@@ -132,6 +132,41 @@ def test_addmm_bias_is_the_rounded_product_plus_bias(p, m, k, n):
         assert torch.equal(got.view(torch.int32), want.view(torch.int32))
 
 
+_CONV_CASES = [  # (N, C, Co, H, W, k, stride, padding, dilation, groups): the paths of the kernel
+    (2, 8, 16, 9, 12, 3, 1, 1, 1, 1),    # stride 1: columns read in place from a padded copy
+    (2, 64, 64, 8, 8, 3, 1, 1, 1, 1),    # K = 576 spans two K blocks
+    (1, 6, 4, 10, 7, (3, 2), 1, (2, 0), (2, 1), 2),  # dilated, grouped, uneven padding
+    (2, 8, 16, 11, 9, 3, 2, 1, 1, 1),    # strided: columns produced line by line for packing
+    (1, 4, 6, 7, 7, 1, 1, 0, 1, 1)]      # 1x1
+
+
+@pytest.mark.parametrize("p", ["default", "high", "highest"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("case", _CONV_CASES)
+def test_conv_is_the_matmul_of_its_columns(p, dtype, case):
+    """A convolution is one GEMM of the weight with the image's columns (unfold): its paths
+    (columns in place, packed from lines of the image, or im2col'ed), at every precision, must
+    give exactly the bits of that matmul; so must a stride-1 transposed convolution (the input
+    gradient's path) against the flipped weight's."""
+    n, c, co, h, w_, k, st, pd, dl, groups = case
+    g = torch.Generator().manual_seed(n + c + co + h)
+    x = torch.randn(n, c, h, w_, generator=g, dtype=dtype)
+    k2 = k if isinstance(k, tuple) else (k, k)
+    w = torch.randn(co, c // groups, *k2, generator=g, dtype=dtype)
+    xt, wt = x.to("tpu"), w.to("tpu")
+    with torch.tpu.precision(p):
+        got = torch.nn.functional.conv2d(xt, wt, stride=st, padding=pd, dilation=dl, groups=groups)
+        cols = torch.nn.functional.unfold(xt, k2, dilation=dl, padding=pd, stride=st)  # [n, c*kh*kw, L]
+        cols = cols.view(n, groups, -1, cols.shape[-1])
+        want = torch.cat([wt.view(groups, co // groups, -1)[i] @ cols[:, i] for i in range(groups)], 1)
+        assert torch.equal(got.reshape(n, co, -1).cpu(), want.cpu()), (got.reshape(n, co, -1) - want).abs().max()
+        if st == 1 and groups == 1 and dl == 1 and isinstance(pd, int) and pd <= k2[0] - 1:
+            y = torch.randn(n, co, h, w_, generator=g, dtype=dtype).to("tpu")
+            got = torch.nn.functional.conv_transpose2d(y, wt, padding=pd)
+            want = torch.nn.functional.conv2d(y, wt.transpose(0, 1).flip(-1, -2), padding=k2[0] - 1 - pd)
+            assert torch.equal(got.cpu(), want.cpu())
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("shape,dim", [((5,), 0), ((5, 3), 0), ((5, 3, 2), 1)])
 def test_index_add_into_half_rounds_the_sum_once(dtype, shape, dim):

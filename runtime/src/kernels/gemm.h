@@ -5,13 +5,32 @@
 
 #include "../internal.h"
 
-/* A strided matrix: element (i, k) lives at data + (i * rs + k * cs) elements. */
+/* Writes n elements of line i of a matrix, from position `start` on, to dst. */
+typedef void (*tpurt_gemm_line_fn)(const void* ctx, int64_t i, int64_t start, int64_t n, void* dst);
+
+/* A strided matrix: element (i, k) lives at data + (i * rs + k * cs) elements. Or, for B
+ * only, a matrix never stored (a convolution's im2col columns): `line` produces it a line
+ * at a time along its dense direction (rows when cs == 1, columns when rs == 1; rs and cs
+ * still say which), as f32 for f32 or f64 for f64 dtypes, and `data` is unused. */
 typedef struct {
   const void* data;
   int dtype; /* f16/bf16/f32 (f32 compute), f64 (f64 compute) or integers (int64, wrapping);
               * both operands alike */
   int64_t rs, cs;
+  tpurt_gemm_line_fn line;
+  const void* ctx;
+  /* B only: K row pointers, row k's N values from rows[k] on (unit column stride), read in
+   * place by the micro-kernel (no packing): they must already be what packing would make of
+   * them (tpurt_gemm_rows_form), and readable TPURT_GEMM_ROW_SLACK elements past N. */
+  const void* const* rows;
 } tpurt_gemm_mat;
+
+enum { TPURT_GEMM_ROW_SLACK = 64 };
+/* Whether B may be given as rows for operands of `dtype` at `precision`, and in what form:
+ * NO (HIGH precision's split needs packing; not a float or double), AS_IS, or BF16 (each
+ * value tpurt_round_bf16'ed first: DEFAULT precision's one bf16 pass). */
+enum { TPURT_GEMM_ROWS_NO = -1, TPURT_GEMM_ROWS_AS_IS = 0, TPURT_GEMM_ROWS_BF16 = 1 };
+int tpurt_gemm_rows_form(int dtype, int precision);
 
 /* Bytes of scratch tpurt_gemm needs (any shape). */
 size_t tpurt_gemm_scratch_bytes(void);

@@ -16,11 +16,16 @@
 #include "gemm.h"
 
 /* ---------------------------------------------------------------- operands */
-/* A strided matrix: element (i, k) lives at data + (i * rs + k * cs) elements. */
+/* A strided matrix: element (i, k) lives at data + (i * rs + k * cs) elements; or, for B,
+ * one produced a line at a time (`line`) or read in place from row pointers (`rows`): see
+ * tpurt_gemm_mat. */
 typedef struct {
   const char* data;
   int dtype;
   int64_t rs, cs;
+  tpurt_gemm_line_fn line;
+  const void* ctx;
+  const void* const* rows;
 } mat;
 
 /* How a loaded f32 value becomes packed values: 1 copy, 1 bf16, or 3 bf16 parts. */
@@ -90,15 +95,24 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
 #define MICRO_LOAD_B(h)                \
   __typeof__(acc[0][0]) bv##h;         \
   memcpy(&bv##h, b + (k * VECS + h) * w, sizeof bv##h);
+#define MICRO_LOAD_ROW(h)              \
+  __typeof__(acc[0][0]) bv##h;         \
+  memcpy(&bv##h, brow[k] + bj + h * w, sizeof bv##h);
 #define MICRO_FMA(h) acc[i][h] += ai * bv##h;
 
 /* MICRO(T, SFX, ROWS, NV): a tile of ROWS x (NV vectors of W lanes) over a panel whose K
  * steps are VECS vectors apart. fp-contract: the multiply-adds are FMAs in every build that
  * has them. C tile = (store ? 0 : C tile) + the sum of the kc packed steps, then + bias[j]
  * when bias is not NULL (the last run of a product: addmm's bias added to the rounded C
- * value, as its epilogue would, without a pass of its own). */
-#define MICRO(T, SFX, ROWS, NV)                                                                 \
-  __attribute__((optimize("fp-contract=fast"))) static void micro_##SFX##_##NV(int64_t kc, const T* restrict a, const T* restrict b, \
+ * value, as its epilogue would, without a pass of its own).
+ * MICRO_ROWS: the same over B's rows in place, step k's values from brow[k] + bj on. */
+#define MICRO(T, SFX, ROWS, NV) MICRO_GEN(T, SFX, ROWS, NV, micro_##SFX##_##NV, const T* restrict b, MICRO_LOAD_B)
+#define MICRO_ROWS(T, SFX, ROWS, NV)                                                           \
+  MICRO_GEN(T, SFX, ROWS, NV, micro_rows_##SFX##_##NV, const T* const* restrict brow MICRO_COMMA int64_t bj, \
+            MICRO_LOAD_ROW)
+#define MICRO_COMMA ,
+#define MICRO_GEN(T, SFX, ROWS, NV, NAME, B_PARAMS, LOAD_B)                                    \
+  __attribute__((optimize("fp-contract=fast"))) static void NAME(int64_t kc, const T* restrict a, B_PARAMS, \
                                       T* restrict c, int64_t ldc, int mr, int nr, int store,     \
                                       const T* restrict bias) {                                   \
     v##SFX acc[ROWS][NV];                                                                       \
@@ -108,7 +122,7 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
       __builtin_prefetch(c + i * ldc, 1), __builtin_prefetch(c + i * ldc + NV * W_##SFX - 1, 1); \
     _Pragma("GCC unroll 4")                                                                    \
     for (int64_t k = 0; k < kc; k++) {                                                         \
-      FOR_V##NV(MICRO_LOAD_B)                                                                  \
+      FOR_V##NV(LOAD_B)                                                                        \
       for (int i = 0; i < ROWS; i++) {                                                          \
         T ai = a[k * ROWS + i];                                                                 \
         FOR_V##NV(MICRO_FMA)                                                                   \
@@ -139,17 +153,18 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
       }                                                                                        \
   }
 
-#define MICRO_EXPANDED(T, SFX, ROWS, NV) MICRO(T, SFX, ROWS, NV) /* NV = VECS expanded first */
+#define MICRO_EXPANDED(T, SFX, ROWS, NV) MICRO(T, SFX, ROWS, NV) MICRO_ROWS(T, SFX, ROWS, NV) /* NV = VECS expanded first */
 /* GEMM_CORE(T, SFX, ROWS): W lanes per vector; the tile is ROWS x (VECS*W), its last column
  * panel's tile as narrow as its live vectors. Every C element sums its K steps in the same
  * order in every variant. */
 #if VECS == 3
-#define MICRO_NARROW(T, SFX, ROWS) MICRO(T, SFX, ROWS, 1) MICRO(T, SFX, ROWS, 2)
-#define MICRO_CALL(SFX, nv, ...) \
-  ((nv) == 3 ? micro_##SFX##_3(__VA_ARGS__) : (nv) == 2 ? micro_##SFX##_2(__VA_ARGS__) : micro_##SFX##_1(__VA_ARGS__))
+#define MICRO_NARROW(T, SFX, ROWS) \
+  MICRO(T, SFX, ROWS, 1) MICRO(T, SFX, ROWS, 2) MICRO_ROWS(T, SFX, ROWS, 1) MICRO_ROWS(T, SFX, ROWS, 2)
+#define MICRO_CALL(NAME, nv, ...) \
+  ((nv) == 3 ? NAME##_3(__VA_ARGS__) : (nv) == 2 ? NAME##_2(__VA_ARGS__) : NAME##_1(__VA_ARGS__))
 #else
-#define MICRO_NARROW(T, SFX, ROWS) MICRO(T, SFX, ROWS, 1)
-#define MICRO_CALL(SFX, nv, ...) ((nv) == 2 ? micro_##SFX##_2(__VA_ARGS__) : micro_##SFX##_1(__VA_ARGS__))
+#define MICRO_NARROW(T, SFX, ROWS) MICRO(T, SFX, ROWS, 1) MICRO_ROWS(T, SFX, ROWS, 1)
+#define MICRO_CALL(NAME, nv, ...) ((nv) == 2 ? NAME##_2(__VA_ARGS__) : NAME##_1(__VA_ARGS__))
 #endif
 #define GEMM_CORE(T, SFX, ROWS)                                                                 \
   typedef T v##SFX __attribute__((vector_size(VEC_BYTES)));                                    \
@@ -201,12 +216,20 @@ static inline double one_pass_f64(double v, pass_mode p) { (void)p; return v; }
  * (1). Read in place when they already are dense T (a dense row, or the column of a
  * transposed operand: the common cases), else converted into `buf`. */
 static const float* line_of_f32(float* buf, const mat* m, int64_t i, int64_t k, int64_t n, int along_col) {
+  if (m->line) { /* read along its dense direction, as every caller does */
+    m->line(m->ctx, along_col ? k : i, along_col ? i : k, n, buf);
+    return buf;
+  }
   int64_t st = along_col ? m->rs : m->cs;
   if (m->dtype == TPURT_F32 && st == 1) return (const float*)elem(m, i, k);
   load_f32(buf, elem(m, i, k), st, m->dtype, n);
   return buf;
 }
 static const double* line_of_f64(double* buf, const mat* m, int64_t i, int64_t k, int64_t n, int along_col) {
+  if (m->line) {
+    m->line(m->ctx, along_col ? k : i, along_col ? i : k, n, buf);
+    return buf;
+  }
   int64_t st = along_col ? m->rs : m->cs;
   if (m->dtype == TPURT_F64 && st == 1) return (const double*)elem(m, i, k);
   load_f64(buf, elem(m, i, k), st, m->dtype, n);
@@ -322,6 +345,7 @@ PACKERS(double, f64)
     int64_t ldc;                                                                               \
     int64_t M, panels_m, chunks; /* rows, their MR-row panels, row chunks per B block */      \
     int64_t col_groups;          /* each row chunk's columns cut in this many groups */       \
+    int own_b;                   /* one row chunk: each column group packs its own B panels */ \
     int store;                   /* the first K block stores into C instead of adding */      \
     int64_t K;                                                                                 \
     const T* bias;               /* NULL, or N values added to every row at the end */        \
@@ -356,8 +380,13 @@ PACKERS(double, f64)
     if (c1 > g->nc) c1 = g->nc;                                                                \
     q0 /= g->col_groups, q1 = q0 + 1;                                                          \
     _Alignas(64) T ap[KC * (MC + MR_##SFX)];                                                   \
-    _Alignas(64) T row[KC];                                                                    \
+    _Alignas(64) T row[NC];                                                                    \
     int64_t kcx = g->kc * g->x;                                                                \
+    const T* const* brows = (const T* const*)g->B->rows; /* B in place: nothing packed */      \
+    if (g->own_b && by_cols(g->B))                                                             \
+      pack_b_cols_##SFX(g->bp + c0 * kcx, g->B, g->k0, g->kc, g->j0 + c0, c1 - c0, g->pb, row);  \
+    else if (g->own_b)                                                                         \
+      pack_b_rows_##SFX(g->bp + c0 * kcx, g->B, g->k0, g->kc, 0, g->kc, g->j0 + c0, c1 - c0, g->pb, row); \
     int store = g->store && g->k0 == 0;                                                        \
     int last = g->bias && g->k0 + g->kc >= g->K; /* the product's last K block */             \
     int64_t run = KRUN / g->x * g->x;                                                          \
@@ -375,10 +404,15 @@ PACKERS(double, f64)
           for (int64_t ir = 0; ir < mc; ir += MR_##SFX) {                                      \
             int mr = mc - ir < MR_##SFX ? (int)(mc - ir) : MR_##SFX;                           \
             int nr = g->nc - jr < NR_##SFX ? (int)(g->nc - jr) : NR_##SFX;                     \
-            MICRO_CALL(SFX, (nr + W_##SFX - 1) / W_##SFX, kcx - q < run ? kcx - q : run,       \
-                       ap + ir * kcx + q * MR_##SFX, g->bp + jr * kcx + q * NR_##SFX,           \
-                       g->c + (i0 + ir) * g->ldc + g->j0 + jr, g->ldc, mr, nr, store && q == 0, \
-                       last && q + run >= kcx ? g->bias + g->j0 + jr : NULL);                   \
+            int nv = (nr + W_##SFX - 1) / W_##SFX, steps = kcx - q < run ? kcx - q : run;      \
+            T* ct = g->c + (i0 + ir) * g->ldc + g->j0 + jr;                                    \
+            const T* bias = last && q + run >= kcx ? g->bias + g->j0 + jr : NULL;              \
+            if (brows)                                                                         \
+              MICRO_CALL(micro_rows_##SFX, nv, steps, ap + ir * kcx + q * MR_##SFX,             \
+                         brows + g->k0 + q, g->j0 + jr, ct, g->ldc, mr, nr, store && q == 0, bias); \
+            else                                                                               \
+              MICRO_CALL(micro_##SFX, nv, steps, ap + ir * kcx + q * MR_##SFX,                  \
+                         g->bp + jr * kcx + q * NR_##SFX, ct, g->ldc, mr, nr, store && q == 0, bias); \
           }                                                                                    \
     }                                                                                          \
   }                                                                                            \
@@ -390,7 +424,7 @@ PACKERS(double, f64)
     if (x == 3) pa = pb = PASS_BF16X3;                                                         \
     int64_t kb = KC / x;                                                                       \
     int64_t panels_m = (M + MR_##SFX - 1) / MR_##SFX;                                          \
-    gemm_job_##SFX g = {A, B, pa, pb, x, 0, 0, 0, 0, ws, c, ldc, M, panels_m, 1, 1, store, K, bias}; \
+    gemm_job_##SFX g = {A, B, pa, pb, x, 0, 0, 0, 0, ws, c, ldc, M, panels_m, 1, 1, 0, store, K, bias}; \
     /* Work items for the pool: none below ~1 MFLOP per block (the hand-off costs more). */  \
     int nt = tpurt_pool_threads();                                                             \
     int small = M * N * (K < kb ? K : kb) < (1 << 19);                                         \
@@ -402,10 +436,12 @@ PACKERS(double, f64)
       g.chunks = panels_m <= MC / MR_##SFX ? 1 : nt * per;                                     \
       if (g.chunks > panels_m / 4) g.chunks = panels_m / 4 > 1 ? panels_m / 4 : 1;             \
       /* few chunks: cut the columns too, in groups of 2+ panels, a multiple of nt items;     \
-       * each group packs its rows of A again, which costs little next to its products */     \
+       * each group packs its rows of A again. One chunk (up to MC rows): nt groups, each    \
+       * packing its own columns of B too (no pass of its own): a 64-row A packed by 8 groups \
+       * cost a quarter of a convolution's product. */                                        \
       int64_t panels_n = ((N < NC ? N : NC) + NR_##SFX - 1) / NR_##SFX;                        \
       if (g.chunks < 4 * nt) {                                                                 \
-        g.col_groups = (4 * nt + g.chunks - 1) / g.chunks;                                     \
+        g.col_groups = g.chunks == 1 ? nt : (4 * nt + g.chunks - 1) / g.chunks;                \
         if (g.col_groups > panels_n / 2) g.col_groups = panels_n / 2 > 1 ? panels_n / 2 : 1;   \
         if (g.col_groups * g.chunks % nt && g.col_groups > nt) g.col_groups -= g.col_groups * g.chunks % nt; \
       }                                                                                        \
@@ -415,9 +451,12 @@ PACKERS(double, f64)
       for (g.k0 = 0; g.k0 < K; g.k0 += kb) {                                                   \
         g.kc = K - g.k0 < kb ? K - g.k0 : kb;                                                  \
         int64_t panels = (g.nc + NR_##SFX - 1) / NR_##SFX, full = g.nc / NR_##SFX * NR_##SFX;   \
-        if (full < g.nc) /* the padded columns of the last panel */                            \
+        g.own_b = g.chunks == 1 && !small && !B->rows;                                         \
+        if (full < g.nc && !B->rows) /* the padded columns of the last panel */                \
           memset(g.bp + full * g.kc * x, 0, sizeof(T) * (size_t)(NR_##SFX * g.kc * x));         \
-        if (by_cols(B))                                                                        \
+        if (g.own_b || B->rows) /* packed by the items, or read in place */                    \
+          ;                                                                                    \
+        else if (by_cols(B))                                                                   \
           tpurt_parallel_for(panels, small ? panels : 1, gemm_pack_b_cols_##SFX, &g);          \
         else                                                                                   \
           tpurt_parallel_for(g.kc, small ? g.kc : 64, gemm_pack_b_rows_##SFX, &g);              \
@@ -455,7 +494,7 @@ typedef struct {
 
 static mat mat_of(const tpurt_tensor* t, int d_row, int d_col) {
   mat m = {(const char*)t->data, t->dtype, d_row >= 0 ? t->strides[d_row] : 0,
-           d_col >= 0 ? t->strides[d_col] : 0};
+           d_col >= 0 ? t->strides[d_col] : 0, NULL, NULL, NULL};
   return m;
 }
 
@@ -545,7 +584,7 @@ static int64_t matmul_scratch(const tpurt_tensor* out, int dt) {
  * so with the call's MXU precision: P0 = Ar Br, P1 = Ai Bi, P2 = Ar Bi, P3 = Ai Br, then
  * C = (P0 - P1) + (P2 + P3) i, or (P0 + P1) + (P2 - P3) i when A is conjugated (vdot). */
 static mat cx_part(const mat* m, int part) {
-  mat r = {m->data + 4 * part, TPURT_F32, 2 * m->rs, 2 * m->cs};
+  mat r = {m->data + 4 * part, TPURT_F32, 2 * m->rs, 2 * m->cs, NULL, NULL, NULL};
   return r;
 }
 
@@ -784,9 +823,16 @@ tpurt_status tpurt_kernel_vdot(const tpurt_op_call* c) { return dot_run(c, 1); }
 /* ---------------------------------------------------------------- shared core (gemm.h) */
 size_t tpurt_gemm_scratch_bytes(void) { return gemm_scratch_bytes(NC); }
 
+int tpurt_gemm_rows_form(int dtype, int precision) {
+  if (dtype == TPURT_F64) return TPURT_GEMM_ROWS_AS_IS;
+  if (dtype != TPURT_F32) return TPURT_GEMM_ROWS_NO;
+  pass_mode p = pass_of(dtype, precision);
+  return p == PASS_F32 ? TPURT_GEMM_ROWS_AS_IS : p == PASS_BF16 ? TPURT_GEMM_ROWS_BF16 : TPURT_GEMM_ROWS_NO;
+}
+
 void tpurt_gemm(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B,
                 int precision, void* c, int64_t ldc, void* ws) {
-  mat a = {A->data, A->dtype, A->rs, A->cs}, b = {B->data, B->dtype, B->rs, B->cs};
+  mat a = {A->data, A->dtype, A->rs, A->cs, NULL, NULL, NULL}, b = {B->data, B->dtype, B->rs, B->cs, B->line, B->ctx, B->rows};
   if (!tpurt_is_float(a.dtype)) { /* ws holds one row of B for up to NC columns at a time */
     for (int64_t j0 = 0; j0 < N; j0 += NC) {
       mat bj = b;

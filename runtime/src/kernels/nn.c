@@ -33,14 +33,17 @@ static void block_io(const tpurt_tensor* t, int k, int64_t o, double* buf, int s
   int64_t idx[TPURT_MAX_DIMS] = {0}, len = t->sizes[nd - 1], st = t->strides[nd - 1];
   for (int d = k; d < nd; d++)
     if (t->sizes[d] == 0) return; /* an empty block (a normalized shape with a 0) has no element to move */
+  /* inner dims whose strides chain into the last one's move as one run (an image plane) */
+  int in = nd - 1;
+  while (in > k && t->strides[in - 1] == st * len) len *= t->sizes[--in];
   do {
     int64_t off = 0;
-    for (int d = k; d < nd - 1; d++) off += idx[d] * t->strides[d];
+    for (int d = k; d < in; d++) off += idx[d] * t->strides[d];
     char* p = base + off * (int64_t)es;
     if (store) tpurt_red_store(p, st, t->dtype, buf, len);
     else tpurt_red_load(buf, 0, p, st, t->dtype, len);
     buf += len;
-  } while (nd - 1 > k && tpurt_next_index(idx + k, t->sizes + k, nd - 1 - k));
+  } while (in > k && tpurt_next_index(idx + k, t->sizes + k, in - k));
 }
 static void load_block(const tpurt_tensor* t, int k, int64_t o, double* buf) { block_io(t, k, o, buf, 0); }
 static void store_block(const tpurt_tensor* t, int k, int64_t o, const double* buf) {
@@ -932,17 +935,27 @@ typedef struct bn_args {
 _Static_assert(BN_LAYOUT(batch_norm_no_stats) && BN_LAYOUT(batch_norm_no_training) && BN_LAYOUT(batch_norm_with_update),
                "batch_norm serves the four batch-norm forward lines: input, weight, bias alike");
 #undef BN_LAYOUT
-static tpurt_status batch_norm(const tpurt_op_call* c, bn_args a) {
-  static const tpurt_value none = {.kind = TPURT_V_NONE, .scalar_dtype = -1};
-  const tpurt_tensor* in = &TPURT_ARG(c, batch_norm, input)->t;
-  const tpurt_value* rm = a.running_mean >= 0 ? &c->args[a.running_mean] : &none;
-  const tpurt_value* rv = a.running_var >= 0 ? &c->args[a.running_var] : &none;
-  int train = a.training == BN_ALWAYS || (a.training >= 0 && c->args[a.training].i);
-  double mom = tpurt_value_f(&c->args[a.momentum]), eps = tpurt_value_f(&c->args[a.eps]);
-  int64_t C = in->sizes[1], M = channel_elems(in);
-  double* x = scratch(M);
-  if (!x) return OOM("batch_norm");
-  for (int64_t ch = 0; ch < C; ch++) {
+/* Channels are independent: chunks of them run on the pool, each on its own work space. */
+static int64_t bn_grain(int64_t M) { return M >= 65536 ? 1 : 65536 / (M ? M : 1); }
+
+typedef struct {
+  const tpurt_op_call* c;
+  const tpurt_tensor* in;
+  const tpurt_value *rm, *rv;
+  int train;
+  double mom, eps;
+  int64_t M;
+} bn_job;
+
+static void bn_channels(void* ctx, void* slice, int64_t c0, int64_t c1) {
+  const bn_job* j = ctx;
+  const tpurt_op_call* c = j->c;
+  const tpurt_value *rm = j->rm, *rv = j->rv;
+  const tpurt_tensor* in = j->in;
+  int train = j->train;
+  double mom = j->mom, eps = j->eps, *x = slice;
+  int64_t M = j->M;
+  for (int64_t ch = c0; ch < c1; ch++) {
     double mean, invstd;
     channel_io(in, ch, x, 0);
     if (train) {
@@ -966,13 +979,22 @@ static tpurt_status batch_norm(const tpurt_op_call* c, bn_args a) {
       vec_set(&c->outs[2], ch, invstd);
     }
   }
-  tpurt_temp_release(x);
-  return TPURT_OK;
 }
 
-/* Plans of the four forward lines: one channel (their input is at the same place). */
+static tpurt_status batch_norm(const tpurt_op_call* c, bn_args a) {
+  static const tpurt_value none = {.kind = TPURT_V_NONE, .scalar_dtype = -1};
+  const tpurt_tensor* in = &TPURT_ARG(c, batch_norm, input)->t;
+  bn_job j = {c, in, a.running_mean >= 0 ? &c->args[a.running_mean] : &none, a.running_var >= 0 ? &c->args[a.running_var] : &none,
+              a.training == BN_ALWAYS || (a.training >= 0 && c->args[a.training].i), tpurt_value_f(&c->args[a.momentum]),
+              tpurt_value_f(&c->args[a.eps]), channel_elems(in)};
+  return run_loop(in->sizes[1], bn_grain(j.M), j.M, bn_channels, &j) ? TPURT_OK : OOM("batch_norm");
+}
+
+/* Plans of the four forward lines: a channel per worker (their input is at the same place). */
 static tpurt_status plan_batch_norm(const tpurt_op_call* c, tpurt_plan* p) {
-  p->scratch_bytes += planned(channel_elems(&TPURT_ARG(c, batch_norm, input)->t));
+  const tpurt_tensor* in = &TPURT_ARG(c, batch_norm, input)->t;
+  int64_t M = channel_elems(in);
+  p->scratch_bytes += loop_planned(in->sizes[1], bn_grain(M), M);
   return TPURT_OK;
 }
 tpurt_status tpurt_plan_batch_norm(const tpurt_op_call* c, tpurt_plan* p) { return plan_batch_norm(c, p); }
@@ -1000,15 +1022,14 @@ tpurt_status tpurt_kernel_batch_norm_with_update(const tpurt_op_call* c) {
 /* native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?, save_mean?,
  * save_invstd?, train, eps, output_mask) -> (grad_input, grad_weight, grad_bias), and
  * batch_norm_backward (same arguments with `update` for train, then the unused reserve) */
-tpurt_status tpurt_kernel_batch_norm_backward(const tpurt_op_call* c) {
-  const tpurt_tensor *dy_t = &TPURT_ARG(c, batch_norm_backward, grad_out)->t, *in = &TPURT_ARG(c, batch_norm_backward, input)->t;
-  int train = (int)TPURT_ARG(c, batch_norm_backward, train)->i;
-  double eps = tpurt_value_f(TPURT_ARG(c, batch_norm_backward, eps));
-  int64_t C = in->sizes[1], M = channel_elems(in);
-  double* buf = scratch(2 * M);
-  if (!buf) return OOM("batch_norm_backward");
-  double *x = buf, *dy = buf + M;
-  for (int64_t ch = 0; ch < C; ch++) {
+static void bn_backward_channels(void* ctx, void* slice, int64_t c0, int64_t c1) {
+  const bn_job* j = ctx;
+  const tpurt_op_call* c = j->c;
+  const tpurt_tensor *dy_t = &TPURT_ARG(c, batch_norm_backward, grad_out)->t, *in = j->in;
+  int train = j->train;
+  double eps = j->eps, *x = slice, *dy = x + j->M;
+  int64_t M = j->M;
+  for (int64_t ch = c0; ch < c1; ch++) {
     double mean = train ? vec_get(TPURT_ARG(c, batch_norm_backward, save_mean), ch, 0) : vec_get(TPURT_ARG(c, batch_norm_backward, running_mean), ch, 0);
     double invstd = train ? vec_get(TPURT_ARG(c, batch_norm_backward, save_invstd), ch, 1) : 1.0 / sqrt(vec_get(TPURT_ARG(c, batch_norm_backward, running_var), ch, 1) + eps);
     double w = vec_get(TPURT_ARG(c, batch_norm_backward, weight), ch, 1), sdy = 0, sdyx = 0;
@@ -1027,13 +1048,20 @@ tpurt_status tpurt_kernel_batch_norm_backward(const tpurt_op_call* c) {
       x[k] = train ? w * invstd * (dy[k] - mdy - x[k] * mdyx) : w * invstd * dy[k];
     channel_io(&c->outs[0], ch, x, 1);
   }
-  tpurt_temp_release(buf);
-  return TPURT_OK;
 }
 
-/* a channel of input and of grad_out */
+tpurt_status tpurt_kernel_batch_norm_backward(const tpurt_op_call* c) {
+  const tpurt_tensor* in = &TPURT_ARG(c, batch_norm_backward, input)->t;
+  bn_job j = {c, in, NULL, NULL, (int)TPURT_ARG(c, batch_norm_backward, train)->i, 0,
+              tpurt_value_f(TPURT_ARG(c, batch_norm_backward, eps)), channel_elems(in)};
+  return run_loop(in->sizes[1], bn_grain(j.M), 2 * j.M, bn_backward_channels, &j) ? TPURT_OK : OOM("batch_norm_backward");
+}
+
+/* a channel of input and of grad_out per worker */
 tpurt_status tpurt_plan_batch_norm_backward(const tpurt_op_call* c, tpurt_plan* p) {
-  p->scratch_bytes += planned(2 * channel_elems(&TPURT_ARG(c, batch_norm_backward, input)->t));
+  const tpurt_tensor* in = &TPURT_ARG(c, batch_norm_backward, input)->t;
+  int64_t M = channel_elems(in);
+  p->scratch_bytes += loop_planned(in->sizes[1], bn_grain(M), 2 * M);
   return TPURT_OK;
 }
 

@@ -125,6 +125,20 @@ static tpurt_status plan(const tpurt_tensor* in, uint32_t mask, const tpurt_tens
   if (!keepdim && p->nk != outs[0].ndim)
     return tpurt_fail(TPURT_ERR_VALUE, "reduction output %s does not match input %s",
                       tpurt_shape_str(&outs[0]), tpurt_shape_str(in));
+  /* Reduced dims that chain (a dense image's channels, rows and columns) are one: the row
+   * folds then see whole runs, not 32-element rows (x.sum() on [4, 64, 32, 32] took 9x the
+   * time of its flat view). Same elements, same linear indices. Size-1 dims go first. */
+  int n = 0;
+  for (int d = 0; d < p->nr; d++)
+    if (p->rsize[d] != 1) p->rsize[n] = p->rsize[d], p->rst[n++] = p->rst[d];
+  p->nr = n;
+  for (int d = p->nr - 1; d > 0; d--)
+    if (p->rst[d - 1] == p->rst[d] * p->rsize[d]) {
+      p->rsize[d - 1] *= p->rsize[d];
+      p->rst[d - 1] = p->rst[d];
+      for (int e = d; e + 1 < p->nr; e++) p->rsize[e] = p->rsize[e + 1], p->rst[e] = p->rst[e + 1];
+      p->nr--;
+    }
   if (p->nr == 0) { /* a single element per output: one reduced dim of size 1 */
     p->rsize[0] = 1;
     p->rst[0] = 0;

@@ -146,8 +146,8 @@ _CONV_CASES = [  # (N, C, Co, H, W, k, stride, padding, dilation, groups): the p
 def test_conv_is_the_matmul_of_its_columns(p, dtype, case):
     """A convolution is one GEMM of the weight with the image's columns (unfold): its paths
     (columns in place, packed from lines of the image, or im2col'ed), at every precision, must
-    give exactly the bits of that matmul; so must a stride-1 transposed convolution (the input
-    gradient's path) against the flipped weight's."""
+    give exactly the bits of that matmul; so must its weight gradient (columns x grad^T) and a
+    stride-1 transposed convolution (the input gradient's path) against the flipped weight's."""
     n, c, co, h, w_, k, st, pd, dl, groups = case
     g = torch.Generator().manual_seed(n + c + co + h)
     x = torch.randn(n, c, h, w_, generator=g, dtype=dtype)
@@ -160,6 +160,21 @@ def test_conv_is_the_matmul_of_its_columns(p, dtype, case):
         cols = cols.view(n, groups, -1, cols.shape[-1])
         want = torch.cat([wt.view(groups, co // groups, -1)[i] @ cols[:, i] for i in range(groups)], 1)
         assert torch.equal(got.reshape(n, co, -1).cpu(), want.cpu()), (got.reshape(n, co, -1) - want).abs().max()
+        # the weight gradient: per sample columns x grad^T, added to the accumulator one run of
+        # the micro-kernel at a time (256 positions; 85 with HIGH's three parts), in order
+        go = torch.randn(got.shape, generator=g, dtype=dtype).to("tpu")
+        gw = torch.ops.aten.convolution_backward(go, xt, wt, None, [st, st], list(pd) if isinstance(pd, tuple) else [pd, pd],
+                                                 list(dl) if isinstance(dl, tuple) else [dl, dl], False, [0, 0], groups,
+                                                 [False, True, False])[1]
+        gos = go.reshape(n, groups, co // groups, -1)
+        for i in range(groups):
+            acc = torch.zeros(cols.shape[2], co // groups, dtype=dtype, device="tpu")
+            run = 256 // 3 if p == "high" and dtype == torch.float32 else 256
+            for s in range(n):
+                for j in range(0, cols.shape[-1], run):
+                    acc = acc + cols[s, i, :, j:j + run] @ gos[s, i, :, j:j + run].t()
+            want = acc.t().reshape(co // groups, *wt.shape[1:])
+            assert torch.equal(gw[i * (co // groups):(i + 1) * (co // groups)].cpu(), want.cpu()), i
         if st == 1 and groups == 1 and dl == 1 and isinstance(pd, int) and pd <= k2[0] - 1:
             y = torch.randn(n, co, h, w_, generator=g, dtype=dtype).to("tpu")
             got = torch.nn.functional.conv_transpose2d(y, wt, padding=pd)

@@ -429,8 +429,8 @@ static tpurt_status to_small_in_place(const conv_run* r, const tpurt_tensor* B, 
     for (int64_t grp = 0; grp < g->G; grp++) {
       padded_fill(&p, B, n, grp, tpurt_gemm_rows_form(B->dtype, r->prec) == TPURT_GEMM_ROWS_BF16);
       memset(res, 0, result_bytes(g, r->aes));
-      tpurt_gemm_mat a = {at(&W->t, grp * g->Csg * W->t.strides[0]), W->t.dtype, W->t.strides[0], W->fs, NULL, NULL, NULL};
-      tpurt_gemm_mat b = {NULL, B->dtype, Np, 1, NULL, NULL, (const void* const*)p.rows};
+      tpurt_gemm_mat a = {at(&W->t, grp * g->Csg * W->t.strides[0]), W->t.dtype, W->t.strides[0], W->fs, NULL, NULL, NULL, NULL};
+      tpurt_gemm_mat b = {NULL, B->dtype, Np, 1, NULL, NULL, (const void* const*)p.rows, NULL};
       tpurt_gemm(g->Csg, Np, g->CbK, &a, &b, r->prec, res, Np, r->ws);
       char* c = (char*)acc + (size_t)((n * g->Cs + grp * g->Csg) * g->Ls) * r->aes;
       for (int64_t co = 0; co < g->Csg; co++)
@@ -450,7 +450,7 @@ static tpurt_status columns(conv_run* r, const tpurt_tensor* B, int64_t n, int64
   const geom* g = &r->g;
   int64_t sb[3] = {sp_stride(B, 0), sp_stride(B, 1), sp_stride(B, 2)}, sc = B->strides[1];
   const char* b = at(B, n * B->strides[0] + grp * g->Cbg * sc);
-  *m = (tpurt_gemm_mat){NULL, B->dtype, t ? 1 : g->Ls, t ? g->Ls : 1, NULL, NULL, NULL};
+  *m = (tpurt_gemm_mat){NULL, B->dtype, t ? 1 : g->Ls, t ? g->Ls : 1, NULL, NULL, NULL, NULL};
   if (lines_from_image(B->dtype)) {
     *cl = (col_lines){g, b, sc, {sb[0], sb[1], sb[2]}};
     m->line = B->dtype == TPURT_F64 ? col_line_double : col_line_float;
@@ -469,7 +469,7 @@ static tpurt_status to_small(conv_run* r, const tpurt_tensor* B, const operand* 
   for (int64_t n = 0; n < g->N; n++)
     for (int64_t grp = 0; grp < g->G; grp++) {
       col_lines cl;
-      tpurt_gemm_mat a = {at(&W->t, grp * g->Csg * W->t.strides[0]), W->t.dtype, W->t.strides[0], W->fs, NULL, NULL, NULL}, b;
+      tpurt_gemm_mat a = {at(&W->t, grp * g->Csg * W->t.strides[0]), W->t.dtype, W->t.strides[0], W->fs, NULL, NULL, NULL, NULL}, b;
       tpurt_status s = columns(r, B, n, grp, 0, &cl, &b);
       if (s) return s;
       char* c = (char*)acc + (size_t)((n * g->Cs + grp * g->Csg) * g->Ls) * r->aes;
@@ -493,9 +493,9 @@ static tpurt_status to_big(conv_run* r, const operand* S, const operand* W, void
   for (int64_t n = 0; n < g->N; n++)
     for (int64_t grp = 0; grp < g->G; grp++) {
       memset(r->col, 0, (size_t)(g->CbK * g->Ls) * r->aes);
-      tpurt_gemm_mat a = {at(&W->t, grp * g->Csg * W->t.strides[0]), W->t.dtype, W->fs, W->t.strides[0], NULL, NULL, NULL};
+      tpurt_gemm_mat a = {at(&W->t, grp * g->Csg * W->t.strides[0]), W->t.dtype, W->fs, W->t.strides[0], NULL, NULL, NULL, NULL};
       tpurt_gemm_mat b = {at(&S->t, n * S->t.strides[0] + grp * g->Csg * S->t.strides[1]), S->t.dtype,
-                          S->t.strides[1], S->fs, NULL, NULL, NULL};
+                          S->t.strides[1], S->fs, NULL, NULL, NULL, NULL};
       tpurt_gemm(g->CbK, g->Ls, g->Csg, &a, &b, r->prec, r->col, g->Ls, r->ws);
       char* dst = (char*)acc + (size_t)((n * g->Cb + grp * g->Cbg) * g->Lb) * r->aes;
       if (r->acc_dt == TPURT_F64) col2im_double(r->col, (double*)dst, g);
@@ -561,19 +561,41 @@ static size_t to_big_direct_bytes(const geom* g, const tpurt_tensor* w, int dtyp
   return b + (col ? tpurt_temp_bytes(col_bytes(&h)) : 0);
 }
 
+/* The in-place weight gradient's K offsets: output position l's place in padded coordinates. */
+static size_t koff_bytes(const geom* g) { return (size_t)g->Ls * sizeof(int64_t); }
+
 /* acc [G][CbK][Csg] (dense, zeroed) += im2col(B) * S^T, summed over the batch. The column
- * matrix is A, packed a panel of rows at a time (its orientation measured faster than
- * S * im2col(B)^T: 208 vs 179 GFLOP/s at C=64, 264 vs 180 at C=128), so it is stored. */
+ * matrix is A (this orientation measured faster than S * im2col(B)^T: 208 vs 179 GFLOP/s at
+ * C=64, 264 vs 180 at C=128): read in place from the padded image at stride 1 (row r at its
+ * offset, position l at koff[l]), else im2col'ed and packed. */
 static tpurt_status weight_grad(conv_run* r, const tpurt_tensor* B, const operand* S, void* acc) {
   const geom* g = &r->g;
+  if (in_place_ok(g, B->dtype, r->prec)) {
+    padded_image p;
+    tpurt_status s = padded_init(&p, g, B->dtype);
+    int64_t* koff = s ? NULL : tpurt_temp(koff_bytes(g));
+    if (!koff) return TPURT_ERR_OOM;
+    for (int64_t l = 0; l < g->Ls; l++)
+      koff[l] = (l / (g->ss[1] * g->ss[2]) * p.q.P[1] + l / g->ss[2] % g->ss[1]) * p.q.P[2] + l % g->ss[2];
+    for (int64_t n = 0; n < g->N; n++)
+      for (int64_t grp = 0; grp < g->G; grp++) {
+        padded_fill(&p, B, n, grp, tpurt_gemm_rows_form(B->dtype, r->prec) == TPURT_GEMM_ROWS_BF16);
+        tpurt_gemm_mat a = {NULL, B->dtype, 0, 0, NULL, NULL, (const void* const*)p.rows, koff};
+        tpurt_gemm_mat b = {at(&S->t, n * S->t.strides[0] + grp * g->Csg * S->t.strides[1]), S->t.dtype, S->fs,
+                            S->t.strides[1], NULL, NULL, NULL, NULL};
+        char* c = (char*)acc + (size_t)(grp * g->CbK * g->Csg) * r->aes;
+        tpurt_gemm(g->CbK, g->Csg, g->Ls, &a, &b, r->prec, c, g->Csg, r->ws);
+      }
+    return TPURT_OK;
+  }
   if (!col_storage(r)) return TPURT_ERR_OOM;
   int64_t sb[3] = {sp_stride(B, 0), sp_stride(B, 1), sp_stride(B, 2)}, sc = B->strides[1];
   for (int64_t n = 0; n < g->N; n++)
     for (int64_t grp = 0; grp < g->G; grp++) {
       im2col_raw(r->col, at(B, n * B->strides[0] + grp * g->Cbg * sc), tpurt_dtype_size((tpurt_dtype)B->dtype), sc, sb, g);
-      tpurt_gemm_mat a = {r->col, B->dtype, g->Ls, 1, NULL, NULL, NULL};
+      tpurt_gemm_mat a = {r->col, B->dtype, g->Ls, 1, NULL, NULL, NULL, NULL};
       tpurt_gemm_mat b = {at(&S->t, n * S->t.strides[0] + grp * g->Csg * S->t.strides[1]), S->t.dtype, S->fs,
-                          S->t.strides[1], NULL, NULL, NULL};
+                          S->t.strides[1], NULL, NULL, NULL, NULL};
       char* c = (char*)acc + (size_t)(grp * g->CbK * g->Csg) * r->aes;
       tpurt_gemm(g->CbK, g->Csg, g->Ls, &a, &b, r->prec, c, g->Csg, r->ws);
     }
@@ -714,7 +736,8 @@ tpurt_status tpurt_plan_convolution_backward(const tpurt_op_call* c, tpurt_plan*
   }
   if (gw->ndim >= 0) {
     p->scratch_bytes += tpurt_temp_bytes((size_t)tpurt_numel(gw) * aes);
-    col = 1;
+    if (in_place_ok(&g, B->dtype, c->precision)) p->scratch_bytes += padded_image_bytes(&g, B->dtype) + tpurt_temp_bytes(koff_bytes(&g));
+    else col = 1;
   }
   if (col) p->scratch_bytes += tpurt_temp_bytes(col_bytes(&g));
   conv_gemms(&g, gi->ndim >= 0, gw->ndim >= 0, p);

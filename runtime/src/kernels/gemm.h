@@ -19,10 +19,12 @@ typedef struct {
   int64_t rs, cs;
   tpurt_gemm_line_fn line;
   const void* ctx;
-  /* B only: K row pointers, row k's N values from rows[k] on (unit column stride), read in
-   * place by the micro-kernel (no packing): they must already be what packing would make of
-   * them (tpurt_gemm_rows_form), and readable TPURT_GEMM_ROW_SLACK elements past N. */
+  /* Read in place by the micro-kernel (no packing), values already what packing would make of
+   * them (tpurt_gemm_rows_form). B: K row pointers, element (k, j) at rows[k][j], each row
+   * readable TPURT_GEMM_ROW_SLACK elements past N. A: M row pointers and K offsets, element
+   * (i, k) at rows[i][koff[k]]. */
   const void* const* rows;
+  const int64_t* koff;
 } tpurt_gemm_mat;
 
 enum { TPURT_GEMM_ROW_SLACK = 64 };

@@ -26,6 +26,7 @@ typedef struct {
   tpurt_gemm_line_fn line;
   const void* ctx;
   const void* const* rows;
+  const int64_t* koff;
 } mat;
 
 /* How a loaded f32 value becomes packed values: 1 copy, 1 bf16, or 3 bf16 parts. */
@@ -99,20 +100,30 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
   __typeof__(acc[0][0]) bv##h;         \
   memcpy(&bv##h, brow[k] + bj + h * w, sizeof bv##h);
 #define MICRO_FMA(h) acc[i][h] += ai * bv##h;
+/* A's value for row i at step k: packed, or from its rows in place at step k's offset */
+#define A_STEP_PACKED()
+#define A_LOAD_PACKED(i, ROWS) a[k * ROWS + i]
+#define A_STEP_ROWS() const int64_t o = koff[k];
+#define A_LOAD_ROWS(i, ROWS) arow[i][o]
 
 /* MICRO(T, SFX, ROWS, NV): a tile of ROWS x (NV vectors of W lanes) over a panel whose K
  * steps are VECS vectors apart. fp-contract: the multiply-adds are FMAs in every build that
  * has them. C tile = (store ? 0 : C tile) + the sum of the kc packed steps, then + bias[j]
  * when bias is not NULL (the last run of a product: addmm's bias added to the rounded C
  * value, as its epilogue would, without a pass of its own).
- * MICRO_ROWS: the same over B's rows in place, step k's values from brow[k] + bj on. */
-#define MICRO(T, SFX, ROWS, NV) MICRO_GEN(T, SFX, ROWS, NV, micro_##SFX##_##NV, const T* restrict b, MICRO_LOAD_B)
-#define MICRO_ROWS(T, SFX, ROWS, NV)                                                           \
-  MICRO_GEN(T, SFX, ROWS, NV, micro_rows_##SFX##_##NV, const T* const* restrict brow MICRO_COMMA int64_t bj, \
-            MICRO_LOAD_ROW)
+ * micro_rows_*: the same over B's rows in place, step k's values from brow[k] + bj on;
+ * micro_arows_*: over A's rows in place, row i's value at step k is arow[i][koff[k]]. */
+#define MICRO(T, SFX, ROWS, NV)                                                                \
+  MICRO_GEN(T, SFX, ROWS, NV, micro_##SFX##_##NV, const T* restrict a, A_STEP_PACKED, A_LOAD_PACKED,     \
+            const T* restrict b, MICRO_LOAD_B)                                                    \
+  MICRO_GEN(T, SFX, ROWS, NV, micro_rows_##SFX##_##NV, const T* restrict a, A_STEP_PACKED, A_LOAD_PACKED, \
+            const T* const* restrict brow MICRO_COMMA int64_t bj, MICRO_LOAD_ROW)                \
+  MICRO_GEN(T, SFX, ROWS, NV, micro_arows_##SFX##_##NV,                                          \
+            const T* const* restrict arow MICRO_COMMA const int64_t* restrict koff, A_STEP_ROWS,  \
+            A_LOAD_ROWS, const T* restrict b, MICRO_LOAD_B)
 #define MICRO_COMMA ,
-#define MICRO_GEN(T, SFX, ROWS, NV, NAME, B_PARAMS, LOAD_B)                                    \
-  __attribute__((optimize("fp-contract=fast"))) static void NAME(int64_t kc, const T* restrict a, B_PARAMS, \
+#define MICRO_GEN(T, SFX, ROWS, NV, NAME, A_PARAMS, STEP_A, LOAD_A, B_PARAMS, LOAD_B)          \
+  __attribute__((optimize("fp-contract=fast"))) static void NAME(int64_t kc, A_PARAMS, B_PARAMS, \
                                       T* restrict c, int64_t ldc, int mr, int nr, int store,     \
                                       const T* restrict bias) {                                   \
     v##SFX acc[ROWS][NV];                                                                       \
@@ -122,9 +133,10 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
       __builtin_prefetch(c + i * ldc, 1), __builtin_prefetch(c + i * ldc + NV * W_##SFX - 1, 1); \
     _Pragma("GCC unroll 4")                                                                    \
     for (int64_t k = 0; k < kc; k++) {                                                         \
+      STEP_A()                                                                                 \
       FOR_V##NV(LOAD_B)                                                                        \
       for (int i = 0; i < ROWS; i++) {                                                          \
-        T ai = a[k * ROWS + i];                                                                 \
+        T ai = LOAD_A(i, ROWS);                                                                 \
         FOR_V##NV(MICRO_FMA)                                                                   \
       }                                                                                        \
     }                                                                                          \
@@ -153,17 +165,16 @@ static void load_f64(double* dst, const char* p, int64_t st, int dt, int64_t n) 
       }                                                                                        \
   }
 
-#define MICRO_EXPANDED(T, SFX, ROWS, NV) MICRO(T, SFX, ROWS, NV) MICRO_ROWS(T, SFX, ROWS, NV) /* NV = VECS expanded first */
+#define MICRO_EXPANDED(T, SFX, ROWS, NV) MICRO(T, SFX, ROWS, NV) /* NV = VECS expanded first */
 /* GEMM_CORE(T, SFX, ROWS): W lanes per vector; the tile is ROWS x (VECS*W), its last column
  * panel's tile as narrow as its live vectors. Every C element sums its K steps in the same
  * order in every variant. */
 #if VECS == 3
-#define MICRO_NARROW(T, SFX, ROWS) \
-  MICRO(T, SFX, ROWS, 1) MICRO(T, SFX, ROWS, 2) MICRO_ROWS(T, SFX, ROWS, 1) MICRO_ROWS(T, SFX, ROWS, 2)
+#define MICRO_NARROW(T, SFX, ROWS) MICRO(T, SFX, ROWS, 1) MICRO(T, SFX, ROWS, 2)
 #define MICRO_CALL(NAME, nv, ...) \
   ((nv) == 3 ? NAME##_3(__VA_ARGS__) : (nv) == 2 ? NAME##_2(__VA_ARGS__) : NAME##_1(__VA_ARGS__))
 #else
-#define MICRO_NARROW(T, SFX, ROWS) MICRO(T, SFX, ROWS, 1) MICRO_ROWS(T, SFX, ROWS, 1)
+#define MICRO_NARROW(T, SFX, ROWS) MICRO(T, SFX, ROWS, 1)
 #define MICRO_CALL(NAME, nv, ...) ((nv) == 2 ? NAME##_2(__VA_ARGS__) : NAME##_1(__VA_ARGS__))
 #endif
 #define GEMM_CORE(T, SFX, ROWS)                                                                 \
@@ -383,6 +394,7 @@ PACKERS(double, f64)
     _Alignas(64) T row[NC];                                                                    \
     int64_t kcx = g->kc * g->x;                                                                \
     const T* const* brows = (const T* const*)g->B->rows; /* B in place: nothing packed */      \
+    const T* const* arows = (const T* const*)g->A->rows; /* A in place likewise */             \
     if (g->own_b && by_cols(g->B))                                                             \
       pack_b_cols_##SFX(g->bp + c0 * kcx, g->B, g->k0, g->kc, g->j0 + c0, c1 - c0, g->pb, row);  \
     else if (g->own_b)                                                                         \
@@ -395,7 +407,7 @@ PACKERS(double, f64)
     if (r1 > g->M) r1 = g->M;                                                                  \
     for (int64_t i0 = r0; i0 < r1; i0 += MC) {                                                 \
       int64_t mc = r1 - i0 < MC ? r1 - i0 : MC;                                                \
-      pack_a_##SFX(ap, g->A, i0, mc, g->k0, g->kc, g->pa, row);                                \
+      if (!arows) pack_a_##SFX(ap, g->A, i0, mc, g->k0, g->kc, g->pa, row);                     \
       /* Runs of `run` steps, each added to the C tile: the f32 sums are those of K blocks  \
        * of `run` steps. Runs are the middle loop so a run of the B panel (16-48 KiB)         \
        * stays in L1 (AVX2) or L2 for all the row panels; C tiles of a column panel in L2.   */\
@@ -407,7 +419,12 @@ PACKERS(double, f64)
             int nv = (nr + W_##SFX - 1) / W_##SFX, steps = kcx - q < run ? kcx - q : run;      \
             T* ct = g->c + (i0 + ir) * g->ldc + g->j0 + jr;                                    \
             const T* bias = last && q + run >= kcx ? g->bias + g->j0 + jr : NULL;              \
-            if (brows)                                                                         \
+            if (arows) { /* the panel's rows; past M, the last row again (not stored) */       \
+              const T* ar[MR_##SFX];                                                           \
+              for (int i = 0; i < MR_##SFX; i++) ar[i] = arows[i0 + ir + (i < mr ? i : mr - 1)];  \
+              MICRO_CALL(micro_arows_##SFX, nv, steps, ar, g->A->koff + g->k0 + q,              \
+                         g->bp + jr * kcx + q * NR_##SFX, ct, g->ldc, mr, nr, store && q == 0, bias); \
+            } else if (brows)                                                                  \
               MICRO_CALL(micro_rows_##SFX, nv, steps, ap + ir * kcx + q * MR_##SFX,             \
                          brows + g->k0 + q, g->j0 + jr, ct, g->ldc, mr, nr, store && q == 0, bias); \
             else                                                                               \
@@ -494,7 +511,7 @@ typedef struct {
 
 static mat mat_of(const tpurt_tensor* t, int d_row, int d_col) {
   mat m = {(const char*)t->data, t->dtype, d_row >= 0 ? t->strides[d_row] : 0,
-           d_col >= 0 ? t->strides[d_col] : 0, NULL, NULL, NULL};
+           d_col >= 0 ? t->strides[d_col] : 0, NULL, NULL, NULL, NULL};
   return m;
 }
 
@@ -584,7 +601,7 @@ static int64_t matmul_scratch(const tpurt_tensor* out, int dt) {
  * so with the call's MXU precision: P0 = Ar Br, P1 = Ai Bi, P2 = Ar Bi, P3 = Ai Br, then
  * C = (P0 - P1) + (P2 + P3) i, or (P0 + P1) + (P2 - P3) i when A is conjugated (vdot). */
 static mat cx_part(const mat* m, int part) {
-  mat r = {m->data + 4 * part, TPURT_F32, 2 * m->rs, 2 * m->cs, NULL, NULL, NULL};
+  mat r = {m->data + 4 * part, TPURT_F32, 2 * m->rs, 2 * m->cs, NULL, NULL, NULL, NULL};
   return r;
 }
 
@@ -832,7 +849,8 @@ int tpurt_gemm_rows_form(int dtype, int precision) {
 
 void tpurt_gemm(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B,
                 int precision, void* c, int64_t ldc, void* ws) {
-  mat a = {A->data, A->dtype, A->rs, A->cs, NULL, NULL, NULL}, b = {B->data, B->dtype, B->rs, B->cs, B->line, B->ctx, B->rows};
+  mat a = {A->data, A->dtype, A->rs, A->cs, NULL, NULL, A->rows, A->koff},
+      b = {B->data, B->dtype, B->rs, B->cs, B->line, B->ctx, B->rows, NULL};
   if (!tpurt_is_float(a.dtype)) { /* ws holds one row of B for up to NC columns at a time */
     for (int64_t j0 = 0; j0 < N; j0 += NC) {
       mat bj = b;

@@ -357,6 +357,8 @@ PACKERS(double, f64)
     int64_t M, panels_m, chunks; /* rows, their MR-row panels, row chunks per B block */      \
     int64_t col_groups;          /* each row chunk's columns cut in this many groups */       \
     int own_b;                   /* one row chunk: each column group packs its own B panels */ \
+    int k_inside;                /* B not shared between items: each runs all K blocks */     \
+    int64_t kb;                  /* K per block */                                             \
     int store;                   /* the first K block stores into C instead of adding */      \
     int64_t K;                                                                                 \
     const T* bias;               /* NULL, or N values added to every row at the end */        \
@@ -379,12 +381,23 @@ PACKERS(double, f64)
    * column group q % col_groups. Chunk c is panels [P*c/chunks, P*(c+1)/chunks): sizes      \
    * differ by at most one panel, so equally fast threads finish together (fixed-size chunks  \
    * left a remainder to one thread at every K block); column groups likewise. */            \
+  static void gemm_item_##SFX(const gemm_job_##SFX* g, int64_t q0);                          \
   static void gemm_rows_##SFX(void* arg, int64_t q0, int64_t q1) {                             \
     const gemm_job_##SFX* g = arg;                                                             \
-    if (q1 - q0 > 1) { /* one item at a time: each has its own rows and columns */            \
-      for (int64_t q = q0; q < q1; q++) gemm_rows_##SFX(arg, q, q + 1);                        \
-      return;                                                                                  \
+    for (int64_t q = q0; q < q1; q++) { /* one item at a time: each has its own rows and columns */ \
+      if (!g->k_inside) {                                                                      \
+        gemm_item_##SFX(g, q);                                                                 \
+        continue;                                                                              \
+      }                                                                                        \
+      gemm_job_##SFX k = *g; /* every K block of the item, in order */                         \
+      for (k.k0 = 0; k.k0 < k.K; k.k0 += k.kb) {                                               \
+        k.kc = k.K - k.k0 < k.kb ? k.K - k.k0 : k.kb;                                          \
+        gemm_item_##SFX(&k, q);                                                                \
+      }                                                                                        \
     }                                                                                          \
+  }                                                                                            \
+  static void gemm_item_##SFX(const gemm_job_##SFX* g, int64_t q0) {                           \
+    int64_t q1;                                                                                \
     int64_t panels_n = (g->nc + NR_##SFX - 1) / NR_##SFX, cg = q0 % g->col_groups;             \
     int64_t c0 = panels_n * cg / g->col_groups * NR_##SFX;                                     \
     int64_t c1 = panels_n * (cg + 1) / g->col_groups * NR_##SFX;                               \
@@ -395,6 +408,8 @@ PACKERS(double, f64)
     int64_t kcx = g->kc * g->x;                                                                \
     const T* const* brows = (const T* const*)g->B->rows; /* B in place: nothing packed */      \
     const T* const* arows = (const T* const*)g->A->rows; /* A in place likewise */             \
+    if (g->own_b && c1 == g->nc && g->nc % NR_##SFX) /* the padded columns of the last panel */ \
+      memset(g->bp + g->nc / NR_##SFX * NR_##SFX * kcx, 0, sizeof(T) * (size_t)(NR_##SFX * kcx));   \
     if (g->own_b && by_cols(g->B))                                                             \
       pack_b_cols_##SFX(g->bp + c0 * kcx, g->B, g->k0, g->kc, g->j0 + c0, c1 - c0, g->pb, row);  \
     else if (g->own_b)                                                                         \
@@ -441,7 +456,7 @@ PACKERS(double, f64)
     if (x == 3) pa = pb = PASS_BF16X3;                                                         \
     int64_t kb = KC / x;                                                                       \
     int64_t panels_m = (M + MR_##SFX - 1) / MR_##SFX;                                          \
-    gemm_job_##SFX g = {A, B, pa, pb, x, 0, 0, 0, 0, ws, c, ldc, M, panels_m, 1, 1, 0, store, K, bias}; \
+    gemm_job_##SFX g = {A, B, pa, pb, x, 0, 0, 0, 0, ws, c, ldc, M, panels_m, 1, 1, 0, 0, kb, store, K, bias}; \
     /* Work items for the pool: none below ~1 MFLOP per block (the hand-off costs more). */  \
     int nt = tpurt_pool_threads();                                                             \
     int small = M * N * (K < kb ? K : kb) < (1 << 19);                                         \
@@ -458,22 +473,28 @@ PACKERS(double, f64)
        * cost a quarter of a convolution's product. */                                        \
       int64_t panels_n = ((N < NC ? N : NC) + NR_##SFX - 1) / NR_##SFX;                        \
       if (g.chunks < 4 * nt) {                                                                 \
-        g.col_groups = g.chunks == 1 ? nt : (4 * nt + g.chunks - 1) / g.chunks;                \
+        g.col_groups = g.chunks == 1 || B->rows ? (nt + g.chunks - 1) / g.chunks : (4 * nt + g.chunks - 1) / g.chunks;                \
         if (g.col_groups > panels_n / 2) g.col_groups = panels_n / 2 > 1 ? panels_n / 2 : 1;   \
         if (g.col_groups * g.chunks % nt && g.col_groups > nt) g.col_groups -= g.col_groups * g.chunks % nt; \
       }                                                                                        \
     }                                                                                          \
+    /* Items that pack their own B (or read it in place) run every K block themselves: one   \
+     * hand-off to the pool per column block instead of one per K block (a convolution's     \
+     * GEMMs have several K blocks per sample). */                                            \
+    g.own_b = g.chunks == 1 && !small && !B->rows;                                             \
+    g.k_inside = g.own_b || B->rows;                                                           \
     for (g.j0 = 0; g.j0 < N; g.j0 += NC) {                                                     \
       g.nc = N - g.j0 < NC ? N - g.j0 : NC;                                                    \
+      if (g.k_inside) {                                                                        \
+        tpurt_parallel_for(g.chunks * g.col_groups, 1, gemm_rows_##SFX, &g);                   \
+        continue;                                                                              \
+      }                                                                                        \
       for (g.k0 = 0; g.k0 < K; g.k0 += kb) {                                                   \
         g.kc = K - g.k0 < kb ? K - g.k0 : kb;                                                  \
         int64_t panels = (g.nc + NR_##SFX - 1) / NR_##SFX, full = g.nc / NR_##SFX * NR_##SFX;   \
-        g.own_b = g.chunks == 1 && !small && !B->rows;                                         \
-        if (full < g.nc && !B->rows) /* the padded columns of the last panel */                \
+        if (full < g.nc) /* the padded columns of the last panel */                            \
           memset(g.bp + full * g.kc * x, 0, sizeof(T) * (size_t)(NR_##SFX * g.kc * x));         \
-        if (g.own_b || B->rows) /* packed by the items, or read in place */                    \
-          ;                                                                                    \
-        else if (by_cols(B))                                                                   \
+        if (by_cols(B))                                                                        \
           tpurt_parallel_for(panels, small ? panels : 1, gemm_pack_b_cols_##SFX, &g);          \
         else                                                                                   \
           tpurt_parallel_for(g.kc, small ? g.kc : 64, gemm_pack_b_rows_##SFX, &g);              \

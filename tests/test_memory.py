@@ -53,33 +53,42 @@ def test_memory_stats_keys():
     assert "MiB" in torch.tpu.memory_summary()
 
 
-def test_convolution_peak_includes_its_im2col_columns():
-    """Kernel temporaries are HBM like tensors: a convolution's peak has its column matrix
-    (C_in * kh * kw rows by H_out * W_out columns, 8-byte slots) on top of its output."""
+def test_convolution_peak_includes_its_temporaries():
+    """Kernel temporaries are HBM like tensors: a convolution's peak has them on top of its
+    output: at stride 1, the zero-padded image its columns are read from and the product over
+    padded positions; in bfloat16, the stored column matrix (C_in * kh * kw rows by
+    H_out * W_out columns, 8-byte slots)."""
     x = torch.randn(1, 8, 32, 32, device="tpu")
     w = torch.randn(16, 8, 3, 3, device="tpu")
-    torch.tpu.synchronize()
-    base = torch.tpu.memory_allocated()
-    torch.tpu.reset_peak_memory_stats()
-    with torch.tpu.precision("highest"):  # f32 products, to compare with CPU's
+    for dtype, temps in ((torch.float32, 8 * 34 * 34 * 4 + 16 * (31 * 34 + 32) * 4),
+                         (torch.bfloat16, 8 * 3 * 3 * 32 * 32 * 8)):
+        xd, wd = x.to(dtype), w.to(dtype)
+        torch.tpu.synchronize()
+        base = torch.tpu.memory_allocated()
+        torch.tpu.reset_peak_memory_stats()
+        with torch.tpu.precision("highest"):  # f32 products, to compare with CPU's
+            y = torch.nn.functional.conv2d(xd, wd, padding=1)
+        torch.tpu.synchronize()
+        out_bytes = y.numel() * y.element_size()
+        assert torch.tpu.max_memory_allocated() - base >= out_bytes + temps, dtype
+        assert torch.tpu.memory_allocated() - base == out_bytes  # the temporaries went back
+        del y
+    with torch.tpu.precision("highest"):
         y = torch.nn.functional.conv2d(x, w, padding=1)
-    torch.tpu.synchronize()
-    out_bytes, cols = y.numel() * 4, 8 * 3 * 3 * 32 * 32 * 8
-    assert torch.tpu.max_memory_allocated() - base >= out_bytes + cols
-    assert torch.tpu.memory_allocated() - base == out_bytes  # the temporaries went back
     torch.testing.assert_close(y.cpu(), torch.nn.functional.conv2d(x.cpu(), w.cpu(), padding=1), rtol=1e-4, atol=1e-4)
 
 
 def test_kernel_temporaries_run_out_of_hbm_as_oom():
-    """A chip too small for a convolution's columns fails it with OutOfMemoryError, and recovers."""
+    """A chip too small for a convolution's temporaries fails it with OutOfMemoryError, and recovers."""
     code = ("import torch, torch_tpu\n"
-            "x = torch.randn(1, 8, 64, 64, device='tpu'); w = torch.randn(8, 8, 3, 3, device='tpu')\n"
+            "x = torch.randn(1, 8, 128, 128, device='tpu'); w = torch.randn(8, 8, 3, 3, device='tpu')\n"
             "try:\n"
             "    torch.nn.functional.conv2d(x, w, padding=1); torch.tpu.synchronize(); print('ran')\n"
             "except torch.OutOfMemoryError as e:\n"
             "    print('oom', 'TPU out of memory' in str(e))\n"
             "print(torch.nn.functional.conv2d(x[:, :, :8, :8], w, padding=1).shape)\n")
-    # 2 MiB: room for x, w and the output (128 KiB each) but not the columns (2.25 MiB)
+    # 2 MiB: room for x, w and the output (512 KiB each) but not the temporaries (the padded
+    # image 528 KiB, the product over padded positions 520 KiB, the accumulator 512 KiB)
     env = {**os.environ, "TPU_HBM_BYTES": str(1 << 21)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -945,6 +945,7 @@ typedef struct {
   int train;
   double mom, eps;
   int64_t M;
+  int f32; /* backward: float32 operands with dense planes */
 } bn_job;
 
 static void bn_channels(void* ctx, void* slice, int64_t c0, int64_t c1) {
@@ -986,7 +987,7 @@ static tpurt_status batch_norm(const tpurt_op_call* c, bn_args a) {
   const tpurt_tensor* in = &TPURT_ARG(c, batch_norm, input)->t;
   bn_job j = {c, in, a.running_mean >= 0 ? &c->args[a.running_mean] : &none, a.running_var >= 0 ? &c->args[a.running_var] : &none,
               a.training == BN_ALWAYS || (a.training >= 0 && c->args[a.training].i), tpurt_value_f(&c->args[a.momentum]),
-              tpurt_value_f(&c->args[a.eps]), channel_elems(in)};
+              tpurt_value_f(&c->args[a.eps]), channel_elems(in), 0};
   return run_loop(in->sizes[1], bn_grain(j.M), j.M, bn_channels, &j) ? TPURT_OK : OOM("batch_norm");
 }
 
@@ -1022,6 +1023,54 @@ tpurt_status tpurt_kernel_batch_norm_with_update(const tpurt_op_call* c) {
 /* native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?, save_mean?,
  * save_invstd?, train, eps, output_mask) -> (grad_input, grad_weight, grad_bias), and
  * batch_norm_backward (same arguments with `update` for train, then the unused reserve) */
+enum { BN_LANES = 8 };
+
+/* A float32 [N, C, *] tensor whose planes (dims 2..) are dense: float planes are read and
+ * written in place (no double staging). */
+static int dense_f32_planes(const tpurt_tensor* t) {
+  if (t->dtype != TPURT_F32 || t->ndim < 2) return 0;
+  for (int64_t d = t->ndim - 1, st = 1; d >= 2; st *= t->sizes[d--])
+    if (t->sizes[d] != 1 && t->strides[d] != st) return 0;
+  return 1;
+}
+static const float* plane_f32(const tpurt_tensor* t, int64_t n, int64_t ch) {
+  return (const float*)t->data + n * t->strides[0] + ch * t->strides[1];
+}
+
+/* One channel of the float backward: its sums in BN_LANES double lanes per plane, then the
+ * input gradient from the same normalized values, computed again. */
+static void bn_backward_channel_f32(const bn_job* j, int64_t ch, double mean, double invstd, double w) {
+  const tpurt_op_call* c = j->c;
+  const tpurt_tensor *dy_t = &TPURT_ARG(c, batch_norm_backward, grad_out)->t, *in = j->in, *gi = &c->outs[0];
+  int64_t N = in->sizes[0], HW = j->M / (N ? N : 1);
+  double sdy = 0, sdyx = 0;
+  for (int64_t n = 0; n < N; n++) {
+    const float *x = plane_f32(in, n, ch), *dy = plane_f32(dy_t, n, ch);
+    double ly[BN_LANES] = {0}, lyx[BN_LANES] = {0};
+    int64_t k = 0;
+    for (; k + BN_LANES <= HW; k += BN_LANES)
+      for (int l = 0; l < BN_LANES; l++) {
+        double d = dy[k + l];
+        ly[l] += d;
+        lyx[l] += d * (((double)x[k + l] - mean) * invstd);
+      }
+    for (; k < HW; k++) sdy += dy[k], sdyx += dy[k] * (((double)x[k] - mean) * invstd);
+    for (int l = 0; l < BN_LANES; l++) sdy += ly[l], sdyx += lyx[l];
+  }
+  vec_set(&c->outs[1], ch, sdyx);
+  vec_set(&c->outs[2], ch, sdy);
+  if (!defined(gi)) return;
+  double mdy = sdy / (double)j->M, mdyx = sdyx / (double)j->M, s = w * invstd;
+  for (int64_t n = 0; n < N; n++) {
+    const float *x = plane_f32(in, n, ch), *dy = plane_f32(dy_t, n, ch);
+    float* o = (float*)plane_f32(gi, n, ch);
+    if (j->train)
+      for (int64_t k = 0; k < HW; k++) o[k] = (float)(s * ((double)dy[k] - mdy - (((double)x[k] - mean) * invstd) * mdyx));
+    else
+      for (int64_t k = 0; k < HW; k++) o[k] = (float)(s * (double)dy[k]);
+  }
+}
+
 static void bn_backward_channels(void* ctx, void* slice, int64_t c0, int64_t c1) {
   const bn_job* j = ctx;
   const tpurt_op_call* c = j->c;
@@ -1033,13 +1082,28 @@ static void bn_backward_channels(void* ctx, void* slice, int64_t c0, int64_t c1)
     double mean = train ? vec_get(TPURT_ARG(c, batch_norm_backward, save_mean), ch, 0) : vec_get(TPURT_ARG(c, batch_norm_backward, running_mean), ch, 0);
     double invstd = train ? vec_get(TPURT_ARG(c, batch_norm_backward, save_invstd), ch, 1) : 1.0 / sqrt(vec_get(TPURT_ARG(c, batch_norm_backward, running_var), ch, 1) + eps);
     double w = vec_get(TPURT_ARG(c, batch_norm_backward, weight), ch, 1), sdy = 0, sdyx = 0;
+    if (j->f32) {
+      bn_backward_channel_f32(j, ch, mean, invstd, w);
+      continue;
+    }
     channel_io(in, ch, x, 0);
     channel_io(dy_t, ch, dy, 0);
-    for (int64_t k = 0; k < M; k++) {
+    /* the two sums in BN_LANES double lanes (fixed order): one chain was bound by the add's
+     * latency, a third of the kernel's time */
+    double ly[BN_LANES] = {0}, lyx[BN_LANES] = {0};
+    int64_t k = 0;
+    for (; k + BN_LANES <= M; k += BN_LANES)
+      for (int l = 0; l < BN_LANES; l++) {
+        x[k + l] = (x[k + l] - mean) * invstd;
+        ly[l] += dy[k + l];
+        lyx[l] += dy[k + l] * x[k + l];
+      }
+    for (; k < M; k++) {
       x[k] = (x[k] - mean) * invstd;
       sdy += dy[k];
       sdyx += dy[k] * x[k];
     }
+    for (int l = 0; l < BN_LANES; l++) sdy += ly[l], sdyx += lyx[l];
     vec_set(&c->outs[1], ch, sdyx);
     vec_set(&c->outs[2], ch, sdy);
     if (!defined(&c->outs[0])) continue;
@@ -1052,8 +1116,10 @@ static void bn_backward_channels(void* ctx, void* slice, int64_t c0, int64_t c1)
 
 tpurt_status tpurt_kernel_batch_norm_backward(const tpurt_op_call* c) {
   const tpurt_tensor* in = &TPURT_ARG(c, batch_norm_backward, input)->t;
+  const tpurt_tensor *dy = &TPURT_ARG(c, batch_norm_backward, grad_out)->t, *gi = &c->outs[0];
   bn_job j = {c, in, NULL, NULL, (int)TPURT_ARG(c, batch_norm_backward, train)->i, 0,
-              tpurt_value_f(TPURT_ARG(c, batch_norm_backward, eps)), channel_elems(in)};
+              tpurt_value_f(TPURT_ARG(c, batch_norm_backward, eps)), channel_elems(in),
+              dense_f32_planes(in) && dense_f32_planes(dy) && (!defined(gi) || dense_f32_planes(gi))};
   return run_loop(in->sizes[1], bn_grain(j.M), 2 * j.M, bn_backward_channels, &j) ? TPURT_OK : OOM("batch_norm_backward");
 }
 

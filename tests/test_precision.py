@@ -132,6 +132,23 @@ def test_addmm_bias_is_the_rounded_product_plus_bias(p, m, k, n):
         assert torch.equal(got.view(torch.int32), want.view(torch.int32))
 
 
+@pytest.mark.parametrize("p", ["default", "high"])
+@pytest.mark.parametrize("m,k,n", [(8, 513, 1030), (64, 1025, 600), (96, 700, 2100)])
+def test_few_row_gemm_equals_the_same_rows_of_a_taller_one(p, m, k, n):
+    """Up to 96 rows, the GEMM's threads each pack their own columns of B and run the K blocks
+    unsynchronized (a short last K block once moved one thread's packed columns onto those
+    another was still reading: wrong sums, now and then). Every C element's sum is the same
+    whatever the row split, so the rows of a taller product (one whose threads share a
+    packed B) are the reference, repeated to give a race its chances."""
+    g = torch.Generator().manual_seed(m + k + n)
+    a, b = torch.randn(m, k, generator=g).to("tpu"), torch.randn(k, n, generator=g).to("tpu")
+    tall = torch.cat([a, torch.zeros(400, k, device="tpu")])
+    with torch.tpu.precision(p):
+        want = (tall @ b)[:m].cpu()
+        for _ in range(10):
+            assert torch.equal((a @ b).cpu(), want)
+
+
 _CONV_CASES = [  # (N, C, Co, H, W, k, stride, padding, dilation, groups): the paths of the kernel
     (2, 8, 16, 9, 12, 3, 1, 1, 1, 1),    # stride 1: columns read in place from a padded copy
     (2, 64, 64, 8, 8, 3, 1, 1, 1, 1),    # K = 576 spans two K blocks
@@ -180,6 +197,21 @@ def test_conv_is_the_matmul_of_its_columns(p, dtype, case):
             got = torch.nn.functional.conv_transpose2d(y, wt, padding=pd)
             want = torch.nn.functional.conv2d(y, wt.transpose(0, 1).flip(-1, -2), padding=k2[0] - 1 - pd)
             assert torch.equal(got.cpu(), want.cpu())
+
+
+@pytest.mark.parametrize("kw", [dict(dilation=2, output_padding=1, padding=4), dict(dilation=2, output_padding=1, padding=3),
+                                dict(dilation=3, output_padding=2, padding=6), dict(dilation=2, output_padding=1),
+                                dict(dilation=(3, 2), output_padding=(2, 1), padding=(2, 5)), dict(padding=2)])
+def test_stride1_transposed_conv_matches_cpu(kw):
+    """A stride-1 transposed convolution runs as a convolution with the flipped weight whose
+    columns are read from a zero-padded image: output_padding (allowed below the dilation)
+    makes the output longer than the padding alone covers, and the copy must be padded up to
+    the last position read (it read the next row's values: 11 off)."""
+    g = torch.Generator().manual_seed(7)
+    x, w = torch.randn(2, 4, 7, 6, generator=g, dtype=torch.float64), torch.randn(4, 3, 3, 3, generator=g, dtype=torch.float64)
+    want = torch.nn.functional.conv_transpose2d(x, w, stride=1, **kw)
+    got = torch.nn.functional.conv_transpose2d(x.to("tpu"), w.to("tpu"), stride=1, **kw).cpu()
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])

@@ -325,7 +325,13 @@ typedef struct {
 
 static padded_geom padded_of(const geom* g) {
   padded_geom q;
-  for (int i = 0; i < 3; i++) q.P[i] = g->bs[i] + 2 * g->pd[i];
+  /* the image behind pd zeros, then zeros up to the last position read: output ss - 1 at
+   * tap k - 1, past bs + 2 pd when the small side is longer (a stride-1 transposed
+   * convolution's output_padding, seen through the flipped weight) */
+  for (int i = 0; i < 3; i++) {
+    int64_t read = g->ss[i] + g->dl[i] * (g->k[i] - 1);
+    q.P[i] = g->bs[i] + 2 * g->pd[i] > read ? g->bs[i] + 2 * g->pd[i] : read;
+  }
   q.plane = q.P[0] * q.P[1] * q.P[2];
   q.Np = ((g->ss[0] - 1) * q.P[1] + g->ss[1] - 1) * q.P[2] + g->ss[2];
   return q;

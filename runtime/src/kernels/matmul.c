@@ -408,12 +408,17 @@ PACKERS(double, f64)
     int64_t kcx = g->kc * g->x;                                                                \
     const T* const* brows = (const T* const*)g->B->rows; /* B in place: nothing packed */      \
     const T* const* arows = (const T* const*)g->A->rows; /* A in place likewise */             \
+    /* Packed B: panel jr at bb + jr * kcx. An item packing its own columns keeps them at a   \
+     * place that does not move with the K block's size (c0 full-size blocks in): the items   \
+     * run their K blocks unsynchronized, and one packing a short last block at c0 * kcx      \
+     * overwrote the columns another was still reading. */                                   \
+    T* bb = g->own_b ? g->bp + c0 * (g->kb * g->x) - c0 * kcx : g->bp;                         \
     if (g->own_b && c1 == g->nc && g->nc % NR_##SFX) /* the padded columns of the last panel */ \
-      memset(g->bp + g->nc / NR_##SFX * NR_##SFX * kcx, 0, sizeof(T) * (size_t)(NR_##SFX * kcx));   \
+      memset(bb + g->nc / NR_##SFX * NR_##SFX * kcx, 0, sizeof(T) * (size_t)(NR_##SFX * kcx));     \
     if (g->own_b && by_cols(g->B))                                                             \
-      pack_b_cols_##SFX(g->bp + c0 * kcx, g->B, g->k0, g->kc, g->j0 + c0, c1 - c0, g->pb, row);  \
+      pack_b_cols_##SFX(bb + c0 * kcx, g->B, g->k0, g->kc, g->j0 + c0, c1 - c0, g->pb, row);     \
     else if (g->own_b)                                                                         \
-      pack_b_rows_##SFX(g->bp + c0 * kcx, g->B, g->k0, g->kc, 0, g->kc, g->j0 + c0, c1 - c0, g->pb, row); \
+      pack_b_rows_##SFX(bb + c0 * kcx, g->B, g->k0, g->kc, 0, g->kc, g->j0 + c0, c1 - c0, g->pb, row); \
     int store = g->store && g->k0 == 0;                                                        \
     int last = g->bias && g->k0 + g->kc >= g->K; /* the product's last K block */             \
     int64_t run = KRUN / g->x * g->x;                                                          \
@@ -438,13 +443,13 @@ PACKERS(double, f64)
               const T* ar[MR_##SFX];                                                           \
               for (int i = 0; i < MR_##SFX; i++) ar[i] = arows[i0 + ir + (i < mr ? i : mr - 1)];  \
               MICRO_CALL(micro_arows_##SFX, nv, steps, ar, g->A->koff + g->k0 + q,              \
-                         g->bp + jr * kcx + q * NR_##SFX, ct, g->ldc, mr, nr, store && q == 0, bias); \
+                         bb + jr * kcx + q * NR_##SFX, ct, g->ldc, mr, nr, store && q == 0, bias); \
             } else if (brows)                                                                  \
               MICRO_CALL(micro_rows_##SFX, nv, steps, ap + ir * kcx + q * MR_##SFX,             \
                          brows + g->k0 + q, g->j0 + jr, ct, g->ldc, mr, nr, store && q == 0, bias); \
             else                                                                               \
               MICRO_CALL(micro_##SFX, nv, steps, ap + ir * kcx + q * MR_##SFX,                  \
-                         g->bp + jr * kcx + q * NR_##SFX, ct, g->ldc, mr, nr, store && q == 0, bias); \
+                         bb + jr * kcx + q * NR_##SFX, ct, g->ldc, mr, nr, store && q == 0, bias); \
           }                                                                                    \
     }                                                                                          \
   }                                                                                            \

@@ -16,9 +16,9 @@
 #include "gemm.h"
 
 /* ---------------------------------------------------------------- operands */
-/* A strided matrix: element (i, k) lives at data + (i * rs + k * cs) elements; or, for B,
- * one produced a line at a time (`line`) or read in place from row pointers (`rows`): see
- * tpurt_gemm_mat. */
+/* A strided matrix: element (i, k) lives at data + (i * rs + k * cs) elements; or one
+ * without storage: produced a line at a time (`line`, B), or read in place through row
+ * pointers (`rows`, and `koff` for A): see tpurt_gemm_mat. */
 typedef struct {
   const char* data;
   int dtype;

@@ -105,64 +105,10 @@ static void valid_range(int64_t off, int64_t s, int64_t n, int64_t len, int64_t*
           }                                                                                 \
         }
 
-/* col[CbK x Ls] <- B at (n, c0) (channel stride sc, spatial strides sb), zeros outside. */
-#define IM2COL(T)                                                                                 \
-  static void im2col_##T(T* col, const T* b, int64_t sc, const int64_t* sb, const geom* g,        \
-                         int64_t c0, int64_t c1) {                                                \
-    FOR_COLS(g, c0, c1, {                                                                         \
-      T* dst = col + l0;                                                                          \
-      if (!inside) {                                                                              \
-        memset(dst, 0, sizeof(T) * (size_t)g->ss[2]);                                             \
-        continue;                                                                                 \
-      }                                                                                           \
-      const T* src = b + ci * sc + id * sb[0] + ih * sb[1];                                       \
-      memset(dst, 0, sizeof(T) * (size_t)lo);                                                     \
-      if (g->st[2] == 1 && sb[2] == 1)                                                            \
-        memcpy(dst + lo, src + lo + off, sizeof(T) * (size_t)(hi - lo));                          \
-      else                                                                                        \
-        for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[(ow * g->st[2] + off) * sb[2]];        \
-      memset(dst + hi, 0, sizeof(T) * (size_t)(g->ss[2] - hi));                                   \
-    })                                                                                            \
-  }
-IM2COL(uint8_t)
-IM2COL(uint16_t)
-IM2COL(uint32_t)
-IM2COL(uint64_t)
-
-/* Channels per parallel chunk: about 64K column elements (the hand-off costs more). */
-static int64_t channel_grain(const geom* g) {
-  int64_t per = g->Kk * g->Ls;
-  return per >= 65536 ? 1 : 65536 / (per ? per : 1);
-}
-
-typedef struct {
-  void* col;
-  const void* b;
-  size_t es;
-  int64_t sc;
-  const int64_t* sb;
-  const geom* g;
-} im2col_job;
-
-static void im2col_channels(void* arg, int64_t c0, int64_t c1) {
-  const im2col_job* j = arg;
-  switch (j->es) {
-    case 1: im2col_uint8_t(j->col, j->b, j->sc, j->sb, j->g, c0, c1); break;
-    case 2: im2col_uint16_t(j->col, j->b, j->sc, j->sb, j->g, c0, c1); break;
-    case 4: im2col_uint32_t(j->col, j->b, j->sc, j->sb, j->g, c0, c1); break;
-    default: im2col_uint64_t(j->col, j->b, j->sc, j->sb, j->g, c0, c1); break;
-  }
-}
-
-/* col[CbK x Ls] <- B as raw elements of es bytes (any dtype), channels split over the pool. */
-static void im2col_raw(void* col, const void* b, size_t es, int64_t sc, const int64_t* sb, const geom* g) {
-  im2col_job j = {col, b, es, sc, sb, g};
-  tpurt_parallel_for(g->Cbg, channel_grain(g), im2col_channels, &j);
-}
-
-/* The column matrix without storing it: its row r (channel ci, kernel offset kd, kh, kw),
- * positions [start, start + n), as the GEMM packs it (gemm.h's line producer). Float and
- * double images only (the GEMM's own element types); the im2col walk per output row. */
+/* Row r of the column matrix (channel ci, kernel offset kd, kh, kw), positions [start,
+ * start + n), as raw elements of the image (zeros outside it): what im2col stores row by row,
+ * and what the GEMM packs line by line from a float or double image without storing it
+ * (gemm.h's line producer). */
 typedef struct {
   const geom* g;
   const char* b; /* the image of one sample and group */
@@ -200,8 +146,41 @@ typedef struct {
       if (++oh == g->ss[1]) oh = 0, od++;                                                       \
     }                                                                                           \
   }
-COL_LINE(float)
-COL_LINE(double)
+COL_LINE(uint8_t)
+COL_LINE(uint16_t)
+COL_LINE(uint32_t)
+COL_LINE(uint64_t)
+
+/* The line producer for elements of es bytes. */
+static tpurt_gemm_line_fn col_line(size_t es) {
+  return es == 1 ? col_line_uint8_t : es == 2 ? col_line_uint16_t : es == 4 ? col_line_uint32_t : col_line_uint64_t;
+}
+
+/* Channels per parallel chunk: about 64K column elements (the hand-off costs more). */
+static int64_t channel_grain(const geom* g) {
+  int64_t per = g->Kk * g->Ls;
+  return per >= 65536 ? 1 : 65536 / (per ? per : 1);
+}
+
+typedef struct {
+  char* col;
+  size_t es;
+  col_lines cl;
+} im2col_job;
+
+/* A channel owns rows [ci*Kk, (ci+1)*Kk) of the column matrix: channel ranges run in parallel. */
+static void im2col_channels(void* arg, int64_t c0, int64_t c1) {
+  const im2col_job* j = arg;
+  int64_t Ls = j->cl.g->Ls, Kk = j->cl.g->Kk;
+  tpurt_gemm_line_fn line = col_line(j->es);
+  for (int64_t r = c0 * Kk; r < c1 * Kk; r++) line(&j->cl, r, 0, Ls, j->col + (size_t)(r * Ls) * j->es);
+}
+
+/* col[CbK x Ls] <- B as raw elements of es bytes (any dtype), channels split over the pool. */
+static void im2col_raw(void* col, const void* b, size_t es, int64_t sc, const int64_t* sb, const geom* g) {
+  im2col_job j = {col, es, {g, b, sc, {sb[0], sb[1], sb[2]}}};
+  tpurt_parallel_for(g->Cbg, channel_grain(g), im2col_channels, &j);
+}
 
 /* Float and double convolutions pack their columns from the image; others im2col first. */
 static int lines_from_image(int dtype) { return dtype == TPURT_F32 || dtype == TPURT_F64; }
@@ -337,16 +316,13 @@ static padded_geom padded_of(const geom* g) {
   return q;
 }
 
-/* Stride 1, floats or doubles, no negative padding: the padded copy serves. */
-static int padded_ok(const geom* g, int dtype) {
-  if (!unit_strides(g) || !lines_from_image(dtype)) return 0;
+/* Stride 1, floats or doubles, no negative padding, and a precision whose operands the GEMM
+ * may read unpacked (not HIGH's split). */
+static int in_place_ok(const geom* g, int dtype, int prec) {
+  if (!unit_strides(g) || !lines_from_image(dtype) || tpurt_gemm_rows_form(dtype, prec) == TPURT_GEMM_ROWS_NO) return 0;
   for (int i = 0; i < 3; i++)
     if (g->pd[i] < 0 || g->ss[i] <= 0) return 0;
   return 1;
-}
-/* ... and B may be read in place at this precision (not HIGH's split). */
-static int in_place_ok(const geom* g, int dtype, int prec) {
-  return padded_ok(g, dtype) && tpurt_gemm_rows_form(dtype, prec) != TPURT_GEMM_ROWS_NO;
 }
 
 /* Temporaries: the padded image, its row pointers; the in-place product's [Csg x Np]. */
@@ -359,19 +335,20 @@ static size_t padded_image_bytes(const geom* g, int dtype) {
   return tpurt_temp_bytes(padded_bytes(g, tpurt_dtype_size((tpurt_dtype)dtype))) + tpurt_temp_bytes(rows_bytes(g));
 }
 
-/* The padded copy of one sample and group of the image, and where each row of the column
- * matrix starts in it. */
+/* The padded copy of one sample and group of the image (bf16-rounded where packing would
+ * round), and where each row of the column matrix starts in it. */
 typedef struct {
   const geom* g;
   padded_geom q;
-  int dtype;
+  int dtype, round;
   char* pad;
   const void** rows;
 } padded_image;
 
-static tpurt_status padded_init(padded_image* p, const geom* g, int dtype) {
+static tpurt_status padded_init(padded_image* p, const geom* g, int dtype, int prec) {
   size_t es = tpurt_dtype_size((tpurt_dtype)dtype);
-  *p = (padded_image){g, padded_of(g), dtype, tpurt_temp_zeroed(padded_bytes(g, es)), tpurt_temp(rows_bytes(g))};
+  *p = (padded_image){g, padded_of(g), dtype, tpurt_gemm_rows_form(dtype, prec) == TPURT_GEMM_ROWS_BF16,
+                      tpurt_temp_zeroed(padded_bytes(g, es)), tpurt_temp(rows_bytes(g))};
   if (!p->pad || !p->rows) return TPURT_ERR_OOM;
   for (int64_t row = 0; row < g->CbK; row++) {
     int64_t ci = row / g->Kk, kk = row % g->Kk;
@@ -385,7 +362,6 @@ typedef struct {
   const padded_image* p;
   const char* b; /* one sample and group of the image */
   int64_t sc, sb[3];
-  int round;
 } pad_job;
 
 /* Channels [c0, c1) of the image into the padded copy's interior (its border stays zero). */
@@ -402,41 +378,36 @@ static void pad_channels(void* arg, int64_t c0, int64_t c1) {
           const double* x = (const double*)j->b + src;
           double* d = (double*)j->p->pad + dst;
           for (int64_t iw = 0; iw < g->bs[2]; iw++) d[iw] = x[iw * j->sb[2]];
-        } else if (j->round) {
-          const float* x = (const float*)j->b + src;
-          float* d = (float*)j->p->pad + dst;
-          for (int64_t iw = 0; iw < g->bs[2]; iw++) d[iw] = tpurt_round_bf16(x[iw * j->sb[2]]);
         } else {
           const float* x = (const float*)j->b + src;
           float* d = (float*)j->p->pad + dst;
-          for (int64_t iw = 0; iw < g->bs[2]; iw++) d[iw] = x[iw * j->sb[2]];
+          for (int64_t iw = 0; iw < g->bs[2]; iw++) d[iw] = j->p->round ? tpurt_round_bf16(x[iw * j->sb[2]]) : x[iw * j->sb[2]];
         }
       }
 }
 
-/* Sample n, group grp of B into the padded copy (bf16-rounded when `round`). */
-static void padded_fill(const padded_image* p, const tpurt_tensor* B, int64_t n, int64_t grp, int round) {
+/* Sample n, group grp of B into the padded copy. */
+static void padded_fill(const padded_image* p, const tpurt_tensor* B, int64_t n, int64_t grp) {
   const geom* g = p->g;
   pad_job j = {p, at(B, n * B->strides[0] + grp * g->Cbg * B->strides[1]), B->strides[1],
-               {sp_stride(B, 0), sp_stride(B, 1), sp_stride(B, 2)}, round};
+               {sp_stride(B, 0), sp_stride(B, 1), sp_stride(B, 2)}};
   tpurt_parallel_for(g->Cbg, (65536 + p->q.plane - 1) / p->q.plane, pad_channels, &j);
 }
-
 
 /* acc [N, Cs, Ls] (dense, zeroed) = W * im2col(B), the columns read in place. */
 static tpurt_status to_small_in_place(const conv_run* r, const tpurt_tensor* B, const operand* W, void* acc) {
   const geom* g = &r->g;
   padded_image p;
-  tpurt_status s = padded_init(&p, g, B->dtype);
+  tpurt_status s = padded_init(&p, g, B->dtype, r->prec);
   char* res = s ? NULL : tpurt_temp(result_bytes(g, r->aes));
   if (!res) return TPURT_ERR_OOM;
   int64_t Np = p.q.Np;
   for (int64_t n = 0; n < g->N; n++)
     for (int64_t grp = 0; grp < g->G; grp++) {
-      padded_fill(&p, B, n, grp, tpurt_gemm_rows_form(B->dtype, r->prec) == TPURT_GEMM_ROWS_BF16);
+      padded_fill(&p, B, n, grp);
       memset(res, 0, result_bytes(g, r->aes));
-      tpurt_gemm_mat a = {at(&W->t, grp * g->Csg * W->t.strides[0]), W->t.dtype, W->t.strides[0], W->fs, NULL, NULL, NULL, NULL};
-      tpurt_gemm_mat b = {NULL, B->dtype, Np, 1, NULL, NULL, (const void* const*)p.rows, NULL};
+      tpurt_gemm_mat a = {.data = at(&W->t, grp * g->Csg * W->t.strides[0]), .dtype = W->t.dtype, .rs = W->t.strides[0], .cs = W->fs};
+      tpurt_gemm_mat b = {.dtype = B->dtype, .rs = Np, .cs = 1, .rows = (const void* const*)p.rows};
       tpurt_gemm(g->Csg, Np, g->CbK, &a, &b, r->prec, res, Np, r->ws);
       char* c = (char*)acc + (size_t)((n * g->Cs + grp * g->Csg) * g->Ls) * r->aes;
       for (int64_t co = 0; co < g->Csg; co++)
@@ -456,10 +427,10 @@ static tpurt_status columns(conv_run* r, const tpurt_tensor* B, int64_t n, int64
   const geom* g = &r->g;
   int64_t sb[3] = {sp_stride(B, 0), sp_stride(B, 1), sp_stride(B, 2)}, sc = B->strides[1];
   const char* b = at(B, n * B->strides[0] + grp * g->Cbg * sc);
-  *m = (tpurt_gemm_mat){NULL, B->dtype, t ? 1 : g->Ls, t ? g->Ls : 1, NULL, NULL, NULL, NULL};
+  *m = (tpurt_gemm_mat){.dtype = B->dtype, .rs = t ? 1 : g->Ls, .cs = t ? g->Ls : 1};
   if (lines_from_image(B->dtype)) {
     *cl = (col_lines){g, b, sc, {sb[0], sb[1], sb[2]}};
-    m->line = B->dtype == TPURT_F64 ? col_line_double : col_line_float;
+    m->line = col_line(tpurt_dtype_size((tpurt_dtype)B->dtype));
     m->ctx = cl;
     return TPURT_OK;
   }
@@ -475,7 +446,7 @@ static tpurt_status to_small(conv_run* r, const tpurt_tensor* B, const operand* 
   for (int64_t n = 0; n < g->N; n++)
     for (int64_t grp = 0; grp < g->G; grp++) {
       col_lines cl;
-      tpurt_gemm_mat a = {at(&W->t, grp * g->Csg * W->t.strides[0]), W->t.dtype, W->t.strides[0], W->fs, NULL, NULL, NULL, NULL}, b;
+      tpurt_gemm_mat a = {.data = at(&W->t, grp * g->Csg * W->t.strides[0]), .dtype = W->t.dtype, .rs = W->t.strides[0], .cs = W->fs}, b;
       tpurt_status s = columns(r, B, n, grp, 0, &cl, &b);
       if (s) return s;
       char* c = (char*)acc + (size_t)((n * g->Cs + grp * g->Csg) * g->Ls) * r->aes;
@@ -499,9 +470,9 @@ static tpurt_status to_big(conv_run* r, const operand* S, const operand* W, void
   for (int64_t n = 0; n < g->N; n++)
     for (int64_t grp = 0; grp < g->G; grp++) {
       memset(r->col, 0, (size_t)(g->CbK * g->Ls) * r->aes);
-      tpurt_gemm_mat a = {at(&W->t, grp * g->Csg * W->t.strides[0]), W->t.dtype, W->fs, W->t.strides[0], NULL, NULL, NULL, NULL};
-      tpurt_gemm_mat b = {at(&S->t, n * S->t.strides[0] + grp * g->Csg * S->t.strides[1]), S->t.dtype,
-                          S->t.strides[1], S->fs, NULL, NULL, NULL, NULL};
+      tpurt_gemm_mat a = {.data = at(&W->t, grp * g->Csg * W->t.strides[0]), .dtype = W->t.dtype, .rs = W->fs, .cs = W->t.strides[0]};
+      tpurt_gemm_mat b = {.data = at(&S->t, n * S->t.strides[0] + grp * g->Csg * S->t.strides[1]), .dtype = S->t.dtype,
+                          .rs = S->t.strides[1], .cs = S->fs};
       tpurt_gemm(g->CbK, g->Ls, g->Csg, &a, &b, r->prec, r->col, g->Ls, r->ws);
       char* dst = (char*)acc + (size_t)((n * g->Cb + grp * g->Cbg) * g->Lb) * r->aes;
       if (r->acc_dt == TPURT_F64) col2im_double(r->col, (double*)dst, g);
@@ -578,17 +549,17 @@ static tpurt_status weight_grad(conv_run* r, const tpurt_tensor* B, const operan
   const geom* g = &r->g;
   if (in_place_ok(g, B->dtype, r->prec)) {
     padded_image p;
-    tpurt_status s = padded_init(&p, g, B->dtype);
+    tpurt_status s = padded_init(&p, g, B->dtype, r->prec);
     int64_t* koff = s ? NULL : tpurt_temp(koff_bytes(g));
     if (!koff) return TPURT_ERR_OOM;
     for (int64_t l = 0; l < g->Ls; l++)
       koff[l] = (l / (g->ss[1] * g->ss[2]) * p.q.P[1] + l / g->ss[2] % g->ss[1]) * p.q.P[2] + l % g->ss[2];
     for (int64_t n = 0; n < g->N; n++)
       for (int64_t grp = 0; grp < g->G; grp++) {
-        padded_fill(&p, B, n, grp, tpurt_gemm_rows_form(B->dtype, r->prec) == TPURT_GEMM_ROWS_BF16);
-        tpurt_gemm_mat a = {NULL, B->dtype, 0, 0, NULL, NULL, (const void* const*)p.rows, koff};
-        tpurt_gemm_mat b = {at(&S->t, n * S->t.strides[0] + grp * g->Csg * S->t.strides[1]), S->t.dtype, S->fs,
-                            S->t.strides[1], NULL, NULL, NULL, NULL};
+        padded_fill(&p, B, n, grp);
+        tpurt_gemm_mat a = {.dtype = B->dtype, .rows = (const void* const*)p.rows, .koff = koff};
+        tpurt_gemm_mat b = {.data = at(&S->t, n * S->t.strides[0] + grp * g->Csg * S->t.strides[1]), .dtype = S->t.dtype,
+                            .rs = S->fs, .cs = S->t.strides[1]};
         char* c = (char*)acc + (size_t)(grp * g->CbK * g->Csg) * r->aes;
         tpurt_gemm(g->CbK, g->Csg, g->Ls, &a, &b, r->prec, c, g->Csg, r->ws);
       }
@@ -599,9 +570,9 @@ static tpurt_status weight_grad(conv_run* r, const tpurt_tensor* B, const operan
   for (int64_t n = 0; n < g->N; n++)
     for (int64_t grp = 0; grp < g->G; grp++) {
       im2col_raw(r->col, at(B, n * B->strides[0] + grp * g->Cbg * sc), tpurt_dtype_size((tpurt_dtype)B->dtype), sc, sb, g);
-      tpurt_gemm_mat a = {r->col, B->dtype, g->Ls, 1, NULL, NULL, NULL, NULL};
-      tpurt_gemm_mat b = {at(&S->t, n * S->t.strides[0] + grp * g->Csg * S->t.strides[1]), S->t.dtype, S->fs,
-                          S->t.strides[1], NULL, NULL, NULL, NULL};
+      tpurt_gemm_mat a = {.data = r->col, .dtype = B->dtype, .rs = g->Ls, .cs = 1};
+      tpurt_gemm_mat b = {.data = at(&S->t, n * S->t.strides[0] + grp * g->Csg * S->t.strides[1]), .dtype = S->t.dtype,
+                          .rs = S->fs, .cs = S->t.strides[1]};
       char* c = (char*)acc + (size_t)(grp * g->CbK * g->Csg) * r->aes;
       tpurt_gemm(g->CbK, g->Csg, g->Ls, &a, &b, r->prec, c, g->Csg, r->ws);
     }

@@ -13,7 +13,7 @@ typedef void (*tpurt_gemm_line_fn)(const void* ctx, int64_t i, int64_t start, in
  * at a time along its dense direction (rows when cs == 1, columns when rs == 1; rs and cs
  * still say which), as f32 for f32 or f64 for f64 dtypes, and `data` is unused. */
 typedef struct {
-  const void* data;
+  const char* data;
   int dtype; /* f16/bf16/f32 (f32 compute), f64 (f64 compute) or integers (int64, wrapping);
               * both operands alike */
   int64_t rs, cs;
@@ -28,7 +28,7 @@ typedef struct {
 } tpurt_gemm_mat;
 
 enum { TPURT_GEMM_ROW_SLACK = 64 };
-/* Whether B may be given as rows for operands of `dtype` at `precision`, and in what form:
+/* Whether an operand may be read in place (`rows`) for `dtype` at `precision`, and in what form:
  * NO (HIGH precision's split needs packing; not a float or double), AS_IS, or BF16 (each
  * value tpurt_round_bf16'ed first: DEFAULT precision's one bf16 pass). */
 enum { TPURT_GEMM_ROWS_NO = -1, TPURT_GEMM_ROWS_AS_IS = 0, TPURT_GEMM_ROWS_BF16 = 1 };

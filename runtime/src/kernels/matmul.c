@@ -16,18 +16,8 @@
 #include "gemm.h"
 
 /* ---------------------------------------------------------------- operands */
-/* A strided matrix: element (i, k) lives at data + (i * rs + k * cs) elements; or one
- * without storage: produced a line at a time (`line`, B), or read in place through row
- * pointers (`rows`, and `koff` for A): see tpurt_gemm_mat. */
-typedef struct {
-  const char* data;
-  int dtype;
-  int64_t rs, cs;
-  tpurt_gemm_line_fn line;
-  const void* ctx;
-  const void* const* rows;
-  const int64_t* koff;
-} mat;
+/* A strided matrix, or one without storage (gemm.h). */
+typedef tpurt_gemm_mat mat;
 
 /* How a loaded f32 value becomes packed values: 1 copy, 1 bf16, or 3 bf16 parts. */
 typedef enum { PASS_F32 = 0, PASS_BF16 = 1, PASS_BF16X3 = 3 } pass_mode;
@@ -478,7 +468,8 @@ PACKERS(double, f64)
        * cost a quarter of a convolution's product. */                                        \
       int64_t panels_n = ((N < NC ? N : NC) + NR_##SFX - 1) / NR_##SFX;                        \
       if (g.chunks < 4 * nt) {                                                                 \
-        g.col_groups = g.chunks == 1 || B->rows ? (nt + g.chunks - 1) / g.chunks : (4 * nt + g.chunks - 1) / g.chunks;                \
+        int64_t items = g.chunks == 1 || B->rows ? nt : 4 * nt;                                \
+        g.col_groups = (items + g.chunks - 1) / g.chunks;                                      \
         if (g.col_groups > panels_n / 2) g.col_groups = panels_n / 2 > 1 ? panels_n / 2 : 1;   \
         if (g.col_groups * g.chunks % nt && g.col_groups > nt) g.col_groups -= g.col_groups * g.chunks % nt; \
       }                                                                                        \
@@ -536,8 +527,8 @@ typedef struct {
 } problem;
 
 static mat mat_of(const tpurt_tensor* t, int d_row, int d_col) {
-  mat m = {(const char*)t->data, t->dtype, d_row >= 0 ? t->strides[d_row] : 0,
-           d_col >= 0 ? t->strides[d_col] : 0, NULL, NULL, NULL, NULL};
+  mat m = {.data = t->data, .dtype = t->dtype, .rs = d_row >= 0 ? t->strides[d_row] : 0,
+           .cs = d_col >= 0 ? t->strides[d_col] : 0};
   return m;
 }
 
@@ -627,7 +618,7 @@ static int64_t matmul_scratch(const tpurt_tensor* out, int dt) {
  * so with the call's MXU precision: P0 = Ar Br, P1 = Ai Bi, P2 = Ar Bi, P3 = Ai Br, then
  * C = (P0 - P1) + (P2 + P3) i, or (P0 + P1) + (P2 - P3) i when A is conjugated (vdot). */
 static mat cx_part(const mat* m, int part) {
-  mat r = {m->data + 4 * part, TPURT_F32, 2 * m->rs, 2 * m->cs, NULL, NULL, NULL, NULL};
+  mat r = {.data = m->data + 4 * part, .dtype = TPURT_F32, .rs = 2 * m->rs, .cs = 2 * m->cs};
   return r;
 }
 
@@ -875,8 +866,7 @@ int tpurt_gemm_rows_form(int dtype, int precision) {
 
 void tpurt_gemm(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B,
                 int precision, void* c, int64_t ldc, void* ws) {
-  mat a = {A->data, A->dtype, A->rs, A->cs, NULL, NULL, A->rows, A->koff},
-      b = {B->data, B->dtype, B->rs, B->cs, B->line, B->ctx, B->rows, NULL};
+  mat a = *A, b = *B;
   if (!tpurt_is_float(a.dtype)) { /* ws holds one row of B for up to NC columns at a time */
     for (int64_t j0 = 0; j0 < N; j0 += NC) {
       mat bj = b;

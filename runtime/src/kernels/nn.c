@@ -1023,6 +1023,7 @@ tpurt_status tpurt_kernel_batch_norm_with_update(const tpurt_op_call* c) {
 /* native_batch_norm_backward(grad_out, input, weight?, running_mean?, running_var?, save_mean?,
  * save_invstd?, train, eps, output_mask) -> (grad_input, grad_weight, grad_bias), and
  * batch_norm_backward (same arguments with `update` for train, then the unused reserve) */
+/* Sums of the float32 backward: BN_LANES double lanes per plane, in a fixed order. */
 enum { BN_LANES = 8 };
 
 /* A float32 [N, C, *] tensor whose planes (dims 2..) are dense: float planes are read and
@@ -1076,7 +1077,7 @@ static void bn_backward_channels(void* ctx, void* slice, int64_t c0, int64_t c1)
   const tpurt_op_call* c = j->c;
   const tpurt_tensor *dy_t = &TPURT_ARG(c, batch_norm_backward, grad_out)->t, *in = j->in;
   int train = j->train;
-  double eps = j->eps, *x = slice, *dy = x + j->M;
+  double eps = j->eps, *x = slice, *dy = j->f32 ? NULL : x + j->M; /* f32: a one-double slice */
   int64_t M = j->M;
   for (int64_t ch = c0; ch < c1; ch++) {
     double mean = train ? vec_get(TPURT_ARG(c, batch_norm_backward, save_mean), ch, 0) : vec_get(TPURT_ARG(c, batch_norm_backward, running_mean), ch, 0);
@@ -1088,22 +1089,11 @@ static void bn_backward_channels(void* ctx, void* slice, int64_t c0, int64_t c1)
     }
     channel_io(in, ch, x, 0);
     channel_io(dy_t, ch, dy, 0);
-    /* the two sums in BN_LANES double lanes (fixed order): one chain was bound by the add's
-     * latency, a third of the kernel's time */
-    double ly[BN_LANES] = {0}, lyx[BN_LANES] = {0};
-    int64_t k = 0;
-    for (; k + BN_LANES <= M; k += BN_LANES)
-      for (int l = 0; l < BN_LANES; l++) {
-        x[k + l] = (x[k + l] - mean) * invstd;
-        ly[l] += dy[k + l];
-        lyx[l] += dy[k + l] * x[k + l];
-      }
-    for (; k < M; k++) {
+    for (int64_t k = 0; k < M; k++) {
       x[k] = (x[k] - mean) * invstd;
       sdy += dy[k];
       sdyx += dy[k] * x[k];
     }
-    for (int l = 0; l < BN_LANES; l++) sdy += ly[l], sdyx += lyx[l];
     vec_set(&c->outs[1], ch, sdyx);
     vec_set(&c->outs[2], ch, sdy);
     if (!defined(&c->outs[0])) continue;
@@ -1114,20 +1104,26 @@ static void bn_backward_channels(void* ctx, void* slice, int64_t c0, int64_t c1)
   }
 }
 
+/* Float32 planes in place, or a channel of input and of grad_out staged as doubles. */
+static int bn_backward_f32(const tpurt_op_call* c) {
+  const tpurt_tensor *gi = &c->outs[0];
+  return dense_f32_planes(&TPURT_ARG(c, batch_norm_backward, input)->t) &&
+         dense_f32_planes(&TPURT_ARG(c, batch_norm_backward, grad_out)->t) && (!defined(gi) || dense_f32_planes(gi));
+}
+static int64_t bn_backward_work(const tpurt_op_call* c, int64_t M) { return bn_backward_f32(c) ? 1 : 2 * M; }
+
 tpurt_status tpurt_kernel_batch_norm_backward(const tpurt_op_call* c) {
   const tpurt_tensor* in = &TPURT_ARG(c, batch_norm_backward, input)->t;
-  const tpurt_tensor *dy = &TPURT_ARG(c, batch_norm_backward, grad_out)->t, *gi = &c->outs[0];
   bn_job j = {c, in, NULL, NULL, (int)TPURT_ARG(c, batch_norm_backward, train)->i, 0,
-              tpurt_value_f(TPURT_ARG(c, batch_norm_backward, eps)), channel_elems(in),
-              dense_f32_planes(in) && dense_f32_planes(dy) && (!defined(gi) || dense_f32_planes(gi))};
-  return run_loop(in->sizes[1], bn_grain(j.M), 2 * j.M, bn_backward_channels, &j) ? TPURT_OK : OOM("batch_norm_backward");
+              tpurt_value_f(TPURT_ARG(c, batch_norm_backward, eps)), channel_elems(in), bn_backward_f32(c)};
+  return run_loop(in->sizes[1], bn_grain(j.M), bn_backward_work(c, j.M), bn_backward_channels, &j) ? TPURT_OK
+                                                                                                  : OOM("batch_norm_backward");
 }
 
-/* a channel of input and of grad_out per worker */
 tpurt_status tpurt_plan_batch_norm_backward(const tpurt_op_call* c, tpurt_plan* p) {
   const tpurt_tensor* in = &TPURT_ARG(c, batch_norm_backward, input)->t;
   int64_t M = channel_elems(in);
-  p->scratch_bytes += loop_planned(in->sizes[1], bn_grain(M), 2 * M);
+  p->scratch_bytes += loop_planned(in->sizes[1], bn_grain(M), bn_backward_work(c, M));
   return TPURT_OK;
 }
 

@@ -127,7 +127,7 @@ static tpurt_status plan(const tpurt_tensor* in, uint32_t mask, const tpurt_tens
                       tpurt_shape_str(&outs[0]), tpurt_shape_str(in));
   /* Reduced dims that chain (a dense image's channels, rows and columns) are one: the row
    * folds then see whole runs, not 32-element rows (x.sum() on [4, 64, 32, 32] took 9x the
-   * time of its flat view). Same elements, same linear indices. Size-1 dims go first. */
+   * time of its flat view). Same elements, same linear indices. Size-1 dims are dropped first. */
   int n = 0;
   for (int d = 0; d < p->nr; d++)
     if (p->rsize[d] != 1) p->rsize[n] = p->rsize[d], p->rst[n++] = p->rst[d];

@@ -35,6 +35,14 @@ register("sum.dim_IntList", lambda x: x.sum(-1), [(3, 3000)], dtypes=(torch.floa
 register("sum.dim_IntList", lambda x: x.sum((0, 2)), [(6, 5, 4, 3)], dtypes=FLOATS + (torch.int32,), atol=1e-4, rtol=1e-5,
          name="sum dims 0,2")
 register("sum.dim_IntList", lambda x: x.sum([]), [(3, 4)], dtypes=NUMERIC, name="sum empty dim list")
+# kept dims that chain are walked as one (blocks of columns across the [40, 70] rows); ones
+# that do not (transposed) keep their own order; out= with a transposed output
+register("sum.dim_IntList", lambda x: x.sum(0), [(3, 40, 70)], dtypes=FLOATS, atol=1e-4, rtol=1e-5,
+         name="sum outer, kept dims chained")
+register("sum.dim_IntList", lambda x: x.transpose(1, 2).sum(0), [(3, 40, 70)], dtypes=FLOATS, atol=1e-4, rtol=1e-5,
+         name="sum outer, kept dims transposed")
+register("sum.IntList_out", lambda x: torch.sum(x, (0,), out=torch.empty(70, 40, dtype=x.dtype, device=x.device).t()),
+         [(3, 40, 70)], dtypes=FLOATS, atol=1e-4, rtol=1e-5, grad=False, name="sum outer into a transposed out=")
 register("sum.dim_IntList", lambda x: x.sum(1, dtype=torch.float32), [(4, 5)], dtypes=INTS + (torch.bfloat16,),
          name="sum dtype=")
 register("sum.dim_IntList", lambda x: x.t().sum(0), [(6, 5)], dtypes=FLOATS, name="sum transposed")
@@ -53,6 +61,7 @@ register("nansum.out", lambda x: torch.nansum(x, out=mk(x)), with_nan, dtypes=F,
 register("mean", lambda x: x.mean(), [(5, 6)], dtypes=F)
 register("mean.dim", lambda x: x.mean((0, 2), keepdim=True), [(4, 3, 5)], dtypes=F)
 register("mean.dim", lambda x: x.mean(-1), [(4, 3, 5)], dtypes=F, name="mean last")
+register("mean.dim", lambda x: x.mean((0, 1)), [(6, 5, 1100)], dtypes=F, name="mean outer, columns in blocks")
 register("mean.dim", lambda x: x.mean(1, dtype=torch.float32), [(4, 5)], dtypes=(torch.int32, torch.int64), name="mean int dtype=")
 register("mean.out", lambda x: torch.mean(x, 0, out=mk(x)), [(6, 3)], dtypes=F, grad=False)
 register("mean.dtype_out", lambda x: torch.ops.aten.mean.dtype_out(x, out=mk(x)), [(6, 3)], dtypes=F, grad=False)

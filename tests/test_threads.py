@@ -32,6 +32,7 @@ out["gelu"] = torch.nn.functional.gelu(tx).cpu()
 out["add_bcast"] = (tx + tx[:1]).cpu()
 out["sum_rows"] = tx.sum(1).cpu()
 out["sum_cols"] = tx.sum(0).cpu()
+out["mean_outer_dims"] = tx.view(8, 8, 3000).mean((0, 1)).cpu()
 out["var"] = tx.var(1).cpu()
 for name, f in {"sum": torch.sum, "mean": torch.mean, "var": torch.var, "amax": torch.amax,
                 "argmin": torch.argmin, "norm": torch.linalg.vector_norm}.items():

@@ -139,6 +139,29 @@ static tpurt_status plan(const tpurt_tensor* in, uint32_t mask, const tpurt_tens
       for (int e = d; e + 1 < p->nr; e++) p->rsize[e] = p->rsize[e + 1], p->rst[e] = p->rst[e + 1];
       p->nr--;
     }
+  /* Kept dims likewise, where input and every output chain alike: a sum over dim 0 of
+   * [8, 128, 768] then walks blocks of 1024 columns, not 128 rows of 768. */
+  n = 0;
+  for (int j = 0; j < p->nk; j++)
+    if (p->ksize[j] != 1) {
+      p->ksize[n] = p->ksize[j], p->kin[n] = p->kin[j];
+      for (int o = 0; o < nouts; o++) p->kout[o][n] = p->kout[o][j];
+      n++;
+    }
+  p->nk = n;
+  for (int j = p->nk - 1; j > 0; j--) {
+    int chained = p->kin[j - 1] == p->kin[j] * p->ksize[j];
+    for (int o = 0; o < nouts; o++) chained &= p->kout[o][j - 1] == p->kout[o][j] * p->ksize[j];
+    if (!chained) continue;
+    p->ksize[j - 1] *= p->ksize[j];
+    p->kin[j - 1] = p->kin[j];
+    for (int o = 0; o < nouts; o++) p->kout[o][j - 1] = p->kout[o][j];
+    for (int e = j; e + 1 < p->nk; e++) {
+      p->ksize[e] = p->ksize[e + 1], p->kin[e] = p->kin[e + 1];
+      for (int o = 0; o < nouts; o++) p->kout[o][e] = p->kout[o][e + 1];
+    }
+    p->nk--;
+  }
   if (p->nr == 0) { /* a single element per output: one reduced dim of size 1 */
     p->rsize[0] = 1;
     p->rst[0] = 0;
@@ -310,30 +333,50 @@ static void run_cols(void* arg, int64_t b, int64_t e) {
     int64_t n = p->ksize[c] - c0 < J->chunk ? p->ksize[c] - c0 : J->chunk;
     kidx[c] = c0;
     const char* base = (const char*)J->in->data + in_offset(kidx, p->kin, p->nk) * (int64_t)es;
-    op->init(states, n, J->ctx);
     memset(ridx, 0, sizeof ridx);
-    int64_t lin = 0;
-    if (p->rcount > 0 && op->col_f32 && cs == 1 && J->in->dtype == TPURT_F32) {
-      /* dense float columns fold in place into dense sums (vectorized, same order) */
+    /* dense float columns fold in place into dense sums (vectorized, same order); their
+     * states differ only in f, held in acc */
+    int dense_f32 = p->rcount > 0 && op->col_f32 && cs == 1 && J->in->dtype == TPURT_F32;
+    if (dense_f32) {
       const float* rows[COL_ROWS];
       int more = 1;
-      for (int64_t k = 0; k < n; k++) acc[k] = states[k].f;
+      red_state s0;
+      op->init(&s0, 1, J->ctx);
+      for (int64_t k = 0; k < n; k++) acc[k] = s0.f;
       while (more) {
         int64_t nrows = 0;
         do rows[nrows++] = (const float*)(base + in_offset(ridx, p->rst, p->nr) * (int64_t)es);
         while ((more = tpurt_next_index(ridx, p->rsize, p->nr)) && nrows < COL_ROWS);
         op->col_f32(acc, rows, nrows, n, J->ctx);
       }
-      for (int64_t k = 0; k < n; k++) states[k].f = acc[k];
-    } else if (p->rcount > 0) {
-      do {
-        tpurt_red_load(buf, J->ctx->as_int, base + in_offset(ridx, p->rst, p->nr) * (int64_t)es, cs,
-                       J->in->dtype, n);
-        op->col(states, buf, n, lin++, J->ctx);
-      } while (tpurt_next_index(ridx, p->rsize, p->nr));
+    } else {
+      int64_t lin = 0;
+      op->init(states, n, J->ctx);
+      if (p->rcount > 0) do {
+          tpurt_red_load(buf, J->ctx->as_int, base + in_offset(ridx, p->rst, p->nr) * (int64_t)es, cs,
+                         J->in->dtype, n);
+          op->col(states, buf, n, lin++, J->ctx);
+        } while (tpurt_next_index(ridx, p->rsize, p->nr));
+    }
+    /* One float result per column is stored as one run: a sum over dim 0 of [8, 98304]
+     * spent 9x its folding time finishing and storing element by element. */
+    red_val v[TPURT_MAX_OUTS];
+    int float_run = dense_f32 || (J->nouts == 1 && n > 0 && (op->fin(&states[0], p->rcount, J->ctx, v), !v[0].is_int));
+    if (float_run) {
+      if (dense_f32 && op->fin_f32) op->fin_f32(acc, n, p->rcount, J->ctx);
+      else if (!dense_f32)
+        for (int64_t k = 0; k < n; k++) {
+          op->fin(&states[k], p->rcount, J->ctx, v);
+          acc[k] = v[0].f;
+        }
+      int64_t off = 0;
+      for (int j = 0; j < p->nk; j++) off += kidx[j] * p->kout[0][j];
+      int odt = J->outs[0].dtype;
+      tpurt_red_store((char*)J->outs[0].data + off * (int64_t)tpurt_dtype_size((tpurt_dtype)odt), p->kout[0][c],
+                      odt, acc, n);
+      continue;
     }
     for (int64_t k = 0; k < n; k++) {
-      red_val v[TPURT_MAX_OUTS];
       op->fin(&states[k], p->rcount, J->ctx, v);
       kidx[c] = c0 + k;
       store_vals(J->outs, J->nouts, p, kidx, v);
@@ -447,6 +490,9 @@ static void sum_fin(const red_state* s, int64_t count, const red_ctx* c, red_val
 static void mean_fin(const red_state* s, int64_t count, const red_ctx* c, red_val* o) {
   o[0] = (red_val){s->f / (double)count, 0, 0};
 }
+static void mean_fin_f32(double* acc, int64_t n, int64_t count, const red_ctx* c) {
+  for (int64_t k = 0; k < n; k++) acc[k] = acc[k] / (double)count;
+}
 /* 32 double lanes over float32: four independent vector chains with AVX-512, eight with AVX2
  * (one chain was bound by the add's latency, not by memory), summed in a fixed tree, so the
  * order depends only on n, never on the build or the thread count. */
@@ -478,6 +524,14 @@ static void sum_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, c
  * each column still adds its rows one after another, in order. */
 static void sum_col_f32(double* acc, const float* const* rows, int64_t nrows, int64_t n, const red_ctx* c) {
   int64_t r = 0;
+  if (!c->flag)
+    for (; r + 8 <= nrows; r += 8) {
+      const float *r0 = rows[r], *r1 = rows[r + 1], *r2 = rows[r + 2], *r3 = rows[r + 3];
+      const float *r4 = rows[r + 4], *r5 = rows[r + 5], *r6 = rows[r + 6], *r7 = rows[r + 7];
+      for (int64_t k = 0; k < n; k++)
+        acc[k] = acc[k] + (double)r0[k] + (double)r1[k] + (double)r2[k] + (double)r3[k] + (double)r4[k] +
+                 (double)r5[k] + (double)r6[k] + (double)r7[k];
+    }
   if (!c->flag)
     for (; r + 4 <= nrows; r += 4) {
       const float *r0 = rows[r], *r1 = rows[r + 1], *r2 = rows[r + 2], *r3 = rows[r + 3];
@@ -534,7 +588,7 @@ static void cmean_fin(const red_state* s, int64_t count, const red_ctx* c, red_v
 static const red_op op_csum = {.init = init_zero, .row = csum_row, .col = csum_col, .fin = csum_fin, .merge = csum_merge, .row_f32 = csum_row_f32};
 static const red_op op_cmean = {.init = init_zero, .row = csum_row, .col = csum_col, .fin = cmean_fin, .merge = csum_merge, .row_f32 = csum_row_f32};
 static const red_op op_sum = {.int_inputs = 1, .init = init_zero, .row = sum_row, .col = sum_col, .fin = sum_fin, .merge = sum_merge, .row_f32 = sum_row_f32, .col_f32 = sum_col_f32, .cx = &op_csum, .cx_parts = 1};
-static const red_op op_mean = {.init = init_zero, .row = sum_row, .col = sum_col, .fin = mean_fin, .merge = sum_merge, .row_f32 = sum_row_f32, .col_f32 = sum_col_f32, .cx = &op_cmean, .cx_parts = 1};
+static const red_op op_mean = {.init = init_zero, .row = sum_row, .col = sum_col, .fin = mean_fin, .merge = sum_merge, .row_f32 = sum_row_f32, .col_f32 = sum_col_f32, .fin_f32 = mean_fin_f32, .cx = &op_cmean, .cx_parts = 1};
 
 /* count_nonzero: an int64 count of x != 0 */
 static void cnz_row(red_state* s, const void* x, int64_t n, int64_t idx0, const red_ctx* c) {

@@ -49,6 +49,9 @@ struct red_op {
    * into the states' f fields held as n dense doubles (acc[k] is s[k].f); NULL: staged
    * through col */
   void (*col_f32)(double* acc, const float* const* rows, int64_t nrows, int64_t n, const red_ctx* c);
+  /* with col_f32 (whose ops have one float result): acc's n states into their results, in
+   * place, as fin computes them; NULL: the results are acc itself */
+  void (*fin_f32)(double* acc, int64_t n, int64_t count, const red_ctx* c);
   /* complex64 inputs (tpurt_red_pairs): the op that folds each element's float pair (real
    * part at even, imaginary at odd linear index of the reduced sub-space) into two outputs
    * (real, imaginary parts); NULL: complex64 not supported */

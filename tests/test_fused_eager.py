@@ -157,7 +157,7 @@ def test_adamw_steps_bit_identical(foreach):
     for mode in ("strict", "fused"):
         model = __import__("copy").deepcopy(base).to("tpu")
         opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1, foreach=foreach)
-        c0, _ = fused_counts()
+        c0, o0 = fused_counts()
         with torch.tpu.eager_mode(mode):
             losses = []
             for x, y in data:
@@ -168,11 +168,62 @@ def test_adamw_steps_bit_identical(foreach):
                 losses.append(loss.item())
         results[mode] = (losses, [p.detach().cpu() for p in model.parameters()],
                          [s.cpu() for st in opt.state.values() for s in st.values() if torch.is_tensor(s)])
-        if mode == "fused" and foreach is False:
-            assert fused_counts()[0] > c0  # the per-parameter update chains fused
+        if mode == "fused":
+            assert fused_counts()[0] > c0  # the update chains fused (per parameter, or the foreach calls)
+        if mode == "fused" and foreach is None:
+            assert torch.tpu.metrics.counters()["fused_ops"] - o0 >= 8 * len(data)  # AdamW's 8 foreach calls
     assert results["strict"][0] == results["fused"][0]
     assert_same(results["strict"][1], results["fused"][1])
     assert_same(results["strict"][2], results["fused"][2])
+
+
+def foreach_chain(xs, ys, w):
+    """An optimizer-like run of foreach calls: scalar, list, scalar-list, 0-dim tensor
+    operands, in-place and fresh outputs."""
+    xs = [x.clone() for x in xs]
+    torch._foreach_mul_(xs, 0.5)
+    torch._foreach_add_(xs, ys, alpha=0.25)
+    torch._foreach_lerp_(xs, ys, 0.3)
+    torch._foreach_mul_(xs, w)  # one 0-dim tensor for every lane
+    torch._foreach_div_(xs, [1.0 + i for i in range(len(xs))])
+    s = torch._foreach_sqrt(torch._foreach_abs(xs))
+    torch._foreach_addcdiv_(xs, ys, s, [0.1 * (i + 1) for i in range(len(xs))])
+    return xs + list(s)
+
+
+# lanes of one tile, several tiles with a one-element remainder, one element, 2-D
+LANES = [(5000,), (3 * TILE + 1,), (1,), (301, 707), (2 * TILE,)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_foreach_chain_bit_identical_to_strict(dtype):
+    torch.manual_seed(4)
+    xs = [torch.randn(s).to(dtype).to("tpu") for s in LANES]
+    ys = [torch.randn(s).to(dtype).to("tpu") for s in LANES]
+    w = torch.tensor(1.5, dtype=dtype).to("tpu")
+    strict, chains, _ = run("strict", foreach_chain, xs, ys, w)
+    fused, chains, ops = run("fused", foreach_chain, xs, ys, w)
+    assert_same(strict, fused)
+    assert chains >= 1 and ops >= 8, (chains, ops)
+
+
+def crossed_lanes(a, b):
+    """Lane 1 reads what lane 0 writes: run lane by lane this would read a later value."""
+    a, b = a.clone(), b.clone()
+    torch._foreach_mul_([a, b], 3.0)
+    torch._foreach_add_([a, b], [b, a])  # a += b, then b += (new) a
+    torch._foreach_mul_([a, b], 2.0)
+    torch._foreach_add_([b, a], 1.0)  # the lists in another order
+    torch._foreach_sqrt_([a, b])
+    return [a, b]
+
+
+def test_foreach_lanes_sharing_a_tensor_keep_strict_order():
+    torch.manual_seed(5)
+    a, b = (torch.rand(3 * TILE).to("tpu") for _ in range(2))
+    strict, _, _ = run("strict", crossed_lanes, a, b)
+    fused, _, _ = run("fused", crossed_lanes, a, b)
+    assert_same(strict, fused)
 
 
 def test_threads_each_with_their_stream():

@@ -328,12 +328,14 @@ tpurt_status tpurt_stream_enqueue_inline(int32_t stream, tpurt_status (*fn)(void
 int tpurt_stream_run_if_idle(int32_t stream, tpurt_status (*fn)(void*), void* arg, const char* what);
 /* ---------------------------------------------------------------- fused eager (fuse.c) */
 /* A stream's pending chain (fused mode): elementwise calls over dense tensors of one element
- * count, deferred by tpurt_op_launch. stream.c keeps it (under the stream's lock) and enqueues
- * it as one command before anything else is enqueued on, or observes, the stream. */
+ * count, or foreach calls over lists of one length and element counts, deferred by
+ * tpurt_op_launch. stream.c keeps it (under the stream's lock) and enqueues it as one command
+ * before anything else is enqueued on, or observes, the stream. */
 typedef struct tpurt_chain tpurt_chain;
 /* The element count of a call that can join a chain (outputs and tensor operands dense with
- * one element count, or 0-dim operands; no lists of tensors; no output partially overlapping
- * an input), else -1. The op's kind (elementwise) is the caller's check. */
+ * one element count, or 0-dim operands; no output partially overlapping an input; a foreach
+ * call: the same per list index, summed over its lists' length), else -1. The op's kind
+ * (elementwise) is the caller's check. */
 int64_t tpurt_chain_numel(const tpurt_op_call* c);
 /* Append a copy of c (tpurt_chain_numel(c) == numel) to *chain, a fresh chain when it is NULL:
  * 1 appended; 0 c does not fit the chain (full, another element count or device, or memory

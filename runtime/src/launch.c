@@ -428,12 +428,13 @@ tpurt_status tpurt_op_launch_blocking(int32_t stream, const tpurt_op_call* c) {
   return s ? s : launch_blocking(stream, c);
 }
 
-/* Fused mode: an elementwise call over dense tensors waits in the stream's chain (fuse.c). A
- * small one does not: strict mode runs it on the issuing thread when the stream is idle, which a
- * chain cannot beat. Returns whether the call was deferred. */
+/* Fused mode: an elementwise call over dense tensors (foreach calls too: their outputs are
+ * their OUT_ARGS) waits in the stream's chain (fuse.c). A small one does not: strict mode runs
+ * it on the issuing thread when the stream is idle, which a chain cannot beat. Returns whether
+ * the call was deferred. */
 static int defer(int32_t stream, const tpurt_op_call* c) {
   const op_entry* e = &ops[c->op];
-  if (e->kind.kind != TPURT_KIND_ELEMENTWISE || (e->flags & (TPURT_OPF_OUT_ARGS | TPURT_OPF_RANDOM | TPURT_OPF_DATA_SIZED)))
+  if (e->kind.kind != TPURT_KIND_ELEMENTWISE || (e->flags & (TPURT_OPF_RANDOM | TPURT_OPF_DATA_SIZED)))
     return 0;
   if (touched_elements(c, INLINE_MAX_ELEMENTS + 1) <= INLINE_MAX_ELEMENTS) return 0;
   int64_t n = tpurt_chain_numel(c);

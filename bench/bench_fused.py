@@ -2,7 +2,7 @@
 with PyTorch CPU eager as the reference, in one run:
 
     python bench/bench_fused.py                 # chains on 16M float32 elements + the GPT step
-    python bench/bench_fused.py --only chain    # sections: chain, gpt
+    python bench/bench_fused.py --only chain    # sections: chain, optimizer, gpt
     python bench/bench_fused.py --n 4194304 --rounds 15 --gpt-steps 10
 
 chain: the 10-op activation/normalisation chain of tests/test_fused_eager.py (x*sigmoid(x),
@@ -10,6 +10,9 @@ tanh, *1.7, +x, exp, clamp, abs, sqrt, reciprocal), and a 10-op chain of memory-
 transcendental function: what fusion saves is the memory traffic between ops). Each round
 times one call per label, labels alternating (strict, fused, cpu), so machine noise hits them
 alike; medians over the rounds. fused/strict is the speedup of fused mode.
+
+optimizer: the GPT step's AdamW step alone (foreach, the default; fixed gradients), strict,
+fused and PyTorch CPU (foreach and fused=True), alternating.
 
 gpt: the GPT training step of demo/gpt.py (bench/bench_gpt.py's default shape, AdamW) on tpu,
 one model per mode from the same weights, steps alternating between the modes; medians of the
@@ -58,7 +61,7 @@ def memory_chain(x):
 
 
 def sync(label):
-    if label != "cpu":
+    if not label.startswith("cpu"):
         torch.tpu.synchronize()
 
 
@@ -68,7 +71,7 @@ def run_rounds(fns, rounds):
     times = {k: [] for k in fns}
     for r in range(rounds + 1):
         for label, fn in fns.items():
-            if label != "cpu":
+            if not label.startswith("cpu"):
                 torch.tpu.set_eager_mode(label)
             sync(label)
             t0 = time.perf_counter()
@@ -104,6 +107,35 @@ def bench_chains(n, rounds):
         print(f"{name:14} {m['strict']:10.1f} {m['fused']:10.1f} {m['cpu']:10.1f} {r['fused_speedup']:12.2f}x "
               f"{m['cpu'] / m['fused']:9.2f}x  {'equal' if r['bit_identical'] else 'DIFFERENT'}")
     return rows
+
+
+def bench_optimizer(rounds, layers=4, d=256, heads=4, seq=128):
+    """The GPT step's optimizer alone: AdamW (foreach, the default) on the model's parameters
+    with fixed gradients, one step per round and label; PyTorch CPU's foreach and fused=True
+    steps as references. Weights and optimizer state must end identical in both tpu modes."""
+    torch.manual_seed(0)
+    base = GPT(GPTConfig(seq=seq, layers=layers, d=d, heads=heads, dropout=0.0))
+    g = torch.Generator().manual_seed(0)
+    grads = [torch.randn(p.shape, generator=g) for p in base.parameters()]
+    models, opts = {}, {}
+    for label in ("strict", "fused", "cpu", "cpu fused=True"):
+        m = copy.deepcopy(base).to("cpu" if label.startswith("cpu") else "tpu")
+        for p, gr in zip(m.parameters(), grads):
+            p.grad = gr.to(p.device)
+        models[label] = m
+        opts[label] = torch.optim.AdamW(m.parameters(), lr=1e-3, **({"fused": True} if "fused=" in label else {}))
+    times = run_rounds({label: opt.step for label, opt in opts.items()}, rounds)
+    med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    state = {k: [s.cpu() for st in opts[k].state.values() for s in st.values() if torch.is_tensor(s)] for k in ("strict", "fused")}
+    same = all(torch.equal(a.cpu(), b.cpu()) for a, b in zip(models["strict"].parameters(), models["fused"].parameters())) and \
+        all(torch.equal(a, b) for a, b in zip(state["strict"], state["fused"]))
+    n = sum(p.numel() for p in base.parameters())
+    print(f"AdamW step (foreach) on the GPT's {n / 1e6:.2f}M parameters in {len(grads)} tensors, median of {rounds} alternating rounds")
+    print(f"strict {med['strict']:.2f} ms, fused {med['fused']:.2f} ms, fused/strict speedup {med['strict'] / med['fused']:.2f}x; "
+          f"PyTorch CPU foreach {med['cpu']:.2f} ms, fused=True {med['cpu fused=True']:.2f} ms; "
+          f"weights and state {'identical' if same else 'DIFFERENT'}")
+    return {"ms": med, "times_ms": {k: [t * 1e3 for t in v] for k, v in times.items()},
+            "fused_speedup": med["strict"] / med["fused"], "bit_identical": same}
 
 
 def bench_gpt(steps, warmup=2, layers=4, d=256, heads=4, seq=128, batch=8, clock=time.perf_counter):
@@ -150,7 +182,7 @@ def bench_gpt(steps, warmup=2, layers=4, d=256, heads=4, seq=128, batch=8, clock
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="", help="comma-separated sections: chain, gpt")
+    ap.add_argument("--only", default="", help="comma-separated sections: chain, optimizer, gpt")
     ap.add_argument("--n", type=int, default=16 << 20, help="elements of the chains' input")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--gpt-steps", type=int, default=6)
@@ -163,6 +195,8 @@ def main():
     out = {}
     if not only or "chain" in only:
         out["chains"] = bench_chains(args.n, args.rounds)
+    if not only or "optimizer" in only:
+        out["optimizer"] = bench_optimizer(args.rounds)
     if not only or "gpt" in only:
         out["gpt"] = bench_gpt(args.gpt_steps, clock=time.process_time if args.clock == "process" else time.perf_counter)
     path = pathlib.Path(args.out)

@@ -3,7 +3,8 @@
  * tile, in float32 and bfloat16; a chain waits until the stream is observed (synchronize,
  * a side stream, a mode change); a non-fusable op and the length limit split chains; a failing
  * call is reported at the next synchronization naming its kernel; memory freed while a chain
- * is pending is not handed to another stream; shifted views of a chain's outputs end it. Run
+ * is pending is not handed to another stream; shifted views of a chain's outputs end it; foreach
+ * calls chain lane by lane, and not when one lane reads another's tensor. Run
  * under ASan + UBSan by `make test`. */
 #include <stdlib.h>
 #include <string.h>
@@ -427,6 +428,57 @@ static void test_host_kernel_and_event(void) {
   tpurt_free(z);
 }
 
+/* Foreach calls chain lane by lane: two lanes (3 tiles + 1 element, one short tile) through
+ * mul_.Scalar, add_.List and sqrt_, bit-identical to strict in one chain; and a chain where lane 1
+ * reads what lane 0 writes (add_.List of [a, b] and [b, a]) must not run lane by lane. */
+static tpurt_value lv(const tpurt_tensor* ts, int n) {
+  return (tpurt_value){.kind = TPURT_V_TENSORS, .n = n, .scalar_dtype = -1, .tensors = ts};
+}
+static void foreach_call(const char* op, tpurt_value a, tpurt_value b, const tpurt_tensor* outs, int n) {
+  int two = b.kind != TPURT_V_NONE;
+  tpurt_op_call c = make_call(op, two ? 3 : 2);
+  c.nouts = 0;
+  c.args[0] = a;
+  if (two) c.args[1] = b;
+  c.args[two ? 2 : 1] = lv(outs, n);
+  launch(&c, 0);
+}
+static void test_foreach_lanes(void) {
+  const int64_t n[2] = {3 * 32768 + 1, 5000};
+  for (int crossed = 0; crossed < 2; crossed++) {
+    float* buf[2][2];
+    int64_t chains = 0, ops = 0;
+    for (int mode = 0; mode < 2; mode++) {
+      tpurt_set_eager_mode(mode ? TPURT_MODE_FUSED : TPURT_MODE_STRICT);
+      tpurt_tensor t[2], swapped[2];
+      for (int i = 0; i < 2; i++) {
+        int64_t len = crossed ? n[0] : n[i]; /* crossed lanes hold tensors of one size */
+        tpurt_malloc(0, (size_t)len * 4, 0, (void**)&buf[mode][i]);
+        fill_input(buf[mode][i], len);
+        for (int64_t k = 0; k < len; k++) buf[mode][i][k] = buf[mode][i][k] * buf[mode][i][k] + (float)i;
+        t[i] = dense1d(buf[mode][i], TPURT_F32, len);
+      }
+      swapped[0] = t[1], swapped[1] = t[0];
+      tpurt_metrics m0 = metrics();
+      foreach_call("_foreach_mul_.Scalar", lv(t, 2), fv(0.75), t, 2);
+      foreach_call("_foreach_add_.List", lv(t, 2), crossed ? lv(swapped, 2) : lv(t, 2), t, 2);
+      foreach_call("_foreach_sqrt_", lv(t, 2), (tpurt_value){.kind = TPURT_V_NONE}, t, 2);
+      CHECK(tpurt_stream_synchronize(0) == TPURT_OK, "%s", tpurt_last_error());
+      chains += metrics().fused_chains - m0.fused_chains;
+      ops += metrics().fused_ops - m0.fused_ops;
+    }
+    tpurt_set_eager_mode(TPURT_MODE_STRICT);
+    if (crossed) CHECK(ops < 3, "crossed lanes: %lld calls fused lane by lane", (long long)ops);
+    else CHECK(chains == 1 && ops == 3, "foreach: %lld chains of %lld calls, want 1 of 3", (long long)chains, (long long)ops);
+    for (int i = 0; i < 2; i++) {
+      int64_t len = crossed ? n[0] : n[i];
+      CHECK(!memcmp(buf[0][i], buf[1][i], (size_t)len * 4), "crossed=%d lane %d: fused differs from strict", crossed, i);
+      tpurt_free(buf[0][i]);
+      tpurt_free(buf[1][i]);
+    }
+  }
+}
+
 int main(void) {
   CHECK(tpurt_init() == TPURT_OK, "%s", tpurt_last_error());
   CHECK(tpurt_get_eager_mode() == TPURT_MODE_STRICT, "strict by default");
@@ -438,5 +490,6 @@ int main(void) {
   test_one_element_tile();
   test_side_stream();
   test_host_kernel_and_event();
+  test_foreach_lanes();
   return CHECK_DONE();
 }

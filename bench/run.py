@@ -365,6 +365,7 @@ def train(args, mach, rows):
     on = {dev: {k: v.to(dev) for k, v in dict(qkv=qkv, gy=gy, x=x, w=w, b=b, ids=ids, table=table, wide=wide).items()}
           for dev in ("cpu", "tpu")}
     for dev in on:
+        on[dev]["tiny"], on[dev]["tiny_gy"] = torch.ones(16, device=dev, requires_grad=True), torch.ones(16, device=dev)
         for k in ("qkv", "x", "w", "b", "table"):
             on[dev][k].requires_grad_()
         on[dev]["parts"] = [t.to(dev) for t in parts]
@@ -384,12 +385,27 @@ def train(args, mach, rows):
         t["table"].grad = None
         F.embedding(t["ids"], t["table"]).backward(t["gy"])
 
+    def tiny_backward(t):
+        t["tiny"].grad = None
+        (t["tiny"] * 2).backward(t["tiny_gy"])
+
+    def on_caller_thread(fn):
+        """fn with autograd's device work on the calling thread (PyTorch's public switch)."""
+        def run(t):
+            with torch.autograd.set_multithreading_enabled(False):
+                fn(t)
+        return run
+
     cases = {  # name: fn(tensors of one device)
         "attention fwd+bwd B8 H4 L128 E64 causal": attention,
         "layer_norm fwd+bwd [8,128,256]": layer_norm,
         "sum over dims (0,1) [8,128,768]": lambda t: t["wide"].sum((0, 1)),
         "cat 3 x [8,128,4,64] transposed, dim 3": lambda t: torch.cat([u.transpose(1, 2) for u in t["parts"]], 3),
         "embedding fwd+bwd [8,128] of [256,256]": embedding,
+        # what each backward above pays on tpu for autograd running a device's backward on a
+        # thread of its own (as for CUDA), and layer_norm's row without that hand-off
+        "backward of x*2, 16 elements: autograd's hand-off": tiny_backward,
+        "layer_norm fwd+bwd, backward on the caller thread": on_caller_thread(layer_norm),
     }
     torch.manual_seed(0)
     model = GPT(GPTConfig(seq=L, layers=4, d=D, heads=H, dropout=0.0))

@@ -1,4 +1,5 @@
 """HBM accounting, the caching allocator's statistics, OOM and recovery."""
+import gc
 import os
 import subprocess
 import sys
@@ -76,6 +77,41 @@ def test_convolution_peak_includes_its_temporaries():
     with torch.tpu.precision("highest"):
         y = torch.nn.functional.conv2d(x, w, padding=1)
     torch.testing.assert_close(y.cpu(), torch.nn.functional.conv2d(x.cpu(), w.cpu(), padding=1), rtol=1e-4, atol=1e-4)
+
+
+def _peak_of(fn):
+    gc.collect()  # tensors of earlier tests freed now, not during fn
+    torch.tpu.synchronize()
+    base = torch.tpu.memory_allocated()
+    torch.tpu.reset_peak_memory_stats()
+    y = fn()
+    torch.tpu.synchronize()
+    return torch.tpu.max_memory_allocated() - base, y
+
+
+@pytest.mark.parametrize("op", ["mm", "addmm", "bmm"])
+def test_out_matmul_writes_its_output_in_place(op):
+    """A dense out= tensor is written directly (every matmul torch.compile emits is an out=
+    call): its peak is the functional call's less the output the functional call allocates.
+    Passed as an input too, it had been computed into a private copy of its size and copied."""
+    g = torch.Generator().manual_seed(0)
+    a, b, bias = (torch.randn(s, generator=g) for s in ((4, 64, 96), (4, 96, 80), (80,)))
+    if op != "bmm":
+        a, b = a[0], b[0]
+    args = {"mm": (a, b), "addmm": (bias, a, b), "bmm": (a, b)}[op]
+    targs = [t.to("tpu") for t in args]
+    fn = getattr(torch, op)
+    functional, ref = _peak_of(lambda: fn(*targs))
+    out = torch.empty_like(ref)
+    with_out, _ = _peak_of(lambda: fn(*targs, out=out))
+    assert with_out <= functional - ref.numel() * ref.element_size(), (with_out, functional)
+    assert torch.equal(out.cpu(), ref.cpu())
+    with torch.tpu.precision("highest"):  # f32 products, to compare with CPU's
+        torch.testing.assert_close(fn(*targs, out=out).cpu(), fn(*args), rtol=1e-4, atol=1e-4)
+    strided = torch.empty(ref.shape[::-1] if op != "bmm" else ref.shape, device="tpu")
+    strided = strided.t() if op != "bmm" else strided.transpose(1, 2).contiguous().transpose(1, 2)
+    fn(*targs, out=strided)  # a strided out= keeps the private copy, which writes its strides
+    assert torch.equal(strided.cpu(), ref.cpu())
 
 
 def test_kernel_temporaries_run_out_of_hbm_as_oom():

@@ -89,9 +89,9 @@ py::object op_cost(const std::string& name, const std::string& overload, const p
   begin_call(call, op, c10::Device(kTpu, 0));
   ArgStorage store(stack.size() + results.size());
   int n = 0;
-  for (const auto& a : stack) {
+  for (size_t i = 0; i < stack.size(); i++) {
     if (n >= TPURT_MAX_ARGS) return py::none();
-    call.args[n++] = value_of(a, store, describe_metadata);
+    call.args[n++] = argument_value(schema, i, stack[i], store, describe_metadata);
   }
   const int nouts = describe_outputs(call, n, results, schema, stack, store, describe_metadata);
   seal_call(call, n, nouts);

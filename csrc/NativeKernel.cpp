@@ -162,13 +162,7 @@ struct NativeKernel final : c10::OperatorKernel {
       const auto& a = args[i];
       if (a.isGenerator()) gen = a.toGenerator();
       TORCH_CHECK(n < TPURT_MAX_ARGS, "too many arguments for the tpu runtime");
-      // A dense out= tensor is the call's output and nothing else: passed as an input too, it
-      // overlaps the output, and the runtime computes into a private temporary and copies it
-      // (every matmul Inductor compiles is an out= call). A strided one keeps that copy, which
-      // writes its strides.
-      const bool dense_out = schema.arguments()[i].is_out() && a.isTensor() && a.toTensor().defined() &&
-                             a.toTensor().is_contiguous();
-      call.args[n++] = dense_out ? absent_value() : value_of(a, store);
+      call.args[n++] = argument_value(schema, i, a, store);
     }
     if (!meta) {  // sized by the kernel: it reads its inputs once the stream has run up to here
       TORCH_CHECK(n <= TPURT_MAX_ARGS, "too many arguments for the tpu runtime");

@@ -306,6 +306,18 @@ void allocate_outputs(const MetaResult& meta, c10::ArrayRef<c10::IValue> args, c
   }
 }
 
+tpurt_value argument_value(const c10::FunctionSchema& schema, size_t i, const c10::IValue& a, ArgStorage& store,
+                           Describe describe_tensor) {
+  if (i < schema.arguments().size() && schema.arguments()[i].is_out() && a.isTensor() && a.toTensor().defined() &&
+      a.toTensor().is_contiguous()) {
+    tpurt_value v{};
+    v.kind = TPURT_V_NONE;
+    v.scalar_dtype = -1;
+    return v;
+  }
+  return value_of(a, store, describe_tensor);
+}
+
 tpurt_value value_of(const c10::IValue& a, ArgStorage& store, Describe describe_tensor) {
   tpurt_value v{};
   v.scalar_dtype = -1;

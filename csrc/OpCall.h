@@ -115,13 +115,12 @@ using Describe = tpurt_tensor (*)(const at::Tensor&);
 // One boxed argument as the runtime's value: tpu tensors as descriptors, 0-dim CPU tensors and
 // scalars as values, lists into store.
 tpurt_value value_of(const c10::IValue& a, ArgStorage& store, Describe describe_tensor = describe);
-// An absent argument (None), as value_of gives for one.
-inline tpurt_value absent_value() {
-  tpurt_value v{};
-  v.kind = TPURT_V_NONE;
-  v.scalar_dtype = -1;
-  return v;
-}
+// Schema argument i as the call's argument: value_of, except that a dense out= tensor, which is
+// the call's output, is None here. Passed as an argument too it overlaps the output, and the
+// runtime computes into a private temporary and copies it (every matmul torch.compile emits is
+// an out= call); a strided one keeps that copy, which writes its strides.
+tpurt_value argument_value(const c10::FunctionSchema& schema, size_t i, const c10::IValue& a, ArgStorage& store,
+                           Describe describe_tensor = describe);
 // The op's results as the call's outputs: tensors into outs (their count is returned), a tensor
 // list as one more list argument at n, and for an in-place list op (_foreach_*_, no results)
 // the mutated list again. n is the next argument slot and advances.

@@ -38,6 +38,16 @@ def test_fake_and_real_tensors_cost_the_same():
     assert fake["mxu_flops"] == 2 * 96 * 256 * 512  # k and n padded to v6e's 256-wide MXU
 
 
+def test_out_variant_costs_what_the_functional_call_costs():
+    """out= is the output, not also an input read: the bytes of a, b and the result, once."""
+    a, b = torch.randn(64, 96, device="tpu"), torch.randn(96, 80, device="tpu")
+    out = torch.empty(64, 80, device="tpu")
+    functional = torch_tpu._C._op_cost("mm", "default", (a, b), {}, a @ b, "v6e")
+    with_out = torch_tpu._C._op_cost("mm", "out", (a, b), {"out": out}, torch.mm(a, b, out=out), "v6e")
+    assert with_out["hbm_bytes"] == functional["hbm_bytes"] == (64 * 96 + 96 * 80 + 64 * 80) * 4
+    assert with_out["flops"] == functional["flops"]
+
+
 def test_causal_attention_does_half_the_work():
     q = torch.randn(1, 2, 128, 64, device="tpu")
     args = (q, q, q, None, 0.0)

@@ -252,24 +252,11 @@ tpurt_status tpurt_ew_run_via(const tpurt_tensor* out, tpurt_ctype out_ct, int n
     }
   }
   int nops = nin + 1;
-  /* Drop size-1 dims and merge dims that are contiguous for every operand. */
-  int m = 0;
-  for (int d = 0; d < nd; d++) {
+  for (int d = 0; d < nd; d++)
     if (size[d] == 0) return TPURT_OK;
-    if (size[d] == 1) continue;
-    if (m > 0) {
-      int ok = 1;
-      for (int k = 0; k < nops; k++) ok &= st[k][m - 1] == st[k][d] * size[d];
-      if (ok) {
-        size[m - 1] *= size[d];
-        for (int k = 0; k < nops; k++) st[k][m - 1] = st[k][d];
-        continue;
-      }
-    }
-    size[m] = size[d];
-    for (int k = 0; k < nops; k++) st[k][m] = st[k][d];
-    m++;
-  }
+  int64_t* stp[TPURT_EW_MAX_IN + 1] = {0};
+  for (int k = 0; k < nops; k++) stp[k] = st[k];
+  int m = tpurt_merge_dims(nd, size, nops, stp);
   if (m == 0) {
     size[0] = 1;
     for (int k = 0; k < nops; k++) st[k][0] = 0;

@@ -145,6 +145,11 @@ static inline uint16_t tpurt_f32_to_f16(float f) {
 /* ---------------------------------------------------------------- tensors */
 int64_t tpurt_numel(const tpurt_tensor* t);
 int tpurt_is_contiguous(const tpurt_tensor* t);
+/* Dims sizes[0..n) walked by nst stride arrays st[k][0..n): size-1 dims dropped, and each dim
+ * merged into the one before it where every stride array chains them (st[k][d-1] ==
+ * st[k][d] * sizes[d]): the same elements in the same row-major order. Returns the new count
+ * (0 when every size was 1). */
+int tpurt_merge_dims(int n, int64_t* sizes, int nst, int64_t* const* st);
 static inline int tpurt_is_float(int dt) {
   return dt == TPURT_F16 || dt == TPURT_BF16 || dt == TPURT_F32 || dt == TPURT_F64;
 }

@@ -65,6 +65,24 @@ int64_t tpurt_numel(const tpurt_tensor* t) {
   return n;
 }
 
+int tpurt_merge_dims(int n, int64_t* sizes, int nst, int64_t* const* st) {
+  int m = 0;
+  for (int d = 0; d < n; d++) {
+    if (sizes[d] == 1) continue;
+    int chained = m > 0;
+    for (int k = 0; k < nst && chained; k++) chained = st[k][m - 1] == st[k][d] * sizes[d];
+    if (chained) {
+      sizes[m - 1] *= sizes[d];
+      for (int k = 0; k < nst; k++) st[k][m - 1] = st[k][d];
+      continue;
+    }
+    sizes[m] = sizes[d];
+    for (int k = 0; k < nst; k++) st[k][m] = st[k][d];
+    m++;
+  }
+  return m;
+}
+
 int tpurt_is_contiguous(const tpurt_tensor* t) {
   int64_t expect = 1;
   for (int d = t->ndim - 1; d >= 0; d--) {

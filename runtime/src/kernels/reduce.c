@@ -127,41 +127,14 @@ static tpurt_status plan(const tpurt_tensor* in, uint32_t mask, const tpurt_tens
                       tpurt_shape_str(&outs[0]), tpurt_shape_str(in));
   /* Reduced dims that chain (a dense image's channels, rows and columns) are one: the row
    * folds then see whole runs, not 32-element rows (x.sum() on [4, 64, 32, 32] took 9x the
-   * time of its flat view). Same elements, same linear indices. Size-1 dims are dropped first. */
-  int n = 0;
-  for (int d = 0; d < p->nr; d++)
-    if (p->rsize[d] != 1) p->rsize[n] = p->rsize[d], p->rst[n++] = p->rst[d];
-  p->nr = n;
-  for (int d = p->nr - 1; d > 0; d--)
-    if (p->rst[d - 1] == p->rst[d] * p->rsize[d]) {
-      p->rsize[d - 1] *= p->rsize[d];
-      p->rst[d - 1] = p->rst[d];
-      for (int e = d; e + 1 < p->nr; e++) p->rsize[e] = p->rsize[e + 1], p->rst[e] = p->rst[e + 1];
-      p->nr--;
-    }
-  /* Kept dims likewise, where input and every output chain alike: a sum over dim 0 of
-   * [8, 128, 768] then walks blocks of 1024 columns, not 128 rows of 768. */
-  n = 0;
-  for (int j = 0; j < p->nk; j++)
-    if (p->ksize[j] != 1) {
-      p->ksize[n] = p->ksize[j], p->kin[n] = p->kin[j];
-      for (int o = 0; o < nouts; o++) p->kout[o][n] = p->kout[o][j];
-      n++;
-    }
-  p->nk = n;
-  for (int j = p->nk - 1; j > 0; j--) {
-    int chained = p->kin[j - 1] == p->kin[j] * p->ksize[j];
-    for (int o = 0; o < nouts; o++) chained &= p->kout[o][j - 1] == p->kout[o][j] * p->ksize[j];
-    if (!chained) continue;
-    p->ksize[j - 1] *= p->ksize[j];
-    p->kin[j - 1] = p->kin[j];
-    for (int o = 0; o < nouts; o++) p->kout[o][j - 1] = p->kout[o][j];
-    for (int e = j; e + 1 < p->nk; e++) {
-      p->ksize[e] = p->ksize[e + 1], p->kin[e] = p->kin[e + 1];
-      for (int o = 0; o < nouts; o++) p->kout[o][e] = p->kout[o][e + 1];
-    }
-    p->nk--;
-  }
+   * time of its flat view). Kept dims likewise, where the input and every output chain alike:
+   * a sum over dim 0 of [8, 128, 768] then walks blocks of 1024 columns, not 128 rows of 768.
+   * Same elements, same linear indices. */
+  int64_t* rst = p->rst;
+  p->nr = tpurt_merge_dims(p->nr, p->rsize, 1, &rst);
+  int64_t* kst[TPURT_MAX_OUTS + 1] = {p->kin};
+  for (int o = 0; o < nouts; o++) kst[o + 1] = p->kout[o];
+  p->nk = tpurt_merge_dims(p->nk, p->ksize, nouts + 1, kst);
   if (p->nr == 0) { /* a single element per output: one reduced dim of size 1 */
     p->rsize[0] = 1;
     p->rst[0] = 0;
@@ -361,14 +334,13 @@ static void run_cols(void* arg, int64_t b, int64_t e) {
     /* One float result per column is stored as one run: a sum over dim 0 of [8, 98304]
      * spent 9x its folding time finishing and storing element by element. */
     red_val v[TPURT_MAX_OUTS];
+    if (dense_f32 && op->fin_f32) op->fin_f32(acc, n, p->rcount, J->ctx);
     int float_run = dense_f32 || (J->nouts == 1 && n > 0 && (op->fin(&states[0], p->rcount, J->ctx, v), !v[0].is_int));
+    for (int64_t k = 0; float_run && !dense_f32 && k < n; k++) {
+      op->fin(&states[k], p->rcount, J->ctx, v);
+      acc[k] = v[0].f;
+    }
     if (float_run) {
-      if (dense_f32 && op->fin_f32) op->fin_f32(acc, n, p->rcount, J->ctx);
-      else if (!dense_f32)
-        for (int64_t k = 0; k < n; k++) {
-          op->fin(&states[k], p->rcount, J->ctx, v);
-          acc[k] = v[0].f;
-        }
       int64_t off = 0;
       for (int j = 0; j < p->nk; j++) off += kidx[j] * p->kout[0][j];
       int odt = J->outs[0].dtype;
@@ -520,7 +492,7 @@ static void sum_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, c
   }
   s->f += sum_lanes(a) + t;
 }
-/* Four rows per pass over acc (one load and store of acc per four rows instead of per row);
+/* Eight rows per pass over acc (one load and store of acc per eight rows instead of per row);
  * each column still adds its rows one after another, in order. */
 static void sum_col_f32(double* acc, const float* const* rows, int64_t nrows, int64_t n, const red_ctx* c) {
   int64_t r = 0;
@@ -531,11 +503,6 @@ static void sum_col_f32(double* acc, const float* const* rows, int64_t nrows, in
       for (int64_t k = 0; k < n; k++)
         acc[k] = acc[k] + (double)r0[k] + (double)r1[k] + (double)r2[k] + (double)r3[k] + (double)r4[k] +
                  (double)r5[k] + (double)r6[k] + (double)r7[k];
-    }
-  if (!c->flag)
-    for (; r + 4 <= nrows; r += 4) {
-      const float *r0 = rows[r], *r1 = rows[r + 1], *r2 = rows[r + 2], *r3 = rows[r + 3];
-      for (int64_t k = 0; k < n; k++) acc[k] = acc[k] + (double)r0[k] + (double)r1[k] + (double)r2[k] + (double)r3[k];
     }
   for (; r < nrows; r++) {
     const float* x = rows[r];

@@ -295,14 +295,16 @@ tpurt_status tpurt_comm_fail(tpurt_comm* c, const char* message) { return fail_g
 
 typedef int (*ready_fn)(tpurt_comm* c, const void* arg, int* waiting_for);
 
-static tpurt_status check_peers(tpurt_comm* c, int waiting_for, int64_t deadline) {
+/* A failure only if the wait is still unmet once a peer is seen dead or the deadline has passed:
+ * a peer may finish this wait, return and exit between the last `ready` and its pid's check. */
+static tpurt_status check_peers(tpurt_comm* c, ready_fn ready, const void* arg, int waiting_for, int64_t deadline) {
   for (int r = 0; r < c->size; r++) {
     int32_t pid = atomic_load(&c->ranks[r].pid);
-    if (r != c->rank && pid > 0 && !process_alive(pid))
+    if (r != c->rank && pid > 0 && !process_alive(pid) && !ready(c, arg, &waiting_for))
       return fail_group(c, "rank %d (pid %d) exited or was killed during %s; the group cannot continue", named(c, r), (int)pid,
                         c->desc);
   }
-  if (tpurt_now_ns() < deadline) return TPURT_OK;
+  if (tpurt_now_ns() < deadline || ready(c, arg, &waiting_for)) return TPURT_OK;
   if (waiting_for < 0) return fail_group(c, "%s timed out after %.0f s", c->desc, c->timeout_s);
   const post* a = &c->ranks[waiting_for].posts[0];
   const post* last = a[1].seq > a[0].seq ? &a[1] : a;
@@ -315,9 +317,12 @@ static tpurt_status check_peers(tpurt_comm* c, int waiting_for, int64_t deadline
 static tpurt_status wait_until(tpurt_comm* c, ready_fn ready, const void* arg) {
   int waiting_for = -1;
   int64_t start = tpurt_now_ns();
+  /* `failed` is read before `ready`: a rank that completes this wait and then fails the group
+   * (tpurt_comm_fail after the collective) must not fail the ranks still finishing it. */
   for (unsigned i = 0;; i++) {
+    int failed = atomic_load(&c->h->failed) != 0;
     if (ready(c, arg, &waiting_for)) return TPURT_OK;
-    if (atomic_load(&c->h->failed)) return broken(c);
+    if (failed) return broken(c);
     if (i % 64 == 0 && tpurt_now_ns() - start > SPIN_NS) break;
     tpurt_cpu_relax();
   }
@@ -325,19 +330,19 @@ static tpurt_status wait_until(tpurt_comm* c, ready_fn ready, const void* arg) {
   for (;;) {
     uint32_t v = atomic_load(&c->h->futex);
     atomic_fetch_add(&c->h->sleepers, 1);
-    int done = ready(c, arg, &waiting_for), failed = atomic_load(&c->h->failed) != 0;
+    int failed = atomic_load(&c->h->failed) != 0, done = ready(c, arg, &waiting_for);
     if (!done && !failed) {
       struct timespec ts = {0, POLL_MS * 1000000L};
       syscall(SYS_futex, &c->h->futex, FUTEX_WAIT, v, &ts, NULL, 0);
-      done = ready(c, arg, &waiting_for);
       failed = atomic_load(&c->h->failed) != 0;
+      done = ready(c, arg, &waiting_for);
     }
     atomic_fetch_sub(&c->h->sleepers, 1);
     if (done) return TPURT_OK;
     if (failed) return broken(c);
     int64_t t = tpurt_now_ns();
     if (t >= next_check) {
-      tpurt_status s = check_peers(c, waiting_for, deadline);
+      tpurt_status s = check_peers(c, ready, arg, waiting_for, deadline);
       if (s) return s;
       next_check = t + POLL_MS * 1000000LL;
     }

@@ -45,11 +45,15 @@ static void run_ranks(rank_body body, double timeout_s, int status_out[N]) {
     exit(1);
   }
   pid_t pids[N];
+  int opened[2];
+  if (pipe(opened)) exit(1);
   for (int r = 0; r < N; r++) {
     pids[r] = fork();
     if (pids[r] == 0) {
       tpurt_comm* c;
-      if (tpurt_comm_open(name, r, N, timeout_s, "test group", &c)) {
+      tpurt_status s = tpurt_comm_open(name, r, N, timeout_s, "test group", &c);
+      if (write(opened[1], "", 1) != 1) _exit(91);
+      if (s) {
         fprintf(stderr, "open: %s\n", tpurt_last_error());
         _exit(90);
       }
@@ -59,8 +63,11 @@ static void run_ranks(rank_body body, double timeout_s, int status_out[N]) {
       _exit(failures > 80 ? 80 : failures);
     }
   }
-  /* rank 0's job in tpu_dist: unlink once all have mapped it; here the ranks open it right away */
-  usleep(200000);
+  /* rank 0's job in tpu_dist: unlink once all have mapped it */
+  char byte;
+  for (int r = 0; r < N; r++)
+    if (read(opened[0], &byte, 1) != 1) exit(1);
+  close(opened[0]), close(opened[1]);
   tpurt_comm_unlink(name);
   for (int r = 0; r < N; r++) {
     int st = 0;
@@ -244,6 +251,17 @@ static void part_body(tpurt_comm* c, int rank, int* failures) {
   RCHECK(seconds() - t0 < 5, "ended after %.1f s", seconds() - t0);
 }
 
+/* A rank that finishes a collective and then fails the group, or exits, must not fail the ranks
+ * still finishing that collective (they already have every rank's part). Run many times: the
+ * window is the few instructions between a waiting rank's checks. */
+static int race_leaver;
+static void finish_then_leave_body(tpurt_comm* c, int rank, int* failures) {
+  float x[4] = {1, 2, 3, 4};
+  RCHECK(tpurt_all_reduce(c, x, x, 4, TPURT_F32, TPURT_RED_SUM, 1) == TPURT_OK, "%s", tpurt_last_error());
+  RCHECK(x[0] == 4 && x[3] == 16, "sum %g %g", x[0], x[3]);
+  if (rank == race_leaver % N && race_leaver % 2) tpurt_comm_fail(c, "left after finishing");
+}
+
 static int count_segments(void) {
   int n = 0;
   DIR* d = opendir("/dev/shm");
@@ -266,6 +284,10 @@ int main(void) {
   for (int r = 0; r < N; r++) CHECK(st[r] == 0, "mismatch: rank %d exit %d", r, st[r]);
   run_ranks(part_body, 600, st);
   for (int r = 0; r < N; r++) CHECK(st[r] == 0, "a host's part: rank %d exit %d", r, st[r]);
+  for (race_leaver = 0; race_leaver < 64; race_leaver++) {
+    run_ranks(finish_then_leave_body, 30, st);
+    for (int r = 0; r < N; r++) CHECK(st[r] == 0, "leaving after all_reduce (run %d): rank %d exit %d", race_leaver, r, st[r]);
+  }
   /* a segment its creator left before anyone unlinked it is removed by the next create */
   char name[64];
   pid_t child = fork();

@@ -324,6 +324,9 @@ SAME_ERROR = {
     "unsafe cast into cat out= of mixed inputs": lambda d: torch.cat([torch.ones(2, dtype=torch.int32, device=d),
                                                                      torch.ones(2, device=d), torch.ones(
         2, dtype=torch.int8, device=d)], out=torch.empty(0, dtype=torch.long, device=d)),
+    "argmax of bool (found by a reduction sweep)": lambda d: torch.argmax(torch.ones(4, 3, dtype=torch.bool, device=d), 0),
+    "argmin of bool, no dim": lambda d: torch.ones(4, 3, dtype=torch.bool, device=d).argmin(),
+    "argmax of an empty bool (the dtype is checked first)": lambda d: torch.zeros(0, 3, dtype=torch.bool, device=d).argmax(0),
     "index tensors that do not broadcast": lambda d: torch.zeros(4, 5, device=d)[
         torch.tensor([0, 1], device=d), torch.tensor([0, 1, 2], device=d)],
     "index_put_ indices that do not broadcast": lambda d: torch.zeros(4, 5, device=d).index_put_(

@@ -4,6 +4,7 @@
     python -m torch_tpu.conformance --full           # every OpInfo, every dtype
     python -m torch_tpu.conformance --ops add,mul --dtypes float32,bfloat16
     python -m torch_tpu.conformance --full --resume  # continue an interrupted sweep
+    python -m torch_tpu.conformance --full --reference-inputs   # OpInfo's larger reference inputs
 
 For each OpInfo of ``torch.testing._internal.common_methods_invocations.op_db`` and each dtype
 it supports on CPU, its sample inputs run on tpu (contiguous and non-contiguous) and on CPU;
@@ -376,12 +377,13 @@ def _compiled(fn):
 
 
 class OpRunner:
-    def __init__(self, op, max_samples=None, backward=True, noncontig=True, compile=False):
+    def __init__(self, op, max_samples=None, backward=True, noncontig=True, compile=False, reference=False):
         self.op = op
         self.tpu_fn = _compiled(op.op) if compile else None  # the tpu side's callable; None: the OpInfo
         self.max_samples = max_samples
         self.backward = backward
         self.noncontig = noncontig
+        self.reference = reference
         self.random = is_random(op)
         self.drew_random = False
         self.observed = set()
@@ -423,7 +425,9 @@ class OpRunner:
         fallbacks = set()
         want_grad = self.backward and op.supports_autograd and dtype.is_floating_point and not self.random
         try:
-            samples = list(op.sample_inputs("cpu", dtype, requires_grad=want_grad))
+            # reference_inputs: sample_inputs plus OpInfo's larger, extremal and broadcast cases
+            inputs = op.reference_inputs if self.reference else op.sample_inputs
+            samples = list(inputs("cpu", dtype, requires_grad=want_grad))
         except Exception as e:
             return fwd, bwd, fallbacks, f"sample generation failed: {type(e).__name__}: {e}"[:300]
         if self.max_samples:
@@ -601,13 +605,14 @@ def _dtype_record(key, fam, dname, fwd, bwd, fallbacks, note, seconds):
             "fallback_ops": sorted(fallbacks), "fwd": f, "bwd": b, "seconds": round(seconds, 3)}
 
 
-def run_op(op, dtype_names, emit, time_limit=None, max_samples=None, backward=True, noncontig=True, compile=False):
+def run_op(op, dtype_names, emit, time_limit=None, max_samples=None, backward=True, noncontig=True, compile=False,
+           reference=False):
     """Runs one OpInfo for the given dtypes; emit(record) for every (op, dtype), its error_inputs
     and a final op_done record with the overloads observed. compile: the tpu side runs each
     sample through torch.compile(backend="tpu"): its forward and the compiled backward (error
     inputs and the semantics checks are eager contracts, not run)."""
     key, fam = op_key(op), family(op)
-    runner = OpRunner(op, max_samples, backward, noncontig, compile)
+    runner = OpRunner(op, max_samples, backward, noncontig, compile, reference)
     supported = op.supported_dtypes("cpu")
     t_end = time.monotonic() + time_limit if time_limit else None
     for dname in dtype_names:
@@ -713,7 +718,7 @@ def _worker(args):
         if op_key(op) == crash_on:
             os.kill(os.getpid(), signal.SIGSEGV)
         run_op(op, args.dtypes.split(","), lambda r: send({"t": "rec", **r}), args.time_limit,
-               args.max_samples, not args.no_backward, not args.no_noncontig, args.compile)
+               args.max_samples, not args.no_backward, not args.no_noncontig, args.compile, args.reference_inputs)
     send({"t": "end"})
 
 
@@ -764,6 +769,8 @@ def _spawn(args, keys_or_none, skip, log):
         cmd.append("--no-noncontig")
     if args.compile:
         cmd.append("--compile")
+    if args.reference_inputs:
+        cmd.append("--reference-inputs")
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(w,))
     os.close(w)
     return proc, os.fdopen(r, "r")
@@ -886,7 +893,7 @@ def sweep(args):
 
 
 def sweep_inprocess(ops, dtype_names, out_dir, time_limit=None, max_samples=None, backward=True,
-                    noncontig=True, quiet=False, compile=False):
+                    noncontig=True, quiet=False, compile=False, reference=False):
     """The same sweep in this process (no crash isolation): for tests and debugging."""
     os.makedirs(out_dir, exist_ok=True)
     jsonl = os.path.join(out_dir, "conformance.jsonl")
@@ -900,7 +907,7 @@ def sweep_inprocess(ops, dtype_names, out_dir, time_limit=None, max_samples=None
 
         for op in ops:
             progress.show(op_key(op))
-            run_op(op, dtype_names, emit, time_limit, max_samples, backward, noncontig, compile)
+            run_op(op, dtype_names, emit, time_limit, max_samples, backward, noncontig, compile, reference)
     progress.close()
     return recs
 
@@ -1126,6 +1133,8 @@ def main(argv=None):
     p.add_argument("--chunk", type=int, default=150, help="ops per worker process")
     p.add_argument("--no-backward", action="store_true")
     p.add_argument("--no-noncontig", action="store_true")
+    p.add_argument("--reference-inputs", action="store_true",
+                   help="OpInfo's reference_inputs (samples plus larger, extremal and broadcast cases) instead of sample_inputs")
     p.add_argument("--compile", action="store_true",
                    help="the tpu side through torch.compile(backend=\"tpu\"), each sample its own graph, "
                         "forward and backward")
@@ -1147,7 +1156,8 @@ def main(argv=None):
     warnings.simplefilter("ignore")
     if args.inprocess:
         records = sweep_inprocess(select_ops(args.ops), args.dtypes, args.out, args.time_limit, args.max_samples,
-                                  not args.no_backward, not args.no_noncontig, compile=args.compile)
+                                  not args.no_backward, not args.no_noncontig, compile=args.compile,
+                                  reference=args.reference_inputs)
     else:
         records = sweep(args)
     summary = write_outputs(records, args.out, desc)

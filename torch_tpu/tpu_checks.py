@@ -309,6 +309,16 @@ def _nonempty_dim(name, at=1):
     return check
 
 
+def _arg_reduction(name):
+    """argmax/argmin: CPU has no bool kernel (checked before the empty dim)."""
+    nonempty = _nonempty_dim(f"{name}():")
+
+    def check(self, *args):
+        _check(self.dtype != torch.bool, f"{name}(): does not support bool input")
+        nonempty(self, *args)
+    return check
+
+
 def _needs_dim(name):
     def check(self, *rest):
         _check(self.numel() != 0, f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
@@ -322,8 +332,8 @@ _EMPTY_REDUCTIONS = {
     **{n: _nonempty_dim("mode():") for n in ("mode", "mode.values")},
     **{n: _nonempty_dim("kthvalue():", at=2) for n in ("kthvalue", "kthvalue.values")},
     **{n: _nonempty_dim("aminmax:") for n in ("aminmax", "aminmax.out")},
-    **{n: _nonempty_dim("argmax():") for n in ("argmax", "argmax.out")},
-    **{n: _nonempty_dim("argmin():") for n in ("argmin", "argmin.out")},
+    **{n: _arg_reduction("argmax") for n in ("argmax", "argmax.out")},
+    **{n: _arg_reduction("argmin") for n in ("argmin", "argmin.out")},
     "max": _needs_dim("max"), "min": _needs_dim("min"),
 }
 

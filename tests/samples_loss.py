@@ -38,6 +38,10 @@ register("binary_cross_entropy binary_cross_entropy_backward", lambda x, y: F.bi
          dtypes=FLOATS, name="binary_cross_entropy at 0 and 1")
 register("multi_margin_loss multi_margin_loss_backward", lambda x, t: F.multi_margin_loss(x, t),
          lambda dt: [make((6,), dt), torch.tensor([3])], dtypes=MM, name="multi_margin_loss 1-d p=1")
+# a 0-dim target: CPU's unreduced loss is 0-dim where PyTorch's meta function gives [1]
+# (found by OpInfo's reference inputs)
+register("multi_margin_loss multi_margin_loss_backward", lambda x, t: F.multi_margin_loss(x, t, reduction="none"),
+         lambda dt: [make((6,), dt), torch.tensor(3)], dtypes=MM, name="multi_margin_loss 1-d, 0-dim target, unreduced")
 register("huber_loss.out", _out(lambda x, y, out: torch.ops.aten.huber_loss.out(x, y, 1, 1.0, out=out)),
          [(3, 2), (3, 2)], dtypes=FLOATS, grad=False)
 register("huber_loss_backward.out",

@@ -82,6 +82,47 @@ def test_plain_compile_of_tpu_graph_uses_tpu_code_generation():
     torch.testing.assert_close(got.cpu(), f(a).cpu())
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_precision_graphs_compile_as_on_cpu(dtype):
+    """A kernel whose every pointer is bfloat16 or float16 (its entry declared at::BFloat16*
+    without an ATen header: the C++ compile failed); tpu runs Inductor's code for CPU, so the
+    result equals compiled CPU's bit for bit."""
+    def f(t):
+        return (t * t + 1).sin() * t
+
+    x = (torch.randn(1000) * 3).to(dtype)
+    got = torch.compile(f, backend="tpu")(x.to("tpu"))
+    assert got.dtype == dtype
+    assert torch.equal(got.cpu(), torch.compile(f)(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_compiled_tanh_gelu_and_its_gradient_are_accurate(dtype):
+    """backend "tpu" writes GELU's tanh approximation through exp (compiler.decompositions):
+    output and gradient at least as close to float64 as CPU's, over the range where
+    1 + tanh cancels, infinities and NaN."""
+    from torch_tpu.compare import check_like_cpu
+
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    x = torch.cat([torch.randn(4000) * 4, torch.tensor([-30.0, -9.0, -6.0, -1e-6, 0.0, 1e-6, 5.0, 30.0,
+                                                        float("nan"), float("inf"), -float("inf")])]).to(dtype)
+    g = torch.randn(x.shape).to(dtype)
+
+    def gelu_and_grad(t, compiled):
+        t = t.clone().requires_grad_()
+        fn = (lambda v: F.gelu(v, approximate="tanh"))
+        y = (torch.compile(fn, backend="tpu") if compiled else fn)(t)
+        y.backward(g.to(t.device, t.dtype))
+        return y.detach().cpu(), t.grad.cpu()
+
+    (y, dy), (yc, dyc), (yx, dyx) = (gelu_and_grad(x.to("tpu"), True), gelu_and_grad(x, False),
+                                     gelu_and_grad(x.double(), False))
+    check_like_cpu(y, yc, yx)
+    check_like_cpu(dy, dyc, dyx, what="gradient")
+
+
 CACHED_GRAPH = """
 import torch
 def f(a):

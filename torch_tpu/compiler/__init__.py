@@ -73,7 +73,42 @@ def decompositions(keep=("matmul",)):
     for kind in keep:
         for op in _overloads_of_kind(kind):
             table.pop(op, None)
+    aten = torch.ops.aten
+    table[aten.gelu.default] = functools.partial(_gelu, table[aten.gelu.default])
+    table[aten.gelu_backward.default] = functools.partial(_gelu_backward, table[aten.gelu_backward.default])
     return table
+
+
+# GELU's tanh approximation through exp: 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), with
+# u = sqrt(2/pi) (x + 0.044715 x^3). Inductor's C++ writes tanh as Sleef's tanh, 4.7x the time
+# of its exp on this host (the GPT step's GELU was 11.6% of its compiled forward); this form
+# also keeps its relative error where 1 + tanh(u) cancels (x < -5), which the tanh form loses.
+_GELU_BETA = 0.7978845608028654  # sqrt(2/pi)
+_GELU_KAPPA = 0.044715
+
+
+def _opmath(x):
+    return x.float() if x.dtype in (torch.bfloat16, torch.float16) else x
+
+
+def _gelu(inductor_gelu, self, approximate="none"):
+    if approximate != "tanh":
+        return inductor_gelu(self, approximate)
+    x = _opmath(self)
+    u = _GELU_BETA * (x + _GELU_KAPPA * x * x * x)
+    return (x / (1 + torch.exp(-2 * u))).to(self.dtype)
+
+
+def _gelu_backward(inductor_gelu_backward, grad, self, approximate="none"):
+    """d/dx x s(2u) = s + 2 x s (1 - s) u', s = sigmoid(2u): Inductor's tanh form rewritten
+    (0.5 (1 + tanh u) = s, 1 - tanh(u)^2 = 4 s (1 - s))."""
+    if approximate != "tanh":
+        return inductor_gelu_backward(grad, self, approximate)
+    x, g = _opmath(self), _opmath(grad)
+    x_sq = x * x
+    s = 1 / (1 + torch.exp(-2 * _GELU_BETA * (x + _GELU_KAPPA * x_sq * x)))
+    du = _GELU_BETA * (1 + 3 * _GELU_KAPPA * x_sq)
+    return (g * (s + 2 * x * s * (1 - s) * du)).to(grad.dtype)
 
 
 def _codegen_version():

@@ -81,11 +81,21 @@ extern "C" int kernel(const int64_t* a, char* msg, size_t msg_size) {{
 """
 
 
+def _param(argtype):
+    """The entry's declaration of a kernel parameter. Pointers are declared void: the entry
+    includes no ATen header, so `at::BFloat16*` or `at::Half*` would not compile there (the
+    body is extern "C", so only the calling convention, the same for every pointer, links)."""
+    t = argtype.strip()
+    if "*" in t:
+        return "const void*" if t.startswith("const ") else "void*"
+    return t
+
+
 def _unpack(i, argtype):
     """The C++ expression that reads argument i of type argtype from the int64 array."""
     t = argtype.strip()
     if "*" in t:
-        return f"reinterpret_cast<{t}>(a[{i}])"
+        return f"reinterpret_cast<{_param(t)}>(a[{i}])"
     if t.removeprefix("const ").strip() in ("double", "float"):
         return f"static_cast<{t.removeprefix('const ').strip()}>(tpu_arg_as_double(a[{i}]))"
     return f"static_cast<{t.removeprefix('const ').strip()}>(a[{i}])"
@@ -103,7 +113,7 @@ def kernel_source(source_code):
 def entry_source(argtypes):
     """The uniform entry: unpacks the argument array and calls BODY (the kernel's other file)."""
     args = ", ".join(_unpack(i, t) for i, t in enumerate(argtypes))
-    params = ", ".join(t.strip() for t in argtypes)
+    params = ", ".join(_param(t) for t in argtypes)
     return _ENTRY.format(body=BODY, params=params, args=args)
 
 

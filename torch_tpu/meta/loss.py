@@ -1,6 +1,7 @@
 """Meta functions for loss ops: the backwards PyTorch ships without one (grad_input is shaped
-like the input), and multilabel_margin_loss's forward, whose own gives a 1-d input's
-unreduced loss shape [1] where CPU gives a 0-dim tensor (on tpu only)."""
+like the input), and multilabel_margin_loss's forward and multi_margin_loss, whose own give an
+unreduced loss of shape [1] where CPU gives a 0-dim tensor (on tpu only): a 1-d input's for the
+first, a 0-dim target's for the second."""
 import torch
 from torch._C import DispatchKey
 from . import register, resize_output
@@ -35,6 +36,15 @@ def multilabel_margin_loss_forward(self, target, reduction):
     return (out if self.dim() == 2 else out.reshape(())), is_target
 
 
+_multi_margin_ref = torch.ops.aten.multi_margin_loss.default.py_kernels[DispatchKey.Meta]
+
+
+def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=1):
+    out = _multi_margin_ref(self, target, p, margin, weight, reduction)
+    return out if target.dim() > 0 or reduction != 0 else out.reshape(())
+
+
+register("multi_margin_loss", multi_margin_loss)
 register("multi_margin_loss_backward", multi_margin_loss_backward)
 register("multi_margin_loss_backward.grad_input", multi_margin_loss_backward_out)
 register("multilabel_margin_loss_forward", multilabel_margin_loss_forward)

@@ -21,6 +21,10 @@ register("hardshrink hardshrink_backward", lambda x: F.hardshrink(x, 0.5),
          lambda dt: [edgy((4, 5), dt)], dtypes=FLOATS, name="hardshrink")
 register("softshrink softshrink_backward", lambda x: F.softshrink(x, 0.5), lambda dt: [edgy((4, 5), dt)],
          dtypes=FLOATS, name="softshrink")
+# NaN stays NaN inside [-lambd, lambd] (softshrink gave 0; found by OpInfo's reference inputs)
+register("hardshrink softshrink", lambda x: (F.hardshrink(x, 0.5), F.softshrink(x, 0.5)),
+         lambda dt: [torch.tensor([float("nan"), 0.3, -0.3, 0.5, -0.5, float("inf"), -float("inf")], dtype=dt)],
+         dtypes=FLOATS, grad=False, name="shrinks of specials")
 register("hardshrink.out", _out(lambda x, out: torch.ops.aten.hardshrink.out(x, 0.3, out=out)), [(3, 4)],
          dtypes=FLOATS, grad=False)
 register("softshrink.out", _out(lambda x, out: torch.ops.aten.softshrink.out(x, 0.3, out=out)), [(3, 4)],

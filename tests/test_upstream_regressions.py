@@ -830,3 +830,29 @@ def test_uint8_interpolation_rounds_and_saturates(mode):
     got = f(x.to("tpu")).cpu()
     assert got.dtype == torch.uint8
     assert (got.double() - want).abs().max().item() <= 0.5 + 1e-4
+
+
+# ---------------------------------------------------------------- NaN into activations' backwards
+# CPU's vectorized loop and its scalar tail (the last elements, and every element of a strided
+# tensor) send a NaN input to different sides of these ops' comparisons; tpu takes the
+# vectorized loop's side, the one CPU takes for all but the last few elements of a dense tensor.
+_A = torch.ops.aten
+NAN_BACKWARDS = {
+    "hardtanh_backward": lambda g, x: _A.hardtanh_backward(g, x, -1, 1),
+    "hardshrink_backward": lambda g, x: _A.hardshrink_backward(g, x, 0.5),
+    "softshrink_backward": lambda g, x: _A.softshrink_backward(g, x, 0.5),
+    "elu_backward": lambda g, x: _A.elu_backward(g, 1.0, 1.0, 1.0, False, x),
+    "elu_backward from the result": lambda g, x: _A.elu_backward(g, 1.0, 1.0, 1.0, True, x),
+    "hardswish_backward": _A.hardswish_backward,
+    "logit_backward": lambda g, x: _A.logit_backward(g, x, 0.1),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name", list(NAN_BACKWARDS))
+def test_nan_input_of_an_activation_backward_takes_cpus_vectorized_side(name, dtype):
+    x = torch.linspace(-2, 2, 64, dtype=dtype)
+    x[0] = float("nan")  # in the vectorized part of CPU's loop on every instruction set
+    g = torch.linspace(0.5, 1.5, 64, dtype=dtype)
+    actual, expected = both(NAN_BACKWARDS[name], g, x)
+    assert_same(actual, expected)

@@ -856,3 +856,22 @@ def test_nan_input_of_an_activation_backward_takes_cpus_vectorized_side(name, dt
     g = torch.linspace(0.5, 1.5, 64, dtype=dtype)
     actual, expected = both(NAN_BACKWARDS[name], g, x)
     assert_same(actual, expected)
+
+
+# ---------------------------------------------------------------- float to integer casts
+# CPU's casts compile to x86's truncating conversions: NaN and out-of-range values become the
+# "integer indefinite" (INT32_MIN for int32 and every narrower type, whose bits are its low
+# ones; INT64_MIN for int64). tpu wrapped an int64 conversion instead (1e10 -> int32 gave
+# 1410065408 where CPU gives -2147483648; found by OpInfo's reference inputs).
+OUT_OF_RANGE = [1e10, -1e10, float("inf"), -float("inf"), float("nan"), 2.5e9, -2.5e9, 2147483520.0, -2147483648.0,
+                1e20, 65536.7, -32769.2, 300.5, -129.9, 255.9, -1.5, 4294967296.0, -2147483904.0]
+
+
+@pytest.mark.parametrize("src", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("dst", [torch.int32, torch.int16, torch.int8, torch.uint8, torch.int64])
+def test_float_to_integer_casts_out_of_range_as_cpu(src, dst):
+    x = torch.tensor(OUT_OF_RANGE * 4, dtype=torch.float64).to(src)
+    for cast in (lambda t: t.to(dst), lambda t: t[::3].to(dst),
+                 lambda t: torch.empty(t.shape, dtype=dst, device=t.device).copy_(t)):
+        actual, expected = both(cast, x)
+        assert_same(actual, expected)

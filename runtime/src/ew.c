@@ -17,9 +17,17 @@ tpurt_ctype tpurt_ctype_of(int dt) {
   return TPURT_CT_I64;
 }
 
+/* Float to integer as CPU's casts compile on x86-64 (cvtt*2si): truncation, and the "integer
+ * indefinite" (the type's minimum) for NaN and values out of range. The 32-bit conversion
+ * serves int32 and every narrower integer, whose bits are its low ones: 1e10 -> int16 is 0
+ * on CPU (INT32_MIN's low bits), not 10000000000's low bits. */
 static inline int64_t f_to_i64(double v) {
   if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return INT64_MIN;
   return (int64_t)v;
+}
+static inline int32_t f_to_i32(double v) {
+  if (!(v > -2147483649.0 && v < 2147483648.0)) return INT32_MIN;
+  return (int32_t)v;
 }
 
 /* dst[0..n) (compute type ct, dense) <- src (dtype dt, element stride st) */
@@ -81,12 +89,12 @@ static void store(tpurt_ctype ct, char* dst, int64_t st, int dt, const void* src
     T* d = (T*)dst;                                              \
     for (int64_t i = 0; i < n; i++) { CT x = s[i]; d[i * st] = (T)(EXPR); } \
   } while (0)
-#define STORE_INTS(CT, CONV)                                             \
+#define STORE_INTS(CT, CONV, CONV32)                                     \
   case TPURT_BOOL: STORE_LOOP(uint8_t, CT, x != 0); break;               \
-  case TPURT_U8: STORE_LOOP(uint8_t, CT, (uint8_t)CONV(x)); break;       \
-  case TPURT_I8: STORE_LOOP(int8_t, CT, (int8_t)CONV(x)); break;         \
-  case TPURT_I16: STORE_LOOP(int16_t, CT, (int16_t)CONV(x)); break;      \
-  case TPURT_I32: STORE_LOOP(int32_t, CT, (int32_t)CONV(x)); break;      \
+  case TPURT_U8: STORE_LOOP(uint8_t, CT, (uint8_t)CONV32(x)); break;     \
+  case TPURT_I8: STORE_LOOP(int8_t, CT, (int8_t)CONV32(x)); break;       \
+  case TPURT_I16: STORE_LOOP(int16_t, CT, (int16_t)CONV32(x)); break;    \
+  case TPURT_I32: STORE_LOOP(int32_t, CT, (int32_t)CONV32(x)); break;    \
   case TPURT_I64: STORE_LOOP(int64_t, CT, CONV(x)); break;
 #define STORE_FLOATS(CT)                                                   \
   case TPURT_F16: STORE_LOOP(uint16_t, CT, tpurt_f32_to_f16((float)x)); break;   \
@@ -111,11 +119,11 @@ static void store(tpurt_ctype ct, char* dst, int64_t st, int dt, const void* src
       store(TPURT_CT_F32, dst + b * st * (int64_t)tpurt_dtype_size((tpurt_dtype)dt), st, dt, re, m);
     }
   } else if (ct == TPURT_CT_F32) {
-    switch (dt) { STORE_INTS(float, f_to_i64) STORE_FLOATS(float) }
+    switch (dt) { STORE_INTS(float, f_to_i64, f_to_i32) STORE_FLOATS(float) }
   } else if (ct == TPURT_CT_F64) {
-    switch (dt) { STORE_INTS(double, f_to_i64) STORE_FLOATS(double) }
+    switch (dt) { STORE_INTS(double, f_to_i64, f_to_i32) STORE_FLOATS(double) }
   } else {
-    switch (dt) { STORE_INTS(int64_t, ID) STORE_FLOATS(int64_t) }
+    switch (dt) { STORE_INTS(int64_t, ID, ID) STORE_FLOATS(int64_t) }
   }
 #undef ID
 }

@@ -46,3 +46,19 @@ def test_where_cpu_lost_a_number_float64_decides(value, ok):
     else:
         with pytest.raises(AssertionError):
             run()
+
+
+@pytest.mark.parametrize("value,ok", [(-float("inf"), True), (-3.4e38, False), (0.0, False)])
+def test_where_cpu_lost_a_number_past_the_dtypes_range_infinity_is_right(value, ok):
+    # a Chebyshev polynomial of int64 (x, n) = (-55, 55): float64 -7.3e111, CPU's float32 NaN;
+    # float64's value rounded to float32 is -inf
+    cpu = torch.tensor([1.0, float("nan")])
+    exact = torch.tensor([1.0, -7.3e111], dtype=torch.float64)
+
+    def run():
+        _close(torch.tensor([1.0, value]).to("tpu"), cpu, SAMPLE, "output", lambda: exact)
+    if ok:
+        run()
+    else:
+        with pytest.raises(AssertionError):
+            run()

@@ -145,16 +145,18 @@ def _tree(x, f):
     return x
 
 
-def _move(t, device, noncontig, dtype=None):
+def _move(t, device, noncontig, dtype=None, widen=None):
     """A leaf copy of `t` on `device` (optionally non-contiguous / recast: a floating or complex
-    tensor is promoted with `dtype`, so float64 widens complex64 to complex128), keeping
-    requires_grad."""
+    tensor is promoted with `dtype`, so float64 widens complex64 to complex128, and one of the
+    integer dtype `widen` becomes `dtype`), keeping requires_grad."""
     from torch.testing._internal.common_utils import noncontiguous_like
     rg = t.requires_grad
     with torch.no_grad():
         y = t.detach()
         if dtype is not None and (y.is_floating_point() or y.is_complex()):
             y = y.to(torch.promote_types(y.dtype, dtype))
+        elif widen is not None and y.dtype == widen:
+            y = y.to(dtype)
         y = y.to(device)
         if noncontig and y.numel() > 1:
             y = noncontiguous_like(y)
@@ -186,7 +188,7 @@ class Call:
     """One sample's (input, args, kwargs) on a device, with its grad leaves. Contiguous runs
     keep the CPU sample's strides and aliasing; non-contiguous runs use noncontiguous_like."""
 
-    def __init__(self, sample, device, noncontig, dtype=None, cpu_args=()):
+    def __init__(self, sample, device, noncontig, dtype=None, cpu_args=(), widen=None):
         storages = {}
         self.on_device = False     # whether anything names the device (else it runs on CPU anyway)
 
@@ -198,7 +200,7 @@ class Call:
                 y = _move_exact(t, device, storages)
                 if y is not None:
                     return y
-            return _move(t, device, noncontig, dtype)
+            return _move(t, device, noncontig, dtype, widen)
         self.input = _tree(sample.input, mv)
         self.args = tuple(a if k in cpu_args else _tree(a, mv) for k, a in enumerate(sample.args))
         self.kwargs = _tree(sample.kwargs, mv)
@@ -409,11 +411,14 @@ class OpRunner:
         return out, sorted(fb)
 
     def _ref64(self, sample, fn, dtype=torch.float32):
-        """CPU float64 (complex128 for a complex dtype) outputs and grads for the same inputs, or None."""
+        """CPU float64 (complex128 for a complex dtype) outputs and grads for the same inputs, or
+        None. An integer dtype's tensors become float64 (a float result of integers: a special
+        polynomial of int64 x and n, whose float32 CPU result can overflow to NaN)."""
         if (torch.complex128 if dtype.is_complex else torch.float64) not in self.op.supported_dtypes("cpu"):
             return None
+        widen = dtype if not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool) else None
         try:
-            c = Call(sample, "cpu", False, torch.float64)
+            c = Call(sample, "cpu", False, torch.float64, widen=widen)
             out = c(fn)
             return out, c
         except Exception:
@@ -486,7 +491,8 @@ class OpRunner:
             try:
                 _compare_outputs(cmp_actual, cmp_expected, None, shapes_only)
             except Mismatch:
-                ref = self._ref64(sample, fn, dtype) if dtype.is_floating_point or dtype.is_complex else None
+                floating = all(t.is_floating_point() or t.is_complex() for t in _flat(cmp_expected))
+                ref = self._ref64(sample, fn, dtype) if floating and dtype != torch.bool else None
                 _compare_outputs(cmp_actual, cmp_expected, _flat(gauge(ref[0])) if ref else None, shapes_only)
             fwd.add("fallback" if fb else "pass", "fell back: " + ", ".join(fb) if fb else "")
         except Mismatch as e:

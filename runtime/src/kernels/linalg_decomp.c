@@ -697,7 +697,8 @@ LA_SCRATCH_PLAN(matrix_exp, matrix_exp_dims)
 tpurt_status tpurt_kernel_matrix_exp(const tpurt_op_call* c) {
   /* linalg_matrix_exp(A) */
   const tpurt_tensor* A = &TPURT_ARG(c, matrix_exp, self)->t;
-  tpurt_status st = dtype_check("linalg.matrix_exp", A);
+  /* CPU takes bfloat16 and float16 here too (with double's degree thresholds, as below) */
+  tpurt_status st = A->dtype == TPURT_BF16 || A->dtype == TPURT_F16 ? TPURT_OK : dtype_check("linalg.matrix_exp", A);
   if (st) return st;
   int nb;
   int64_t bs[TPURT_MAX_DIMS];
@@ -711,7 +712,7 @@ tpurt_status tpurt_kernel_matrix_exp(const tpurt_op_call* c) {
   FOR_BATCH(b, nb, bs) {
     mv_load(&a, b, nb, s.a, LA_PLAIN);
     if (n == 1) s.b[0] = cexp(s.a[0]); /* ATen: exp itself for 1 x 1 */
-    else mexp_one(s.a, n, A->dtype == TPURT_F64 ? mexp_theta_f64 : mexp_theta_f32, s.b, s.b + n * n);
+    else mexp_one(s.a, n, A->dtype == TPURT_F32 || A->dtype == TPURT_C64 ? mexp_theta_f32 : mexp_theta_f64, s.b, s.b + n * n);
     mv_store(&o, b, nb, s.b, LA_PLAIN);
   }
   tpurt_temp_release(s.a);

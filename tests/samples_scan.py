@@ -93,6 +93,18 @@ register("histc", lambda x: torch.histc(x, 4), lambda dt: [torch.full((5,), 2.0,
 register("histc", lambda x: torch.histc(x, 5, 0, 1), with_nan, dtypes=(torch.float32,), grad=False, name="histc nan")
 register("histc.out", lambda x: torch.histc(x, 6, -1, 3, out=mk(x)), [(40,)], dtypes=HIST, grad=False)
 
+
+def on_edges(dt, lo=-3.7, hi=11.3, bins=97):
+    """Every bin edge and the value below it: CPU bins by its linear formula in the input's
+    arithmetic alone, so an element on an inner edge can land in the bin below (tpu searched
+    the edges; found by OpInfo's reference inputs in bfloat16)."""
+    e = torch.linspace(lo, hi, bins + 1, dtype=dt)
+    return [torch.cat([e, torch.nextafter(e.float(), torch.full_like(e.float(), -1e9)).to(dt)])]
+
+
+register("histc", lambda x: torch.histc(x, 97, -3.7, 11.3), on_edges, dtypes=(torch.float32, torch.float64, torch.bfloat16,
+         torch.float16), grad=False, name="histc on the bin edges")
+
 # ---------------------------------------------------------------- isin
 register("isin.Tensor_Tensor", lambda a, b: torch.isin(a, b),
          lambda dt: [make((5, 6), dt, -4, 5), make((3, 3), dt, -4, 5, seed=1)], dtypes=NUMERIC, grad=False)

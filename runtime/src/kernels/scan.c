@@ -232,27 +232,27 @@ tpurt_status tpurt_plan_bucketize(const tpurt_op_call* c, tpurt_plan* p) {
 }
 
 /* ---------------------------------------------------------------- histc */
-/* Bin edges as CPU's linspace computes them in the input's type (float for f32 and
- * narrower, double for f64), rounded to that dtype. */
-static void histc_edges(double lo, double hi, int64_t bins, int dt, double* e) {
-  int64_t steps = bins + 1, half = steps / 2;
-  for (int64_t i = 0; i < steps; i++) {
-    double v;
-    if (dt == TPURT_F64) {
-      double step = (hi - lo) / (double)(steps - 1);
-      v = i < half ? lo + step * (double)i : hi - step * (double)(steps - i - 1);
-    } else {
-      float flo = (float)lo, fhi = (float)hi, step = (fhi - flo) / (float)(steps - 1);
-      v = i < half ? flo + step * (float)i : fhi - step * (float)(steps - i - 1);
-    }
-    int64_t r; /* v rounded to dt */
-    tpurt_store_f64(&r, dt, v);
-    e[i] = tpurt_load_f64(&r, dt);
+/* CPU's histc bins by its linear formula alone, (y - L) * bins / (R - L) in the input's own
+ * arithmetic (float for f32, every step rounded for 16-bit floats), L and R the outer edges as
+ * its linspace gives them in that dtype: no search against the inner edges (torch.histogram
+ * does one; histc does not, so an element on an inner edge may land in either bin). */
+static int64_t histc_bin(int dt, double y, double L, double R, int64_t bins) {
+  double p;
+  if (dt == TPURT_F64) {
+    p = (y - L) * (double)bins / (R - L);
+  } else if (dt == TPURT_F32) {
+    float d = (float)y - (float)L, w = (float)R - (float)L;
+    p = (d * (float)bins) / w;
+  } else {
+    double d = tpurt_round_to(dt, y - L), w = tpurt_round_to(dt, R - L);
+    p = tpurt_round_to(dt, tpurt_round_to(dt, d * tpurt_round_to(dt, (double)bins)) / w);
   }
+  int64_t b = (int64_t)p;
+  return b >= bins ? bins - 1 : b < 0 ? 0 : b; /* the last bin holds R */
 }
 
-/* histc's edges (bins + 1) and counts (bins) */
-static size_t histc_bins_size(int64_t bins) { return sizeof(double) * (size_t)(2 * bins + 1); }
+/* histc's counts */
+static size_t histc_bins_size(int64_t bins) { return sizeof(double) * (size_t)bins; }
 
 tpurt_status tpurt_kernel_histc(const tpurt_op_call* c) {
   /* histc(self, bins, min, max): elements outside [min, max] (and NaN) are ignored; the last
@@ -280,15 +280,16 @@ tpurt_status tpurt_kernel_histc(const tpurt_op_call* c) {
     lo -= 1;
     hi += 1;
   }
-  double* e = tpurt_temp(histc_bins_size(bins));
+  double* h = tpurt_temp(histc_bins_size(bins));
   if (!isfinite(lo) || !isfinite(hi))
     s = tpurt_fail(TPURT_ERR_RUNTIME, "torch.histc: range of [%g, %g] is not finite", lo, hi);
   else if (!(lo < hi)) s = tpurt_fail(TPURT_ERR_RUNTIME, "torch.histc: max must be larger than min");
-  else if (!e) s = TPURT_ERR_OOM;
+  else if (!h) s = TPURT_ERR_OOM;
   if (!s) {
-    double* h = e + bins + 1;
     memset(h, 0, sizeof(double) * (size_t)bins);
-    histc_edges(lo, hi, bins, in->dtype, e);
+    /* the outer edges of CPU's linspace(min, max, bins + 1) in the input's dtype */
+    double L = tpurt_round_to(in->dtype, tpurt_linspace_point(in->dtype, lo, hi, bins + 1, 0));
+    double R = tpurt_round_to(in->dtype, tpurt_linspace_point(in->dtype, lo, hi, bins + 1, bins));
     /* integer input bins in integer arithmetic, (y - min) * bins / (max - min), as CUDA does
      * (CPU has no integer histc); edges rounded to an integer dtype would merge bins */
     int integral = !tpurt_is_float(in->dtype);
@@ -302,19 +303,13 @@ tpurt_status tpurt_kernel_histc(const tpurt_op_call* c) {
         h[p == bins ? p - 1 : p] += 1;
         continue;
       }
-      if (!(y >= e[0] && y <= e[bins])) continue;
-      /* linear guess, then the local search against the edges CPU also does */
-      int64_t p = (int64_t)((y - e[0]) * (double)bins / (e[bins] - e[0]));
-      int64_t a = p - 1 > 0 ? p - 1 : 0, b = p + 2 < bins + 1 ? p + 2 : bins + 1;
-      while (a < b && e[a] <= y) a++;
-      p = a - 1;
-      if (p == bins) p--;
-      h[p] += 1;
+      if (!(y >= L && y <= R)) continue;
+      h[histc_bin(in->dtype, y, L, R, bins)] += 1;
     }
     tpurt_tensor hd = {.data = h, .dtype = TPURT_F64, .ndim = 1, .sizes = {bins}, .strides = {1}};
     s = tpurt_copy_tensor(&c->outs[0], &hd);
   }
-  tpurt_temp_release(e);
+  tpurt_temp_release(h);
   tpurt_temp_release(x.data);
   return s;
 }

@@ -464,7 +464,7 @@ for op, call in [
         ("log_sigmoid_backward.grad_input", lambda g, x: torch.ops.aten.log_sigmoid_backward.grad_input(g, x, torch.exp(-x.abs()), grad_input=torch.empty_like(x)))]:
     register(op, call, grad_x, dtypes=FLOATS, grad=False)
     # infinities, signed zeros and the thresholds themselves (hardswish's +-3 gave CPU's other
-    # side). NaN: test_upstream_regressions.py (CPU's vector loop and scalar tail disagree)
+    # side). NaN: test_upstream_regressions.py (CPU's vector and scalar loops disagree)
     register(op, call, lambda dt: [make((4, 5), dt, seed=1), torch.cat([special(dt).flatten()[1:], torch.tensor(
         [3.0, -3.0, 0.25, -0.25, 3.0], dtype=dt)]).reshape(4, 5)], dtypes=FLOATS, grad=False, name=f"{op} special")
 for op, fn in [("leaky_relu_backward", F.leaky_relu), ("hardtanh_backward", F.hardtanh),

@@ -166,7 +166,7 @@ def _move(t, device, noncontig, dtype=None, widen=None):
 def _move_exact(t, device, storages):
     """`t` on `device` with the same strides, offset and storage sharing as on CPU (expanded
     inputs, `out=` aliasing an input), or None where that cannot be rebuilt."""
-    if t.requires_grad or t.is_conj() or t.is_neg() or t.layout != torch.strided:
+    if t.is_conj() or t.is_neg() or t.layout != torch.strided:
         return None
     st = t.untyped_storage()
     size = t.element_size()
@@ -176,7 +176,9 @@ def _move_exact(t, device, storages):
     if key not in storages:
         flat = torch.empty(0, dtype=t.dtype).set_(st, 0, (st.nbytes() // size,), (1,))
         storages[key] = flat.to(device)
-    return storages[key].as_strided(t.shape, t.stride(), t.storage_offset())
+    y = storages[key].as_strided(t.shape, t.stride(), t.storage_offset())
+    # a grad leaf keeps its storage and offset too (as_strided's partial views read them)
+    return y.detach().requires_grad_() if t.requires_grad else y
 
 
 # Positional arguments (after the input) that PyTorch requires on the CPU whatever the device

@@ -11,7 +11,7 @@ EW_KERNEL(hardshrink)
 EW_DEF_F(softshrink, EW_SAME, 1, x > PF(0) ? x - PF(0) : x < -PF(0) ? x + PF(0) : x * 0)
 EW_KERNEL(softshrink)
 /* x = grad, y = self: both shrinks pass the gradient outside [-lambd, lambd] */
-EW_DEF_F(shrink_backward, EW_SAME, 2, y < -PF(0) || y > PF(0) ? x : 0)
+EW_DEF_F(shrink_backward, EW_SAME, 2, y >= -PF(0) && y <= PF(0) ? 0 : x)
 tpurt_status tpurt_kernel_shrink_backward(const tpurt_op_call* c) { return ew_apply(c, &shrink_backward_op); }
 EW_DEF_FI(threshold, EW_SAME, 1, x <= PF(0) ? PF(1) : x, x <= PI(0) ? PI(1) : x)
 EW_KERNEL(threshold)

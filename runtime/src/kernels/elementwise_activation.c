@@ -1,8 +1,8 @@
 /* Elementwise family: activation functions and their backward ops (formulas as in
  * PyTorch's CPU kernels, so results match to rounding). Where CPU's vectorized loop and its
- * scalar tail disagree on a NaN input (hardtanh, hardswish, the shrinks' and logit's
- * backwards), the comparisons are written as the vectorized loop's, which computes all but
- * the last few elements of a tensor. */
+ * scalar loop disagree on a NaN input (the hardtanh, elu, hardswish, shrink and logit
+ * backwards), the comparisons are the scalar loop's: the formula CPU states, and what it
+ * computes for small and strided tensors (every OpInfo sample, gradcheck) and a tensor's tail. */
 #include "vmath.h"
 #include "elementwise.h"
 
@@ -47,13 +47,13 @@
   }                                                                                        \
   /* elu_backward from the input (is_result 0) or from the output (is_result 1) */         \
   static inline T elu_bw_##S(T g, T x, T alpha, T scale, T iscale, int64_t is_result) {    \
-    if (x > 0) return g * scale;                                                           \
+    if (!(x <= 0)) return g * scale;                                                       \
     return is_result ? g * iscale * (x + alpha * scale)                                    \
                      : g * iscale * alpha * scale * EXP(x * iscale);                       \
   }                                                                                        \
   static inline T logit_bw_##S(T g, T x, T eps) {                                          \
     int clamped = eps >= 0;                                                                \
-    if (clamped ? !(x >= eps && x <= 1 - eps) : (x < 0 || x > 1)) return clamped ? 0 : NAN; \
+    if (clamped ? (x < eps || x > 1 - eps) : (x < 0 || x > 1)) return clamped ? 0 : NAN;   \
     return x == 0 || x == 1 ? g * INFINITY : g / (x * (1 - x));                            \
   }
 DEF_ACT_HELPERS(float, f, vm_expf, vm_expm1f, vm_log1pf, vm_erff_as, vm_tanhf)
@@ -80,9 +80,9 @@ DEF_ACT_HELPERS(double, d, exp, expm1, log1p, erf, tanh)
   X(sigmoid_backward, 2, x * (1 - y) * y)                                             \
   X(tanh_backward, 2, x * (1 - y * y))                                                \
   X(leaky_relu_backward, 2, y > 0 ? x : x * PF(0))                                    \
-  X(hardtanh_backward, 2, y > PF(0) && y < PF(1) ? x : 0)                             \
+  X(hardtanh_backward, 2, y <= PF(0) || y >= PF(1) ? 0 : x)                           \
   X(softplus_backward, 2, GENERIC(softplus_bw, x)(x, y, PF(0), PF(1)))                \
-  X(hardswish_backward, 2, y <= -3 ? 0 : !(y >= 3) ? x * (y / 3 + (ew_t)0.5) : x)      \
+  X(hardswish_backward, 2, y <= -3 ? 0 : y < 3 ? x * (y / 3 + (ew_t)0.5) : x)         \
   X(hardsigmoid_backward, 2, y > -3 && y < 3 ? x * (ew_t)(1.0 / 6) : 0)               \
   X(logit_backward, 2, GENERIC(logit_bw, x)(x, y, PF(0)))                             \
   X(log_sigmoid_backward, 3, ((y < 0 ? 1 : 0) - (y < 0 ? 1 : -1) * (z / (1 + z))) * x)

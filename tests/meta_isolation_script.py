@@ -39,6 +39,7 @@ SAMPLES = {
     "multilabel_margin_loss_forward": [lambda: A.multilabel_margin_loss_forward(t(4), t(4, dtype=torch.int64), 0)],
     "multi_margin_loss": [lambda: A.multi_margin_loss(t(5), t(dtype=torch.int64), 1, 1, None, 0),
                           lambda: A.multi_margin_loss(t(3, 5), t(3, dtype=torch.int64), 2, 0.5, t(5), 1)],
+    "multi_margin_loss.out": [lambda: A.multi_margin_loss.out(t(5), t(dtype=torch.int64), 1, 1, None, 0, out=t(0))],
     "native_layer_norm": [lambda: A.native_layer_norm(t(2, 3, dtype=bf), [3], t(3), t(3), 1e-5),
                           lambda: A.native_layer_norm(t(2, 3, dtype=bf), [3], None, None, 1e-5)],
     "native_batch_norm": [lambda: A.native_batch_norm(t(2, 3, 4, dtype=bf), None, None, None, None, True, 0.1, 1e-5),

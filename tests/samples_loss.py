@@ -42,6 +42,8 @@ register("multi_margin_loss multi_margin_loss_backward", lambda x, t: F.multi_ma
 # (found by OpInfo's reference inputs)
 register("multi_margin_loss multi_margin_loss_backward", lambda x, t: F.multi_margin_loss(x, t, reduction="none"),
          lambda dt: [make((6,), dt), torch.tensor(3)], dtypes=MM, name="multi_margin_loss 1-d, 0-dim target, unreduced")
+register("multi_margin_loss.out", _out(lambda x, t, out: torch.ops.aten.multi_margin_loss.out(x, t, 1, 1, None, 0, out=out)),
+         lambda dt: [make((6,), dt), torch.tensor(3)], dtypes=MM, grad=False, name="multi_margin_loss.out 0-dim target")
 register("huber_loss.out", _out(lambda x, y, out: torch.ops.aten.huber_loss.out(x, y, 1, 1.0, out=out)),
          [(3, 2), (3, 2)], dtypes=FLOATS, grad=False)
 register("huber_loss_backward.out",

@@ -44,7 +44,12 @@ def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=1):
     return out if target.dim() > 0 or reduction != 0 else out.reshape(())
 
 
+def multi_margin_loss_out(self, target, p=1, margin=1, weight=None, reduction=1, *, out):
+    return resize_output(out, multi_margin_loss(self, target, p, margin, weight, reduction).shape)
+
+
 register("multi_margin_loss", multi_margin_loss)
+register("multi_margin_loss.out", multi_margin_loss_out)
 register("multi_margin_loss_backward", multi_margin_loss_backward)
 register("multi_margin_loss_backward.grad_input", multi_margin_loss_backward_out)
 register("multilabel_margin_loss_forward", multilabel_margin_loss_forward)

@@ -467,17 +467,22 @@ static void mean_fin_f32(double* acc, int64_t n, int64_t count, const red_ctx* c
 }
 /* 32 double lanes over float32: four independent vector chains with AVX-512, eight with AVX2
  * (one chain was bound by the add's latency, not by memory), summed in a fixed tree, so the
- * order depends only on n, never on the build or the thread count. */
+ * order depends only on n, never on the build or the thread count. The lanes are four
+ * vectors of eight (lanes 8q..8q+7 in a[q]) and the tree is folded in them: element by
+ * element through the stack it cost more than summing a 128-element row. */
+typedef float red_vf8 __attribute__((vector_size(32)));
+typedef double red_vd8 __attribute__((vector_size(64)));
 #define SUM_LANES 32
-static double sum_lanes(const double* a) {
-  double t[SUM_LANES / 2];
-  for (int j = 0; j < SUM_LANES / 2; j++) t[j] = a[j] + a[j + SUM_LANES / 2];
-  for (int w = SUM_LANES / 4; w >= 1; w /= 2)
-    for (int j = 0; j < w; j++) t[j] = t[j] + t[j + w];
-  return t[0];
+static inline double sum_lanes(const red_vd8* a) {
+  red_vd8 t = (a[0] + a[2]) + (a[1] + a[3]); /* lane j + (j + 16), then + (j + 8) */
+  double u0 = t[0] + t[4], u1 = t[1] + t[5], u2 = t[2] + t[6], u3 = t[3] + t[7];
+  return (u0 + u2) + (u1 + u3);
 }
+/* (the lanes as a plain array: GCC converts a whole vector of floats to doubles in one
+ * instruction there, but in two halves and a merge from __builtin_convertvector) */
 static void sum_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, const red_ctx* c) {
-  double a[SUM_LANES] = {0}, t = 0;
+  _Alignas(64) double a[SUM_LANES] = {0};
+  double t = 0;
   int64_t k = 0;
   if (c->flag) {
     for (; k + SUM_LANES <= n; k += SUM_LANES)
@@ -490,24 +495,32 @@ static void sum_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, c
     }
     for (; k < n; k++) t += (double)v[k];
   }
-  s->f += sum_lanes(a) + t;
+  red_vd8 lanes[4];
+  memcpy(lanes, a, sizeof lanes);
+  s->f += sum_lanes(lanes) + t;
 }
-/* Eight rows per pass over acc (one load and store of acc per eight rows instead of per row);
- * each column still adds its rows one after another, in order. */
+/* Sixty-four columns at a time through all the rows, their sums in eight vectors of
+ * doubles (the pass over acc per eight rows, not vectorized across rows, was 2.2x CPU's
+ * time); each column still adds its rows one after another, in order. */
 static void sum_col_f32(double* acc, const float* const* rows, int64_t nrows, int64_t n, const red_ctx* c) {
-  int64_t r = 0;
+  int64_t k = 0;
   if (!c->flag)
-    for (; r + 8 <= nrows; r += 8) {
-      const float *r0 = rows[r], *r1 = rows[r + 1], *r2 = rows[r + 2], *r3 = rows[r + 3];
-      const float *r4 = rows[r + 4], *r5 = rows[r + 5], *r6 = rows[r + 6], *r7 = rows[r + 7];
-      for (int64_t k = 0; k < n; k++)
-        acc[k] = acc[k] + (double)r0[k] + (double)r1[k] + (double)r2[k] + (double)r3[k] + (double)r4[k] +
-                 (double)r5[k] + (double)r6[k] + (double)r7[k];
-    }
-  for (; r < nrows; r++) {
+    for (int nv = 8; nv >= 1; nv /= 8) /* eight vectors in flight, then one */
+      for (; k + nv * 8 <= n; k += nv * 8) {
+        red_vd8 a[8];
+        memcpy(a, acc + k, (size_t)nv * sizeof a[0]);
+        for (int64_t r = 0; r < nrows; r++)
+          for (int q = 0; q < nv; q++) {
+            red_vf8 x;
+            memcpy(&x, rows[r] + k + q * 8, sizeof x);
+            a[q] += __builtin_convertvector(x, red_vd8);
+          }
+        memcpy(acc + k, a, (size_t)nv * sizeof a[0]);
+      }
+  for (int64_t r = 0; r < nrows; r++) {
     const float* x = rows[r];
-    if (c->flag) for (int64_t k = 0; k < n; k++) acc[k] += isnan(x[k]) ? 0 : (double)x[k];
-    else for (int64_t k = 0; k < n; k++) acc[k] += (double)x[k];
+    if (c->flag) for (int64_t j = k; j < n; j++) acc[j] += isnan(x[j]) ? 0 : (double)x[j];
+    else for (int64_t j = k; j < n; j++) acc[j] += (double)x[j];
   }
 }
 static void sum_merge(red_state* a, const red_state* b, const red_ctx* c) {
@@ -645,8 +658,9 @@ static const red_op op_all_any = {.init = init_all_any, .row = allany_row, .col 
 
 /* max (flag 0) / min (flag 1) with the first index of the extreme; NaN wins (first NaN).
  * j = -1 until the first element. Values in f (floats) or i (ints). */
+/* f starts at the fold's identity (-inf for max) for ext_col_f32, which has no j */
 static void init_ext(red_state* s, int64_t n, const red_ctx* c) {
-  for (int64_t k = 0; k < n; k++) s[k] = (red_state){0, 0, 0, -1};
+  for (int64_t k = 0; k < n; k++) s[k] = (red_state){c->flag ? INFINITY : -INFINITY, 0, 0, -1};
 }
 static inline void ext_f(red_state* s, double x, int64_t idx, int mn) {
   if (s->j < 0 || (isnan(x) ? !isnan(s->f) : (mn ? x < s->f : x > s->f))) {
@@ -684,54 +698,154 @@ static void ext_merge(red_state* a, const red_state* b, const red_ctx* c) {
   if (c->as_int) ext_i(a, b->i, b->j, c->flag);
   else ext_f(a, b->f, b->j, c->flag);
 }
-/* Dense float32 runs: the extreme (NaN if any) in EXT_LANES lanes, then the first element equal to it
- * (or the first NaN), folded as ext_row folds elements one by one: the same value and index
- * (the first occurrence's value, so -0 and +0 ties keep the first one's sign). The element
- * loop with its branches was 8-16x CPU's time. */
-enum { EXT_LANES = 32 };
-#define EXT_PICK(m, x, better) ((m) != (m) ? (m) : (x) != (x) ? (x) : (better))
-#define EXT_SCAN(BETTER)                                                             \
-  for (; k + EXT_LANES <= n; k += EXT_LANES)                                         \
-    for (int j = 0; j < EXT_LANES; j++) {                                            \
-      float x = v[k + j], m = acc[j];                                                \
-      acc[j] = EXT_PICK(m, x, BETTER);                                               \
-    }                                                                                \
-  for (int j = 0; j < EXT_LANES; j++) {                                              \
-    float x = acc[j], m = b;                                                         \
-    b = EXT_PICK(m, x, BETTER);                                                      \
-  }                                                                                  \
-  for (; k < n; k++) {                                                               \
-    float x = v[k], m = b;                                                           \
-    b = EXT_PICK(m, x, BETTER);                                                      \
+/* Dense float32 runs, folded as ext_row folds elements one by one (the same value and
+ * index: the first occurrence's, so -0 and +0 ties keep the first one's sign): EXT_LANES
+ * lanes each keep their extreme and where they first saw it, taking an element only when it
+ * is strictly better, so NaN never enters; a NaN only marks its lane, and then the first NaN
+ * is searched for. One compare per vector feeds both blends; the lanes fold as a tree. The
+ * element loop with its branches was 8-16x CPU's time; a max scan then a search for the
+ * extreme's first position, 2x. */
+typedef float ext_vf __attribute__((vector_size(64)));
+typedef int32_t ext_vi __attribute__((vector_size(64)));
+enum { EXT_VL = 16, EXT_NV = 4 }; /* lanes per vector, vectors in flight */
+/* x where `take`, else a (lane masks of -1 / 0) */
+#define EXT_PICK_F(take, x, a) ((ext_vf)(((ext_vi)(x) & (take)) | ((ext_vi)(a) & ~(take))))
+#define EXT_PICK_I(take, x, a) (((x) & (take)) | ((a) & ~(take)))
+/* The position of the first extreme (max, or min when `mn`) of w[0..m), or of its first NaN. */
+static inline __attribute__((always_inline)) int32_t ext_first_f32(const float* w, int32_t m, int mn) {
+  const float start = mn ? INFINITY : -INFINITY;
+  ext_vf acc[EXT_NV];
+  ext_vi at[EXT_NV], nan[EXT_NV], lane;
+  for (int j = 0; j < EXT_VL; j++) lane[j] = j;
+  for (int q = 0; q < EXT_NV; q++) {
+    acc[q] = (ext_vf){0} + start;
+    at[q] = lane - lane;
+    nan[q] = at[q];
   }
-/* Whole lane groups without a match skipped at once (a vector compare), then the element. */
-#define EXT_FIND(MATCH)                                                              \
-  for (; first + EXT_LANES <= n; first += EXT_LANES) {                               \
-    int hit = 0;                                                                     \
-    for (int j = 0; j < EXT_LANES; j++) hit |= MATCH(v[first + j]);                  \
-    if (hit) break;                                                                  \
-  }                                                                                  \
-  while (!MATCH(v[first])) first++;
-#define EXT_IS_NAN(x) ((x) != (x))
-#define EXT_IS_B(x) ((x) == b)
-static void ext_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, const red_ctx* c) {
-  if (n <= 0) return;
-  float acc[EXT_LANES], b = v[0];
-  for (int j = 0; j < EXT_LANES; j++) acc[j] = v[0];
-  int64_t k = 0, first = 0;
-  if (c->flag) {
-    EXT_SCAN(x < m ? x : m)
-  } else {
-    EXT_SCAN(x > m ? x : m)
+  int32_t k = 0;
+  for (; k + EXT_VL * EXT_NV <= m; k += EXT_VL * EXT_NV)
+    for (int q = 0; q < EXT_NV; q++) {
+      ext_vf x;
+      memcpy(&x, w + k + q * EXT_VL, sizeof x);
+      ext_vi take = mn ? x < acc[q] : x > acc[q];
+      acc[q] = EXT_PICK_F(take, x, acc[q]);
+      at[q] = EXT_PICK_I(take, lane + (k + q * EXT_VL), at[q]);
+      nan[q] |= x != x;
+    }
+  /* the lanes folded as a tree: vectors pairwise, then halves of one vector */
+  ext_vi any_nan = nan[0] | nan[1] | nan[2] | nan[3];
+#define EXT_FOLD(A, AT, B, BT)                                                          \
+  do {                                                                                \
+    ext_vi take_ = (mn ? (B) < (A) : (B) > (A)) | (((B) == (A)) & ((BT) < (AT)));     \
+    A = EXT_PICK_F(take_, B, A);                                                      \
+    AT = EXT_PICK_I(take_, BT, AT);                                                   \
+  } while (0)
+  EXT_FOLD(acc[0], at[0], acc[2], at[2]);
+  EXT_FOLD(acc[1], at[1], acc[3], at[3]);
+  EXT_FOLD(acc[0], at[0], acc[1], at[1]);
+  for (int h = EXT_VL / 2; h >= 1; h /= 2) {
+    ext_vi shift = (lane + h) & (EXT_VL - 1);
+    ext_vf hb = __builtin_shuffle(acc[0], shift);
+    ext_vi ht = __builtin_shuffle(at[0], shift);
+    EXT_FOLD(acc[0], at[0], hb, ht);
+    any_nan |= __builtin_shuffle(any_nan, shift);
   }
-  if (b != b) {
-    EXT_FIND(EXT_IS_NAN)
-  } else {
-    EXT_FIND(EXT_IS_B)
+#undef EXT_FOLD
+  float b = acc[0][0];
+  int32_t first = at[0][0], saw_nan = any_nan[0];
+  for (; k < m; k++) { /* after all the lanes' elements: order kept */
+    float x = w[k];
+    if (mn ? x < b : x > b) b = x, first = k;
+    saw_nan |= x != x;
   }
-  ext_f(s, v[first], idx0 + first, c->flag);
+  if (saw_nan) {
+    first = 0;
+    while (w[first] == w[first]) first++;
+    return first;
+  }
+  return b == start ? 0 : first; /* nothing taken: every element is `start`, the first wins */
 }
-static const red_op op_ext_val = {.int_inputs = 1, .init = init_ext, .row = ext_row, .col = ext_col, .fin = ext_fin_val, .merge = ext_merge, .row_f32 = ext_row_f32};
+static void ext_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, const red_ctx* c) {
+  for (int64_t k0 = 0; k0 < n; k0 += INT32_MAX / 2) { /* lane positions are int32 */
+    int32_t m = (int32_t)(n - k0 < INT32_MAX / 2 ? n - k0 : INT32_MAX / 2);
+    int32_t first = c->flag ? ext_first_f32(v + k0, m, 1) : ext_first_f32(v + k0, m, 0);
+    ext_f(s, v[k0 + first], idx0 + k0 + first, c->flag);
+  }
+}
+/* The extreme alone (amax, max()): the same value as ext_first_f32's element, without
+ * tracking positions (one max per vector: 1.6x faster). Positions matter to the value only
+ * for a zero extreme (the first zero's sign); merged with s as the run's first element. */
+static inline __attribute__((always_inline)) float ext_value_f32(const float* w, int64_t m, int mn) {
+  const float start = mn ? INFINITY : -INFINITY;
+  ext_vf acc[EXT_NV];
+  ext_vi nan[EXT_NV];
+  for (int q = 0; q < EXT_NV; q++) {
+    acc[q] = (ext_vf){0} + start;
+    nan[q] = (ext_vi){0};
+  }
+  int64_t k = 0;
+  for (; k + EXT_VL * EXT_NV <= m; k += EXT_VL * EXT_NV)
+    for (int q = 0; q < EXT_NV; q++) {
+      ext_vf x;
+      memcpy(&x, w + k + q * EXT_VL, sizeof x);
+      acc[q] = mn ? EXT_PICK_F(x < acc[q], x, acc[q]) : EXT_PICK_F(x > acc[q], x, acc[q]);
+      nan[q] |= x != x;
+    }
+  /* a tree, in vectors: a chain over the lanes cost more than a 1024-element row's scan */
+  ext_vi lane, any_nan = nan[0] | nan[1] | nan[2] | nan[3];
+  for (int j = 0; j < EXT_VL; j++) lane[j] = j;
+  for (int q = 1; q < EXT_NV; q++)
+    acc[0] = mn ? EXT_PICK_F(acc[q] < acc[0], acc[q], acc[0]) : EXT_PICK_F(acc[q] > acc[0], acc[q], acc[0]);
+  for (int h = EXT_VL / 2; h >= 1; h /= 2) {
+    ext_vi shift = (lane + h) & (EXT_VL - 1);
+    ext_vf x = __builtin_shuffle(acc[0], shift);
+    acc[0] = mn ? EXT_PICK_F(x < acc[0], x, acc[0]) : EXT_PICK_F(x > acc[0], x, acc[0]);
+    any_nan |= __builtin_shuffle(any_nan, shift);
+  }
+  float b = acc[0][0];
+  int saw_nan = any_nan[0];
+  for (; k < m; k++) {
+    float x = w[k];
+    b = (mn ? x < b : x > b) ? x : b;
+    saw_nan |= x != x;
+  }
+  if (saw_nan) return NAN;
+  if (b == 0)
+    for (k = 0; w[k] != 0; k++) {}
+  return b == 0 ? w[k] : b;
+}
+static void ext_value_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, const red_ctx* c) {
+  if (n > 0) ext_f(s, c->flag ? ext_value_f32(v, n, 1) : ext_value_f32(v, n, 0), idx0, c->flag);
+}
+/* Dense float32 columns of the extreme alone: a NaN stays, a tie keeps the first value (sign of
+ * zero), as ext_f folds them. Sixteen columns at a time through all the rows, in float (the
+ * values are floats: exact): the staged element loop was 10x CPU's time, a pass over the
+ * double states per row 2.7x. */
+static void ext_col_f32(double* acc, const float* const* rows, int64_t nrows, int64_t n, const red_ctx* c) {
+  int64_t k = 0;
+  for (int nv = EXT_NV; nv >= 1; nv /= EXT_NV) /* EXT_NV vectors in flight, then one */
+    for (; k + nv * EXT_VL <= n; k += nv * EXT_VL) {
+      ext_vf a[EXT_NV];
+      for (int q = 0; q < nv; q++)
+        for (int j = 0; j < EXT_VL; j++) a[q][j] = (float)acc[k + q * EXT_VL + j];
+      for (int64_t r = 0; r < nrows; r++)
+        for (int q = 0; q < nv; q++) {
+          ext_vf x;
+          memcpy(&x, rows[r] + k + q * EXT_VL, sizeof x);
+          ext_vi take = (a[q] == a[q]) & ((x != x) | (c->flag ? x < a[q] : x > a[q]));
+          a[q] = EXT_PICK_F(take, x, a[q]);
+        }
+      for (int q = 0; q < nv; q++)
+        for (int j = 0; j < EXT_VL; j++) acc[k + q * EXT_VL + j] = a[q][j];
+    }
+  for (; k < n; k++)
+    for (int64_t r = 0; r < nrows; r++) {
+      double a = acc[k], v = rows[r][k];
+      acc[k] = a != a ? a : v != v ? v : (c->flag ? v < a : v > a) ? v : a;
+    }
+}
+static const red_op op_ext_val = {.int_inputs = 1, .init = init_ext, .row = ext_row, .col = ext_col, .fin = ext_fin_val, .merge = ext_merge, .row_f32 = ext_value_row_f32,
+                                  .col_f32 = ext_col_f32};
 static const red_op op_ext_both = {.int_inputs = 1, .init = init_ext, .row = ext_row, .col = ext_col, .fin = ext_fin_both, .merge = ext_merge, .row_f32 = ext_row_f32};
 static const red_op op_ext_idx = {.int_inputs = 1, .init = init_ext, .row = ext_row, .col = ext_col, .fin = ext_fin_idx, .merge = ext_merge, .row_f32 = ext_row_f32};
 
@@ -808,12 +922,15 @@ static void norm_merge(red_state* a, const red_state* b, const red_ctx* c) {
 /* Dense float32 runs of the 2-norm (op_norm2): squares summed in SUM_LANES double lanes
  * (fixed order, as sum_row_f32; the staged element loop summed in one chain). */
 static void norm2_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, const red_ctx* c) {
-  double a[SUM_LANES] = {0}, t = 0;
+  _Alignas(64) double a[SUM_LANES] = {0};
+  double t = 0;
   int64_t k = 0;
   for (; k + SUM_LANES <= n; k += SUM_LANES)
     for (int j = 0; j < SUM_LANES; j++) a[j] += (double)v[k + j] * v[k + j];
   for (; k < n; k++) t += (double)v[k] * v[k];
-  s->f += sum_lanes(a) + t;
+  red_vd8 lanes[4];
+  memcpy(lanes, a, sizeof lanes);
+  s->f += sum_lanes(lanes) + t;
 }
 static const red_op op_norm = {.init = init_norm, .row = norm_row, .col = norm_col, .fin = norm_fin, .merge = norm_merge};
 static const red_op op_norm2 = {.init = init_norm, .row = norm_row, .col = norm_col, .fin = norm_fin, .merge = norm_merge, .row_f32 = norm2_row_f32};

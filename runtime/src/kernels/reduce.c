@@ -507,15 +507,16 @@ static void sum_col_f32(double* acc, const float* const* rows, int64_t nrows, in
   if (!c->flag)
     for (int nv = 8; nv >= 1; nv /= 8) /* eight vectors in flight, then one */
       for (; k + nv * 8 <= n; k += nv * 8) {
-        red_vd8 a[8];
-        memcpy(a, acc + k, (size_t)nv * sizeof a[0]);
-        for (int64_t r = 0; r < nrows; r++)
-          for (int q = 0; q < nv; q++) {
-            red_vf8 x;
-            memcpy(&x, rows[r] + k + q * 8, sizeof x);
-            a[q] += __builtin_convertvector(x, red_vd8);
-          }
-        memcpy(acc + k, a, (size_t)nv * sizeof a[0]);
+        _Alignas(64) double a[64];
+        memcpy(a, acc + k, (size_t)nv * 8 * sizeof a[0]);
+        for (int64_t r = 0; r < nrows; r++) {
+          const float* x = rows[r] + k;
+          if (nv == 8)
+            for (int j = 0; j < 64; j++) a[j] += (double)x[j];
+          else
+            for (int j = 0; j < 8; j++) a[j] += (double)x[j];
+        }
+        memcpy(acc + k, a, (size_t)nv * 8 * sizeof a[0]);
       }
   for (int64_t r = 0; r < nrows; r++) {
     const float* x = rows[r];

@@ -47,6 +47,7 @@ static struct {
     int64_t end;
   } run[MAX_THREADS];
   tpurt_temp_ctx* temp; /* the calling kernel's temporaries, which helpers may take too */
+  int caller_cpu;       /* the CPU the loop's caller ran on when it started the loop */
   /* A team (tpurt_parallel_team) instead of a loop: every member on a thread of its own. */
   tpurt_team_fn team_fn;
   int team_size;
@@ -93,6 +94,21 @@ static void run_chunks(void) {
   }
 }
 
+/* A helper woken on the core of the loop's caller would run its share after the caller's,
+ * not beside it: the scheduler places a woken thread near its waker, and on a 2-core machine
+ * with the host thread polling the other core, the caller and a helper shared one core for
+ * whole runs (a 256^3 GEMM took its one-thread time). Such a helper moves itself to the
+ * other CPUs it may use for this loop (its mask saved in *saved). Returns whether it did. */
+static int step_aside(cpu_set_t* saved) {
+  int cpu = sched_getcpu();
+  if (cpu < 0 || cpu != __atomic_load_n(&pool.caller_cpu, __ATOMIC_RELAXED) ||
+      sched_getaffinity(0, sizeof *saved, saved) || CPU_COUNT(saved) < 2 || !CPU_ISSET(cpu, saved))
+    return 0;
+  cpu_set_t others = *saved;
+  CPU_CLR(cpu, &others);
+  return sched_setaffinity(0, sizeof others, &others) == 0;
+}
+
 static void* helper_main(void* p) {
   thread_index = (int)(intptr_t)p;
   uint64_t seen = 0;
@@ -113,11 +129,14 @@ static void* helper_main(void* p) {
       pthread_mutex_unlock(&pool.mu);
     }
     seen = g;
+    cpu_set_t saved;
+    int moved = step_aside(&saved);
     tpurt_temp_adopt(pool.temp);
     if (pool.team_fn) run_team_share();
     else run_chunks();
     tpurt_temp_adopt(NULL);
     __atomic_fetch_sub(&pool.pending, 1, __ATOMIC_RELEASE);
+    if (moved) sched_setaffinity(0, sizeof saved, &saved);
   }
   return NULL;
 }
@@ -162,6 +181,7 @@ int tpurt_pool_threads(void) {
  * runs the caller's share, waits for theirs. */
 static void run_job(void (*callers_share)(void)) {
   pool.temp = tpurt_temp_current();
+  __atomic_store_n(&pool.caller_cpu, sched_getcpu(), __ATOMIC_RELAXED);
   __atomic_store_n(&pool.pending, pool.nthreads - 1, __ATOMIC_RELAXED);
   pthread_mutex_lock(&pool.mu);
   __atomic_fetch_add(&pool.gen, 1, __ATOMIC_RELEASE);

@@ -2,9 +2,12 @@
  * loop runs exactly once (also nested, from two threads at once and in a forked child), a
  * sliced loop claims its chunks in order with a slice per member,
  * more commands than the ring holds keep their order, small ops run inline on an idle
- * stream keep the strict-mode error contract, and side streams start after the default
- * stream's earlier work. */
+ * stream keep the strict-mode error contract, side streams start after the default
+ * stream's earlier work, and a helper never runs beside the loop's caller on its core (nor
+ * keeps the narrower CPU mask it took to avoid it). */
+#include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -304,6 +307,58 @@ static void test_scratch(void) {
   memset(small, 2, 4096); /* ASan: must be a live, big-enough buffer */
 }
 
+typedef struct {
+  pthread_t caller;
+  int cpu[64];
+  int by_caller[64];
+} where_ctx;
+
+static void record_cpu(void* p, int64_t b, int64_t e) {
+  where_ctx* w = p;
+  int64_t t0 = tpurt_now_ns();
+  while (tpurt_now_ns() - t0 < 200000) {} /* long enough for every thread to take an item */
+  for (int64_t i = b; i < e; i++) {
+    w->cpu[i] = sched_getcpu();
+    w->by_caller[i] = pthread_equal(pthread_self(), w->caller);
+  }
+}
+
+static void test_helpers_step_aside(void) {
+  cpu_set_t all;
+  CHECK(sched_getaffinity(0, sizeof all, &all) == 0, "sched_getaffinity");
+  int nt = tpurt_pool_threads();
+  if (CPU_COUNT(&all) < 2 || nt < 2 || nt > 64) return;
+  int helpers_ran = 0;
+  for (int round = 0; round < 40; round++) {
+    int c = 0, seen = 0; /* pin the caller to each allowed CPU in turn */
+    for (int k = 0; k < CPU_SETSIZE; k++)
+      if (CPU_ISSET(k, &all) && seen++ == round % CPU_COUNT(&all)) c = k;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c, &one);
+    CHECK(sched_setaffinity(0, sizeof one, &one) == 0, "pin to %d", c);
+    where_ctx w = {.caller = pthread_self()};
+    tpurt_parallel_for(nt, 1, record_cpu, &w);
+    for (int i = 0; i < nt; i++) {
+      if (w.by_caller[i]) continue;
+      helpers_ran++;
+      CHECK(w.cpu[i] != c, "round %d: a helper ran item %d on the caller's CPU %d", round, i, c);
+    }
+  }
+  CHECK(sched_setaffinity(0, sizeof all, &all) == 0, "unpin");
+  CHECK(helpers_ran > 0, "no helper took an item in 40 loops");
+  /* every thread (the helpers included) has the process's mask again */
+  DIR* d = opendir("/proc/self/task");
+  CHECK(d != NULL, "/proc/self/task");
+  for (struct dirent* e; d && (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    cpu_set_t m;
+    CHECK(sched_getaffinity(atoi(e->d_name), sizeof m, &m) == 0 && CPU_EQUAL(&m, &all),
+          "thread %s kept a narrower CPU mask", e->d_name);
+  }
+  if (d) closedir(d);
+}
+
 int main(void) {
   test_scratch();
   test_parallel_for();
@@ -314,5 +369,6 @@ int main(void) {
   test_ring_order();
   test_inline_when_idle();
   test_default_stream_first();
+  test_helpers_step_aside();
   return CHECK_DONE();
 }

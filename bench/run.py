@@ -100,9 +100,34 @@ def noisy_note(why):
     return f"  NOISY ({why}): not a measurement" if why else ""
 
 
+def settle(most=0.05):
+    """Sleeps until this process's other threads stop running (at most `most` seconds). PyTorch
+    CPU's OpenMP team spins about 4 ms after its last parallel region (its GOMP_SPINCOUNT; the
+    tpu pool 50 us): a turn started inside that window shares the cores with the previous
+    device's spinning threads (on 2 cores a synchronized tpu op of 0.07 ms ran at its one-thread
+    0.15 ms for a whole turn after CPU's)."""
+    clock = time.CLOCK_PROCESS_CPUTIME_ID
+    end = time.perf_counter() + most
+    while time.perf_counter() < end:
+        c0 = time.clock_gettime(clock)
+        time.sleep(0.001)
+        if time.clock_gettime(clock) - c0 < 0.0002:
+            return
+
+
+# After settle() a device's own threads are parked too: a turn of calls shorter than this starts
+# with untimed calls for TURN_WARMUP seconds (at least one). On a 2-core VM the first calls after
+# a pause wake halted virtual CPUs: a synchronized tpu op of 0.08 ms took 0.4, 0.25, 0.2, 0.1 ms
+# before its steady time, CPU's first 0.06-0.1 ms against 0.03; the overhead section measures
+# the cost of a call from idle.
+TURN_WARMUP_BELOW = 0.005
+TURN_WARMUP = 0.002
+
+
 def compare(fns, reps, rounds, min_rounds=3, tol=0.05):
-    """fns: {label: (dev, fn)}. Rounds alternate between the labels; stop once the median
-    over rounds of every label moved less than tol in the last round (or at `rounds`).
+    """fns: {label: (dev, fn)}. Rounds alternate between the labels, each turn started once the
+    previous one's threads are idle (settle); stop once the median over rounds of every label
+    moved less than tol in the last round (or at `rounds`).
     Returns the medians, each label's round medians, and noise()'s verdict."""
     start, t0 = _cpu_jiffies(), time.perf_counter()
     per = {k: [] for k in fns}
@@ -112,6 +137,14 @@ def compare(fns, reps, rounds, min_rounds=3, tol=0.05):
     prev = None
     for r in range(rounds):
         for k, (dev, fn) in fns.items():
+            settle()
+            if not per[k] or statistics.median(per[k]) < TURN_WARMUP_BELOW:
+                warm_end = time.perf_counter() + TURN_WARMUP
+                while True:
+                    fn()
+                    sync(dev)
+                    if time.perf_counter() >= warm_end:
+                        break
             per[k].append(timed(fn, dev, reps))
         med = {k: statistics.median(v) for k, v in per.items()}
         if prev and r + 1 >= min_rounds and all(abs(med[k] / prev[k] - 1) < tol for k in med):

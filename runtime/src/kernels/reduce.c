@@ -712,6 +712,11 @@ enum { EXT_VL = 16, EXT_NV = 4 }; /* lanes per vector, vectors in flight */
 /* x where `take`, else a (lane masks of -1 / 0) */
 #define EXT_PICK_F(take, x, a) ((ext_vf)(((ext_vi)(x) & (take)) | ((ext_vi)(a) & ~(take))))
 #define EXT_PICK_I(take, x, a) (((x) & (take)) | ((a) & ~(take)))
+/* The 16 lanes rotated down by 8, 4, 2, 1 (__builtin_shufflevector: GCC 12+ and clang) */
+#define EXT_ROT8(v) __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7)
+#define EXT_ROT4(v) __builtin_shufflevector(v, v, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3)
+#define EXT_ROT2(v) __builtin_shufflevector(v, v, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1)
+#define EXT_ROT1(v) __builtin_shufflevector(v, v, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0)
 /* The position of the first extreme (max, or min when `mn`) of w[0..m), or of its first NaN. */
 static inline __attribute__((always_inline)) int32_t ext_first_f32(const float* w, int32_t m, int mn) {
   const float start = mn ? INFINITY : -INFINITY;
@@ -744,13 +749,18 @@ static inline __attribute__((always_inline)) int32_t ext_first_f32(const float* 
   EXT_FOLD(acc[0], at[0], acc[2], at[2]);
   EXT_FOLD(acc[1], at[1], acc[3], at[3]);
   EXT_FOLD(acc[0], at[0], acc[1], at[1]);
-  for (int h = EXT_VL / 2; h >= 1; h /= 2) {
-    ext_vi shift = (lane + h) & (EXT_VL - 1);
-    ext_vf hb = __builtin_shuffle(acc[0], shift);
-    ext_vi ht = __builtin_shuffle(at[0], shift);
-    EXT_FOLD(acc[0], at[0], hb, ht);
-    any_nan |= __builtin_shuffle(any_nan, shift);
-  }
+#define EXT_HALVE(ROT)                      \
+  do {                                      \
+    ext_vf hb = ROT(acc[0]);                \
+    ext_vi ht = ROT(at[0]);                 \
+    EXT_FOLD(acc[0], at[0], hb, ht);        \
+    any_nan |= ROT(any_nan);                \
+  } while (0)
+  EXT_HALVE(EXT_ROT8);
+  EXT_HALVE(EXT_ROT4);
+  EXT_HALVE(EXT_ROT2);
+  EXT_HALVE(EXT_ROT1);
+#undef EXT_HALVE
 #undef EXT_FOLD
   float b = acc[0][0];
   int32_t first = at[0][0], saw_nan = any_nan[0];
@@ -793,16 +803,20 @@ static inline __attribute__((always_inline)) float ext_value_f32(const float* w,
       nan[q] |= x != x;
     }
   /* a tree, in vectors: a chain over the lanes cost more than a 1024-element row's scan */
-  ext_vi lane, any_nan = nan[0] | nan[1] | nan[2] | nan[3];
-  for (int j = 0; j < EXT_VL; j++) lane[j] = j;
+  ext_vi any_nan = nan[0] | nan[1] | nan[2] | nan[3];
   for (int q = 1; q < EXT_NV; q++)
     acc[0] = mn ? EXT_PICK_F(acc[q] < acc[0], acc[q], acc[0]) : EXT_PICK_F(acc[q] > acc[0], acc[q], acc[0]);
-  for (int h = EXT_VL / 2; h >= 1; h /= 2) {
-    ext_vi shift = (lane + h) & (EXT_VL - 1);
-    ext_vf x = __builtin_shuffle(acc[0], shift);
-    acc[0] = mn ? EXT_PICK_F(x < acc[0], x, acc[0]) : EXT_PICK_F(x > acc[0], x, acc[0]);
-    any_nan |= __builtin_shuffle(any_nan, shift);
-  }
+#define EXT_HALVE(ROT)                                                                      \
+  do {                                                                                      \
+    ext_vf x = ROT(acc[0]);                                                                 \
+    acc[0] = mn ? EXT_PICK_F(x < acc[0], x, acc[0]) : EXT_PICK_F(x > acc[0], x, acc[0]);    \
+    any_nan |= ROT(any_nan);                                                                \
+  } while (0)
+  EXT_HALVE(EXT_ROT8);
+  EXT_HALVE(EXT_ROT4);
+  EXT_HALVE(EXT_ROT2);
+  EXT_HALVE(EXT_ROT1);
+#undef EXT_HALVE
   float b = acc[0][0];
   int saw_nan = any_nan[0];
   for (; k < m; k++) {

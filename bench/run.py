@@ -21,7 +21,8 @@ torch.tpu.max_memory_allocated, CPU = the profiler's allocation/free events summ
 
 Reading the numbers: on a shared machine absolute times swing by 2-3x between runs, so
 compare ratios from one run. Each case repeats in alternating rounds until its median
-moves < 5% (at most --rounds). A row is marked NOISY, not a measurement, when PyTorch CPU's
+moves < 5% (at most --rounds); each turn starts once the other device's threads are idle
+(PyTorch's OpenMP team spins ~4 ms after its work), short ones after 2 ms of untimed calls. A row is marked NOISY, not a measurement, when PyTorch CPU's
 rounds spread more than 25% (its OpenMP threads collapse on a busy host) or other processes
 used more than a quarter of the CPUs while it ran (/proc/stat minus this process). PyTorch CPU uses its default intra-op threads; the tpu
 runtime uses TPU_NUM_THREADS (default: online CPUs) worker threads; the two never run at

@@ -717,6 +717,14 @@ enum { EXT_VL = 16, EXT_NV = 4 }; /* lanes per vector, vectors in flight */
 #define EXT_ROT4(v) __builtin_shufflevector(v, v, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3)
 #define EXT_ROT2(v) __builtin_shufflevector(v, v, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1)
 #define EXT_ROT1(v) __builtin_shufflevector(v, v, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0)
+/* a fold of 16 lanes into lane 0: HALVE(rot) folds lane j + h into lane j */
+#define EXT_HALVINGS(HALVE)                                                 \
+  do {                                                                      \
+    HALVE(EXT_ROT8);                                                        \
+    HALVE(EXT_ROT4);                                                        \
+    HALVE(EXT_ROT2);                                                        \
+    HALVE(EXT_ROT1);                                                        \
+  } while (0)
 /* The position of the first extreme (max, or min when `mn`) of w[0..m), or of its first NaN. */
 static inline __attribute__((always_inline)) int32_t ext_first_f32(const float* w, int32_t m, int mn) {
   const float start = mn ? INFINITY : -INFINITY;
@@ -756,10 +764,7 @@ static inline __attribute__((always_inline)) int32_t ext_first_f32(const float* 
     EXT_FOLD(acc[0], at[0], hb, ht);        \
     any_nan |= ROT(any_nan);                \
   } while (0)
-  EXT_HALVE(EXT_ROT8);
-  EXT_HALVE(EXT_ROT4);
-  EXT_HALVE(EXT_ROT2);
-  EXT_HALVE(EXT_ROT1);
+  EXT_HALVINGS(EXT_HALVE);
 #undef EXT_HALVE
 #undef EXT_FOLD
   float b = acc[0][0];
@@ -812,10 +817,7 @@ static inline __attribute__((always_inline)) float ext_value_f32(const float* w,
     acc[0] = mn ? EXT_PICK_F(x < acc[0], x, acc[0]) : EXT_PICK_F(x > acc[0], x, acc[0]);    \
     any_nan |= ROT(any_nan);                                                                \
   } while (0)
-  EXT_HALVE(EXT_ROT8);
-  EXT_HALVE(EXT_ROT4);
-  EXT_HALVE(EXT_ROT2);
-  EXT_HALVE(EXT_ROT1);
+  EXT_HALVINGS(EXT_HALVE);
 #undef EXT_HALVE
   float b = acc[0][0];
   int saw_nan = any_nan[0];

@@ -299,3 +299,25 @@ def test_compiled_dropout_random_streams():
     assert torch.equal(runs[0], runs[1]) and abs((runs[0] != 0).float().mean().item() - 0.5) < 0.03
     assert set(runs[0].unique().tolist()) == {0.0, 4.0}  # kept values scaled by 1 / (1 - p), then doubled
     assert torch.equal(runs[2], eager)
+
+
+def test_metrics_reset_starts_the_graph_break_count_again():
+    """compile_counters()["graph_breaks"] counts from torch.tpu.metrics.reset(); Dynamo's own
+    process-wide counter is left as it was (an earlier compiled training step's breaks were
+    reported by a later, break-free compile)."""
+    def f(a):
+        a = a.sin()
+        torch._dynamo.graph_break()
+        return a.cos()
+
+    torch._dynamo.reset()
+    torch.tpu.metrics.reset()
+    x = torch.randn(8, device="tpu")
+    torch.compile(f, backend="tpu")(x)
+    dynamo_breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
+    assert torch.tpu.metrics.compile_counters()["graph_breaks"] >= 1
+    torch.tpu.metrics.reset()
+    assert torch.tpu.metrics.compile_counters()["graph_breaks"] == 0
+    assert sum(torch._dynamo.utils.counters["graph_break"].values()) == dynamo_breaks
+    torch.compile(lambda a: a.exp(), backend="tpu")(x)
+    assert torch.tpu.metrics.compile_counters()["graph_breaks"] == 0

@@ -49,9 +49,17 @@ _counters = _Counters()
 _last_shapes = {}  # Dynamo frame id -> {input name: shape} of its latest compile
 
 
+def _dynamo_graph_breaks():
+    """Dynamo's graph breaks in this process (its counters, which torch_tpu never clears)."""
+    return sum(torch._dynamo.utils.counters["graph_break"].values()) if "torch._dynamo" in sys.modules else 0
+
+
+_graph_breaks_at_reset = 0
+
+
 def counters():
     c = _counters
-    graph_breaks = sum(torch._dynamo.utils.counters["graph_break"].values()) if "torch._dynamo" in sys.modules else 0
+    graph_breaks = _dynamo_graph_breaks() - _graph_breaks_at_reset
     return {
         "frames_compiled": c.frames_compiled,
         "graphs_compiled": c.graphs_compiled,
@@ -60,7 +68,7 @@ def counters():
         "recompiles": len(c.recompiles),
         "recompile_causes": [str(r) for r in c.recompiles],
         "dynamic_bounds": dict(c.bounds),
-        "graph_breaks": graph_breaks,  # Dynamo's count for the process
+        "graph_breaks": graph_breaks,  # Dynamo's count since the last reset
     }
 
 
@@ -69,9 +77,10 @@ def recompiles():
 
 
 def reset():
-    global _counters
+    global _counters, _graph_breaks_at_reset
     _counters = _Counters()
     _last_shapes.clear()
+    _graph_breaks_at_reset = _dynamo_graph_breaks()
 
 
 def _explain():

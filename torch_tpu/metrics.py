@@ -51,7 +51,8 @@ def collectives() -> dict:
 
 def compile_counters() -> dict:
     """torch.compile(backend="tpu"): frames and graphs compiled, compile seconds, FX cache
-    hits, recompiles with their causes, the bounds of dynamic dims, Dynamo's graph breaks."""
+    hits, recompiles with their causes, the bounds of dynamic dims, Dynamo's graph breaks;
+    each counted since the last reset()."""
     from .compiler import report
 
     return report.counters()

@@ -118,7 +118,7 @@ def settle(most=0.05):
 
 # After settle() a device's own threads are parked too: a turn of calls shorter than this starts
 # with untimed calls for TURN_WARMUP seconds (at least one). On a 2-core VM the first calls after
-# a pause wake halted virtual CPUs: a synchronized tpu op of 0.08 ms took 0.4, 0.25, 0.2, 0.1 ms
+# a pause wake halted virtual CPUs: a synchronized tpu op of 0.08 ms took 0.56, 0.28, 0.24, 0.12 ms
 # before its steady time, CPU's first 0.06-0.1 ms against 0.03; the overhead section measures
 # the cost of a call from idle.
 TURN_WARMUP_BELOW = 0.005

@@ -35,6 +35,11 @@ class Recompile:
         return f"{self.function}: recompiled because {self.input} dim {self.dim} changed {self.old} -> {self.new}"
 
 
+def _dynamo_graph_breaks():
+    """Dynamo's graph breaks in this process (its counters, which torch_tpu never clears)."""
+    return sum(torch._dynamo.utils.counters["graph_break"].values()) if "torch._dynamo" in sys.modules else 0
+
+
 @dataclasses.dataclass
 class _Counters:
     graphs_compiled: int = 0       # graphs Inductor compiled for tpu (forward and backward apart)
@@ -43,23 +48,16 @@ class _Counters:
     frames_compiled: int = 0       # Dynamo frames given to backend "tpu"
     recompiles: list = dataclasses.field(default_factory=list)
     bounds: dict = dataclasses.field(default_factory=dict)  # "fn: input dim d" -> (min, max)
+    graph_breaks_before: int = dataclasses.field(default_factory=_dynamo_graph_breaks)  # Dynamo's, at the reset
 
 
 _counters = _Counters()
 _last_shapes = {}  # Dynamo frame id -> {input name: shape} of its latest compile
 
 
-def _dynamo_graph_breaks():
-    """Dynamo's graph breaks in this process (its counters, which torch_tpu never clears)."""
-    return sum(torch._dynamo.utils.counters["graph_break"].values()) if "torch._dynamo" in sys.modules else 0
-
-
-_graph_breaks_at_reset = 0
-
-
 def counters():
     c = _counters
-    graph_breaks = _dynamo_graph_breaks() - _graph_breaks_at_reset
+    graph_breaks = _dynamo_graph_breaks() - c.graph_breaks_before
     return {
         "frames_compiled": c.frames_compiled,
         "graphs_compiled": c.graphs_compiled,
@@ -77,10 +75,9 @@ def recompiles():
 
 
 def reset():
-    global _counters, _graph_breaks_at_reset
+    global _counters
     _counters = _Counters()
     _last_shapes.clear()
-    _graph_breaks_at_reset = _dynamo_graph_breaks()
 
 
 def _explain():

@@ -470,10 +470,11 @@ static void mean_fin_f32(double* acc, int64_t n, int64_t count, const red_ctx* c
  * order depends only on n, never on the build or the thread count. The lanes are four
  * vectors of eight (lanes 8q..8q+7 in a[q]) and the tree is folded in them: element by
  * element through the stack it cost more than summing a 128-element row. */
-typedef float red_vf8 __attribute__((vector_size(32)));
 typedef double red_vd8 __attribute__((vector_size(64)));
 #define SUM_LANES 32
-static inline double sum_lanes(const red_vd8* a) {
+static inline double sum_lanes(const double* lanes) {
+  red_vd8 a[4];
+  memcpy(a, lanes, sizeof a);
   red_vd8 t = (a[0] + a[2]) + (a[1] + a[3]); /* lane j + (j + 16), then + (j + 8) */
   double u0 = t[0] + t[4], u1 = t[1] + t[5], u2 = t[2] + t[6], u3 = t[3] + t[7];
   return (u0 + u2) + (u1 + u3);
@@ -495,9 +496,7 @@ static void sum_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, c
     }
     for (; k < n; k++) t += (double)v[k];
   }
-  red_vd8 lanes[4];
-  memcpy(lanes, a, sizeof lanes);
-  s->f += sum_lanes(lanes) + t;
+  s->f += sum_lanes(a) + t;
 }
 /* Sixty-four columns at a time through all the rows, their sums in eight vectors of
  * doubles (the pass over acc per eight rows, not vectorized across rows, was 2.2x CPU's
@@ -700,8 +699,8 @@ static void ext_merge(red_state* a, const red_state* b, const red_ctx* c) {
   else ext_f(a, b->f, b->j, c->flag);
 }
 /* Dense float32 runs, folded as ext_row folds elements one by one (the same value and
- * index: the first occurrence's, so -0 and +0 ties keep the first one's sign): EXT_LANES
- * lanes each keep their extreme and where they first saw it, taking an element only when it
+ * index: the first occurrence's, so -0 and +0 ties keep the first one's sign): 64 lanes
+ * (EXT_NV vectors of EXT_VL) each keep their extreme and where they first saw it, taking an element only when it
  * is strictly better, so NaN never enters; a NaN only marks its lane, and then the first NaN
  * is searched for. One compare per vector feeds both blends; the lanes fold as a tree. The
  * element loop with its branches was 8-16x CPU's time; a max scan then a search for the
@@ -945,9 +944,7 @@ static void norm2_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0,
   for (; k + SUM_LANES <= n; k += SUM_LANES)
     for (int j = 0; j < SUM_LANES; j++) a[j] += (double)v[k + j] * v[k + j];
   for (; k < n; k++) t += (double)v[k] * v[k];
-  red_vd8 lanes[4];
-  memcpy(lanes, a, sizeof lanes);
-  s->f += sum_lanes(lanes) + t;
+  s->f += sum_lanes(a) + t;
 }
 static const red_op op_norm = {.init = init_norm, .row = norm_row, .col = norm_col, .fin = norm_fin, .merge = norm_merge};
 static const red_op op_norm2 = {.init = init_norm, .row = norm_row, .col = norm_col, .fin = norm_fin, .merge = norm_merge, .row_f32 = norm2_row_f32};

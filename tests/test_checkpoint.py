@@ -8,18 +8,21 @@ import sys
 
 import pytest
 from test_serialization import roundtrip
+from together import run_together
 import torch
 
 TESTS = pathlib.Path(__file__).resolve().parent
 
 
-def run_python(args, tpu_env=None):
-    """Runs python in a new process that imports the installed torch_tpu (and these tests' helpers)."""
+def run_python(*runs, tpu_env=None):
+    """Runs python in new processes, started together, that import the installed torch_tpu (and these
+    tests' helpers); one list of arguments per process. Returns their outputs."""
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
     env.update(tpu_env or {})
-    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+    done = run_together([(args, env) for args in runs])
+    for d in done:
+        assert d.returncode == 0, d.stderr[-3000:]
+    return [d.stdout for d in done]
 
 
 # ---------------------------------------------------------------- map_location across chips
@@ -50,7 +53,7 @@ except RuntimeError as e:
 
 
 def test_map_location_between_cpu_and_two_chips():
-    out = run_python(["-c", TWO_CHIPS], {"TPU_ACCELERATOR_TYPE": "v6e-4", "TPU_VISIBLE_CHIPS": "0,1"})
+    out, = run_python(["-c", TWO_CHIPS], tpu_env={"TPU_ACCELERATOR_TYPE": "v6e-4", "TPU_VISIBLE_CHIPS": "0,1"})
     # Like CUDA: loading onto a chip the slice does not have names the chip count.
     assert "error:" in out and "device 2" in out
 
@@ -183,10 +186,8 @@ def main(phase, out, checkpoint=None):
 def test_resume_in_new_process_matches_uninterrupted_run(tmp_path):
     ck, whole = tmp_path / "step5.pt", tmp_path / "step10.pt"
     resumed, stale = tmp_path / "resumed.pt", tmp_path / "stale.pt"
-    run_python([__file__, "first", str(ck)])
-    run_python([__file__, "resume", str(resumed), str(ck)])
-    run_python([__file__, "uninterrupted", str(whole)])
-    run_python([__file__, "resume_cpu_rng_only", str(stale), str(ck)])
+    run_python([__file__, "first", str(ck)], [__file__, "uninterrupted", str(whole)])
+    run_python([__file__, "resume", str(resumed), str(ck)], [__file__, "resume_cpu_rng_only", str(stale), str(ck)])
     first, a, b, c = (torch.load(p, map_location="cpu") for p in (ck, resumed, whole, stale))
     assert not torch.equal(first["model"]["0.weight"], a["model"]["0.weight"])
     for k in b["model"]:

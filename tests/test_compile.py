@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from together import run_together
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "demo"))
@@ -152,15 +153,11 @@ def test_a_graph_cached_for_another_vector_isa_is_not_reused(tmp_path):
 
 @pytest.mark.once
 def test_cpu_graphs_compile_to_the_same_code_with_and_without_torch_tpu():
-    def code(autoload):
-        env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="1" if autoload else "0")
-        prefix = "import torch_tpu\n" if autoload else ""
-        done = subprocess.run([sys.executable, "-c", prefix + CPU_CODE], capture_output=True, text=True, env=env,
-                              timeout=600)
+    runs = run_together([(["-c", "import torch_tpu\n" + CPU_CODE], dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="1")),
+                         (["-c", CPU_CODE], dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0"))], timeout=600)
+    for done in runs:
         assert done.returncode == 0, done.stderr[-3000:]
-        return done.stdout
-
-    with_tpu, without = code(True), code(False)
+    with_tpu, without = (done.stdout for done in runs)
     assert "cpp_pybinding" in without and "TpuAsyncCompile" not in with_tpu
     assert with_tpu == without
 

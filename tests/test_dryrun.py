@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from together import run_together
 import torch
 
 from torch.optim.optimizer import register_optimizer_step_post_hook
@@ -74,14 +75,14 @@ def test_slices_as_google_names_them():
 
 
 def test_command_line_contract():
-    out = subprocess.run([sys.executable, "-m", "torch_tpu", "dryrun", "--config-json", json.dumps(TINY_LLAMA),
-                          "--slice", "v6e-4", "--seq", "128", "--global-batch", "8", "--compare", "--json"],
-                         capture_output=True, text=True, check=True).stdout
-    result = json.loads(out.strip().splitlines()[-1])
+    good, bad = run_together([(["-m", "torch_tpu", "dryrun", "--config-json", json.dumps(TINY_LLAMA), "--slice", "v6e-4",
+                                "--seq", "128", "--global-batch", "8", "--compare", "--json"], None),
+                               (["-m", "torch_tpu", "dryrun", "--config-json", "{}"], None)])
+    assert good.returncode == 0, good.stderr[-3000:]
+    result = json.loads(good.stdout.strip().splitlines()[-1])
     for key in ("step_time_s", "tokens_per_s_per_chip", "mfu", "hbm_per_chip_bytes", "fits", "usd_per_mtok"):
         assert key in result, key
     assert {g["accelerator"] for g in result["other_accelerators"]} == {"h100", "h200", "b200", "trn2"}
-    bad = subprocess.run([sys.executable, "-m", "torch_tpu", "dryrun", "--config-json", "{}"], capture_output=True, text=True)
     assert bad.returncode == 2 and "model_type" in bad.stderr
 
 

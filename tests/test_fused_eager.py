@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+from together import run_together
 import torch
 
 import torch_tpu  # noqa: F401
@@ -300,19 +301,16 @@ def test_switching_modes_mid_program_flushes():
     assert torch.equal(y.cpu(), ref)
 
 
-def _child(code, **env):
-    full = dict(os.environ, **env)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=full,
-                          timeout=300).stdout.strip()
-
-
 def test_environment_variable_selects_fused_and_debug_wins():
     code = ("import torch, torch_tpu; x = torch.randn(100000, device='tpu')\n"
             "for _ in range(2): y = (torch.sigmoid(x) * x).exp(); y.cpu()  # the first calls run blocking\n"
             "print(torch.tpu.get_eager_mode(), torch.tpu.metrics.counters()['fused_chains'])")
-    assert _child(code, TORCH_TPU_DEFER_AND_FUSE="1").split() == ["fused", "1"]
-    assert _child(code, TORCH_TPU_DEFER_AND_FUSE="0").split() == ["strict", "0"]
-    assert _child(code, TORCH_TPU_DEFER_AND_FUSE="1", TPU_LAUNCH_BLOCKING="1").split() == ["debug", "0"]
+    cases = [({"TORCH_TPU_DEFER_AND_FUSE": "1"}, ["fused", "1"]), ({"TORCH_TPU_DEFER_AND_FUSE": "0"}, ["strict", "0"]),
+             ({"TORCH_TPU_DEFER_AND_FUSE": "1", "TPU_LAUNCH_BLOCKING": "1"}, ["debug", "0"])]
+    runs = run_together([(["-c", code], dict(os.environ, **env)) for env, _ in cases])
+    for (env, expected), run in zip(cases, runs):
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert run.stdout.split() == expected, env
 
 
 def test_info_lists_the_variable():

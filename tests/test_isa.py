@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from together import run_together
 import torch
 
 import torch_tpu._runtime
@@ -82,14 +83,14 @@ VECTOR_HEAVY = "mm or conv or softmax or gelu or layer_norm or attention or adam
 
 
 @pytest.mark.once
-@pytest.mark.parametrize("isa", RUNS[1:])
-def test_op_tests_pass_on_the_other_builds(isa):
+def test_op_tests_pass_on_the_other_builds():
     """The default build runs every op test in the suite; the others run the vector-heavy ones."""
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", VECTOR_HEAVY,
-                        os.path.join(HERE, "test_ops.py")], env=dict(os.environ, TPU_ISA=isa),
-                       capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stdout[-3000:]
-    assert " passed" in p.stdout.splitlines()[-1]
+    runs = run_together([(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", VECTOR_HEAVY,
+                           os.path.join(HERE, "test_ops.py")], dict(os.environ, TPU_ISA=isa)) for isa in RUNS[1:]],
+                        timeout=900)
+    for isa, p in zip(RUNS[1:], runs):
+        assert p.returncode == 0, (isa, p.stdout[-3000:])
+        assert " passed" in p.stdout.splitlines()[-1], isa
 
 
 def test_the_portable_build_matches_within_rounding(per_build):

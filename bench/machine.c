@@ -5,6 +5,9 @@
  *   peak_gflops(threads, seconds): every thread runs 12 independent FMA chains of one vector
  *     each (enough to cover FMA latency x throughput on current x86 cores); flops = 2 * lanes
  *     * 12 per iteration.
+ *   unit_peak_gflops(threads, seconds): the matrix unit's bf16 rate, where the build has one
+ *     (Intel AMX, built with -mamx-tile -mamx-bf16) and Linux grants it, else 0: every thread
+ *     runs four independent tile products (TDPBF16PS, 16 x 16 x 32 multiply-adds each).
  *   bandwidth_gbps(kind, threads, nbytes): kind 0 = memcpy (read+write bytes counted),
  *     kind 1 = STREAM triad a = b + s*c (3 arrays counted); arrays split across threads. */
 #include <pthread.h>
@@ -72,6 +75,57 @@ double peak_gflops(int threads, double seconds) {
   }
   return flops / (now() - t0) / 1e9;
 }
+
+#if defined(__AMX_BF16__) && defined(__AMX_TILE__)
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static void* unit_thread(void* p) {
+  peak_arg* a = p;
+  struct __attribute__((packed)) {
+    unsigned char palette, start_row, reserved[14];
+    unsigned short colsb[16];
+    unsigned char rows[16];
+  } cfg = {.palette = 1};
+  for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  static const unsigned short zeros[512] __attribute__((aligned(64)));
+  _tile_loadconfig(&cfg);
+  _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+  _tile_loadd(4, zeros, 64); _tile_loadd(5, zeros, 64); _tile_loadd(6, zeros, 64); _tile_loadd(7, zeros, 64);
+  long iters = 0;
+  double t0 = now();
+  while (now() - t0 < a->seconds) {
+    for (int r = 0; r < 10000; r++) {
+      _tile_dpbf16ps(0, 4, 6); _tile_dpbf16ps(1, 4, 7); _tile_dpbf16ps(2, 5, 6); _tile_dpbf16ps(3, 5, 7);
+    }
+    iters += 10000;
+  }
+  _tile_release();
+  a->flops = (double)iters * 4 * 16 * 16 * 32 * 2;
+  return NULL;
+}
+
+double unit_peak_gflops(int threads, double seconds) {
+  if (syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) != 0) return 0;
+  pthread_t th[64];
+  peak_arg args[64];
+  if (threads > 64) threads = 64;
+  double t0 = now();
+  for (int i = 0; i < threads; i++) {
+    args[i].seconds = seconds;
+    pthread_create(&th[i], NULL, unit_thread, &args[i]);
+  }
+  double flops = 0;
+  for (int i = 0; i < threads; i++) {
+    pthread_join(th[i], NULL);
+    flops += args[i].flops;
+  }
+  return flops / (now() - t0) / 1e9;
+}
+#else
+double unit_peak_gflops(int threads, double seconds) { (void)threads, (void)seconds; return 0; }
+#endif
 
 typedef struct { int kind; float *a, *b, *c; size_t n; int reps; } bw_arg;
 

@@ -159,6 +159,8 @@ def machine():
     so = pathlib.Path(tempfile.gettempdir()) / f"tpu_bench_machine_{os.getpid()}.so"
     isa = torch_tpu._runtime.host_runs()[0]  # the widest build this host runs
     march = [f"-march={torch_tpu._runtime.level(isa)}"] if isa != "portable" else []
+    if isa == "amx":  # the matrix unit's rate too (runtime/Makefile's flags for that build)
+        march += ["-mamx-tile", "-mamx-bf16"]
     subprocess.run(["cc", "-O3", *march, "-shared", "-fPIC", "-pthread", str(HERE / "machine.c"), "-o", str(so)],
                    check=True)
     m = ctypes.CDLL(str(so))
@@ -166,14 +168,18 @@ def machine():
     m.machine_isa.restype = ctypes.c_char_p
     m.peak_gflops.restype = ctypes.c_double
     m.peak_gflops.argtypes = [ctypes.c_int, ctypes.c_double]
+    m.unit_peak_gflops.restype = ctypes.c_double
+    m.unit_peak_gflops.argtypes = [ctypes.c_int, ctypes.c_double]
     m.bandwidth_gbps.restype = ctypes.c_double
     m.bandwidth_gbps.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_size_t]
     ncpu = os.cpu_count() or 1
     peak1 = max(m.peak_gflops(1, 0.2) for _ in range(5))
     peakn = max(m.peak_gflops(ncpu, 0.2) for _ in range(5))
+    unit = max(m.unit_peak_gflops(ncpu, 0.2) for _ in range(3))
     bw = {"copy_1t": m.bandwidth_gbps(0, 1, 1 << 28), "copy": m.bandwidth_gbps(0, ncpu, 1 << 28),
           "triad": m.bandwidth_gbps(1, ncpu, 1 << 28)}
     return {"cpus": ncpu, "isa": m.machine_isa().decode(), "peak_gflops_1t": peak1, "peak_gflops": peakn,
+            "unit_peak_gflops": unit,
             "bandwidth_gbps": bw, "torch_threads": torch.get_num_threads(), "tpu_isa": torch_tpu._runtime.load()}
 
 
@@ -200,11 +206,15 @@ def gemm(args, mach, rows):
                "ratio": {k: med[k] / med["cpu"] for k in med if k != "cpu"},
                "high_over_default": med["high"] / med["default"],
                "default_over_highest": med["default"] / med["highest"], "noisy": why}
-        row["pct_peak"] = {k: 100 * g / mach["peak_gflops"] for k, g in row["gflops"].items()}
+        # DEFAULT precision's products run on the matrix unit where the loaded build has one
+        unit_default = mach["unit_peak_gflops"] and mach["tpu_isa"] == "amx"
+        row["pct_peak"] = {k: 100 * g / (mach["unit_peak_gflops"] if k == "default" and unit_default else mach["peak_gflops"])
+                           for k, g in row["gflops"].items()}
         out.append(row)
         g = row["gflops"]
         rows.append(f"gemm {row['shape']:>15}  GFLOP/s cpu {g['cpu']:6.1f} | tpu highest {g['highest']:6.1f} "
-                    f"high {g['high']:6.1f} default {g['default']:6.1f} ({row['pct_peak']['default']:4.0f}% peak) | "
+                    f"high {g['high']:6.1f} default {g['default']:6.1f} ({row['pct_peak']['default']:4.0f}% "
+                    f"{'unit ' if unit_default else ''}peak) | "
                     f"tpu/cpu: highest {row['ratio']['highest']:5.2f}x default {row['ratio']['default']:5.2f}x  "
                     f"high/default {row['high_over_default']:4.2f}" + noisy_note(why))
     return out
@@ -514,7 +524,9 @@ def main():
     rows = []
     mach = machine()
     rows.append(f"machine: {mach['cpus']} cpus, {mach['isa']} FMA peak {mach['peak_gflops_1t']:.1f} GFLOP/s (1 thread) "
-                f"{mach['peak_gflops']:.1f} (all); copy {mach['bandwidth_gbps']['copy']:.1f} GB/s, "
+                f"{mach['peak_gflops']:.1f} (all)"
+                + (f", AMX bf16 peak {mach['unit_peak_gflops']:.0f} (all)" if mach["unit_peak_gflops"] else "")
+                + f"; copy {mach['bandwidth_gbps']['copy']:.1f} GB/s, "
                 f"triad {mach['bandwidth_gbps']['triad']:.1f} GB/s; torch threads {mach['torch_threads']}, "
                 f"tpu threads {os.environ.get('TPU_NUM_THREADS', 'default')}, tpu kernels {mach['tpu_isa']} build, "
                 f"load {os.getloadavg()[0]:.1f}")

@@ -44,7 +44,7 @@ def test_a_forced_build_is_the_only_runtime_in_the_process(isa):
 
 def test_a_build_the_host_lacks_or_an_unknown_name_is_a_clear_error_at_first_use():
     code = ("import torch\ntry:\n    torch.ones(1, device='tpu')\nexcept ValueError as e:\n    print(e)\n")
-    assert "TPU_ISA='avx9': expected one of avx512, avx2, portable" in _run(code, TPU_ISA="avx9")
+    assert "TPU_ISA='avx9': expected one of amx, avx512, avx2, portable" in _run(code, TPU_ISA="avx9")
     lacking = [n for n in torch_tpu._runtime.builds() if n not in RUNS]
     for isa in lacking:
         assert f"TPU_ISA='{isa}': this host's CPU lacks" in _run(code, TPU_ISA=isa)
@@ -77,6 +77,28 @@ def test_avx512_and_avx2_builds_give_the_same_bits(per_build):
     assert not differ, differ
 
 
+# What the amx build computes on the matrix unit: products of bf16 values (DEFAULT precision's
+# f32 matmuls, bf16 ones) and the convolutions built on the same GEMM core.
+ON_THE_UNIT = {"mm_default", "mm_t_default", "bmm_default", "addmm_default", "mm_bf16", "mm_large", "conv", "conv_dx",
+               "conv_dw"}
+
+
+@pytest.mark.skipif("amx" not in RUNS, reason="needs a host with AMX-BF16 that Linux lets this process use")
+def test_the_amx_build_differs_from_avx512_only_in_products_on_the_unit(per_build):
+    """The unit sums each group of 32 products with its own rounding (ARCHITECTURE.md): those
+    results match within rounding, everything else (HIGH and HIGHEST matmuls included) bit for
+    bit; and the products did run there (their bits differ)."""
+    amx, avx512 = per_build["amx"], per_build["avx512"]
+    differ = {n for n in amx if not torch.equal(amx[n].view(-1).view(torch.uint8), avx512[n].view(-1).view(torch.uint8))}
+    assert differ <= ON_THE_UNIT and "mm_default" in differ, differ
+    for name in differ:
+        # rounding of sums whose partial sums reach the largest result: a few of its ulps (an
+        # element that cancels to near zero differs by the same absolute amount)
+        got, want = amx[name].double(), avx512[name].double()
+        ulp = torch.finfo(amx[name].dtype).eps
+        assert (got - want).abs().max() <= 8 * ulp * want.abs().max(), name
+
+
 # The op tests of the kernels whose code the instruction set changes most (vector loops, fused
 # multiply-adds, the GEMM tile); `make test-isa` runs all of them on every build.
 VECTOR_HEAVY = "mm or conv or softmax or gelu or layer_norm or attention or adam or lerp"
@@ -94,7 +116,8 @@ def test_op_tests_pass_on_the_other_builds():
 
 
 def test_the_portable_build_matches_within_rounding(per_build):
-    ref, port = per_build[RUNS[0]], per_build["portable"]
+    # against the widest build with FMA: the amx one rounds its unit's sums its own way too
+    ref, port = per_build[next((n for n in RUNS if n != "amx"), RUNS[0])], per_build["portable"]
     for name, t in port.items():
         r = ref[name]
         tol = {"atol": 1e-2, "rtol": 1e-2} if t.dtype in (torch.bfloat16, torch.float16) else {"atol": 1e-5, "rtol": 1e-4}

@@ -3,6 +3,8 @@
  * build of the runtime, and as the Makefile's probe of the host (TPURT_ISA_PROBE). */
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 #include <string.h>
 
@@ -22,7 +24,9 @@ static const isa_entry isas[] = {
 enum { ISA_COUNT = sizeof isas / sizeof isas[0] };
 
 const char* tpurt_isa(void) {
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#if defined(__AMX_BF16__) && defined(__AMX_TILE__)
+  return "amx";
+#elif defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
   return "avx512";
 #elif defined(__AVX2__) && defined(__FMA__)
   return "avx2";
@@ -70,9 +74,15 @@ int tpurt_isa_host_runs(const char* name) {
   int v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && (ecx & bit_F16C) &&
            __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
   if (strcmp(e->name, "avx2") == 0) return v3;
-  return v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vl");
+  int v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl");
+  if (strcmp(e->name, "avx512") == 0) return v4;
+  /* amx: the tile and bf16 units (CPUID 7.0 EDX bits 24, 22), and Linux's permission to use their
+   * state (asked once per process; the state is large, so it is off until asked for) */
+  unsigned a7, b7, c7, d7;
+  if (!v4 || !__get_cpuid_count(7, 0, &a7, &b7, &c7, &d7) || !(d7 & (1u << 24)) || !(d7 & (1u << 22))) return 0;
+  return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
 #else
   return 0;
 #endif

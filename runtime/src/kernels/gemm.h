@@ -42,4 +42,15 @@ size_t tpurt_gemm_scratch_bytes(void);
 void tpurt_gemm(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B,
                 int precision, void* c, int64_t ldc, void* ws);
 
+/* The amx build's product on the host's matrix unit (matmul_amx.c): C = A * B (store) or
+ * C += A * B, then + bias, for operands whose values are bf16 (DEFAULT precision's one pass, or
+ * bf16 tensors). Returns 0 without touching C where it does not run: another build, a host
+ * without AMX or without the kernel's permission, operands read in place (`rows`), an empty
+ * product. ws: tpurt_gemm_scratch_bytes() or the matmul family's scratch for N columns. */
+int tpurt_gemm_amx(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B, float* c,
+                   int64_t ldc, void* ws, int store, const float* bias);
+/* 1 when this build has the AMX path and the host lets the process use it. */
+int tpurt_gemm_amx_ready(void);
+size_t tpurt_gemm_amx_scratch_bytes(void);
+
 #endif /* TPURT_GEMM_H */

@@ -327,6 +327,18 @@ enum { tpurt_dtype_of_f32 = TPURT_F32, tpurt_dtype_of_f64 = TPURT_F64 };
 PACKERS(float, f32)
 PACKERS(double, f64)
 
+/* Products of bf16 values go to the matrix unit when the build and host have one. */
+static int bf16_values(const mat* m, pass_mode p) { return m->dtype == TPURT_BF16 || (m->dtype == TPURT_F32 && p == PASS_BF16); }
+static int unit_gemm_f32(int64_t M, int64_t N, int64_t K, const mat* A, const mat* B, pass_mode pa, pass_mode pb,
+                         float* c, int64_t ldc, float* ws, int store, const float* bias) {
+  return bf16_values(A, pa) && bf16_values(B, pb) && tpurt_gemm_amx(M, N, K, A, B, c, ldc, ws, store, bias);
+}
+static int unit_gemm_f64(int64_t M, int64_t N, int64_t K, const mat* A, const mat* B, pass_mode pa, pass_mode pb,
+                         double* c, int64_t ldc, double* ws, int store, const double* bias) {
+  (void)M, (void)N, (void)K, (void)A, (void)B, (void)pa, (void)pb, (void)c, (void)ldc, (void)ws, (void)store, (void)bias;
+  return 0;
+}
+
 /* C[M x N] (dense, row stride ldc) += A[M x K] * B[K x N]. `ws` is scratch from
  * gemm_scratch_bytes. The K blocking keeps every packed step count a multiple of the
  * expansion so hi/lo parts of one product never straddle blocks.
@@ -447,6 +459,7 @@ PACKERS(double, f64)
   static void gemm_##SFX(int64_t M, int64_t N, int64_t K, const mat* A, const mat* B,         \
                          pass_mode pa, pass_mode pb, T* c, int64_t ldc, T* ws, int store,      \
                          const T* bias) {                                                      \
+    if (unit_gemm_##SFX(M, N, K, A, B, pa, pb, c, ldc, ws, store, bias)) return;                \
     int x = expand_of(pa) > expand_of(pb) ? expand_of(pa) : expand_of(pb);                     \
     if (x == 3) pa = pb = PASS_BF16X3;                                                         \
     int64_t kb = KC / x;                                                                       \
@@ -864,6 +877,7 @@ int tpurt_gemm_rows_form(int dtype, int precision) {
   if (dtype == TPURT_F64) return TPURT_GEMM_ROWS_AS_IS;
   if (dtype != TPURT_F32) return TPURT_GEMM_ROWS_NO;
   pass_mode p = pass_of(dtype, precision);
+  if (p == PASS_BF16 && tpurt_gemm_amx_ready()) return TPURT_GEMM_ROWS_NO; /* the unit packs its tiles */
   return p == PASS_F32 ? TPURT_GEMM_ROWS_AS_IS : p == PASS_BF16 ? TPURT_GEMM_ROWS_BF16 : TPURT_GEMM_ROWS_NO;
 }
 

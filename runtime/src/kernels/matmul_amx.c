@@ -1,0 +1,231 @@
+/* The MXU's bf16 pass on the host's own matrix unit: Intel AMX (TDPBF16PS), in the amx build
+ * only. Each instruction multiplies a 16 x 32 tile of bf16 values by a 32 x 16 one into 16 x 16
+ * f32 sums, 16 times the multiply-adds of an AVX-512 FMA per cycle, so DEFAULT precision's f32
+ * products and bf16 products run at the speed their numerics allow, as on a TPU.
+ *
+ * Numerics: bf16 operands (DEFAULT precision rounds f32 ones to nearest even while packing, as
+ * the FMA path does), f32 sums. The unit adds each 32-step group of products with its own
+ * internal rounding (neither the FMA path's step-by-step order nor any other order reproduces
+ * it: ARCHITECTURE.md "Instruction sets"), treats bf16 subnormals as zero and flushes subnormal
+ * sums to zero, as TPUs do. Every C element is summed by one thread: its K steps in runs of 256
+ * from k = 0, each run's sum (groups of 32, the last zero-padded) added to C in order, as the FMA
+ * path adds its runs; whatever the shape around it, the blocking or the thread count. So a row of
+ * a product equals the same row of a taller one, and a convolution (and its weight gradient, run
+ * by run) equals the product of its columns, bit for bit, as in the other builds. */
+#include "gemm.h"
+
+#if defined(__AMX_BF16__) && defined(__AMX_TILE__)
+#include <cpuid.h>
+#include <immintrin.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+
+enum {
+  TK = 32,       /* K steps per tile product */
+  TN = 16,       /* columns (rows) of a C tile */
+  KB = 256,      /* K steps per block: each block's sums are added to C, as the FMA path's KRUN */
+  NB = 1024,     /* columns per packed block of B: KB x NB bf16 is 512 KiB, in L2 */
+  TILE = 512,    /* bf16 values in one A or B tile (16 x 32) */
+  STRIP = 32,    /* rows of C per work item: two tiles of rows */
+};
+
+static int granted;
+static void request(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 22)) || !(d & (1u << 24))) return;
+  granted = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+
+int tpurt_gemm_amx_ready(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, request);
+  return granted;
+}
+
+/* Tile registers 0-3: a 32 x 32 block of C; 4-5: two row tiles of A; 6-7: two column tiles of
+ * B. Loaded by every work item and released after it: other code on the same thread (oneDNN's
+ * AMX kernels under PyTorch CPU's bf16 matmuls) configures the tiles its own way and releases
+ * them, so a configuration kept per thread was gone at the next product (an invalid-opcode
+ * fault at the first tile load). */
+static void configure(void) {
+  struct __attribute__((packed)) {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+  } cfg = {.palette = 1};
+  for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  _tile_loadconfig(&cfg);
+}
+
+/* n values of a matrix (data or a line producer) from element (i, k) on, along its row or its
+ * column, as floats: in place when they are dense f32 already, else converted into buf. */
+static const float* line(const tpurt_gemm_mat* m, int64_t i, int64_t k, int64_t n, int along_col, float* buf) {
+  if (m->line) {
+    m->line(m->ctx, along_col ? k : i, along_col ? i : k, n, buf);
+    return buf;
+  }
+  int64_t st = along_col ? m->rs : m->cs, es = (int64_t)tpurt_dtype_size((tpurt_dtype)m->dtype);
+  const char* p = m->data + (i * m->rs + k * m->cs) * es;
+  if (m->dtype == TPURT_F32 && st == 1) return (const float*)p;
+  if (m->dtype == TPURT_F32)
+    for (int64_t q = 0; q < n; q++) buf[q] = ((const float*)p)[q * st];
+  else /* bf16 */
+    for (int64_t q = 0; q < n; q++) buf[q] = tpurt_bf16_to_f32(((const uint16_t*)p)[q * st]);
+  return buf;
+}
+
+/* Read along columns: column-major operands, and line producers of columns (gemm.h). */
+static int along_columns(const tpurt_gemm_mat* m) { return m->rs == 1 && m->cs != 1; }
+
+/* Up to 16 floats from src (n of them, zeros past) as bf16 in 32-bit lanes, rounded as
+ * tpurt_f32_to_bf16 rounds (to nearest even, NaN kept quiet). */
+static inline __m512i bf16_lanes(const float* src, int64_t n) {
+  __mmask16 live = n >= 16 ? 0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
+  __m512 v = _mm512_maskz_loadu_ps(live, src);
+  __m512i u = _mm512_castps_si512(v), hi = _mm512_srli_epi32(u, 16);
+  __m512i r = _mm512_srli_epi32(
+      _mm512_add_epi32(u, _mm512_add_epi32(_mm512_and_si512(hi, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7fff))), 16);
+  return _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+}
+/* 32 values (n live) as 32 bf16 in order: 16 pairs in 32-bit lanes. */
+static inline __m512i bf16_pairs(const float* src, int64_t n) {
+  __m256i lo = _mm512_cvtepi32_epi16(bf16_lanes(src, n)), hi = _mm512_cvtepi32_epi16(bf16_lanes(src + 16, n - 16));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+typedef struct {
+  int64_t M, N, K;
+  const tpurt_gemm_mat *A, *B;
+  float* c;
+  int64_t ldc;
+  uint16_t* bp; /* the packed B block: column tile t, K tile q at bp + (t * kt + q) * TILE */
+  int64_t j0, nc, k0, kc, kt;
+  int store;          /* the first K block starts the sums at zero */
+  const float* bias;  /* added to every row after the last K block */
+} job;
+
+/* Column tiles [t0, t1) of the B block: tile row p holds the pairs (k, k + 1) = (2p, 2p + 1) of
+ * its 16 columns side by side (the unit's layout). Past K and past N: zeros. */
+static void pack_b(void* arg, int64_t t0, int64_t t1) {
+  const job* g = arg;
+  _Alignas(64) float buf[KB > NB ? KB : NB], buf2[NB];
+  uint16_t* base = g->bp + t0 * g->kt * TILE;
+  memset(base, 0, sizeof(uint16_t) * (size_t)((t1 - t0) * g->kt * TILE));
+  int64_t c0 = t0 * TN, c1 = t1 * TN < g->nc ? t1 * TN : g->nc;
+  if (along_columns(g->B)) { /* column-major B (W.t()): a column's 32 steps are a column of 16 pairs */
+    const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                            _mm512_set1_epi32(TN));
+    for (int64_t j = c0; j < c1; j++) {
+      const float* src = line(g->B, g->k0, g->j0 + j, g->kc, 1, buf);
+      uint32_t* t = (uint32_t*)(g->bp + (j / TN) * g->kt * TILE) + j % TN;
+      for (int64_t q = 0; q < g->kt; q++)
+        _mm512_i32scatter_epi32(t + q * TILE / 2, rows, bf16_pairs(src + q * TK, g->kc - q * TK), 4);
+    }
+  } else /* row-major B: two rows' 16 columns interleaved into a tile row */
+    for (int64_t k = 0; k < g->kc; k += 2) {
+      const float* r0 = line(g->B, g->k0 + k, g->j0 + c0, c1 - c0, 0, buf);
+      const float* r1 = k + 1 < g->kc ? line(g->B, g->k0 + k + 1, g->j0 + c0, c1 - c0, 0, buf2) : NULL;
+      uint16_t* t = g->bp + (k / TK) * TILE + (k % TK / 2) * 32;
+      for (int64_t j = c0; j < c1; j += TN) {
+        __m512i lo = bf16_lanes(r0 + (j - c0), c1 - j);
+        __m512i hi = r1 ? _mm512_slli_epi32(bf16_lanes(r1 + (j - c0), c1 - j), 16) : _mm512_setzero_si512();
+        _mm512_storeu_si512(t + (j / TN) * g->kt * TILE, _mm512_or_si512(lo, hi));
+      }
+    }
+}
+
+/* Rows [r0, r0 + STRIP) of A over the K block as two row tiles per K tile: ap + (h * kt + q) * TILE. */
+static void pack_a(const job* g, int64_t r0, uint16_t* ap) {
+  _Alignas(64) float buf[KB];
+  int64_t rows = g->M - r0 < STRIP ? g->M - r0 : STRIP;
+  if (rows < STRIP || g->kc % TK) memset(ap, 0, sizeof(uint16_t) * (size_t)(2 * g->kt * TILE));
+  if (along_columns(g->A)) /* x.t() of a weight gradient: a step's 32 rows are a column of two tiles */
+    for (int64_t k = 0; k < g->kc; k++) {
+      _Alignas(64) uint16_t v[STRIP];
+      _mm512_storeu_si512(v, bf16_pairs(line(g->A, r0, g->k0 + k, rows, 1, buf), rows));
+      uint16_t* t = ap + (k / TK) * TILE + k % TK;
+      for (int64_t r = 0; r < rows; r++) t[(r / 16) * g->kt * TILE + (r % 16) * TK] = v[r];
+    }
+  else
+    for (int64_t r = 0; r < rows; r++) {
+      const float* src = line(g->A, r0 + r, g->k0, g->kc, 0, buf);
+      uint16_t* t = ap + (r / 16) * g->kt * TILE + (r % 16) * TK;
+      for (int64_t q = 0; q < g->kt; q++) _mm512_storeu_si512(t + q * TILE, bf16_pairs(src + q * TK, g->kc - q * TK));
+    }
+}
+
+/* Row strips [s0, s1) of C against the packed B block. */
+static void strips(void* arg, int64_t s0, int64_t s1) {
+  const job* g = arg;
+  configure();
+  _Alignas(64) uint16_t ap[2 * (KB / TK) * TILE];
+  _Alignas(64) float sums[STRIP * STRIP];
+  int first = g->store && g->k0 == 0, last = g->k0 + g->kc >= g->K;
+  for (int64_t s = s0; s < s1; s++) {
+    int64_t r0 = s * STRIP, rows = g->M - r0 < STRIP ? g->M - r0 : STRIP;
+    pack_a(g, r0, ap);
+    for (int64_t j = 0; j < g->nc; j += 2 * TN) {
+      int64_t cols = g->nc - j < 2 * TN ? g->nc - j : 2 * TN;
+      float* ct = g->c + r0 * g->ldc + g->j0 + j;
+      _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+      const uint16_t* b0 = g->bp + (j / TN) * g->kt * TILE;
+      const uint16_t* b1 = b0 + g->kt * TILE; /* past nc: the zero padding of the block */
+      for (int64_t q = 0; q < g->kt; q++) {
+        _tile_loadd(4, ap + q * TILE, 64); _tile_loadd(5, ap + (g->kt + q) * TILE, 64);
+        _tile_loadd(6, b0 + q * TILE, 64); _tile_loadd(7, b1 + q * TILE, 64);
+        _tile_dpbf16ps(0, 4, 6); _tile_dpbf16ps(1, 4, 7); _tile_dpbf16ps(2, 5, 6); _tile_dpbf16ps(3, 5, 7);
+      }
+      /* The block's sums, then C = sums (first block) or C + sums, as the FMA path adds each
+       * run of KRUN steps: a sum carried in the tiles across blocks would not be C + the
+       * block's product, which the weight gradient's per-run order relies on. */
+      int direct = first && rows == STRIP && cols == 2 * TN;
+      float* out = direct ? ct : sums;
+      int64_t ld = direct ? g->ldc : STRIP;
+      _tile_stored(0, out, ld * 4); _tile_stored(1, out + TN, ld * 4);
+      _tile_stored(2, out + TN * ld, ld * 4); _tile_stored(3, out + TN * ld + TN, ld * 4);
+      if (!direct)
+        for (int64_t r = 0; r < rows; r++)
+          for (int64_t q = 0; q < cols; q++) ct[r * g->ldc + q] = first ? sums[r * STRIP + q] : ct[r * g->ldc + q] + sums[r * STRIP + q];
+      if (last && g->bias)
+        for (int64_t r = 0; r < rows; r++)
+          for (int64_t q = 0; q < cols; q++) ct[r * g->ldc + q] += g->bias[g->j0 + j + q];
+    }
+  }
+  _tile_release();
+}
+
+size_t tpurt_gemm_amx_scratch_bytes(void) { return sizeof(uint16_t) * (size_t)KB * (NB + 2 * TN); }
+
+int tpurt_gemm_amx(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B,
+                   float* c, int64_t ldc, void* ws, int store, const float* bias) {
+  if (M <= 0 || N <= 0 || K <= 0 || A->rows || B->rows || !tpurt_gemm_amx_ready()) return 0;
+  job g = {M, N, K, A, B, c, ldc, ws, 0, 0, 0, 0, 0, store, bias};
+  int64_t nstrips = (M + STRIP - 1) / STRIP;
+  /* Strips per item: one unless the block is too small to share (the hand-off costs more). */
+  for (g.j0 = 0; g.j0 < N; g.j0 += NB) {
+    g.nc = N - g.j0 < NB ? N - g.j0 : NB;
+    int64_t tiles = (g.nc + 2 * TN - 1) / (2 * TN) * 2; /* a whole pair: the last may be zeros */
+    for (g.k0 = 0; g.k0 < K; g.k0 += KB) {
+      g.kc = K - g.k0 < KB ? K - g.k0 : KB;
+      g.kt = (g.kc + TK - 1) / TK;
+      int small = M * g.nc * g.kc < (1 << 21);
+      tpurt_parallel_for(tiles, small ? tiles : 2, pack_b, &g);
+      tpurt_parallel_for(nstrips, small ? nstrips : 1, strips, &g);
+    }
+  }
+  return 1;
+}
+
+#else /* builds without AMX */
+int tpurt_gemm_amx_ready(void) { return 0; }
+size_t tpurt_gemm_amx_scratch_bytes(void) { return 0; }
+int tpurt_gemm_amx(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B,
+                   float* c, int64_t ldc, void* ws, int store, const float* bias) {
+  (void)M, (void)N, (void)K, (void)A, (void)B, (void)c, (void)ldc, (void)ws, (void)store, (void)bias;
+  return 0;
+}
+#endif

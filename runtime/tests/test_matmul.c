@@ -71,6 +71,56 @@ static void test_mm_precisions(void) {
   free(a), free(b), free(c), free(ref);
 }
 
+/* DEFAULT precision is the product of the bf16-rounded operands summed in f32, on the FMA path
+ * and on the amx build's matrix unit alike: every element within the f32 rounding of its sum
+ * (a bound from the sum of |a||b| over K), for either layout of either operand, with shapes
+ * across the unit's tile (16, 32), run (256) and block (1024 columns) edges. A row of the
+ * product equals the same row of a product with fewer rows, bit for bit. */
+static void test_default_is_the_f32_sum_of_bf16_products(void) {
+  static const int shapes[][3] = {{1, 5, 3}, {33, 70, 17}, {64, 256, 64}, {101, 300, 1031}, {40, 513, 48}};
+  unsigned seed = 7;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+    int M = shapes[si][0], K = shapes[si][1], N = shapes[si][2];
+    float* a = malloc(sizeof(float) * M * K);
+    float* b = malloc(sizeof(float) * K * N);
+    float* c = malloc(sizeof(float) * M * N);
+    float* c1 = malloc(sizeof(float) * N);
+    for (int i = 0; i < M * K; i++) a[i] = frand(&seed) * 3;
+    for (int i = 0; i < K * N; i++) b[i] = frand(&seed);
+    for (int layout = 0; layout < 4; layout++) { /* bit 0: A column-major, bit 1: B column-major */
+      int64_t ars = layout & 1 ? 1 : K, acs = layout & 1 ? M : 1, brs = layout & 2 ? 1 : N, bcs = layout & 2 ? K : 1;
+      tpurt_op_call cl = call_of("mm", TPURT_PRECISION_DEFAULT);
+      cl.nargs = 2, cl.nouts = 1;
+      cl.args[0] = tv(mat2d(a, TPURT_F32, M, K, ars, acs));
+      cl.args[1] = tv(mat2d(b, TPURT_F32, K, N, brs, bcs));
+      cl.outs[0] = mat2d(c, TPURT_F32, M, N, N, 1);
+      CHECK(tpurt_op_run(&cl) == TPURT_OK, "mm: %s", tpurt_last_error());
+      int bad = 0;
+      for (int i = 0; i < M && !bad; i++)
+        for (int j = 0; j < N && !bad; j++) {
+          double exact = 0, mag = 0;
+          for (int k = 0; k < K; k++) {
+            double p = (double)tpurt_round_bf16(a[i * ars + k * acs]) * tpurt_round_bf16(b[k * brs + j * bcs]);
+            exact += p, mag += fabs(p);
+          }
+          double bound = (K / 32 + 8) * 0x1p-23 * mag;
+          if (fabs(c[i * N + j] - exact) > bound) {
+            CHECK(0, "%dx%dx%d layout %d: c[%d][%d] = %.9g, exact %.9g (bound %g)", M, K, N, layout, i, j, c[i * N + j],
+                  exact, bound);
+            bad = 1;
+          }
+        }
+      /* the last row alone */
+      cl.args[0] = tv(mat2d(a + (int64_t)(M - 1) * ars, TPURT_F32, 1, K, ars, acs));
+      cl.outs[0] = mat2d(c1, TPURT_F32, 1, N, N, 1);
+      CHECK(tpurt_op_run(&cl) == TPURT_OK, "mm: %s", tpurt_last_error());
+      CHECK(memcmp(c1, c + (int64_t)(M - 1) * N, sizeof(float) * N) == 0, "%dx%dx%d layout %d: a row alone differs", M, K,
+            N, layout);
+    }
+    free(a), free(b), free(c), free(c1);
+  }
+}
+
 /* addmm with beta = 0 must not read NaN from self; ints accumulate exactly. */
 static void test_addmm_beta0_and_ints(void) {
   float self[4] = {NAN, NAN, NAN, NAN}, a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1}, out[4];
@@ -136,6 +186,7 @@ static void test_index_bounds(void) {
 int main(void) {
   test_index_bounds();
   test_mm_precisions();
+  test_default_is_the_f32_sum_of_bf16_products();
   test_addmm_beta0_and_ints();
   return CHECK_DONE();
 }

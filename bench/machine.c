@@ -59,14 +59,15 @@ __attribute__((optimize("fp-contract=fast"))) static void* peak_thread(void* p) 
   return NULL;
 }
 
-double peak_gflops(int threads, double seconds) {
+/* GFLOP/s of `threads` threads each running fn for `seconds`. */
+static double gflops_of(void* (*fn)(void*), int threads, double seconds) {
   pthread_t th[64];
   peak_arg args[64];
   if (threads > 64) threads = 64;
   double t0 = now();
   for (int i = 0; i < threads; i++) {
     args[i].seconds = seconds;
-    pthread_create(&th[i], NULL, peak_thread, &args[i]);
+    pthread_create(&th[i], NULL, fn, &args[i]);
   }
   double flops = 0;
   for (int i = 0; i < threads; i++) {
@@ -75,6 +76,8 @@ double peak_gflops(int threads, double seconds) {
   }
   return flops / (now() - t0) / 1e9;
 }
+
+double peak_gflops(int threads, double seconds) { return gflops_of(peak_thread, threads, seconds); }
 
 #if defined(__AMX_BF16__) && defined(__AMX_TILE__)
 #include <immintrin.h>
@@ -108,20 +111,7 @@ static void* unit_thread(void* p) {
 
 double unit_peak_gflops(int threads, double seconds) {
   if (syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) != 0) return 0;
-  pthread_t th[64];
-  peak_arg args[64];
-  if (threads > 64) threads = 64;
-  double t0 = now();
-  for (int i = 0; i < threads; i++) {
-    args[i].seconds = seconds;
-    pthread_create(&th[i], NULL, unit_thread, &args[i]);
-  }
-  double flops = 0;
-  for (int i = 0; i < threads; i++) {
-    pthread_join(th[i], NULL);
-    flops += args[i].flops;
-  }
-  return flops / (now() - t0) / 1e9;
+  return gflops_of(unit_thread, threads, seconds);
 }
 #else
 double unit_peak_gflops(int threads, double seconds) { (void)threads, (void)seconds; return 0; }

@@ -78,19 +78,20 @@ def test_avx512_and_avx2_builds_give_the_same_bits(per_build):
 
 
 # What the amx build computes on the matrix unit: products of bf16 values (DEFAULT precision's
-# f32 matmuls, bf16 ones) and the convolutions built on the same GEMM core.
-ON_THE_UNIT = {"mm_default", "mm_t_default", "bmm_default", "addmm_default", "mm_bf16", "mm_large", "conv", "conv_dx",
-               "conv_dw"}
+# f32 matmuls, bf16 ones), HIGH precision's bf16 parts, and the convolutions built on the same
+# GEMM core.
+ON_THE_UNIT = {f"{op}_{p}" for op in ("mm", "mm_t", "bmm", "addmm") for p in ("default", "high")} | {
+    "mm_bf16", "mm_large", "conv", "conv_dx", "conv_dw"}
 
 
 @pytest.mark.skipif("amx" not in RUNS, reason="needs a host with AMX-BF16 that Linux lets this process use")
 def test_the_amx_build_differs_from_avx512_only_in_products_on_the_unit(per_build):
     """The unit sums each group of 32 products with its own rounding (ARCHITECTURE.md): those
-    results match within rounding, everything else (HIGH and HIGHEST matmuls included) bit for
-    bit; and the products did run there (their bits differ)."""
+    results match within rounding, everything else (HIGHEST matmuls included) bit for bit; and
+    the products did run there (their bits differ)."""
     amx, avx512 = per_build["amx"], per_build["avx512"]
     differ = {n for n in amx if not torch.equal(amx[n].view(-1).view(torch.uint8), avx512[n].view(-1).view(torch.uint8))}
-    assert differ <= ON_THE_UNIT and "mm_default" in differ, differ
+    assert differ <= ON_THE_UNIT and {"mm_default", "mm_high"} <= differ, differ
     for name in differ:
         # rounding of sums whose partial sums reach the largest result: a few of its ulps (an
         # element that cancels to near zero differs by the same absolute amount)

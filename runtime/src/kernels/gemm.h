@@ -44,13 +44,13 @@ void tpurt_gemm(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const 
 
 /* The amx build's product on the host's matrix unit (matmul_amx.c): C = A * B (store) or
  * C += A * B, then + bias, for operands whose values are bf16 (DEFAULT precision's one pass, or
- * bf16 tensors). Returns 0 without touching C where it does not run: another build, a host
- * without AMX or without the kernel's permission, operands read in place (`rows`), an empty
- * product. ws: tpurt_gemm_scratch_bytes() or the matmul family's scratch for N columns. */
-int tpurt_gemm_amx(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B, float* c,
+ * bf16 tensors; x = 1) or f32 at HIGH precision (bf16_3x: each value as three bf16 parts along
+ * K; x = 3). Returns 0 without touching C where it does not run: another build, a host without
+ * AMX or without the kernel's permission, operands read in place (`rows`), an empty product.
+ * ws: tpurt_gemm_scratch_bytes() or the matmul family's scratch for N columns. */
+int tpurt_gemm_amx(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B, int x, float* c,
                    int64_t ldc, void* ws, int store, const float* bias);
 /* 1 when this build has the AMX path and the host lets the process use it. */
 int tpurt_gemm_amx_ready(void);
-size_t tpurt_gemm_amx_scratch_bytes(void);
 
 #endif /* TPURT_GEMM_H */

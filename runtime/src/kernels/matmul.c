@@ -327,11 +327,13 @@ enum { tpurt_dtype_of_f32 = TPURT_F32, tpurt_dtype_of_f64 = TPURT_F64 };
 PACKERS(float, f32)
 PACKERS(double, f64)
 
-/* Products of bf16 values go to the matrix unit when the build and host have one. */
+/* Products of bf16 values (and HIGH's bf16 parts) go to the matrix unit when the build and host have one. */
 static int bf16_values(const mat* m, pass_mode p) { return m->dtype == TPURT_BF16 || (m->dtype == TPURT_F32 && p == PASS_BF16); }
 static int unit_gemm_f32(int64_t M, int64_t N, int64_t K, const mat* A, const mat* B, pass_mode pa, pass_mode pb,
                          float* c, int64_t ldc, float* ws, int store, const float* bias) {
-  return bf16_values(A, pa) && bf16_values(B, pb) && tpurt_gemm_amx(M, N, K, A, B, c, ldc, ws, store, bias);
+  if (pa == PASS_BF16X3 || pb == PASS_BF16X3) /* HIGH: f32 operands, three bf16 parts each */
+    return A->dtype == TPURT_F32 && B->dtype == TPURT_F32 && tpurt_gemm_amx(M, N, K, A, B, 3, c, ldc, ws, store, bias);
+  return bf16_values(A, pa) && bf16_values(B, pb) && tpurt_gemm_amx(M, N, K, A, B, 1, c, ldc, ws, store, bias);
 }
 static int unit_gemm_f64(int64_t M, int64_t N, int64_t K, const mat* A, const mat* B, pass_mode pa, pass_mode pb,
                          double* c, int64_t ldc, double* ws, int store, const double* bias) {

@@ -97,22 +97,43 @@ static inline __m512i bf16_pairs(const float* src, int64_t n) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
+/* HIGH precision's bf16_3x: n values as their three bf16 parts along K, (hi, hi, lo) for A and
+ * (hi, lo, hi) for B, so that the sum over K is hi*hi + hi*lo + lo*hi (matmul.c's put_f32). */
+static void expand3(const float* src, int64_t n, int b_side, float* dst) {
+  for (int64_t q = 0; q < n; q++) {
+    float hi = tpurt_round_bf16(src[q]), lo = tpurt_round_bf16(src[q] - hi);
+    dst[3 * q] = hi, dst[3 * q + 1] = b_side ? lo : hi, dst[3 * q + 2] = b_side ? hi : lo;
+  }
+}
+
 typedef struct {
   int64_t M, N, K;
   const tpurt_gemm_mat *A, *B;
   float* c;
   int64_t ldc;
   uint16_t* bp; /* the packed B block: column tile t, K tile q at bp + (t * kt + q) * TILE */
-  int64_t j0, nc, k0, kc, kt;
+  int x;        /* packed steps per K step: 1, or 3 for bf16_3x */
+  int64_t j0, nc, k0, kc, kcx, kt; /* K steps [k0, k0 + kc) of the block, kcx = kc * x packed */
   int store;          /* the first K block starts the sums at zero */
   const float* bias;  /* added to every row after the last K block */
 } job;
+
+/* Packed row e of the B block (K step k0 + e / x, its part e % x) over columns [c0, c1). */
+static const float* packed_row(const job* g, int64_t e, int64_t c0, int64_t c1, float* buf) {
+  const float* src = line(g->B, g->k0 + e / g->x, g->j0 + c0, c1 - c0, 0, buf);
+  if (g->x == 1) return src;
+  for (int64_t j = 0; j < c1 - c0; j++) { /* B's parts: (hi, lo, hi) */
+    float hi = tpurt_round_bf16(src[j]);
+    buf[j] = e % 3 == 1 ? tpurt_round_bf16(src[j] - hi) : hi;
+  }
+  return buf;
+}
 
 /* Column tiles [t0, t1) of the B block: tile row p holds the pairs (k, k + 1) = (2p, 2p + 1) of
  * its 16 columns side by side (the unit's layout). Past K and past N: zeros. */
 static void pack_b(void* arg, int64_t t0, int64_t t1) {
   const job* g = arg;
-  _Alignas(64) float buf[KB > NB ? KB : NB], buf2[NB];
+  _Alignas(64) float buf[NB], buf2[NB];
   uint16_t* base = g->bp + t0 * g->kt * TILE;
   memset(base, 0, sizeof(uint16_t) * (size_t)((t1 - t0) * g->kt * TILE));
   int64_t c0 = t0 * TN, c1 = t1 * TN < g->nc ? t1 * TN : g->nc;
@@ -121,14 +142,15 @@ static void pack_b(void* arg, int64_t t0, int64_t t1) {
                                             _mm512_set1_epi32(TN));
     for (int64_t j = c0; j < c1; j++) {
       const float* src = line(g->B, g->k0, g->j0 + j, g->kc, 1, buf);
+      if (g->x == 3) expand3(src, g->kc, 1, buf2), src = buf2;
       uint32_t* t = (uint32_t*)(g->bp + (j / TN) * g->kt * TILE) + j % TN;
       for (int64_t q = 0; q < g->kt; q++)
-        _mm512_i32scatter_epi32(t + q * TILE / 2, rows, bf16_pairs(src + q * TK, g->kc - q * TK), 4);
+        _mm512_i32scatter_epi32(t + q * TILE / 2, rows, bf16_pairs(src + q * TK, g->kcx - q * TK), 4);
     }
-  } else /* row-major B: two rows' 16 columns interleaved into a tile row */
-    for (int64_t k = 0; k < g->kc; k += 2) {
-      const float* r0 = line(g->B, g->k0 + k, g->j0 + c0, c1 - c0, 0, buf);
-      const float* r1 = k + 1 < g->kc ? line(g->B, g->k0 + k + 1, g->j0 + c0, c1 - c0, 0, buf2) : NULL;
+  } else /* row-major B: two (packed) rows' 16 columns interleaved into a tile row */
+    for (int64_t k = 0; k < g->kcx; k += 2) {
+      const float* r0 = packed_row(g, k, c0, c1, buf);
+      const float* r1 = k + 1 < g->kcx ? packed_row(g, k + 1, c0, c1, buf2) : NULL;
       uint16_t* t = g->bp + (k / TK) * TILE + (k % TK / 2) * 32;
       for (int64_t j = c0; j < c1; j += TN) {
         __m512i lo = bf16_lanes(r0 + (j - c0), c1 - j);
@@ -140,21 +162,31 @@ static void pack_b(void* arg, int64_t t0, int64_t t1) {
 
 /* Rows [r0, r0 + STRIP) of A over the K block as two row tiles per K tile: ap + (h * kt + q) * TILE. */
 static void pack_a(const job* g, int64_t r0, uint16_t* ap) {
-  _Alignas(64) float buf[KB];
+  _Alignas(64) float buf[KB], parts[KB];
   int64_t rows = g->M - r0 < STRIP ? g->M - r0 : STRIP;
-  if (rows < STRIP || g->kc % TK) memset(ap, 0, sizeof(uint16_t) * (size_t)(2 * g->kt * TILE));
+  if (rows < STRIP || g->kcx % TK) memset(ap, 0, sizeof(uint16_t) * (size_t)(2 * g->kt * TILE));
   if (along_columns(g->A)) /* x.t() of a weight gradient: a step's 32 rows are a column of two tiles */
     for (int64_t k = 0; k < g->kc; k++) {
-      _Alignas(64) uint16_t v[STRIP];
-      _mm512_storeu_si512(v, bf16_pairs(line(g->A, r0, g->k0 + k, rows, 1, buf), rows));
-      uint16_t* t = ap + (k / TK) * TILE + k % TK;
-      for (int64_t r = 0; r < rows; r++) t[(r / 16) * g->kt * TILE + (r % 16) * TK] = v[r];
+      const float* col = line(g->A, r0, g->k0 + k, rows, 1, buf);
+      for (int part = 0; part < g->x; part++) { /* A's parts: (hi, hi, lo) */
+        if (g->x == 3)
+          for (int64_t r = 0; r < rows; r++) {
+            float hi = tpurt_round_bf16(col[r]);
+            parts[r] = part == 2 ? tpurt_round_bf16(col[r] - hi) : hi;
+          }
+        _Alignas(64) uint16_t v[STRIP];
+        _mm512_storeu_si512(v, bf16_pairs(g->x == 3 ? parts : col, rows));
+        int64_t e = k * g->x + part;
+        uint16_t* t = ap + (e / TK) * TILE + e % TK;
+        for (int64_t r = 0; r < rows; r++) t[(r / 16) * g->kt * TILE + (r % 16) * TK] = v[r];
+      }
     }
   else
     for (int64_t r = 0; r < rows; r++) {
       const float* src = line(g->A, r0 + r, g->k0, g->kc, 0, buf);
+      if (g->x == 3) expand3(src, g->kc, 0, parts), src = parts;
       uint16_t* t = ap + (r / 16) * g->kt * TILE + (r % 16) * TK;
-      for (int64_t q = 0; q < g->kt; q++) _mm512_storeu_si512(t + q * TILE, bf16_pairs(src + q * TK, g->kc - q * TK));
+      for (int64_t q = 0; q < g->kt; q++) _mm512_storeu_si512(t + q * TILE, bf16_pairs(src + q * TK, g->kcx - q * TK));
     }
 }
 
@@ -198,20 +230,20 @@ static void strips(void* arg, int64_t s0, int64_t s1) {
   _tile_release();
 }
 
-size_t tpurt_gemm_amx_scratch_bytes(void) { return sizeof(uint16_t) * (size_t)KB * (NB + 2 * TN); }
-
-int tpurt_gemm_amx(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B,
+int tpurt_gemm_amx(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B, int x,
                    float* c, int64_t ldc, void* ws, int store, const float* bias) {
   if (M <= 0 || N <= 0 || K <= 0 || A->rows || B->rows || !tpurt_gemm_amx_ready()) return 0;
-  job g = {M, N, K, A, B, c, ldc, ws, 0, 0, 0, 0, 0, store, bias};
+  job g = {M, N, K, A, B, c, ldc, ws, x, 0, 0, 0, 0, 0, 0, store, bias};
+  int64_t run = KB / x; /* K steps per run: 256, or 85 (255 packed steps) for bf16_3x */
   int64_t nstrips = (M + STRIP - 1) / STRIP;
   /* Strips per item: one unless the block is too small to share (the hand-off costs more). */
   for (g.j0 = 0; g.j0 < N; g.j0 += NB) {
     g.nc = N - g.j0 < NB ? N - g.j0 : NB;
     int64_t tiles = (g.nc + 2 * TN - 1) / (2 * TN) * 2; /* a whole pair: the last may be zeros */
-    for (g.k0 = 0; g.k0 < K; g.k0 += KB) {
-      g.kc = K - g.k0 < KB ? K - g.k0 : KB;
-      g.kt = (g.kc + TK - 1) / TK;
+    for (g.k0 = 0; g.k0 < K; g.k0 += run) {
+      g.kc = K - g.k0 < run ? K - g.k0 : run;
+      g.kcx = g.kc * x;
+      g.kt = (g.kcx + TK - 1) / TK;
       int small = M * g.nc * g.kc < (1 << 21);
       /* B in one even share per thread: a line producer (a convolution's columns) pays its
        * setup per call, and 32-column calls made im2col a third of a convolution's time */
@@ -225,10 +257,9 @@ int tpurt_gemm_amx(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, con
 
 #else /* builds without AMX */
 int tpurt_gemm_amx_ready(void) { return 0; }
-size_t tpurt_gemm_amx_scratch_bytes(void) { return 0; }
-int tpurt_gemm_amx(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B,
+int tpurt_gemm_amx(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B, int x,
                    float* c, int64_t ldc, void* ws, int store, const float* bias) {
-  (void)M, (void)N, (void)K, (void)A, (void)B, (void)c, (void)ldc, (void)ws, (void)store, (void)bias;
+  (void)M, (void)N, (void)K, (void)A, (void)B, (void)x, (void)c, (void)ldc, (void)ws, (void)store, (void)bias;
   return 0;
 }
 #endif

@@ -219,6 +219,7 @@ def test_bounded_dynamism_requires_a_bound():
         compiled(a)
 
 
+@pytest.mark.once
 def test_compiled_training_step_matches_eager():
     """At "highest" matmul precision: at the default (bf16 operands) a last-bit difference in a
     fused f32 value can round a matmul operand to the neighbouring bf16, and AdamW turns that

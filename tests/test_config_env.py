@@ -84,6 +84,7 @@ def test_every_variable_has_a_bad_value_case():
     assert {name for name, _, _ in torch_tpu._C._environment()} == {var for var, _, _ in BAD}
 
 
+@pytest.mark.once
 def test_sizes_a_generation_comes_in_are_accepted():
     code = "import torch; print(torch.tpu.device_count(), torch.tpu.get_device_properties(0).topology)"
     cases = [("v6e-4", 4, "2x2"), ("v5p-8", 4, "2x2x1"), ("v4-384", 4, "4x4x12"), ("v5litepod-16", 8, "4x4")]

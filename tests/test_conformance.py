@@ -82,6 +82,7 @@ def test_wrong_result_is_a_mismatch(tmp_path):
     assert r["status"] == "mismatch" and r["fwd"]["mismatch"] > 0, r
 
 
+@pytest.mark.once
 def test_worker_crash_costs_one_op(tmp_path, monkeypatch, capsys):
     """One worker process (importing op_db costs seconds): abs runs, then neg segfaults."""
     monkeypatch.setenv("TORCH_TPU_CONFORMANCE_CRASH_ON", "neg")

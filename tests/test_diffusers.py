@@ -84,6 +84,7 @@ def test_ten_step_sampling_matches_cpu(name):
     check_like_cpu(got, sample("cpu"), lambda: sample("cpu", torch.float64), what=f"{name} samples")
 
 
+@pytest.mark.slow
 def test_flux_training_step_compiled_matches_cpu_eager():
     """torch.compile(model, backend="tpu"): forward and backward of the Flux transformer (the
     faster of the two to compile) in one graph each, as eager CPU."""

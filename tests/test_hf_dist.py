@@ -55,6 +55,7 @@ def reference():
     return hf_dist.train("cpu")  # this process: no launcher, so one process on the CPU
 
 
+@pytest.mark.once
 @pytest.mark.parametrize("mode, kind, wrapper", [("ddp", "MULTI_GPU", "DistributedDataParallel"),
                                                   ("fsdp2", "FSDP", "FSDPLlamaForCausalLM")])
 def test_trainer_on_four_ranks_trains_what_one_cpu_process_trains(trained, reference, mode, kind, wrapper):

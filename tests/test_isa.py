@@ -69,6 +69,7 @@ def per_build(tmp_path_factory):
     return out
 
 
+@pytest.mark.once
 @pytest.mark.skipif(not {"avx512", "avx2"} <= set(RUNS), reason="needs a host with AVX-512")
 def test_avx512_and_avx2_builds_give_the_same_bits(per_build):
     a, b = per_build["avx512"], per_build["avx2"]
@@ -84,6 +85,7 @@ ON_THE_UNIT = {f"{op}_{p}" for op in ("mm", "mm_t", "bmm", "addmm") for p in ("d
     "mm_bf16", "mm_large", "conv", "conv_dx", "conv_dw"}
 
 
+@pytest.mark.once
 @pytest.mark.skipif("amx" not in RUNS, reason="needs a host with AMX-BF16 that Linux lets this process use")
 def test_the_amx_build_differs_from_avx512_only_in_products_on_the_unit(per_build):
     """The unit sums each group of 32 products with its own rounding (ARCHITECTURE.md): those
@@ -116,6 +118,7 @@ def test_op_tests_pass_on_the_other_builds():
         assert " passed" in p.stdout.splitlines()[-1], isa
 
 
+@pytest.mark.once
 def test_the_portable_build_matches_within_rounding(per_build):
     # against the widest build with FMA: the amx one rounds its unit's sums its own way too
     ref, port = per_build[next((n for n in RUNS if n != "amx"), RUNS[0])], per_build["portable"]

@@ -7,6 +7,7 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
 import torch_tpu.meta
 
 SCRIPT = pathlib.Path(__file__).with_name("meta_isolation_script.py")
@@ -22,6 +23,7 @@ def run_script(*args, autoload):
     return json.loads(done.stdout)
 
 
+@pytest.mark.once
 def test_meta_and_fake_results_identical_with_and_without_torch_tpu():
     without = run_script(autoload=False)
     with_tpu = run_script(autoload=True)

@@ -67,6 +67,7 @@ def run_with_threads(tmp_path, n):
     return torch.load(path)
 
 
+@pytest.mark.once
 def test_results_do_not_depend_on_thread_count(tmp_path):
     one, three = run_with_threads(tmp_path, 1), run_with_threads(tmp_path, 3)
     for name in one:

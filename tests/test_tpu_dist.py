@@ -120,7 +120,7 @@ def test_checkpoint_saved_by_four_ranks_loads_into_two(tmp_path):
     assert "ok loaded" in out, out
 
 
-@pytest.mark.once
+@pytest.mark.slow
 def test_llama_debug_model_with_fsdp2_and_tensor_parallel_matches_one_process():
     """demo/llama_fsdp_tp.py --check: mesh dp=2 x tp=2; losses against float64 single-process training."""
     r = subprocess.run([sys.executable, os.path.join(HERE, "..", "demo", "llama_fsdp_tp.py"), "--steps", "3", "--check"],

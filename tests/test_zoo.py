@@ -62,6 +62,7 @@ def test_summary_names_the_code_its_records_ran_on():
         assert here["commit"] in lines[0]
 
 
+@pytest.mark.once
 def test_bounded_dynamism_serves_every_prompt_length_with_one_graph():
     """zoo/dynamism.py's check on one model: 20 prompt lengths in [2, 64], one graph, 0 recompiles,
     logits equal to eager tpu's."""

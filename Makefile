@@ -26,8 +26,8 @@ test-c:
 test-py:
 	$(PY) -m pytest -q -m "not slow" tests
 
-# What test-py leaves out: integration runs of 15-30 s each (Ray, a compile cache across vector
-# ISAs, FSDP2 + TP on four ranks, a compiled Flux training step).
+# What test-py leaves out: runs of 15-30 s each (Ray, a compile cache across vector ISAs,
+# FSDP2 + TP on four ranks, a compiled Flux training step, every bad TPU_* value, exits).
 test-slow: setup
 	$(PY) -m pytest -q -m slow tests
 

@@ -14,7 +14,7 @@ assert x.grad.tolist() == [2.0, 2.0, 2.0]
 """
 
 
-@pytest.mark.once
+@pytest.mark.slow  # ten fresh interpreters: 16 s (every subprocess test also exits through the same path)
 def test_scripts_with_a_backward_exit_cleanly():
     # one core for the emulator widens the window the race needs (about 1 run in 5 aborted)
     runs = run_together([(["-c", SCRIPT], {**os.environ, "TPU_NUM_THREADS": "1"})] * 10)

@@ -42,6 +42,13 @@ size_t tpurt_gemm_scratch_bytes(void);
 void tpurt_gemm(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B,
                 int precision, void* c, int64_t ldc, void* ws);
 
+/* Whether m is read along its columns: column-major operands, line producers of columns. */
+static inline int tpurt_gemm_by_cols(const tpurt_gemm_mat* m) { return m->rs == 1 && m->cs != 1; }
+/* n values of a float matrix (f32/bf16/f16 data or a line producer) from element (i, k) on,
+ * along its row (along_col 0) or its column, as f32: in place when they are dense f32, else
+ * converted into buf. */
+const float* tpurt_gemm_line_f32(float* buf, const tpurt_gemm_mat* m, int64_t i, int64_t k, int64_t n, int along_col);
+
 /* The amx build's product on the host's matrix unit (matmul_amx.c): C = A * B (store) or
  * C += A * B, then + bias, for operands whose values are bf16 (DEFAULT precision's one pass, or
  * bf16 tensors; x = 1) or f32 at HIGH precision (bf16_3x: each value as three bf16 parts along

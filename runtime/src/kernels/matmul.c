@@ -238,7 +238,7 @@ static const double* line_of_f64(double* buf, const mat* m, int64_t i, int64_t k
 }
 /* Column-major operands (x.t(), W.t() of a Linear) are packed along their dense columns:
  * read along rows they would touch one cache line per element. */
-static int by_cols(const mat* m) { return m->rs == 1 && m->cs != 1; }
+static int by_cols(const mat* m) { return tpurt_gemm_by_cols(m); }
 
 /* Pack A rows [i0, i0+mc) x K [k0, k0+kc) into MR-row panels: panel r, packed step q,
  * row r' at ap[r * MR * kcx + q * MR + r']; rows past mc are zero. Pack B K [k0, k0+kc)
@@ -873,6 +873,10 @@ tpurt_status tpurt_kernel_dot(const tpurt_op_call* c) { return dot_run(c, 0); }
 tpurt_status tpurt_kernel_vdot(const tpurt_op_call* c) { return dot_run(c, 1); }
 
 /* ---------------------------------------------------------------- shared core (gemm.h) */
+const float* tpurt_gemm_line_f32(float* buf, const tpurt_gemm_mat* m, int64_t i, int64_t k, int64_t n, int along_col) {
+  return line_of_f32(buf, m, i, k, n, along_col);
+}
+
 size_t tpurt_gemm_scratch_bytes(void) { return gemm_scratch_bytes(NC); }
 
 int tpurt_gemm_rows_form(int dtype, int precision) {

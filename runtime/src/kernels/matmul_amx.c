@@ -15,14 +15,8 @@
 #include "gemm.h"
 
 #if defined(__AMX_BF16__) && defined(__AMX_TILE__)
-#include <cpuid.h>
 #include <immintrin.h>
 #include <pthread.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#define ARCH_REQ_XCOMP_PERM 0x1023
-#define XFEATURE_XTILEDATA 18
 
 enum {
   TK = 32,       /* K steps per tile product */
@@ -33,12 +27,9 @@ enum {
   STRIP = 32,    /* rows of C per work item: two tiles of rows */
 };
 
+/* isa.c's check of the host: CPUID, and Linux's permission for the tile state (asked there). */
 static int granted;
-static void request(void) {
-  unsigned a, b, c, d;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 22)) || !(d & (1u << 24))) return;
-  granted = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
-}
+static void request(void) { granted = tpurt_isa_host_runs("amx"); }
 
 int tpurt_gemm_amx_ready(void) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -60,26 +51,6 @@ static void configure(void) {
   for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
   _tile_loadconfig(&cfg);
 }
-
-/* n values of a matrix (data or a line producer) from element (i, k) on, along its row or its
- * column, as floats: in place when they are dense f32 already, else converted into buf. */
-static const float* line(const tpurt_gemm_mat* m, int64_t i, int64_t k, int64_t n, int along_col, float* buf) {
-  if (m->line) {
-    m->line(m->ctx, along_col ? k : i, along_col ? i : k, n, buf);
-    return buf;
-  }
-  int64_t st = along_col ? m->rs : m->cs, es = (int64_t)tpurt_dtype_size((tpurt_dtype)m->dtype);
-  const char* p = m->data + (i * m->rs + k * m->cs) * es;
-  if (m->dtype == TPURT_F32 && st == 1) return (const float*)p;
-  if (m->dtype == TPURT_F32)
-    for (int64_t q = 0; q < n; q++) buf[q] = ((const float*)p)[q * st];
-  else /* bf16 */
-    for (int64_t q = 0; q < n; q++) buf[q] = tpurt_bf16_to_f32(((const uint16_t*)p)[q * st]);
-  return buf;
-}
-
-/* Read along columns: column-major operands, and line producers of columns (gemm.h). */
-static int along_columns(const tpurt_gemm_mat* m) { return m->rs == 1 && m->cs != 1; }
 
 /* Up to 16 floats from src (n of them, zeros past) as bf16 in 32-bit lanes, rounded as
  * tpurt_f32_to_bf16 rounds (to nearest even, NaN kept quiet). */
@@ -120,7 +91,7 @@ typedef struct {
 
 /* Packed row e of the B block (K step k0 + e / x, its part e % x) over columns [c0, c1). */
 static const float* packed_row(const job* g, int64_t e, int64_t c0, int64_t c1, float* buf) {
-  const float* src = line(g->B, g->k0 + e / g->x, g->j0 + c0, c1 - c0, 0, buf);
+  const float* src = tpurt_gemm_line_f32(buf, g->B, g->k0 + e / g->x, g->j0 + c0, c1 - c0, 0);
   if (g->x == 1) return src;
   for (int64_t j = 0; j < c1 - c0; j++) { /* B's parts: (hi, lo, hi) */
     float hi = tpurt_round_bf16(src[j]);
@@ -137,11 +108,11 @@ static void pack_b(void* arg, int64_t t0, int64_t t1) {
   uint16_t* base = g->bp + t0 * g->kt * TILE;
   memset(base, 0, sizeof(uint16_t) * (size_t)((t1 - t0) * g->kt * TILE));
   int64_t c0 = t0 * TN, c1 = t1 * TN < g->nc ? t1 * TN : g->nc;
-  if (along_columns(g->B)) { /* column-major B (W.t()): a column's 32 steps are a column of 16 pairs */
+  if (tpurt_gemm_by_cols(g->B)) { /* column-major B (W.t()): a column's 32 steps are a column of 16 pairs */
     const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                                             _mm512_set1_epi32(TN));
     for (int64_t j = c0; j < c1; j++) {
-      const float* src = line(g->B, g->k0, g->j0 + j, g->kc, 1, buf);
+      const float* src = tpurt_gemm_line_f32(buf, g->B, g->k0, g->j0 + j, g->kc, 1);
       if (g->x == 3) expand3(src, g->kc, 1, buf2), src = buf2;
       uint32_t* t = (uint32_t*)(g->bp + (j / TN) * g->kt * TILE) + j % TN;
       for (int64_t q = 0; q < g->kt; q++)
@@ -165,9 +136,9 @@ static void pack_a(const job* g, int64_t r0, uint16_t* ap) {
   _Alignas(64) float buf[KB], parts[KB];
   int64_t rows = g->M - r0 < STRIP ? g->M - r0 : STRIP;
   if (rows < STRIP || g->kcx % TK) memset(ap, 0, sizeof(uint16_t) * (size_t)(2 * g->kt * TILE));
-  if (along_columns(g->A)) /* x.t() of a weight gradient: a step's 32 rows are a column of two tiles */
+  if (tpurt_gemm_by_cols(g->A)) /* x.t() of a weight gradient: a step's 32 rows are a column of two tiles */
     for (int64_t k = 0; k < g->kc; k++) {
-      const float* col = line(g->A, r0, g->k0 + k, rows, 1, buf);
+      const float* col = tpurt_gemm_line_f32(buf, g->A, r0, g->k0 + k, rows, 1);
       for (int part = 0; part < g->x; part++) { /* A's parts: (hi, hi, lo) */
         if (g->x == 3)
           for (int64_t r = 0; r < rows; r++) {
@@ -183,7 +154,7 @@ static void pack_a(const job* g, int64_t r0, uint16_t* ap) {
     }
   else
     for (int64_t r = 0; r < rows; r++) {
-      const float* src = line(g->A, r0 + r, g->k0, g->kc, 0, buf);
+      const float* src = tpurt_gemm_line_f32(buf, g->A, r0 + r, g->k0, g->kc, 0);
       if (g->x == 3) expand3(src, g->kc, 0, parts), src = parts;
       uint16_t* t = ap + (r / 16) * g->kt * TILE + (r % 16) * TK;
       for (int64_t q = 0; q < g->kt; q++) _mm512_storeu_si512(t + q * TILE, bf16_pairs(src + q * TK, g->kcx - q * TK));

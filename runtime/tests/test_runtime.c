@@ -187,15 +187,25 @@ static void probe_member(void* ctx, int member, int size) {
   }
   if (member == 0) tpurt_parallel_team(0, nested_member, p);
 }
-static void test_teams(void) {
+static void check_team(const char* how) {
   team_probe p;
   memset(&p, 0, sizeof p);
   tpurt_parallel_team(0, probe_member, &p);
   int size = tpurt_pool_threads();
-  for (int m = 0; m < size; m++) CHECK(p.sum_after_barrier[m] == size, "member %d saw %d of %d", m, p.sum_after_barrier[m], size);
-  CHECK(p.singles == 3, "each single once: %d", p.singles);
-  CHECK(p.nested_size == 1, "a nested team runs inline as one member: %d", p.nested_size);
-  CHECK(tpurt_team_member() == 0 && tpurt_team_size() == 1, "outside a team");
+  for (int m = 0; m < size; m++)
+    CHECK(p.sum_after_barrier[m] == size, "%s: member %d saw %d of %d", how, m, p.sum_after_barrier[m], size);
+  CHECK(p.singles == 3, "%s: each single once: %d", how, p.singles);
+  CHECK(p.nested_size == 1, "%s: a nested team runs inline as one member: %d", how, p.nested_size);
+  CHECK(tpurt_team_member() == 0 && tpurt_team_size() == 1, "%s: outside a team", how);
+}
+/* Members no helper takes run on the caller's thread, each on a stack of its own, switched at
+ * the barriers: the same team, seen by its members as one of threads. */
+static void test_teams(void) {
+  check_team("helpers");
+  tpurt_pool_team_helpers(0);
+  for (int i = 0; i < 3; i++) check_team("on the caller"); /* stacks are kept and reused */
+  tpurt_pool_team_helpers(1);
+  check_team("helpers again");
 }
 
 static void test_copies_and_ops(void) {

@@ -12,8 +12,7 @@
  * its loop inline instead of waiting. Helpers spin briefly after each loop (kernels issue
  * loops back to back) and then sleep on a condition variable. A loop does not wait for a
  * helper still waking up: the caller claims its chunks, closes the loop and waits only for
- * helpers inside it. A team does not either: members no helper has taken run on the caller's
- * thread, each on a stack of its own, switched at barriers (below, "Members on the caller").
+ * helpers inside it; a team (every member on its own thread) waits for all.
  *
  * Oversubscription: PyTorch's CPU intra-op threads and this pool only compete when CPU
  * tensor math runs while tpu work is still queued (strict mode). Programs that use the
@@ -23,9 +22,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <time.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -42,6 +39,7 @@ static struct {
   pthread_cond_t wake;
   uint64_t gen;     /* bumped per loop; helpers run when it changes */
   int sleepers;     /* helpers blocked on `wake` (under mu) */
+  int pending;      /* helpers still running the current team */
   /* Joining the current job: its generation (gen's low 32 bits) above bit 32, JOIN_CLOSED, and
    * the count of helpers inside it. */
   _Alignas(64) uint64_t join;
@@ -58,9 +56,7 @@ static struct {
   /* A team (tpurt_parallel_team) instead of a loop: every member on a thread of its own. */
   tpurt_team_fn team_fn;
   int team_size;
-  int team_next;         /* next member id to claim (helpers, or the caller) */
-  int64_t team_start;    /* when the team started (tpurt_now_ns) */
-  int team_helpers_off;  /* tests: helpers leave teams to the caller */
+  int team_next;         /* next member id a helper claims */
   int barrier_waiting;   /* members arrived at the current barrier */
   unsigned barrier_gen;  /* bumped when a barrier releases */
   uint64_t single_taken; /* single constructs claimed so far */
@@ -88,132 +84,6 @@ static void run_member(int id) {
 static void run_team_share(void) {
   int id = __atomic_fetch_add(&pool.team_next, 1, __ATOMIC_RELAXED);
   if (id < pool.team_size) run_member(id);
-}
-
-/* ---- Members on the caller. A team's members must run at once (they wait for each other at
- * barriers), and a helper that is parked, or whose core the host thread holds, took 0.1-1 ms
- * to come: the first kernel of a compiled step waited 1.04 ms for a helper to run a 68 us
- * kernel's other half. So the caller runs members no helper has taken itself, each on a stack
- * of its own (a fiber), switching between them where one waits at a barrier. Which thread
- * runs a member never changes what it computes (Inductor splits loops by member id and
- * count), so results stay those of the full team. */
-#define MEMBER_STACK_BYTES ((size_t)1 << 20)
-#define CLAIM_AFTER_NS 10000 /* a helper that is awake takes its member within ~1 us */
-
-#if defined(__SANITIZE_ADDRESS__)
-#define POOL_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define POOL_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define POOL_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define POOL_TSAN 1
-#endif
-#endif
-#ifdef POOL_ASAN
-#include <sanitizer/common_interface_defs.h>
-#endif
-#ifdef POOL_TSAN
-#include <sanitizer/tsan_interface.h>
-#endif
-
-typedef struct {
-  ucontext_t uc;
-  char* stack; /* mapped once per slot and kept; slot 0 is the thread's own stack */
-  int id, done, waiting;
-  unsigned waiting_gen; /* the barrier generation it waits at, while `waiting` */
-  uint64_t singles;
-  const void* bottom; /* the stack, for ASan */
-  size_t size;
-  void* tsan_fiber;
-} fiber;
-
-static _Thread_local struct {
-  fiber* f; /* MAX_THREADS slots, allocated at the thread's first team */
-  int count, current, from;
-} local;
-
-static void fiber_switch(int to, int leaving) {
-  fiber *a = &local.f[local.current], *b = &local.f[to];
-  a->singles = member.singles;
-  local.from = local.current, local.current = to;
-  member.id = b->id, member.singles = b->singles;
-#ifdef POOL_ASAN
-  void* fake = NULL;
-  __sanitizer_start_switch_fiber(leaving ? NULL : &fake, b->bottom, b->size);
-#endif
-#ifdef POOL_TSAN
-  __tsan_switch_to_fiber(b->tsan_fiber, 0);
-#endif
-  (void)leaving;
-  swapcontext(&a->uc, &b->uc);
-#ifdef POOL_ASAN
-  __sanitizer_finish_switch_fiber(fake, &local.f[local.from].bottom, &local.f[local.from].size);
-#endif
-}
-
-/* A fiber's life: its member, then back to slot 0 for good (slot 0 runs the waits that pick
- * what runs next). */
-static void fiber_main(void) {
-#ifdef POOL_ASAN
-  __sanitizer_finish_switch_fiber(NULL, &local.f[local.from].bottom, &local.f[local.from].size);
-#endif
-  fiber* f = &local.f[local.current];
-  member.id = f->id, member.size = pool.team_size, member.singles = 0;
-  pool.team_fn(pool.ctx, f->id, pool.team_size);
-  f->done = 1;
-  fiber_switch(0, 1);
-}
-
-/* The next slot's stack, mapped at its first use and kept for the thread's later teams. */
-static int slot_ready(fiber* f) {
-  if (f->stack) return 1;
-  void* p = mmap(NULL, MEMBER_STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (p == MAP_FAILED) return 0;
-  f->stack = p;
-#ifdef POOL_TSAN
-  f->tsan_fiber = __tsan_create_fiber(0);
-#endif
-  return 1;
-}
-
-/* A member no helper has taken yet, run here: once the team has run long enough that an
- * awake helper would have taken it, and only with a stack at hand. */
-static int claim_member(void) {
-  if (local.count >= MAX_THREADS || (!pool.team_helpers_off && tpurt_now_ns() - pool.team_start < CLAIM_AFTER_NS))
-    return 0;
-  fiber* f = &local.f[local.count];
-  if (!slot_ready(f)) return 0;
-  int id = __atomic_fetch_add(&pool.team_next, 1, __ATOMIC_ACQ_REL);
-  if (id >= pool.team_size) return 0;
-  getcontext(&f->uc);
-  f->uc.uc_stack.ss_sp = f->stack;
-  f->uc.uc_stack.ss_size = MEMBER_STACK_BYTES;
-  f->uc.uc_link = NULL;
-  makecontext(&f->uc, fiber_main, 0);
-  f->bottom = f->stack, f->size = MEMBER_STACK_BYTES;
-  f->id = id, f->done = 0, f->waiting = 0, f->singles = 0;
-  fiber_switch(local.count++, 0);
-  return 1;
-}
-
-/* While this thread's current member waits: runs another of its members that can go on, or a
- * member nobody has claimed. Returns whether anything ran. */
-static int run_other_member(void) {
-  unsigned gen = __atomic_load_n(&pool.barrier_gen, __ATOMIC_ACQUIRE);
-  for (int i = 1; i <= local.count; i++) {
-    int k = (local.current + i) % local.count;
-    fiber* f = &local.f[k];
-    if (k != local.current && !f->done && !(f->waiting && f->waiting_gen == gen)) {
-      fiber_switch(k, 0);
-      return 1;
-    }
-  }
-  return claim_member();
 }
 
 /* Claim and run chunks of the current loop until none is left: this thread's run first. */
@@ -280,9 +150,11 @@ static void* helper_main(void* p) {
     int moved = step_aside(&saved);
     if (try_join(g)) {
       tpurt_temp_adopt(pool.temp);
-      if (!pool.team_fn) run_chunks();
-      else if (!pool.team_helpers_off) run_team_share();
+      int team = pool.team_fn != NULL;
+      if (team) run_team_share();
+      else run_chunks();
       tpurt_temp_adopt(NULL);
+      if (team) __atomic_fetch_sub(&pool.pending, 1, __ATOMIC_RELEASE);
       __atomic_fetch_sub(&pool.join, 1, __ATOMIC_RELEASE);
     }
     if (moved) sched_setaffinity(0, sizeof saved, &saved);
@@ -331,6 +203,7 @@ int tpurt_pool_threads(void) {
 static void run_job(void (*callers_share)(void)) {
   pool.temp = tpurt_temp_current();
   __atomic_store_n(&pool.caller_cpu, sched_getcpu(), __ATOMIC_RELAXED);
+  __atomic_store_n(&pool.pending, pool.nthreads - 1, __ATOMIC_RELAXED);
   pthread_mutex_lock(&pool.mu);
   __atomic_store_n(&pool.join, (uint64_t)(uint32_t)(pool.gen + 1) << 32, __ATOMIC_RELAXED);
   __atomic_fetch_add(&pool.gen, 1, __ATOMIC_RELEASE);
@@ -339,36 +212,17 @@ static void run_job(void (*callers_share)(void)) {
   in_loop = 1;
   callers_share();
   in_loop = 0;
-  /* A loop is done when its chunks are, a team when its members are: the caller claims what
-   * helpers that have not woken yet would have taken, then closes the job to them and waits
-   * only for those inside (it waited for a parked helper's wake-up, 0.1-0.2 ms on a VM, to
-   * learn that nothing was left). */
+  /* A team needs every member. A loop is done when its chunks are: the caller claims the
+   * chunks of helpers that have not woken yet, then closes the loop to them and waits only
+   * for those inside (it waited for a parked helper's wake-up, 0.1-0.2 ms on a VM, to learn
+   * that nothing was left). */
+  if (pool.team_fn)
+    while (__atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) > 0) sched_yield();
   __atomic_fetch_or(&pool.join, JOIN_CLOSED, __ATOMIC_ACQ_REL);
   while (__atomic_load_n(&pool.join, __ATOMIC_ACQUIRE) & JOIN_COUNT) sched_yield();
 }
 
-/* Member 0, then every member this thread holds or can still claim, to the end. */
-static void run_team_callers_share(void) {
-  if (!local.f && !(local.f = calloc(MAX_THREADS, sizeof *local.f))) {
-    run_member(0); /* no slots: the helpers run the other members */
-    return;
-  }
-  local.count = 1, local.current = 0;
-  local.f[0] = (fiber){.id = 0};
-#ifdef POOL_TSAN
-  local.f[0].tsan_fiber = __tsan_get_current_fiber();
-#endif
-  run_member(0);
-  local.f[0].done = 1;
-  for (unsigned spins = 0;; spins++) {
-    int left = 0;
-    for (int k = 1; k < local.count; k++) left |= !local.f[k].done;
-    if (run_other_member()) continue;
-    if (!left && __atomic_load_n(&pool.team_next, __ATOMIC_ACQUIRE) >= pool.team_size) break;
-    tpurt_spin_pause(spins);
-  }
-  local.count = 0;
-}
+static void run_first_member(void) { run_member(0); }
 
 void tpurt_parallel_for(int64_t n, int64_t grain, tpurt_pool_fn fn, void* ctx) {
   if (n <= 0) return;
@@ -407,15 +261,12 @@ void tpurt_parallel_team(int size, tpurt_team_fn fn, void* ctx) {
   pool.ctx = ctx;
   pool.team_size = size;
   pool.team_next = 1;
-  pool.team_start = tpurt_now_ns();
   pool.barrier_waiting = 0;
   pool.single_taken = 0;
-  run_job(run_team_callers_share);
+  run_job(run_first_member);
   pool.team_fn = NULL;
   pthread_mutex_unlock(&pool.busy);
 }
-
-void tpurt_pool_team_helpers(int on) { pool.team_helpers_off = !on; }
 
 int tpurt_team_member(void) { return member.id; }
 int tpurt_team_size(void) { return member.size; }
@@ -430,14 +281,10 @@ void tpurt_team_barrier(void) {
     __atomic_add_fetch(&pool.barrier_gen, 1, __ATOMIC_RELEASE);
     return;
   }
-  fiber* me = local.count ? &local.f[local.current] : NULL; /* the caller: it may run others */
-  if (me) me->waiting = 1, me->waiting_gen = gen;
   for (unsigned spins = 0; __atomic_load_n(&pool.barrier_gen, __ATOMIC_ACQUIRE) == gen; spins++) {
-    if (me && run_other_member()) continue;
     if (spins < 4096) tpurt_cpu_relax();
     else sched_yield();
   }
-  if (me) me->waiting = 0;
 }
 
 /* The member that reaches the team's k-th single construct first runs it. */

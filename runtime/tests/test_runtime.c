@@ -165,10 +165,12 @@ static void test_host_kernels(void) {
 }
 
 /* Teams (what torch.compile's OpenMP loops run on): members run at once (a barrier sees every
- * member's write), a single construct runs once per team, a nested team is one member. */
+ * member's write), a single construct runs once per team, a nested team is one member, and a
+ * member still sees the whole team after the barriers (Inductor's last loop splits by it). */
 typedef struct {
   int seen[64];
   int sum_after_barrier[64];
+  int size_at_end[64]; /* the size a member sees after the last barrier */
   int singles;
   int nested_size;
 } team_probe;
@@ -185,27 +187,21 @@ static void probe_member(void* ctx, int member, int size) {
     if (tpurt_team_single()) __atomic_add_fetch(&p->singles, 1, __ATOMIC_RELAXED);
     tpurt_team_barrier();
   }
+  p->size_at_end[member] = tpurt_team_size();
   if (member == 0) tpurt_parallel_team(0, nested_member, p);
 }
-static void check_team(const char* how) {
+static void test_teams(void) {
   team_probe p;
   memset(&p, 0, sizeof p);
   tpurt_parallel_team(0, probe_member, &p);
   int size = tpurt_pool_threads();
-  for (int m = 0; m < size; m++)
-    CHECK(p.sum_after_barrier[m] == size, "%s: member %d saw %d of %d", how, m, p.sum_after_barrier[m], size);
-  CHECK(p.singles == 3, "%s: each single once: %d", how, p.singles);
-  CHECK(p.nested_size == 1, "%s: a nested team runs inline as one member: %d", how, p.nested_size);
-  CHECK(tpurt_team_member() == 0 && tpurt_team_size() == 1, "%s: outside a team", how);
-}
-/* Members no helper takes run on the caller's thread, each on a stack of its own, switched at
- * the barriers: the same team, seen by its members as one of threads. */
-static void test_teams(void) {
-  check_team("helpers");
-  tpurt_pool_team_helpers(0);
-  for (int i = 0; i < 3; i++) check_team("on the caller"); /* stacks are kept and reused */
-  tpurt_pool_team_helpers(1);
-  check_team("helpers again");
+  for (int m = 0; m < size; m++) {
+    CHECK(p.sum_after_barrier[m] == size, "member %d saw %d of %d", m, p.sum_after_barrier[m], size);
+    CHECK(p.size_at_end[m] == size, "member %d saw a team of %d after the barriers", m, p.size_at_end[m]);
+  }
+  CHECK(p.singles == 3, "each single once: %d", p.singles);
+  CHECK(p.nested_size == 1, "a nested team runs inline as one member: %d", p.nested_size);
+  CHECK(tpurt_team_member() == 0 && tpurt_team_size() == 1, "outside a team");
 }
 
 static void test_copies_and_ops(void) {

@@ -5,9 +5,10 @@
  *   peak_gflops(threads, seconds): every thread runs 12 independent FMA chains of one vector
  *     each (enough to cover FMA latency x throughput on current x86 cores); flops = 2 * lanes
  *     * 12 per iteration.
- *   unit_peak_gflops(threads, seconds): the matrix unit's bf16 rate, where the build has one
- *     (Intel AMX, built with -mamx-tile -mamx-bf16) and Linux grants it, else 0: every thread
- *     runs four independent tile products (TDPBF16PS, 16 x 16 x 32 multiply-adds each).
+ *   unit_peak_gflops(threads, seconds): the bf16 unit's rate, where the build has one, else 0:
+ *     Intel AMX (built with -mamx-tile -mamx-bf16, where Linux grants it): every thread runs
+ *     four independent tile products (TDPBF16PS, 16 x 16 x 32 multiply-adds each); AVX512-BF16
+ *     (built with -mavx512bf16): 12 independent VDPBF16PS chains (32 multiply-adds each).
  *   bandwidth_gbps(kind, threads, nbytes): kind 0 = memcpy (read+write bytes counted),
  *     kind 1 = STREAM triad a = b + s*c (3 arrays counted); arrays split across threads. */
 #include <pthread.h>
@@ -113,6 +114,29 @@ double unit_peak_gflops(int threads, double seconds) {
   if (syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) != 0) return 0;
   return gflops_of(unit_thread, threads, seconds);
 }
+#elif defined(__AVX512BF16__)
+#include <immintrin.h>
+
+static void* unit_thread(void* p) {
+  peak_arg* a = p;
+  __m512 acc[12];
+  for (int j = 0; j < 12; j++) acc[j] = _mm512_setzero_ps();
+  __m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80); /* bf16 pairs (1, 1) */
+  long iters = 0;
+  double t0 = now();
+  while (now() - t0 < a->seconds) {
+    for (int r = 0; r < 100000; r++)
+      for (int j = 0; j < 12; j++) acc[j] = _mm512_dpbf16_ps(acc[j], x, x);
+    iters += 100000;
+  }
+  for (int j = 1; j < 12; j++) acc[0] = _mm512_add_ps(acc[0], acc[j]);
+  float sink[16];
+  _mm512_storeu_ps(sink, acc[0]);
+  a->flops = (double)iters * 12 * 32 * 2 + (sink[0] < 0); /* the sums kept alive */
+  return NULL;
+}
+
+double unit_peak_gflops(int threads, double seconds) { return gflops_of(unit_thread, threads, seconds); }
 #else
 double unit_peak_gflops(int threads, double seconds) { (void)threads, (void)seconds; return 0; }
 #endif

@@ -159,8 +159,10 @@ def machine():
     so = pathlib.Path(tempfile.gettempdir()) / f"tpu_bench_machine_{os.getpid()}.so"
     isa = torch_tpu._runtime.host_runs()[0]  # the widest build this host runs
     march = [f"-march={torch_tpu._runtime.level(isa)}"] if isa != "portable" else []
-    if isa == "amx":  # the matrix unit's rate too (runtime/Makefile's flags for that build)
+    if isa == "amx":  # the bf16 unit's rate too (runtime/Makefile's flags for that build)
         march += ["-mamx-tile", "-mamx-bf16"]
+    elif isa == "avx512bf16":
+        march += ["-mavx512bf16"]
     subprocess.run(["cc", "-O3", *march, "-shared", "-fPIC", "-pthread", str(HERE / "machine.c"), "-o", str(so)],
                    check=True)
     m = ctypes.CDLL(str(so))
@@ -206,8 +208,8 @@ def gemm(args, mach, rows):
                "ratio": {k: med[k] / med["cpu"] for k in med if k != "cpu"},
                "high_over_default": med["high"] / med["default"],
                "default_over_highest": med["default"] / med["highest"], "noisy": why}
-        # DEFAULT precision's products run on the matrix unit where the loaded build has one
-        unit_default = mach["unit_peak_gflops"] and mach["tpu_isa"] == "amx"
+        # DEFAULT precision's products run on the bf16 unit where the loaded build has one
+        unit_default = mach["unit_peak_gflops"] and mach["tpu_isa"] in ("amx", "avx512bf16")
         row["pct_peak"] = {k: 100 * g / (mach["unit_peak_gflops"] if k == "default" and unit_default else mach["peak_gflops"])
                            for k, g in row["gflops"].items()}
         out.append(row)
@@ -525,7 +527,7 @@ def main():
     mach = machine()
     rows.append(f"machine: {mach['cpus']} cpus, {mach['isa']} FMA peak {mach['peak_gflops_1t']:.1f} GFLOP/s (1 thread) "
                 f"{mach['peak_gflops']:.1f} (all)"
-                + (f", AMX bf16 peak {mach['unit_peak_gflops']:.0f} (all)" if mach["unit_peak_gflops"] else "")
+                + (f", bf16 unit peak {mach['unit_peak_gflops']:.0f} (all)" if mach["unit_peak_gflops"] else "")
                 + f"; copy {mach['bandwidth_gbps']['copy']:.1f} GB/s, "
                 f"triad {mach['bandwidth_gbps']['triad']:.1f} GB/s; torch threads {mach['torch_threads']}, "
                 f"tpu threads {os.environ.get('TPU_NUM_THREADS', 'default')}, tpu kernels {mach['tpu_isa']} build, "

@@ -1,7 +1,8 @@
 """One build of the runtime per instruction set (runtime/Makefile), picked when torch_tpu is
 imported: TPU_ISA forces one, the default is the widest the host runs. The builds with FMA
-(avx512, avx2) give the same bits for the same inputs; the portable build rounds its
-contracted multiply-adds twice, so it only matches within rounding (ARCHITECTURE.md)."""
+(avx512, avx2) give the same bits for the same inputs, and so does avx512bf16 (their bf16
+products as dot products) while no value is subnormal; the portable build rounds its contracted
+multiply-adds twice, so it only matches within rounding (ARCHITECTURE.md)."""
 import os
 import subprocess
 import sys
@@ -44,7 +45,7 @@ def test_a_forced_build_is_the_only_runtime_in_the_process(isa):
 
 def test_a_build_the_host_lacks_or_an_unknown_name_is_a_clear_error_at_first_use():
     code = ("import torch\ntry:\n    torch.ones(1, device='tpu')\nexcept ValueError as e:\n    print(e)\n")
-    assert "TPU_ISA='avx9': expected one of amx, avx512, avx2, portable" in _run(code, TPU_ISA="avx9")
+    assert "TPU_ISA='avx9': expected one of amx, avx512bf16, avx512, avx2, portable" in _run(code, TPU_ISA="avx9")
     lacking = [n for n in torch_tpu._runtime.builds() if n not in RUNS]
     for isa in lacking:
         assert f"TPU_ISA='{isa}': this host's CPU lacks" in _run(code, TPU_ISA=isa)
@@ -76,6 +77,39 @@ def test_avx512_and_avx2_builds_give_the_same_bits(per_build):
     assert a.keys() == b.keys()
     differ = [n for n in a if not torch.equal(a[n].view(-1).view(torch.uint8), b[n].view(-1).view(torch.uint8))]
     assert not differ, differ
+
+
+@pytest.mark.once
+@pytest.mark.skipif(not {"avx512bf16", "avx512"} <= set(RUNS), reason="needs a host with AVX512-BF16")
+def test_the_avx512bf16_build_gives_the_avx512_builds_bits(per_build):
+    """Its dot products add each pair's products in K order, as the FMA path does, and a bf16
+    product is exact in f32: the same bits, products of bf16 values included."""
+    a, b = per_build["avx512bf16"], per_build["avx512"]
+    assert a.keys() == b.keys()
+    differ = [n for n in a if not torch.equal(a[n].view(-1).view(torch.uint8), b[n].view(-1).view(torch.uint8))]
+    assert not differ, differ
+
+
+SUBNORMAL = """
+import torch, torch_tpu
+a = torch.full((40, 70), 2.0 ** -70)
+b = torch.full((70, 50), 2.0 ** -70)
+out = {}
+for p in ("default", "high", "highest"):
+    with torch.tpu.precision(p):
+        out[p] = (a.to("tpu") @ b.to("tpu")).cpu()
+want = (a.double() @ b.double()).float()
+print(torch_tpu._runtime.load(), *(int(torch.equal(out[p], want)) for p in out), int(bool((out["default"] == 0).all())))
+"""
+
+
+@pytest.mark.skipif("avx512bf16" not in RUNS, reason="needs a host with AVX512-BF16")
+def test_the_avx512bf16_build_flushes_subnormal_products_as_a_tpu_does():
+    """2^-70 x 2^-70 is below f32's normal range: the dot products flush it (a TPU's MXU does
+    too) where the FMA path keeps it; HIGHEST stays f32 on the FMA path in every build. This
+    also shows the products ran on the dot-product path."""
+    assert _run(SUBNORMAL, TPU_ISA="avx512bf16").split() == ["avx512bf16", "0", "0", "1", "1"]
+    assert _run(SUBNORMAL, TPU_ISA="avx512").split() == ["avx512", "1", "1", "1", "0"]
 
 
 # What the amx build computes on the matrix unit: products of bf16 values (DEFAULT precision's

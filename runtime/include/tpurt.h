@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define TPURT_VERSION_MAJOR 0
-#define TPURT_VERSION_MINOR 14
+#define TPURT_VERSION_MINOR 15
 
 /* ---------------------------------------------------------------- status codes */
 /* X(code, value, the c10 error class the C++ boundary throws, which PyTorch turns into the
@@ -436,15 +436,18 @@ typedef struct tpurt_host_arg_copy {
 tpurt_status tpurt_host_kernel_launch(int32_t stream, tpurt_host_kernel_fn fn, const int64_t* args, int nargs,
                                       const char* name, const tpurt_host_arg_copy* copies, int ncopies);
 
-/* ---------------------------------------------------------------- instruction sets (since 0.10; amx 0.14) */
+/* ---------------------------------------------------------------- instruction sets (since 0.10; amx 0.14; avx512bf16 0.15) */
 /* The library is built once per x86-64 level and torch_tpu loads one build: the one TPU_ISA
  * names, else the widest the host runs. X(name, compiler level, what the host needs), widest
  * first. Every build gives the same bits as every other with FMA (avx512, avx2); portable has
- * no FMA, so its contracted expressions round twice, and amx is avx512 with products of bf16
- * values (DEFAULT precision) on the host's matrix unit, which rounds its sums its own way
- * (ARCHITECTURE.md, "Instruction sets"). */
+ * no FMA, so its contracted expressions round twice; amx is avx512 with products of bf16
+ * values (DEFAULT precision) on the host's matrix unit, which rounds its sums its own way, and
+ * avx512bf16 is avx512 with those products as AVX512-BF16 dot products, the avx512 build's bits
+ * except that subnormal bf16 values and sums are flushed to zero (ARCHITECTURE.md, "Instruction
+ * sets"). */
 #define TPURT_ISA_LIST(X)                                                                   \
   X("amx", "x86-64-v4", "AVX-512 and AMX-BF16 (Sapphire Rapids and later; Linux must permit its state)") \
+  X("avx512bf16", "x86-64-v4", "AVX-512 and AVX512-BF16 (AMD Zen 4, Intel Cooper Lake and later)") \
   X("avx512", "x86-64-v4", "AVX-512 F, BW, CD, DQ and VL")         \
   X("avx2", "x86-64-v3", "AVX2, FMA, F16C, BMI1 and BMI2")          \
   X("portable", "x86-64", "nothing beyond x86-64 (the only build on other CPUs)")
@@ -470,7 +473,7 @@ int tpurt_isa_host_runs(const char* name);
   X(TPURT_ENV_TOPOLOGY, "TPU_TOPOLOGY", "slice topology, e.g. 2x4 (default: the generation's for its size)") \
   X(TPURT_ENV_LAUNCH_BLOCKING, "TPU_LAUNCH_BLOCKING", "1: debug eager mode, every op synchronous")           \
   X(TPURT_ENV_DEFER_AND_FUSE, "TORCH_TPU_DEFER_AND_FUSE", "1: fused eager mode, elementwise chains run as one command (TPU_LAUNCH_BLOCKING wins)") \
-  X(TPURT_ENV_ISA, "TPU_ISA", "the kernels' instruction set: amx, avx512, avx2 or portable (default: the widest this host runs; read when torch_tpu is imported)") \
+  X(TPURT_ENV_ISA, "TPU_ISA", "the kernels' instruction set: amx, avx512bf16, avx512, avx2 or portable (default: the widest this host runs; read when torch_tpu is imported)") \
   X(TPURT_ENV_SANITIZER, "TPU_SANITIZER", "asan: load the runtime built with ASan + UBSan (make test-asan; needs the ASan runtime in LD_PRELOAD)") \
   X(TPURT_ENV_NUM_THREADS, "TPU_NUM_THREADS", "host threads the emulated chip computes with (default: all CPUs)") \
   X(TPURT_ENV_HBM_BYTES, "TPU_HBM_BYTES", "override each chip's HBM capacity in bytes (tests of OOM)")        \

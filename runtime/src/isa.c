@@ -26,6 +26,8 @@ enum { ISA_COUNT = sizeof isas / sizeof isas[0] };
 const char* tpurt_isa(void) {
 #if defined(__AMX_BF16__) && defined(__AMX_TILE__)
   return "amx";
+#elif defined(__AVX512BF16__)
+  return "avx512bf16";
 #elif defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
   return "avx512";
 #elif defined(__AVX2__) && defined(__FMA__)
@@ -78,6 +80,8 @@ int tpurt_isa_host_runs(const char* name) {
            __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
            __builtin_cpu_supports("avx512vl");
   if (strcmp(e->name, "avx512") == 0) return v4;
+  if (strcmp(e->name, "avx512bf16") == 0) /* AVX512_BF16: CPUID 7.1 EAX bit 5 */
+    return v4 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5));
   /* amx: the tile and bf16 units (CPUID 7.0 EDX bits 24, 22), and Linux's permission to use their
    * state (asked once per process; the state is large, so it is off until asked for) */
   unsigned a7, b7, c7, d7;

@@ -72,8 +72,9 @@ static void test_mm_precisions(void) {
 }
 
 /* DEFAULT precision is the product of the bf16-rounded operands summed in f32, on the FMA path
- * and on the amx build's matrix unit alike: every element within the f32 rounding of its sum
- * (a bound from the sum of |a||b| over K), for either layout of either operand, with shapes
+ * and on the bf16 units (the amx build's tiles, the avx512bf16 build's dot products) alike:
+ * every element within the f32 rounding of its sum (a bound from the sum of |a||b| over K),
+ * for either layout of either operand, with shapes
  * across the unit's tile (16, 32), run (256) and block (1024 columns) edges. A row of the
  * product equals the same row of a product with fewer rows, bit for bit. */
 static void test_default_is_the_f32_sum_of_bf16_products(void) {

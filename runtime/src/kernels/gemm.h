@@ -49,15 +49,16 @@ static inline int tpurt_gemm_by_cols(const tpurt_gemm_mat* m) { return m->rs == 
  * converted into buf. */
 const float* tpurt_gemm_line_f32(float* buf, const tpurt_gemm_mat* m, int64_t i, int64_t k, int64_t n, int along_col);
 
-/* The amx build's product on the host's matrix unit (matmul_amx.c): C = A * B (store) or
+/* The product on the host's bf16 unit (matmul_unit.c; the amx build's tiles, the avx512bf16
+ * build's dot products): C = A * B (store) or
  * C += A * B, then + bias, for operands whose values are bf16 (DEFAULT precision's one pass, or
  * bf16 tensors; x = 1) or f32 at HIGH precision (bf16_3x: each value as three bf16 parts along
  * K; x = 3). Returns 0 without touching C where it does not run: another build, a host without
- * AMX or without the kernel's permission, operands read in place (`rows`), an empty product.
- * ws: tpurt_gemm_scratch_bytes() or the matmul family's scratch for N columns. */
-int tpurt_gemm_amx(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B, int x, float* c,
+ * the unit (or, for AMX, without the kernel's permission), operands read in place (`rows`), an
+ * empty product. ws: tpurt_gemm_scratch_bytes() or the matmul family's scratch for N columns. */
+int tpurt_gemm_unit(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B, int x, float* c,
                    int64_t ldc, void* ws, int store, const float* bias);
-/* 1 when this build has the AMX path and the host lets the process use it. */
-int tpurt_gemm_amx_ready(void);
+/* 1 when this build has a bf16 unit path and the host lets the process use it. */
+int tpurt_gemm_unit_ready(void);
 
 #endif /* TPURT_GEMM_H */

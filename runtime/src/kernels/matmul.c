@@ -332,8 +332,8 @@ static int bf16_values(const mat* m, pass_mode p) { return m->dtype == TPURT_BF1
 static int unit_gemm_f32(int64_t M, int64_t N, int64_t K, const mat* A, const mat* B, pass_mode pa, pass_mode pb,
                          float* c, int64_t ldc, float* ws, int store, const float* bias) {
   if (pa == PASS_BF16X3 || pb == PASS_BF16X3) /* HIGH: f32 operands, three bf16 parts each */
-    return A->dtype == TPURT_F32 && B->dtype == TPURT_F32 && tpurt_gemm_amx(M, N, K, A, B, 3, c, ldc, ws, store, bias);
-  return bf16_values(A, pa) && bf16_values(B, pb) && tpurt_gemm_amx(M, N, K, A, B, 1, c, ldc, ws, store, bias);
+    return A->dtype == TPURT_F32 && B->dtype == TPURT_F32 && tpurt_gemm_unit(M, N, K, A, B, 3, c, ldc, ws, store, bias);
+  return bf16_values(A, pa) && bf16_values(B, pb) && tpurt_gemm_unit(M, N, K, A, B, 1, c, ldc, ws, store, bias);
 }
 static int unit_gemm_f64(int64_t M, int64_t N, int64_t K, const mat* A, const mat* B, pass_mode pa, pass_mode pb,
                          double* c, int64_t ldc, double* ws, int store, const double* bias) {
@@ -883,7 +883,7 @@ int tpurt_gemm_rows_form(int dtype, int precision) {
   if (dtype == TPURT_F64) return TPURT_GEMM_ROWS_AS_IS;
   if (dtype != TPURT_F32) return TPURT_GEMM_ROWS_NO;
   pass_mode p = pass_of(dtype, precision);
-  if (p == PASS_BF16 && tpurt_gemm_amx_ready()) return TPURT_GEMM_ROWS_NO; /* the unit packs its tiles */
+  if (p == PASS_BF16 && tpurt_gemm_unit_ready()) return TPURT_GEMM_ROWS_NO; /* the unit packs its tiles */
   return p == PASS_F32 ? TPURT_GEMM_ROWS_AS_IS : p == PASS_BF16 ? TPURT_GEMM_ROWS_BF16 : TPURT_GEMM_ROWS_NO;
 }
 

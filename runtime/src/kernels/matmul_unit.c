@@ -1,20 +1,37 @@
-/* The MXU's bf16 pass on the host's own matrix unit: Intel AMX (TDPBF16PS), in the amx build
- * only. Each instruction multiplies a 16 x 32 tile of bf16 values by a 32 x 16 one into 16 x 16
- * f32 sums, 16 times the multiply-adds of an AVX-512 FMA per cycle, so DEFAULT precision's f32
- * products and bf16 products run at the speed their numerics allow, as on a TPU.
+/* The MXU's bf16 pass on the host's own bf16 units, in the builds that have one: Intel AMX
+ * (TDPBF16PS, the amx build) or AVX512-BF16 dot products (VDPBF16PS, the avx512bf16 build).
+ * AMX multiplies a 16 x 32 tile of bf16 values by a 32 x 16 one into 16 x 16 f32 sums, 16 times
+ * the multiply-adds of an AVX-512 FMA per cycle; VDPBF16PS adds two bf16 products into each of
+ * 16 f32 lanes, twice an FMA's. So DEFAULT precision's f32 products and bf16 products run at
+ * the speed their numerics allow, as on a TPU.
  *
  * Numerics: bf16 operands (DEFAULT precision rounds f32 ones to nearest even while packing, as
- * the FMA path does), f32 sums. The unit adds each 32-step group of products with its own
- * internal rounding (neither the FMA path's step-by-step order nor any other order reproduces
- * it: ARCHITECTURE.md "Instruction sets"), treats bf16 subnormals as zero and flushes subnormal
- * sums to zero, as TPUs do. Every C element is summed by one thread: its K steps in runs of 256
- * from k = 0, each run's sum (groups of 32, the last zero-padded) added to C in order, as the FMA
- * path adds its runs; whatever the shape around it, the blocking or the thread count. So a row of
- * a product equals the same row of a taller one, and a convolution (and its weight gradient, run
- * by run) equals the product of its columns, bit for bit, as in the other builds. */
+ * the FMA path does), f32 sums. Both treat bf16 subnormals as zero and flush subnormal sums to
+ * zero, as TPUs do. AMX adds each 32-step group of products with its own internal rounding
+ * (neither the FMA path's step-by-step order nor any other order reproduces it: ARCHITECTURE.md
+ * "Instruction sets"). VDPBF16PS adds the pair's second product, rounds, then its first, and
+ * rounds (Intel's definition; checked bit for bit on 3.2M sums on an AMD Zen 4): each pair is
+ * packed (k + 1, k) so that it adds step k first, which is the FMA path's order, and a bf16
+ * product is exact in f32, as inside an FMA, so the sums are the avx512 build's bits whenever
+ * no value or sum is subnormal. Every C element is summed by one thread: its K steps in runs of
+ * 256 from k = 0, each run's sum added to C in order, as the FMA path adds its runs; whatever
+ * the shape around it, the blocking or the thread count. So a row of a product equals the same
+ * row of a taller one, and a convolution (and its weight gradient, run by run) equals the
+ * product of its columns, bit for bit, as in the other builds. */
 #include "gemm.h"
 
 #if defined(__AMX_BF16__) && defined(__AMX_TILE__)
+#define UNIT_AMX 1
+#define UNIT_DOT 0
+#elif defined(__AVX512BF16__)
+#define UNIT_AMX 0
+#define UNIT_DOT 1
+#else
+#define UNIT_AMX 0
+#define UNIT_DOT 0
+#endif
+
+#if UNIT_AMX || UNIT_DOT
 #include <immintrin.h>
 #include <pthread.h>
 
@@ -27,16 +44,20 @@ enum {
   STRIP = 32,    /* rows of C per work item: two tiles of rows */
 };
 
-/* isa.c's check of the host: CPUID, and Linux's permission for the tile state (asked there). */
+/* isa.c's check of the host: CPUID, and for AMX Linux's permission for the tile state (asked there). */
 static int granted;
-static void request(void) { granted = tpurt_isa_host_runs("amx"); }
+static void request(void) { granted = tpurt_isa_host_runs(UNIT_AMX ? "amx" : "avx512bf16"); }
 
-int tpurt_gemm_amx_ready(void) {
+int tpurt_gemm_unit_ready(void) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, request);
   return granted;
 }
 
+/* VDPBF16PS adds a lane's high bf16 product first: its pairs hold (k + 1, k), AMX's (k, k + 1). */
+enum { SWAP = UNIT_DOT ? 1 : 0 };
+
+#if UNIT_AMX
 /* Tile registers 0-3: a 32 x 32 block of C; 4-5: two row tiles of A; 6-7: two column tiles of
  * B. Loaded by every work item and released after it: other code on the same thread (oneDNN's
  * AMX kernels under PyTorch CPU's bf16 matmuls) configures the tiles its own way and releases
@@ -51,6 +72,7 @@ static void configure(void) {
   for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
   _tile_loadconfig(&cfg);
 }
+#endif
 
 /* Up to 16 floats from src (n of them, zeros past) as bf16 in 32-bit lanes, rounded as
  * tpurt_f32_to_bf16 rounds (to nearest even, NaN kept quiet). */
@@ -62,10 +84,15 @@ static inline __m512i bf16_lanes(const float* src, int64_t n) {
       _mm512_add_epi32(u, _mm512_add_epi32(_mm512_and_si512(hi, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7fff))), 16);
   return _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
 }
-/* 32 values (n live) as 32 bf16 in order: 16 pairs in 32-bit lanes. */
-static inline __m512i bf16_pairs(const float* src, int64_t n) {
+/* 32 values (n live) as 32 bf16 in order. */
+static inline __m512i bf16_run(const float* src, int64_t n) {
   __m256i lo = _mm512_cvtepi32_epi16(bf16_lanes(src, n)), hi = _mm512_cvtepi32_epi16(bf16_lanes(src + 16, n - 16));
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+/* 32 consecutive K steps as 16 pairs in 32-bit lanes (each pair's halves swapped for VDPBF16PS). */
+static inline __m512i bf16_pairs(const float* src, int64_t n) {
+  __m512i v = bf16_run(src, n);
+  return SWAP ? _mm512_rol_epi32(v, 16) : v;
 }
 
 /* HIGH precision's bf16_3x: n values as their three bf16 parts along K, (hi, hi, lo) for A and
@@ -124,9 +151,11 @@ static void pack_b(void* arg, int64_t t0, int64_t t1) {
       const float* r1 = k + 1 < g->kcx ? packed_row(g, k + 1, c0, c1, buf2) : NULL;
       uint16_t* t = g->bp + (k / TK) * TILE + (k % TK / 2) * 32;
       for (int64_t j = c0; j < c1; j += TN) {
-        __m512i lo = bf16_lanes(r0 + (j - c0), c1 - j);
-        __m512i hi = r1 ? _mm512_slli_epi32(bf16_lanes(r1 + (j - c0), c1 - j), 16) : _mm512_setzero_si512();
-        _mm512_storeu_si512(t + (j / TN) * g->kt * TILE, _mm512_or_si512(lo, hi));
+        __m512i first = bf16_lanes(r0 + (j - c0), c1 - j);
+        __m512i second = r1 ? bf16_lanes(r1 + (j - c0), c1 - j) : _mm512_setzero_si512();
+        __m512i pair = SWAP ? _mm512_or_si512(_mm512_slli_epi32(first, 16), second)
+                            : _mm512_or_si512(first, _mm512_slli_epi32(second, 16));
+        _mm512_storeu_si512(t + (j / TN) * g->kt * TILE, pair);
       }
     }
 }
@@ -146,9 +175,9 @@ static void pack_a(const job* g, int64_t r0, uint16_t* ap) {
             parts[r] = part == 2 ? tpurt_round_bf16(col[r] - hi) : hi;
           }
         _Alignas(64) uint16_t v[STRIP];
-        _mm512_storeu_si512(v, bf16_pairs(g->x == 3 ? parts : col, rows));
+        _mm512_storeu_si512(v, bf16_run(g->x == 3 ? parts : col, rows));
         int64_t e = k * g->x + part;
-        uint16_t* t = ap + (e / TK) * TILE + e % TK;
+        uint16_t* t = ap + (e / TK) * TILE + (e % TK ^ SWAP);
         for (int64_t r = 0; r < rows; r++) t[(r / 16) * g->kt * TILE + (r % 16) * TK] = v[r];
       }
     }
@@ -161,6 +190,20 @@ static void pack_a(const job* g, int64_t r0, uint16_t* ap) {
     }
 }
 
+/* The block's sums of rows [0, rows) x columns [0, cols) of a C tile at ct (sums[r * ld + q]):
+ * C = sums (first block) or C + sums, as the FMA path adds each run of KRUN steps (a sum carried
+ * across blocks would not be C + the block's product, which the weight gradient's per-run
+ * order relies on); then + bias after the product's last block. */
+static void add_sums(const job* g, float* ct, const float* sums, int64_t ld, int64_t rows, int64_t cols, int first,
+                     int last, int64_t j) {
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t q = 0; q < cols; q++) ct[r * g->ldc + q] = first ? sums[r * ld + q] : ct[r * g->ldc + q] + sums[r * ld + q];
+  if (last && g->bias)
+    for (int64_t r = 0; r < rows; r++)
+      for (int64_t q = 0; q < cols; q++) ct[r * g->ldc + q] += g->bias[g->j0 + j + q];
+}
+
+#if UNIT_AMX
 /* Row strips [s0, s1) of C against the packed B block. */
 static void strips(void* arg, int64_t s0, int64_t s1) {
   const job* g = arg;
@@ -182,28 +225,87 @@ static void strips(void* arg, int64_t s0, int64_t s1) {
         _tile_loadd(6, b0 + q * TILE, 64); _tile_loadd(7, b1 + q * TILE, 64);
         _tile_dpbf16ps(0, 4, 6); _tile_dpbf16ps(1, 4, 7); _tile_dpbf16ps(2, 5, 6); _tile_dpbf16ps(3, 5, 7);
       }
-      /* The block's sums, then C = sums (first block) or C + sums, as the FMA path adds each
-       * run of KRUN steps: a sum carried in the tiles across blocks would not be C + the
-       * block's product, which the weight gradient's per-run order relies on. */
-      int direct = first && rows == STRIP && cols == 2 * TN;
+      int direct = first && rows == STRIP && cols == 2 * TN && !(last && g->bias);
       float* out = direct ? ct : sums;
       int64_t ld = direct ? g->ldc : STRIP;
       _tile_stored(0, out, ld * 4); _tile_stored(1, out + TN, ld * 4);
       _tile_stored(2, out + TN * ld, ld * 4); _tile_stored(3, out + TN * ld + TN, ld * 4);
-      if (!direct)
-        for (int64_t r = 0; r < rows; r++)
-          for (int64_t q = 0; q < cols; q++) ct[r * g->ldc + q] = first ? sums[r * STRIP + q] : ct[r * g->ldc + q] + sums[r * STRIP + q];
-      if (last && g->bias)
-        for (int64_t r = 0; r < rows; r++)
-          for (int64_t q = 0; q < cols; q++) ct[r * g->ldc + q] += g->bias[g->j0 + j + q];
+      if (!direct) add_sums(g, ct, sums, STRIP, rows, cols, first, last, j);
     }
   }
   _tile_release();
 }
+#else
+enum { DR = 8, DV = 3 }; /* a dot tile: 8 rows x 3 vectors of 16 columns (24 sums in registers) */
 
-int tpurt_gemm_amx(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B, int x,
+/* acc + the lane pairs' products of a and b (VDPBF16PS). Inline assembly: clang 16 (the fuzz
+ * build) crashes compiling the intrinsic on its __m512bh casts. */
+static inline __m512 dot_pairs(__m512 acc, __m512i a, __m512i b) {
+  __asm__("vdpbf16ps %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+  return acc;
+}
+
+/* C rows [r, r + mr) of the strip at r0 x column tiles [t, t + NV) over the block's K tiles:
+ * A's pair p of row i is the 32-bit word at ap + (i / 16 * kt + p / 16) * TILE + i % 16 * TK +
+ * p % 16 * 2, B's pair p of column tile t the vector at bp + t * kt * TILE + p * 32. */
+static inline __attribute__((always_inline)) void dot_tile(const job* g, const uint16_t* ap, int64_t r0, int64_t r,
+                                                           int64_t t, int NV, int first, int last) {
+  __m512 acc[DR][DV];
+  for (int i = 0; i < DR; i++)
+    for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();
+  const uint16_t* a = ap + (r / 16) * g->kt * TILE + (r % 16) * TK;
+  const uint16_t* b = g->bp + t * g->kt * TILE;
+  for (int64_t p = 0; p < g->kt * (TK / 2); p++) {
+    const uint16_t* ak = a + (p / 16) * TILE + (p % 16) * 2;
+    __m512i bv[DV];
+    for (int v = 0; v < NV; v++) bv[v] = _mm512_loadu_si512(b + v * g->kt * TILE + p * 32);
+    for (int i = 0; i < DR; i++) {
+      int32_t w;
+      memcpy(&w, ak + i * TK, sizeof w);
+      __m512i av = _mm512_set1_epi32(w);
+      for (int v = 0; v < NV; v++) acc[i][v] = dot_pairs(acc[i][v], av, bv[v]);
+    }
+  }
+  int64_t j = t * TN, rows = g->M - r0 - r < DR ? g->M - r0 - r : DR, cols = g->nc - j < NV * TN ? g->nc - j : NV * TN;
+  float* ct = g->c + (r0 + r) * g->ldc + g->j0 + j;
+  if (rows == DR && cols == NV * TN && !(last && g->bias)) { /* a full tile: vector stores */
+    for (int i = 0; i < DR; i++)
+      for (int v = 0; v < NV; v++) {
+        float* cv = ct + i * g->ldc + v * TN;
+        _mm512_storeu_ps(cv, first ? acc[i][v] : _mm512_add_ps(_mm512_loadu_ps(cv), acc[i][v]));
+      }
+    return;
+  }
+  _Alignas(64) float sums[DR * DV * TN];
+  for (int i = 0; i < DR; i++)
+    for (int v = 0; v < NV; v++) _mm512_storeu_ps(sums + i * DV * TN + v * TN, acc[i][v]);
+  add_sums(g, ct, sums, DV * TN, rows, cols, first, last, j);
+}
+
+/* Row strips [s0, s1) of C against the packed B block: each strip's A packed once, then tiles of
+ * DR rows x DV column tiles, the columns outer so a tile's B vectors serve the strip's rows. */
+static void strips(void* arg, int64_t s0, int64_t s1) {
+  const job* g = arg;
+  _Alignas(64) uint16_t ap[2 * (KB / TK) * TILE];
+  int first = g->store && g->k0 == 0, last = g->k0 + g->kc >= g->K;
+  int64_t tiles = (g->nc + TN - 1) / TN;
+  for (int64_t s = s0; s < s1; s++) {
+    int64_t r0 = s * STRIP, rows = g->M - r0 < STRIP ? g->M - r0 : STRIP;
+    pack_a(g, r0, ap);
+    for (int64_t t = 0; t < tiles; t += DV)
+      for (int64_t r = 0; r < rows; r += DR) {
+        int nv = tiles - t < DV ? (int)(tiles - t) : DV;
+        if (nv == 3) dot_tile(g, ap, r0, r, t, 3, first, last);
+        else if (nv == 2) dot_tile(g, ap, r0, r, t, 2, first, last);
+        else dot_tile(g, ap, r0, r, t, 1, first, last);
+      }
+  }
+}
+#endif
+
+int tpurt_gemm_unit(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B, int x,
                    float* c, int64_t ldc, void* ws, int store, const float* bias) {
-  if (M <= 0 || N <= 0 || K <= 0 || A->rows || B->rows || !tpurt_gemm_amx_ready()) return 0;
+  if (M <= 0 || N <= 0 || K <= 0 || A->rows || B->rows || !tpurt_gemm_unit_ready()) return 0;
   job g = {M, N, K, A, B, c, ldc, ws, x, 0, 0, 0, 0, 0, 0, store, bias};
   int64_t run = KB / x; /* K steps per run: 256, or 85 (255 packed steps) for bf16_3x */
   int64_t nstrips = (M + STRIP - 1) / STRIP;
@@ -226,9 +328,9 @@ int tpurt_gemm_amx(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, con
   return 1;
 }
 
-#else /* builds without AMX */
-int tpurt_gemm_amx_ready(void) { return 0; }
-int tpurt_gemm_amx(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B, int x,
+#else /* builds without a bf16 unit */
+int tpurt_gemm_unit_ready(void) { return 0; }
+int tpurt_gemm_unit(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B, int x,
                    float* c, int64_t ldc, void* ws, int store, const float* bias) {
   (void)M, (void)N, (void)K, (void)A, (void)B, (void)x, (void)c, (void)ldc, (void)ws, (void)store, (void)bias;
   return 0;

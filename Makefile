@@ -27,7 +27,8 @@ test-py:
 	$(PY) -m pytest -q -m "not slow" tests
 
 # What test-py leaves out: runs of 15-30 s each (Ray, a compile cache across vector ISAs,
-# FSDP2 + TP on four ranks, a compiled Flux training step, every bad TPU_* value, exits).
+# FSDP2 + TP on four ranks, a compiled Flux training step, every bad TPU_* value, exits, a
+# checkpoint saved by four ranks loaded into two, the HF Trainer on four ranks).
 test-slow: setup
 	$(PY) -m pytest -q -m slow tests
 

@@ -56,6 +56,7 @@ def reference():
 
 
 @pytest.mark.once
+@pytest.mark.slow
 @pytest.mark.parametrize("mode, kind, wrapper", [("ddp", "MULTI_GPU", "DistributedDataParallel"),
                                                   ("fsdp2", "FSDP", "FSDPLlamaForCausalLM")])
 def test_trainer_on_four_ranks_trains_what_one_cpu_process_trains(trained, reference, mode, kind, wrapper):

@@ -118,7 +118,7 @@ def test_kernel_temporaries_run_out_of_hbm_as_oom():
     """A chip too small for a convolution's temporaries fails it with OutOfMemoryError, and recovers."""
     code = ("import torch, torch_tpu\n"
             "x = torch.randn(1, 8, 128, 128, device='tpu'); w = torch.randn(8, 8, 3, 3, device='tpu')\n"
-            "try:  # at highest: the in-place path in every build (the amx one packs at default)\n"
+            "try:  # at highest: the in-place path in every build (those with a bf16 unit pack at default)\n"
             "    with torch.tpu.precision('highest'): torch.nn.functional.conv2d(x, w, padding=1)\n"
             "    torch.tpu.synchronize(); print('ran')\n"
             "except torch.OutOfMemoryError as e:\n"

@@ -113,6 +113,7 @@ def test_ranks_of_one_host_share_memory_and_worker_ids_tell_hosts_apart(monkeypa
 
 
 @pytest.mark.once
+@pytest.mark.slow
 def test_checkpoint_saved_by_four_ranks_loads_into_two(tmp_path):
     torchrun(4, "dist_dcp.py", "save", str(tmp_path))
     assert len(glob.glob(str(tmp_path / "*.distcp"))) == 4

@@ -132,10 +132,17 @@ static const float* packed_row(const job* g, int64_t e, int64_t c0, int64_t c1, 
 static void pack_b(void* arg, int64_t t0, int64_t t1) {
   const job* g = arg;
   _Alignas(64) float buf[NB], buf2[NB];
-  uint16_t* base = g->bp + t0 * g->kt * TILE;
-  memset(base, 0, sizeof(uint16_t) * (size_t)((t1 - t0) * g->kt * TILE));
   int64_t c0 = t0 * TN, c1 = t1 * TN < g->nc ? t1 * TN : g->nc;
-  if (tpurt_gemm_by_cols(g->B)) { /* column-major B (W.t()): a column's 32 steps are a column of 16 pairs */
+  int by_cols = tpurt_gemm_by_cols(g->B);
+  /* Zeros where the stores below write nothing (clearing the whole block first was a fifth of a
+   * convolution's product): tiles past the live columns; the pair rows past K of the row-major
+   * layout; the partial last tile of the column-major one, whose columns are stored one by one. */
+  for (int64_t t = t0; t < t1; t++) {
+    uint16_t* tile = g->bp + t * g->kt * TILE;
+    int64_t from = t * TN >= g->nc || (by_cols && (t + 1) * TN > g->nc) ? 0 : by_cols ? g->kt * TK / 2 : (g->kcx + 1) / 2;
+    memset(tile + from * 32, 0, sizeof(uint16_t) * (size_t)((g->kt * TK / 2 - from) * 32));
+  }
+  if (by_cols) { /* column-major B (W.t()): a column's 32 steps are a column of 16 pairs */
     const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                                             _mm512_set1_epi32(TN));
     for (int64_t j = c0; j < c1; j++) {

@@ -54,8 +54,8 @@ const float* tpurt_gemm_line_f32(float* buf, const tpurt_gemm_mat* m, int64_t i,
  * C += A * B, then + bias, for operands whose values are bf16 (DEFAULT precision's one pass, or
  * bf16 tensors; x = 1) or f32 at HIGH precision (bf16_3x: each value as three bf16 parts along
  * K; x = 3). Returns 0 without touching C where it does not run: another build, a host without
- * the unit (or, for AMX, without the kernel's permission), operands read in place (`rows`), an
- * empty product. ws: tpurt_gemm_scratch_bytes() or the matmul family's scratch for N columns. */
+ * the unit (or, for AMX, without the kernel's permission), an empty product. Operands read in
+ * place (`rows`, f32) are packed from their rows. ws: tpurt_gemm_scratch_bytes() or the matmul family's scratch for N columns. */
 int tpurt_gemm_unit(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B, int x, float* c,
                    int64_t ldc, void* ws, int store, const float* bias);
 /* 1 when this build has a bf16 unit path and the host lets the process use it. */

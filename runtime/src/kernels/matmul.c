@@ -883,7 +883,6 @@ int tpurt_gemm_rows_form(int dtype, int precision) {
   if (dtype == TPURT_F64) return TPURT_GEMM_ROWS_AS_IS;
   if (dtype != TPURT_F32) return TPURT_GEMM_ROWS_NO;
   pass_mode p = pass_of(dtype, precision);
-  if (p == PASS_BF16 && tpurt_gemm_unit_ready()) return TPURT_GEMM_ROWS_NO; /* the unit packs its tiles */
   return p == PASS_F32 ? TPURT_GEMM_ROWS_AS_IS : p == PASS_BF16 ? TPURT_GEMM_ROWS_BF16 : TPURT_GEMM_ROWS_NO;
 }
 

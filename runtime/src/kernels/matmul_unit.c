@@ -118,7 +118,8 @@ typedef struct {
 
 /* Packed row e of the B block (K step k0 + e / x, its part e % x) over columns [c0, c1). */
 static const float* packed_row(const job* g, int64_t e, int64_t c0, int64_t c1, float* buf) {
-  const float* src = tpurt_gemm_line_f32(buf, g->B, g->k0 + e / g->x, g->j0 + c0, c1 - c0, 0);
+  const float* src = g->B->rows ? (const float*)g->B->rows[g->k0 + e / g->x] + g->j0 + c0 /* in place (f32) */
+                                : tpurt_gemm_line_f32(buf, g->B, g->k0 + e / g->x, g->j0 + c0, c1 - c0, 0);
   if (g->x == 1) return src;
   for (int64_t j = 0; j < c1 - c0; j++) { /* B's parts: (hi, lo, hi) */
     float hi = tpurt_round_bf16(src[j]);
@@ -188,13 +189,26 @@ static void pack_a(const job* g, int64_t r0, uint16_t* ap) {
         for (int64_t r = 0; r < rows; r++) t[(r / 16) * g->kt * TILE + (r % 16) * TK] = v[r];
       }
     }
-  else
+  else {
+    /* A in place (f32; a convolution's weight gradient): row i's step k at rows[i][koff[k]].
+     * The offsets run in steps of one along an output row: copied as runs, found once per block. */
+    int64_t run_k[KB + 1], runs = 0;
+    const int64_t* koff = g->A->rows ? g->A->koff + g->k0 : NULL;
+    for (int64_t k = 0; koff && k < g->kc; k++)
+      if (k == 0 || koff[k] != koff[k - 1] + 1) run_k[runs++] = k;
+    run_k[runs] = g->kc;
     for (int64_t r = 0; r < rows; r++) {
-      const float* src = tpurt_gemm_line_f32(buf, g->A, r0 + r, g->k0, g->kc, 0);
+      const float* src = buf;
+      if (koff)
+        for (int64_t q = 0; q < runs; q++)
+          memcpy(buf + run_k[q], (const float*)g->A->rows[r0 + r] + koff[run_k[q]], sizeof(float) * (size_t)(run_k[q + 1] - run_k[q]));
+      else
+        src = tpurt_gemm_line_f32(buf, g->A, r0 + r, g->k0, g->kc, 0);
       if (g->x == 3) expand3(src, g->kc, 0, parts), src = parts;
       uint16_t* t = ap + (r / 16) * g->kt * TILE + (r % 16) * TK;
       for (int64_t q = 0; q < g->kt; q++) _mm512_storeu_si512(t + q * TILE, bf16_pairs(src + q * TK, g->kcx - q * TK));
     }
+  }
 }
 
 /* The block's sums of rows [0, rows) x columns [0, cols) of a C tile at ct (sums[r * ld + q]):
@@ -312,7 +326,7 @@ static void strips(void* arg, int64_t s0, int64_t s1) {
 
 int tpurt_gemm_unit(int64_t M, int64_t N, int64_t K, const tpurt_gemm_mat* A, const tpurt_gemm_mat* B, int x,
                    float* c, int64_t ldc, void* ws, int store, const float* bias) {
-  if (M <= 0 || N <= 0 || K <= 0 || A->rows || B->rows || !tpurt_gemm_unit_ready()) return 0;
+  if (M <= 0 || N <= 0 || K <= 0 || !tpurt_gemm_unit_ready()) return 0;
   job g = {M, N, K, A, B, c, ldc, ws, x, 0, 0, 0, 0, 0, 0, store, bias};
   int64_t run = KB / x; /* K steps per run: 256, or 85 (255 packed steps) for bf16_3x */
   int64_t nstrips = (M + STRIP - 1) / STRIP;

@@ -177,11 +177,24 @@ def machine():
     ncpu = os.cpu_count() or 1
     peak1 = max(m.peak_gflops(1, 0.2) for _ in range(5))
     peakn = max(m.peak_gflops(ncpu, 0.2) for _ in range(5))
+    unit1 = max(m.unit_peak_gflops(1, 0.2) for _ in range(3))
     unit = max(m.unit_peak_gflops(ncpu, 0.2) for _ in range(3))
+    # All threads at less than 1.5x one thread: another process held a core through every trial
+    # (seen on this shared VM: 117 GFLOP/s on two threads against 117 on one, and DEFAULT GEMMs
+    # then read 133-159% of the unit's "peak"). Measure again; failing that, scale one thread's.
+    disturbed = False
+    for _ in range(3):
+        if ncpu == 1 or (peakn >= 1.5 * peak1 and (not unit1 or unit >= 1.5 * unit1)):
+            break
+        peakn = max(peakn, max(m.peak_gflops(ncpu, 0.2) for _ in range(5)))
+        unit = max(unit, max(m.unit_peak_gflops(ncpu, 0.2) for _ in range(3)))
+    else:
+        disturbed = ncpu > 1 and (peakn < 1.5 * peak1 or (unit1 and unit < 1.5 * unit1))
+        peakn, unit = max(peakn, peak1 * ncpu), max(unit, unit1 * ncpu)
     bw = {"copy_1t": m.bandwidth_gbps(0, 1, 1 << 28), "copy": m.bandwidth_gbps(0, ncpu, 1 << 28),
           "triad": m.bandwidth_gbps(1, ncpu, 1 << 28)}
     return {"cpus": ncpu, "isa": m.machine_isa().decode(), "peak_gflops_1t": peak1, "peak_gflops": peakn,
-            "unit_peak_gflops": unit,
+            "unit_peak_gflops": unit, "peak_disturbed": disturbed,
             "bandwidth_gbps": bw, "torch_threads": torch.get_num_threads(), "tpu_isa": torch_tpu._runtime.load()}
 
 
@@ -526,7 +539,7 @@ def main():
     rows = []
     mach = machine()
     rows.append(f"machine: {mach['cpus']} cpus, {mach['isa']} FMA peak {mach['peak_gflops_1t']:.1f} GFLOP/s (1 thread) "
-                f"{mach['peak_gflops']:.1f} (all)"
+                f"{mach['peak_gflops']:.1f} (all{': busy host, one thread x cpus' if mach['peak_disturbed'] else ''})"
                 + (f", bf16 unit peak {mach['unit_peak_gflops']:.0f} (all)" if mach["unit_peak_gflops"] else "")
                 + f"; copy {mach['bandwidth_gbps']['copy']:.1f} GB/s, "
                 f"triad {mach['bandwidth_gbps']['triad']:.1f} GB/s; torch threads {mach['torch_threads']}, "

@@ -42,6 +42,7 @@ def results():
     ln.sin().sum().backward()
     out.update(layer_norm=ln, layer_norm_dx=h.grad)
 
+    out["sum01_wide"] = r(8, 130, 200).sum((0, 1))  # column sums 64 wide, then 8, in every build
     e = r(1000, 37) * 4
     for name in ("exp", "tanh", "sigmoid", "erf", "log1p", "sin"):
         out[name] = getattr(torch, name)(e.abs() if name == "log1p" else e)

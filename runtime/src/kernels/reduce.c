@@ -1,6 +1,9 @@
 /* Reductions (sum, mean, prod, max/min and their arg/index forms, var/std, all/any, norms,
  * logsumexp, count_nonzero) and cumsum. Every reduction is a red_op run by one driver. */
 #include <stdlib.h>
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 
 #include "complex_math.h"
 #include "reduce.h"
@@ -501,22 +504,51 @@ static void sum_row_f32(red_state* s, const float* v, int64_t n, int64_t idx0, c
 /* Sixty-four columns at a time through all the rows, their sums in eight vectors of
  * doubles (the pass over acc per eight rows, not vectorized across rows, was 2.2x CPU's
  * time); each column still adds its rows one after another, in order. */
+/* Adds rows [0, nrows) of columns [k, k + 64) into acc in eight vectors of doubles. With
+ * AVX-512 they are eight named registers: GCC kept one vector of an array of 64 doubles on the
+ * stack, a store-to-load chain per row (a sum over dims (0, 1) of [8, 128, 768]: 2.4x CPU's
+ * time on a Zen 4). Each column adds its rows in order either way. */
+#ifdef __AVX512F__
+static inline void sum_cols_64(double* acc, const float* const* rows, int64_t nrows, int64_t k) {
+  __m512d a0 = _mm512_loadu_pd(acc + k), a1 = _mm512_loadu_pd(acc + k + 8), a2 = _mm512_loadu_pd(acc + k + 16),
+          a3 = _mm512_loadu_pd(acc + k + 24), a4 = _mm512_loadu_pd(acc + k + 32), a5 = _mm512_loadu_pd(acc + k + 40),
+          a6 = _mm512_loadu_pd(acc + k + 48), a7 = _mm512_loadu_pd(acc + k + 56);
+  for (int64_t r = 0; r < nrows; r++) {
+    const float* x = rows[r] + k;
+    a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_loadu_ps(x)));
+    a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm256_loadu_ps(x + 8)));
+    a2 = _mm512_add_pd(a2, _mm512_cvtps_pd(_mm256_loadu_ps(x + 16)));
+    a3 = _mm512_add_pd(a3, _mm512_cvtps_pd(_mm256_loadu_ps(x + 24)));
+    a4 = _mm512_add_pd(a4, _mm512_cvtps_pd(_mm256_loadu_ps(x + 32)));
+    a5 = _mm512_add_pd(a5, _mm512_cvtps_pd(_mm256_loadu_ps(x + 40)));
+    a6 = _mm512_add_pd(a6, _mm512_cvtps_pd(_mm256_loadu_ps(x + 48)));
+    a7 = _mm512_add_pd(a7, _mm512_cvtps_pd(_mm256_loadu_ps(x + 56)));
+  }
+  _mm512_storeu_pd(acc + k, a0), _mm512_storeu_pd(acc + k + 8, a1), _mm512_storeu_pd(acc + k + 16, a2);
+  _mm512_storeu_pd(acc + k + 24, a3), _mm512_storeu_pd(acc + k + 32, a4), _mm512_storeu_pd(acc + k + 40, a5);
+  _mm512_storeu_pd(acc + k + 48, a6), _mm512_storeu_pd(acc + k + 56, a7);
+}
+#else
+static inline void sum_cols_64(double* acc, const float* const* rows, int64_t nrows, int64_t k) {
+  _Alignas(64) double a[64];
+  memcpy(a, acc + k, sizeof a);
+  for (int64_t r = 0; r < nrows; r++)
+    for (int j = 0; j < 64; j++) a[j] += (double)rows[r][k + j];
+  memcpy(acc + k, a, sizeof a);
+}
+#endif
 static void sum_col_f32(double* acc, const float* const* rows, int64_t nrows, int64_t n, const red_ctx* c) {
   int64_t k = 0;
-  if (!c->flag)
-    for (int nv = 8; nv >= 1; nv /= 8) /* eight vectors in flight, then one */
-      for (; k + nv * 8 <= n; k += nv * 8) {
-        _Alignas(64) double a[64];
-        memcpy(a, acc + k, (size_t)nv * 8 * sizeof a[0]);
-        for (int64_t r = 0; r < nrows; r++) {
-          const float* x = rows[r] + k;
-          if (nv == 8)
-            for (int j = 0; j < 64; j++) a[j] += (double)x[j];
-          else
-            for (int j = 0; j < 8; j++) a[j] += (double)x[j];
-        }
-        memcpy(acc + k, a, (size_t)nv * 8 * sizeof a[0]);
-      }
+  if (!c->flag) { /* eight vectors in flight, then one */
+    for (; k + 64 <= n; k += 64) sum_cols_64(acc, rows, nrows, k);
+    for (; k + 8 <= n; k += 8) {
+      double a[8];
+      memcpy(a, acc + k, sizeof a);
+      for (int64_t r = 0; r < nrows; r++)
+        for (int j = 0; j < 8; j++) a[j] += (double)rows[r][k + j];
+      memcpy(acc + k, a, sizeof a);
+    }
+  }
   for (int64_t r = 0; r < nrows; r++) {
     const float* x = rows[r];
     if (c->flag) for (int64_t j = k; j < n; j++) acc[j] += isnan(x[j]) ? 0 : (double)x[j];

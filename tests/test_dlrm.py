@@ -54,6 +54,7 @@ def test_torchrec_embedding_bag_collection_trains_on_tpu_as_on_cpu():
 
 
 @pytest.mark.once
+@pytest.mark.slow
 def test_dlrm_with_tables_sharded_over_four_ranks_matches_one_cpu_process():
     before = _segments()
     out = torchrun(4, str(pathlib.Path(dlrm.__file__).resolve()), "--steps", str(STEPS), "--batch", "8")

@@ -143,11 +143,13 @@ VECTOR_HEAVY = "mm or conv or softmax or gelu or layer_norm or attention or adam
 
 @pytest.mark.once
 def test_op_tests_pass_on_the_other_builds():
-    """The default build runs every op test in the suite; the others run the vector-heavy ones."""
+    """The default build runs every op test in the suite; the others run the vector-heavy ones,
+    except avx512 where avx512bf16 is the default: a test above holds the two to the same bits."""
+    others = [isa for isa in RUNS[1:] if not (isa == "avx512" and RUNS[0] == "avx512bf16")]
     runs = run_together([(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", VECTOR_HEAVY,
-                           os.path.join(HERE, "test_ops.py")], dict(os.environ, TPU_ISA=isa)) for isa in RUNS[1:]],
+                           os.path.join(HERE, "test_ops.py")], dict(os.environ, TPU_ISA=isa)) for isa in others],
                         timeout=900)
-    for isa, p in zip(RUNS[1:], runs):
+    for isa, p in zip(others, runs):
         assert p.returncode == 0, (isa, p.stdout[-3000:])
         assert " passed" in p.stdout.splitlines()[-1], isa
 

@@ -176,58 +176,97 @@ static void ew_items(void* arg, int64_t b, int64_t e) {
   _Alignas(64) char bufs[TPURT_EW_MAX_IN + 1][CHUNK * 8];
   int64_t loaded_row[TPURT_EW_MAX_IN], loaded_n[TPURT_EW_MAX_IN];
   for (int k = 0; k < nin; k++) loaded_row[k] = -1, loaded_n[k] = 0;
-  size_t osz = tpurt_dtype_size((tpurt_dtype)out->dtype);
+  /* per operand (0 = out, k + 1 = input k): element size, byte strides, and whether its
+   * chunks are used in place (unit stride, native type, no rounding) */
+  int64_t es[TPURT_EW_MAX_IN + 1], bst[TPURT_EW_MAX_IN + 1][TPURT_MAX_DIMS];
+  int direct[TPURT_EW_MAX_IN + 1];
+  for (int k = 0; k <= nin; k++) {
+    const tpurt_tensor* t = k ? &p->in[k - 1] : out;
+    es[k] = (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype);
+    for (int d = 0; d < m; d++) bst[k][d] = p->st[k][d] * es[k];
+    direct[k] = p->st[k][m - 1] == 1 &&
+                (k ? native_of(p->in_ct, t->dtype) && !((p->via_inputs >> (k - 1)) & 1)
+                   : native_of(p->out_ct, t->dtype) && !p->via_result);
+  }
   int64_t row = b / p->nchunks, jc = b % p->nchunks;
+  /* The row's index is divided out once; later rows step it like an odometer (a division per
+   * dim per row cost more than copying a 64-element row). */
+  int64_t idx[TPURT_MAX_DIMS], off[TPURT_EW_MAX_IN + 1];
+  for (int64_t d = m - 2, r = row; d >= 0; d--) {
+    idx[d] = r % p->size[d];
+    r /= p->size[d];
+  }
+  for (int k = 0; k <= nin; k++) {
+    off[k] = 0;
+    for (int d = 0; d < m - 1; d++) off[k] += idx[d] * bst[k][d];
+  }
+  int all_direct = 1;
+  for (int k = 0; k <= nin; k++) all_direct &= direct[k];
+  if (all_direct && p->nchunks == 1 && m >= 2) {
+    /* rows that fit one chunk, every operand in place: a plain two-level loop (the common
+     * strided case: a transposed or sliced operand; per-row bookkeeping was half the time of
+     * copying a 64-element row) */
+    const void* ins[TPURT_EW_MAX_IN];
+    while (b < e) {
+      int64_t run = p->size[m - 2] - idx[m - 2];
+      if (run > e - b) run = e - b;
+      for (int64_t r = 0; r < run; r++) {
+        for (int k = 0; k < nin; k++) ins[k] = (const char*)p->in[k].data + off[k + 1] + r * bst[k + 1][m - 2];
+        p->fn(p->inner, (char*)out->data + off[0] + r * bst[0][m - 2], ins, p->ctx);
+      }
+      b += run;
+      idx[m - 2] += run;
+      for (int k = 0; k <= nin; k++) off[k] += run * bst[k][m - 2];
+      for (int d = m - 2; d >= 0 && idx[d] == p->size[d]; d--) {
+        for (int k = 0; k <= nin; k++) off[k] -= idx[d] * bst[k][d];
+        idx[d] = 0;
+        if (d) {
+          idx[d - 1]++;
+          for (int k = 0; k <= nin; k++) off[k] += bst[k][d - 1];
+        }
+      }
+    }
+    return;
+  }
   while (b < e) {
-    int64_t idx[TPURT_MAX_DIMS];
-    for (int64_t d = m - 2, r = row; d >= 0; d--) {
-      idx[d] = r % p->size[d];
-      r /= p->size[d];
-    }
-    int64_t off = 0;
-    for (int d = 0; d < m - 1; d++) off += idx[d] * p->st[0][d];
-    char* obase = (char*)out->data + off * (int64_t)osz;
-    const char* ibase[TPURT_EW_MAX_IN];
-    for (int k = 0; k < nin; k++) {
-      int64_t o = 0;
-      for (int d = 0; d < m - 1; d++) o += idx[d] * p->st[k + 1][d];
-      ibase[k] = (const char*)p->in[k].data + o * (int64_t)tpurt_dtype_size((tpurt_dtype)p->in[k].dtype);
-    }
     for (; jc < p->nchunks && b < e; jc++, b++) {
       int64_t j = jc * CHUNK;
       int64_t n = p->inner - j < CHUNK ? p->inner - j : CHUNK;
       const void* ins[TPURT_EW_MAX_IN];
       for (int k = 0; k < nin; k++) {
-        int64_t s = p->st[k + 1][m - 1];
-        size_t es = tpurt_dtype_size((tpurt_dtype)p->in[k].dtype);
-        const char* ptr = ibase[k] + j * s * (int64_t)es;
-        int rounded = (p->via_inputs >> k) & 1;
-        if (s == 1 && native_of(p->in_ct, p->in[k].dtype) && !rounded) {
+        const char* ptr = (const char*)p->in[k].data + off[k + 1] + j * bst[k + 1][m - 1];
+        if (direct[k + 1]) {
           ins[k] = ptr;
           continue;
         }
         /* a broadcast operand is loaded once per row (the longest chunk it needs) */
+        int64_t s = p->st[k + 1][m - 1];
         if (s != 0 || loaded_row[k] != row || loaded_n[k] < n) {
           int64_t ln = s == 0 ? (p->inner < CHUNK ? p->inner : CHUNK) : n;
           load(p->in_ct, bufs[k + 1], ptr, s, p->in[k].dtype, ln);
-          if (rounded) round_through(p->in_ct, bufs[k + 1], p->via, ln);
+          if ((p->via_inputs >> k) & 1) round_through(p->in_ct, bufs[k + 1], p->via, ln);
           loaded_row[k] = row;
           loaded_n[k] = ln;
         }
         ins[k] = bufs[k + 1];
       }
-      int64_t so = p->st[0][m - 1];
-      char* op = obase + j * so * (int64_t)osz;
-      if (so == 1 && native_of(p->out_ct, out->dtype) && !p->via_result) {
+      char* op = (char*)out->data + off[0] + j * bst[0][m - 1];
+      if (direct[0]) {
         p->fn(n, op, ins, p->ctx);
       } else {
         p->fn(n, bufs[0], ins, p->ctx);
         if (p->via_result) round_through(p->out_ct, bufs[0], p->via, n);
-        store(p->out_ct, op, so, out->dtype, bufs[0], n);
+        store(p->out_ct, op, p->st[0][m - 1], out->dtype, bufs[0], n);
       }
     }
     row++;
     jc = 0;
+    for (int d = m - 2; d >= 0; d--) {
+      for (int k = 0; k <= nin; k++) off[k] += bst[k][d];
+      if (++idx[d] < p->size[d]) break;
+      for (int k = 0; k <= nin; k++) off[k] -= idx[d] * bst[k][d];
+      idx[d] = 0;
+    }
   }
 }
 

@@ -163,6 +163,18 @@ static int64_t in_offset(const int64_t* idx, const int64_t* st, int n) {
   return off;
 }
 
+/* Steps the row-major multi-index idx over sizes[0..n) and *off (its offset by st) to the
+ * next element; returns 0 (idx and *off back at 0) after the last. */
+static int step_offset(int64_t* idx, const int64_t* sizes, const int64_t* st, int n, int64_t* off) {
+  for (int d = n - 1; d >= 0; d--) {
+    *off += st[d];
+    if (++idx[d] < sizes[d]) return 1;
+    *off -= idx[d] * st[d];
+    idx[d] = 0;
+  }
+  return 0;
+}
+
 /* One reduction in progress; the work items of both modes below are independent output
  * elements (or blocks of them), so they are split over the worker pool when big enough.
  * Each output element is folded by one thread in the same order whatever the split. */
@@ -310,6 +322,7 @@ static void run_cols(void* arg, int64_t b, int64_t e) {
     kidx[c] = c0;
     const char* base = (const char*)J->in->data + in_offset(kidx, p->kin, p->nk) * (int64_t)es;
     memset(ridx, 0, sizeof ridx);
+    int64_t roff = 0;
     /* dense float columns fold in place into dense sums (vectorized, same order); their
      * states differ only in f, held in acc */
     int dense_f32 = p->rcount > 0 && op->col_f32 && cs == 1 && J->in->dtype == TPURT_F32;
@@ -321,18 +334,17 @@ static void run_cols(void* arg, int64_t b, int64_t e) {
       for (int64_t k = 0; k < n; k++) acc[k] = s0.f;
       while (more) {
         int64_t nrows = 0;
-        do rows[nrows++] = (const float*)(base + in_offset(ridx, p->rst, p->nr) * (int64_t)es);
-        while ((more = tpurt_next_index(ridx, p->rsize, p->nr)) && nrows < COL_ROWS);
+        do rows[nrows++] = (const float*)base + roff;
+        while ((more = step_offset(ridx, p->rsize, p->rst, p->nr, &roff)) && nrows < COL_ROWS);
         op->col_f32(acc, rows, nrows, n, J->ctx);
       }
     } else {
       int64_t lin = 0;
       op->init(states, n, J->ctx);
       if (p->rcount > 0) do {
-          tpurt_red_load(buf, J->ctx->as_int, base + in_offset(ridx, p->rst, p->nr) * (int64_t)es, cs,
-                         J->in->dtype, n);
+          tpurt_red_load(buf, J->ctx->as_int, base + roff * (int64_t)es, cs, J->in->dtype, n);
           op->col(states, buf, n, lin++, J->ctx);
-        } while (tpurt_next_index(ridx, p->rsize, p->nr));
+        } while (step_offset(ridx, p->rsize, p->rst, p->nr, &roff));
     }
     /* One float result per column is stored as one run: a sum over dim 0 of [8, 98304]
      * spent 9x its folding time finishing and storing element by element. */

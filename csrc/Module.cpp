@@ -235,7 +235,6 @@ void launch_host_kernel(uintptr_t fn, const std::string& name, const py::bytes& 
   int64_t slots[TPURT_MAX_HOST_KERNEL_ARGS];
   tpurt_host_arg_copy copies[TPURT_MAX_HOST_KERNEL_ARGS];
   int n = 0, ncopies = 0;
-  int64_t snapshot_bytes = 0;
   int device = -1;
   bool wait = false;
   for (const auto& h : args) {
@@ -250,10 +249,8 @@ void launch_host_kernel(uintptr_t fn, const std::string& name, const py::bytes& 
         TORCH_CHECK(t.device().is_cpu(), "compiled kernel ", name, ": a tensor on ", t.device());
         int64_t bytes = static_cast<int64_t>(t.numel() * t.element_size());
         bool read_only = static_cast<size_t>(n) < is_const.size() && is_const[n];
-        if (read_only && t.is_contiguous() && bytes <= kSnapshotMax &&
-            snapshot_bytes + bytes + 16 <= TPURT_HOST_KERNEL_COPY_BYTES) {
+        if (read_only && t.is_contiguous() && bytes <= kSnapshotMax) {
           copies[ncopies++] = tpurt_host_arg_copy{n, static_cast<int32_t>(bytes), t.data_ptr()};
-          snapshot_bytes += bytes + 16;
         } else {
           wait = true;
         }

@@ -280,6 +280,27 @@ def test_cpu_scalar_tensor_is_read_as_it_was_at_the_call():
     torch.testing.assert_close(got.cpu(), f(a, torch.tensor(2.0)).cpu())
 
 
+def test_many_cpu_scalar_tensors_neither_wait_nor_change_after_the_call():
+    """A compiled AdamW step reads one CPU step counter per parameter: more snapshots than a
+    stream command holds (52 made the launch wait for the whole backward every step)."""
+    def f(a, scales):
+        return sum(a * s for s in scales)
+
+    scales = [torch.tensor(float(i % 7) / 8) for i in range(200)]
+    x, w = torch.randn(64, device="tpu"), torch.randn(2048, 2048, device="tpu")
+    compiled = torch.compile(f, backend="tpu")
+    compiled(x, scales)
+    w @ w  # a signature's first call runs blocking (its shape errors raise from the call)
+    torch.tpu.synchronize()
+    w @ w  # tens of milliseconds of work queued ahead of the graph's kernel
+    got = compiled(x, scales)
+    assert not torch.tpu.current_stream().query(), "the launch waited for the stream"
+    for s in scales:
+        s.fill_(100.0)  # after the call: the kernel must not see it
+    want = f(x.cpu(), [torch.tensor(float(i % 7) / 8) for i in range(200)])
+    torch.testing.assert_close(got.cpu(), want)
+
+
 def test_compiled_dropout_random_streams():
     """Inductor's generator by default (reproducible, not eager's draws, as on CPU and CUDA);
     with fallback_random the op table's random ops stay tpu kernels: eager's exact draws."""

@@ -421,10 +421,12 @@ tpurt_status tpurt_graph_launch(tpurt_graph* g, int32_t stream, void* const* buf
  * msg_size) returns 0, or nonzero after writing why into msg. It runs on the stream's worker,
  * in order with the op launches around it, so it reads what earlier ops wrote and later ops
  * read what it writes, with no host synchronisation. args (device pointers and integers) are
- * copied, and so is name (for error messages). copies[i] snapshots nbytes at src into the
- * command and points args[copies[i].arg] at the snapshot: a small host-memory input (a CPU
- * scalar tensor) is read as it was at launch, as CUDA passes scalars by value, however the
- * host changes it later. Failures are reported like a kernel's. */
+ * copied, and so is name (for error messages). copies[i] snapshots nbytes at src and points
+ * args[copies[i].arg] at the snapshot: a small host-memory input (a CPU scalar tensor) is read
+ * as it was at launch, as CUDA passes scalars by value, however the host changes it later.
+ * Snapshots travel in the command up to TPURT_HOST_KERNEL_COPY_BYTES together, beyond that in a
+ * block of the stream's chip that the command frees once the kernel ran. Failures are reported
+ * like a kernel's. */
 typedef int (*tpurt_host_kernel_fn)(const int64_t* args, char* msg, size_t msg_size);
 typedef struct tpurt_host_arg_copy {
   int32_t arg;
@@ -432,7 +434,7 @@ typedef struct tpurt_host_arg_copy {
   const void* src;
 } tpurt_host_arg_copy;
 #define TPURT_MAX_HOST_KERNEL_ARGS 512
-#define TPURT_HOST_KERNEL_COPY_BYTES 1024 /* all snapshots of one launch together */
+#define TPURT_HOST_KERNEL_COPY_BYTES 1024 /* snapshots held in the command itself */
 tpurt_status tpurt_host_kernel_launch(int32_t stream, tpurt_host_kernel_fn fn, const int64_t* args, int nargs,
                                       const char* name, const tpurt_host_arg_copy* copies, int ncopies);
 

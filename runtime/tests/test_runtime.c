@@ -151,9 +151,23 @@ static void test_host_kernels(void) {
         tpurt_last_error());
   scale = 100.0;
   CHECK(tpurt_stream_synchronize(s) == TPURT_OK && x[3] == 18.0f, "read the launch-time value: x[3] = %g", x[3]);
-  tpurt_host_arg_copy big = {.arg = 2, .nbytes = TPURT_HOST_KERNEL_COPY_BYTES + 1, .src = x};
-  CHECK(tpurt_host_kernel_launch(s, host_scale_by_ref, snap_args, 4, "big", &big, 1) == TPURT_ERR_VALUE,
-        "snapshots are bounded");
+  /* more than the command holds: the snapshot goes to a block of the chip, which the command
+   * gives back once the kernel ran; still the launch-time value, and no wait at the launch */
+  double scales[TPURT_HOST_KERNEL_COPY_BYTES / sizeof(double) + 1] = {0.5};
+  tpurt_host_arg_copy big = {.arg = 2, .nbytes = sizeof scales, .src = scales};
+  tpurt_memory_stats before, after;
+  tpurt_stream_synchronize(s);
+  tpurt_memory_get_stats(0, &before);
+  counter[0] = 0;
+  tpurt_stream_enqueue(s, sleepy, &counter[0], NULL, "sleepy");
+  CHECK(tpurt_host_kernel_launch(s, host_scale_by_ref, snap_args, 4, "big", &big, 1) == TPURT_OK, "%s",
+        tpurt_last_error());
+  CHECK(counter[0] == 0, "the launch did not wait for the stream");
+  scales[0] = 100.0;
+  CHECK(tpurt_stream_synchronize(s) == TPURT_OK && x[3] == 9.0f, "read the launch-time value: x[3] = %g", x[3]);
+  tpurt_memory_get_stats(0, &after);
+  CHECK(after.allocated_bytes == before.allocated_bytes, "the snapshot block was given back (%lld -> %lld bytes)",
+        (long long)before.allocated_bytes, (long long)after.allocated_bytes);
   tpurt_set_eager_mode(TPURT_MODE_DEBUG);
   CHECK(tpurt_host_kernel_launch(s, host_refuse, &where, 1, "cpp_fused_div_1", NULL, 0) == TPURT_ERR_RUNTIME,
         "debug mode raises from the launch");

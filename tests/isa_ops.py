@@ -25,6 +25,7 @@ def results():
     out["mm_f64"] = r(33, 65, dtype=torch.float64) @ r(65, 31, dtype=torch.float64)
     out["mm_bf16"] = r(40, 300, dtype=torch.bfloat16) @ r(300, 50, dtype=torch.bfloat16)
     out["mm_large"] = r(256, 700) @ r(700, 300)
+    out["mm_weight_grad"] = r(300, 40).t() @ r(300, 50)  # column-major A over two K blocks, a part tile
 
     x = r(2, 5, 17, 19).requires_grad_()
     w = r(8, 5, 3, 3).requires_grad_()

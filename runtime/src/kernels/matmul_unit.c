@@ -168,12 +168,58 @@ static void pack_b(void* arg, int64_t t0, int64_t t1) {
     }
 }
 
+/* r[i] lane j -> r[j] lane i, for 16 vectors of 16 32-bit lanes: pairs, then 64-bit halves,
+ * then 128-bit quarters twice. */
+static inline void transpose16(__m512i r[16]) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  for (int i = 0; i < 16; i += 4) {
+    u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]), u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]), u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  /* u[4b + c], quarter l: column 4l + c of rows 4b .. 4b + 3 */
+  for (int c = 0; c < 4; c++) {
+    t[c] = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88), t[4 + c] = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
+    t[8 + c] = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88), t[12 + c] = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+  }
+  for (int c = 0; c < 8; c++)
+    r[c] = _mm512_shuffle_i32x4(t[c], t[8 + c], 0x88), r[8 + c] = _mm512_shuffle_i32x4(t[c], t[8 + c], 0xdd);
+}
+
+/* Column-major f32 A (x.t() of a weight gradient: row i's step k at data[i + k * cs]), 16 rows
+ * at a time: a tile's 16 pairs of steps are read as 32 dense runs of the rows, paired, and
+ * transposed in registers into the rows' tile rows (a 16-bit store per element was half of a
+ * weight gradient's product). DEFAULT precision only (x == 1). */
+static void pack_a_cols_f32(const job* g, int64_t r0, int64_t rows, uint16_t* ap) {
+  const float* a = (const float*)g->A->data;
+  int64_t cs = g->A->cs;
+  for (int h = 0; h * 16 < rows; h++) {
+    int64_t live = rows - h * 16;
+    for (int64_t q = 0; q < g->kt; q++) {
+      __m512i r[16];
+      for (int p = 0; p < 16; p++) {
+        int64_t k = q * TK + 2 * p;
+        const float* col = a + r0 + h * 16 + (g->k0 + k) * cs;
+        __m512i first = k < g->kc ? bf16_lanes(col, live) : _mm512_setzero_si512();
+        __m512i second = k + 1 < g->kc ? bf16_lanes(col + cs, live) : _mm512_setzero_si512();
+        r[p] = SWAP ? _mm512_or_si512(_mm512_slli_epi32(first, 16), second)
+                    : _mm512_or_si512(first, _mm512_slli_epi32(second, 16));
+      }
+      transpose16(r);
+      uint16_t* t = ap + (h * g->kt + q) * TILE;
+      for (int i = 0; i < 16 && i < live; i++) _mm512_storeu_si512(t + i * TK, r[i]);
+    }
+  }
+}
+
 /* Rows [r0, r0 + STRIP) of A over the K block as two row tiles per K tile: ap + (h * kt + q) * TILE. */
 static void pack_a(const job* g, int64_t r0, uint16_t* ap) {
   _Alignas(64) float buf[KB], parts[KB];
   int64_t rows = g->M - r0 < STRIP ? g->M - r0 : STRIP;
   if (rows < STRIP || g->kcx % TK) memset(ap, 0, sizeof(uint16_t) * (size_t)(2 * g->kt * TILE));
-  if (tpurt_gemm_by_cols(g->A)) /* x.t() of a weight gradient: a step's 32 rows are a column of two tiles */
+  if (tpurt_gemm_by_cols(g->A) && g->x == 1 && !g->A->line && g->A->dtype == TPURT_F32)
+    pack_a_cols_f32(g, r0, rows, ap);
+  else if (tpurt_gemm_by_cols(g->A)) /* x.t() of a weight gradient: a step's 32 rows are a column of two tiles */
     for (int64_t k = 0; k < g->kc; k++) {
       const float* col = tpurt_gemm_line_f32(buf, g->A, r0, g->k0 + k, rows, 1);
       for (int part = 0; part < g->x; part++) { /* A's parts: (hi, hi, lo) */

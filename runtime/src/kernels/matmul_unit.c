@@ -128,6 +128,24 @@ static const float* packed_row(const job* g, int64_t e, int64_t c0, int64_t c1, 
   return buf;
 }
 
+/* r[i] lane j -> r[j] lane i, for 16 vectors of 16 32-bit lanes: pairs, then 64-bit halves,
+ * then 128-bit quarters twice. */
+static inline void transpose16(__m512i r[16]) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  for (int i = 0; i < 16; i += 4) {
+    u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]), u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]), u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  /* u[4b + c], quarter l: column 4l + c of rows 4b .. 4b + 3 */
+  for (int c = 0; c < 4; c++) {
+    t[c] = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88), t[4 + c] = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
+    t[8 + c] = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88), t[12 + c] = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+  }
+  for (int c = 0; c < 8; c++)
+    r[c] = _mm512_shuffle_i32x4(t[c], t[8 + c], 0x88), r[8 + c] = _mm512_shuffle_i32x4(t[c], t[8 + c], 0xdd);
+}
+
 /* Column tiles [t0, t1) of the B block: tile row p holds the pairs (k, k + 1) = (2p, 2p + 1) of
  * its 16 columns side by side (the unit's layout). Past K and past N: zeros. */
 static void pack_b(void* arg, int64_t t0, int64_t t1) {
@@ -143,7 +161,24 @@ static void pack_b(void* arg, int64_t t0, int64_t t1) {
     int64_t from = t * TN >= g->nc || (by_cols && (t + 1) * TN > g->nc) ? 0 : by_cols ? g->kt * TK / 2 : (g->kcx + 1) / 2;
     memset(tile + from * 32, 0, sizeof(uint16_t) * (size_t)((g->kt * TK / 2 - from) * 32));
   }
-  if (by_cols) { /* column-major B (W.t()): a column's 32 steps are a column of 16 pairs */
+  if (by_cols && g->x == 1 && !g->B->line && g->B->dtype == TPURT_F32) {
+    /* column-major f32 B (W.t() of a Linear), 16 columns at a time: each column's 32 steps are
+     * 16 pairs in a vector; transposed in registers into the tile's 16 pair rows (a scatter per
+     * column and K tile was a third of a Linear's forward product) */
+    const float* b = (const float*)g->B->data;
+    for (int64_t j = c0; j < c1; j += TN) {
+      int64_t live = c1 - j < TN ? c1 - j : TN;
+      for (int64_t q = 0; q < g->kt; q++) {
+        __m512i r[16];
+        for (int c = 0; c < 16; c++)
+          r[c] = c < live ? bf16_pairs(b + (g->k0 + q * TK) * g->B->rs + (g->j0 + j + c) * g->B->cs, g->kc - q * TK)
+                          : _mm512_setzero_si512();
+        transpose16(r);
+        uint16_t* t = g->bp + ((j / TN) * g->kt + q) * TILE;
+        for (int p = 0; p < 16; p++) _mm512_storeu_si512(t + p * 32, r[p]);
+      }
+    }
+  } else if (by_cols) { /* column-major B (W.t()): a column's 32 steps are a column of 16 pairs */
     const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                                             _mm512_set1_epi32(TN));
     for (int64_t j = c0; j < c1; j++) {
@@ -166,24 +201,6 @@ static void pack_b(void* arg, int64_t t0, int64_t t1) {
         _mm512_storeu_si512(t + (j / TN) * g->kt * TILE, pair);
       }
     }
-}
-
-/* r[i] lane j -> r[j] lane i, for 16 vectors of 16 32-bit lanes: pairs, then 64-bit halves,
- * then 128-bit quarters twice. */
-static inline void transpose16(__m512i r[16]) {
-  __m512i t[16], u[16];
-  for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-  for (int i = 0; i < 16; i += 4) {
-    u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]), u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]), u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  /* u[4b + c], quarter l: column 4l + c of rows 4b .. 4b + 3 */
-  for (int c = 0; c < 4; c++) {
-    t[c] = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88), t[4 + c] = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
-    t[8 + c] = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88), t[12 + c] = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
-  }
-  for (int c = 0; c < 8; c++)
-    r[c] = _mm512_shuffle_i32x4(t[c], t[8 + c], 0x88), r[8 + c] = _mm512_shuffle_i32x4(t[c], t[8 + c], 0xdd);
 }
 
 /* Column-major f32 A (x.t() of a weight gradient: row i's step k at data[i + k * cs]), 16 rows

@@ -215,16 +215,9 @@ static void ew_items(void* arg, int64_t b, int64_t e) {
         p->fn(p->inner, (char*)out->data + off[0] + r * bst[0][m - 2], ins, p->ctx);
       }
       b += run;
-      idx[m - 2] += run;
-      for (int k = 0; k <= nin; k++) off[k] += run * bst[k][m - 2];
-      for (int d = m - 2; d >= 0 && idx[d] == p->size[d]; d--) {
-        for (int k = 0; k <= nin; k++) off[k] -= idx[d] * bst[k][d];
-        idx[d] = 0;
-        if (d) {
-          idx[d - 1]++;
-          for (int k = 0; k <= nin; k++) off[k] += bst[k][d - 1];
-        }
-      }
+      idx[m - 2] += run - 1; /* at the run's last row, then one step on (carrying) */
+      for (int k = 0; k <= nin; k++) off[k] += (run - 1) * bst[k][m - 2];
+      tpurt_next_index_offsets(idx, p->size, m - 1, nin + 1, bst[0], off);
     }
     return;
   }
@@ -261,12 +254,7 @@ static void ew_items(void* arg, int64_t b, int64_t e) {
     }
     row++;
     jc = 0;
-    for (int d = m - 2; d >= 0; d--) {
-      for (int k = 0; k <= nin; k++) off[k] += bst[k][d];
-      if (++idx[d] < p->size[d]) break;
-      for (int k = 0; k <= nin; k++) off[k] -= idx[d] * bst[k][d];
-      idx[d] = 0;
-    }
+    tpurt_next_index_offsets(idx, p->size, m - 1, nin + 1, bst[0], off);
   }
 }
 

@@ -250,6 +250,18 @@ static inline int tpurt_next_index(int64_t* idx, const int64_t* sizes, int ndim)
   }
   return 0;
 }
+/* The same, stepping with it the offsets off[k] of nops operands whose strides are
+ * st[k * TPURT_MAX_DIMS + d] (an operand walk without a multiply per dim per element). */
+static inline int tpurt_next_index_offsets(int64_t* idx, const int64_t* sizes, int ndim, int nops,
+                                           const int64_t* st, int64_t* off) {
+  for (int d = ndim - 1; d >= 0; d--) {
+    for (int k = 0; k < nops; k++) off[k] += st[k * TPURT_MAX_DIMS + d];
+    if (++idx[d] < sizes[d]) return 1;
+    for (int k = 0; k < nops; k++) off[k] -= idx[d] * st[k * TPURT_MAX_DIMS + d];
+    idx[d] = 0;
+  }
+  return 0;
+}
 
 /* The real (part 0) or imaginary (part 1) float32 parts of a complex64 tensor, as a
  * float32 view of the same memory (strides doubled). */

@@ -95,6 +95,12 @@ static inline __m512i bf16_pairs(const float* src, int64_t n) {
   return SWAP ? _mm512_rol_epi32(v, 16) : v;
 }
 
+/* Steps k and k + 1 (bf16 in the low halves of 32-bit lanes) as the unit's pairs. */
+static inline __m512i pair_lanes(__m512i first, __m512i second) {
+  return SWAP ? _mm512_or_si512(_mm512_slli_epi32(first, 16), second)
+              : _mm512_or_si512(first, _mm512_slli_epi32(second, 16));
+}
+
 /* HIGH precision's bf16_3x: n values as their three bf16 parts along K, (hi, hi, lo) for A and
  * (hi, lo, hi) for B, so that the sum over K is hi*hi + hi*lo + lo*hi (matmul.c's put_f32). */
 static void expand3(const float* src, int64_t n, int b_side, float* dst) {
@@ -196,8 +202,7 @@ static void pack_b(void* arg, int64_t t0, int64_t t1) {
       for (int64_t j = c0; j < c1; j += TN) {
         __m512i first = bf16_lanes(r0 + (j - c0), c1 - j);
         __m512i second = r1 ? bf16_lanes(r1 + (j - c0), c1 - j) : _mm512_setzero_si512();
-        __m512i pair = SWAP ? _mm512_or_si512(_mm512_slli_epi32(first, 16), second)
-                            : _mm512_or_si512(first, _mm512_slli_epi32(second, 16));
+        __m512i pair = pair_lanes(first, second);
         _mm512_storeu_si512(t + (j / TN) * g->kt * TILE, pair);
       }
     }
@@ -219,8 +224,7 @@ static void pack_a_cols_f32(const job* g, int64_t r0, int64_t rows, uint16_t* ap
         const float* col = a + r0 + h * 16 + (g->k0 + k) * cs;
         __m512i first = k < g->kc ? bf16_lanes(col, live) : _mm512_setzero_si512();
         __m512i second = k + 1 < g->kc ? bf16_lanes(col + cs, live) : _mm512_setzero_si512();
-        r[p] = SWAP ? _mm512_or_si512(_mm512_slli_epi32(first, 16), second)
-                    : _mm512_or_si512(first, _mm512_slli_epi32(second, 16));
+        r[p] = pair_lanes(first, second);
       }
       transpose16(r);
       uint16_t* t = ap + (h * g->kt + q) * TILE;

@@ -163,18 +163,6 @@ static int64_t in_offset(const int64_t* idx, const int64_t* st, int n) {
   return off;
 }
 
-/* Steps the row-major multi-index idx over sizes[0..n) and *off (its offset by st) to the
- * next element; returns 0 (idx and *off back at 0) after the last. */
-static int step_offset(int64_t* idx, const int64_t* sizes, const int64_t* st, int n, int64_t* off) {
-  for (int d = n - 1; d >= 0; d--) {
-    *off += st[d];
-    if (++idx[d] < sizes[d]) return 1;
-    *off -= idx[d] * st[d];
-    idx[d] = 0;
-  }
-  return 0;
-}
-
 /* One reduction in progress; the work items of both modes below are independent output
  * elements (or blocks of them), so they are split over the worker pool when big enough.
  * Each output element is folded by one thread in the same order whatever the split. */
@@ -335,7 +323,7 @@ static void run_cols(void* arg, int64_t b, int64_t e) {
       while (more) {
         int64_t nrows = 0;
         do rows[nrows++] = (const float*)base + roff;
-        while ((more = step_offset(ridx, p->rsize, p->rst, p->nr, &roff)) && nrows < COL_ROWS);
+        while ((more = tpurt_next_index_offsets(ridx, p->rsize, p->nr, 1, p->rst, &roff)) && nrows < COL_ROWS);
         op->col_f32(acc, rows, nrows, n, J->ctx);
       }
     } else {
@@ -344,7 +332,7 @@ static void run_cols(void* arg, int64_t b, int64_t e) {
       if (p->rcount > 0) do {
           tpurt_red_load(buf, J->ctx->as_int, base + roff * (int64_t)es, cs, J->in->dtype, n);
           op->col(states, buf, n, lin++, J->ctx);
-        } while (step_offset(ridx, p->rsize, p->rst, p->nr, &roff));
+        } while (tpurt_next_index_offsets(ridx, p->rsize, p->nr, 1, p->rst, &roff));
     }
     /* One float result per column is stored as one run: a sum over dim 0 of [8, 98304]
      * spent 9x its folding time finishing and storing element by element. */

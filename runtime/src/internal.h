@@ -419,6 +419,8 @@ int tpurt_team_member(void); /* 0 outside a team */
 int tpurt_team_size(void);   /* 1 outside a team */
 void tpurt_team_barrier(void);
 int tpurt_team_single(void); /* 1 for the member that runs the team's next single construct */
+/* Tests: while held, helpers skip new jobs, so a team's caller runs every member (fibers). */
+void tpurt_pool_hold_helpers(int hold);
 /* A loop whose chunks need working memory: fn(ctx, slice, begin, end) over [0, n) cut into
  * chunks of `grain` (the last one shorter) claimed in order, as tpurt_parallel_for's are, by a
  * team of tpurt_sliced_workers(n, grain) members; member m works in slice m of `work`, the

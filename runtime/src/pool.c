@@ -12,7 +12,12 @@
  * its loop inline instead of waiting. Helpers spin briefly after each loop (kernels issue
  * loops back to back) and then sleep on a condition variable. A loop does not wait for a
  * helper still waking up: the caller claims its chunks, closes the loop and waits only for
- * helpers inside it; a team (every member on its own thread) waits for all.
+ * helpers inside it. A team's members may wait for each other (barriers), so a member no
+ * helper has claimed by the time another member must wait is claimed by the waiting thread
+ * and run there on a stack of its own (a fiber), switched to whenever the thread would wait:
+ * the team keeps its size, so its results keep their bits, and it never waits for a helper
+ * that has no core (the host thread issuing and the stream worker hold both of a 2-core
+ * machine's; a compiled step's small generated kernels waited 0.3-0.9 ms each for one).
  *
  * Oversubscription: PyTorch's CPU intra-op threads and this pool only compete when CPU
  * tensor math runs while tpu work is still queued (strict mode). Programs that use the
@@ -22,7 +27,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -39,7 +46,7 @@ static struct {
   pthread_cond_t wake;
   uint64_t gen;     /* bumped per loop; helpers run when it changes */
   int sleepers;     /* helpers blocked on `wake` (under mu) */
-  int pending;      /* helpers still running the current team */
+  int pending;      /* members of the current team other than 0 still running */
   /* Joining the current job: its generation (gen's low 32 bits) above bit 32, JOIN_CLOSED, and
    * the count of helpers inside it. */
   _Alignas(64) uint64_t join;
@@ -56,19 +63,21 @@ static struct {
   /* A team (tpurt_parallel_team) instead of a loop: every member on a thread of its own. */
   tpurt_team_fn team_fn;
   int team_size;
-  int team_next;         /* next member id a helper claims */
+  int team_next;         /* next member id a helper (or a waiting member's thread) claims */
   int barrier_waiting;   /* members arrived at the current barrier */
   unsigned barrier_gen;  /* bumped when a barrier releases */
   uint64_t single_taken; /* single constructs claimed so far */
+  int hold_helpers;      /* tests: helpers skip jobs, so callers run every member themselves */
 } pool = {.busy = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 static _Thread_local int in_loop; /* nested loops run inline */
 static _Thread_local int thread_index; /* 0: the caller of a loop; helpers 1..T-1 */
-static _Thread_local struct {
+typedef struct {
   int id, size;       /* in a team: member id and team size; else 0 and 1 */
   uint64_t singles;   /* single constructs this member reached */
-} member = {0, 1, 0};
+} member_state;
+static _Thread_local member_state member = {0, 1, 0};
 
 static void run_member(int id) {
   member.id = id;
@@ -79,11 +88,199 @@ static void run_member(int id) {
   member.size = 1;
 }
 
-/* A helper's share of a team: one member at most, so members never wait on each other
- * from the same thread. */
+/* ------------------------------------------------------------------------ fibers */
+#if defined(__SANITIZE_ADDRESS__)
+#define FIBER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FIBER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define FIBER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define FIBER_TSAN 1
+#endif
+#endif
+#ifdef FIBER_ASAN
+void __sanitizer_start_switch_fiber(void** fake_stack_save, const void* bottom, size_t size);
+void __sanitizer_finish_switch_fiber(void* fake_stack_save, const void** bottom_old, size_t* size_old);
+#endif
+#ifdef FIBER_TSAN
+void* __tsan_get_current_fiber(void);
+void* __tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void* fiber);
+void __tsan_switch_to_fiber(void* fiber, unsigned flags);
+#endif
+
+/* Generated kernels keep small arrays on the stack; pages are only committed when touched. */
+#define FIBER_STACK_BYTES ((size_t)1 << 20)
+#define FIBER_GUARD_BYTES ((size_t)4096)
+
+/* A member a thread runs besides its own, or (slot 0) the thread's own stack. */
+typedef struct {
+  ucontext_t uc;
+  member_state member; /* the member's state while switched out */
+  int running;         /* started and not finished */
+  char* stack;         /* mapped once per slot, kept with the thread */
+  const void* stack_bottom;
+  size_t stack_size;
+#ifdef FIBER_TSAN
+  void* tsan;
+#endif
+} fiber;
+
+static _Thread_local struct {
+  fiber* slot[MAX_THREADS]; /* [0]: the thread's own context; [1..used): this team's members */
+  int used;                 /* 0: no fiber in use (slot 0 not set up) */
+  int cur;
+  int prev; /* the context switched from: ASan learns the thread's own stack from the first switch */
+} fibers;
+
+static pthread_key_t fiber_key; /* frees a thread's fiber slots when it exits */
+
+static void fiber_slots_free(void* arg) {
+  (void)arg;
+  for (int i = 0; i < MAX_THREADS; i++) {
+    fiber* f = fibers.slot[i];
+    if (!f) continue;
+    if (f->stack) munmap(f->stack, FIBER_STACK_BYTES + FIBER_GUARD_BYTES);
+    free(f);
+    fibers.slot[i] = NULL;
+  }
+}
+
+static void switch_fiber(int to) {
+  fiber *from = fibers.slot[fibers.cur], *next = fibers.slot[to];
+  from->member = member;
+  member = next->member;
+  fibers.prev = fibers.cur;
+  fibers.cur = to;
+#ifdef FIBER_ASAN
+  void* fake = NULL;
+  __sanitizer_start_switch_fiber(from->running ? &fake : NULL, next->stack_bottom, next->stack_size);
+#endif
+#ifdef FIBER_TSAN
+  __tsan_switch_to_fiber(next->tsan, 0);
+#endif
+  swapcontext(&from->uc, &next->uc);
+#ifdef FIBER_ASAN
+  fiber* came_from = fibers.slot[fibers.prev];
+  __sanitizer_finish_switch_fiber(fake, &came_from->stack_bottom, &came_from->stack_size);
+#endif
+}
+
+/* The thread's next context that still runs, after the current one; -1 when only this one. */
+static int next_fiber(void) {
+  for (int k = 1; k < fibers.used; k++) {
+    int i = (fibers.cur + k) % fibers.used;
+    if (fibers.slot[i]->running) return i;
+  }
+  return -1;
+}
+
+static void fiber_main(void) {
+#ifdef FIBER_ASAN
+  fiber* came_from = fibers.slot[fibers.prev];
+  __sanitizer_finish_switch_fiber(NULL, &came_from->stack_bottom, &came_from->stack_size);
+#endif
+  fiber* me = fibers.slot[fibers.cur];
+  run_member(me->member.id);
+  me->running = 0;
+  __atomic_fetch_sub(&pool.pending, 1, __ATOMIC_RELEASE);
+  switch_fiber(next_fiber()); /* the thread's own context still runs: it waits for this one */
+}
+
+static fiber* fiber_slot(int i) {
+  if (fibers.slot[i]) return fibers.slot[i];
+  fiber* f = calloc(1, sizeof *f);
+  if (!f) return NULL;
+  if (i > 0) {
+    void* m = mmap(NULL, FIBER_STACK_BYTES + FIBER_GUARD_BYTES, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (m == MAP_FAILED) {
+      free(f);
+      return NULL;
+    }
+    mprotect(m, FIBER_GUARD_BYTES, PROT_NONE); /* stacks grow down into the guard */
+    f->stack = m;
+    f->stack_bottom = (char*)m + FIBER_GUARD_BYTES;
+    f->stack_size = FIBER_STACK_BYTES;
+  }
+  if (!fibers.slot[0] && i > 0 && !fiber_slot(0)) {
+    if (f->stack) munmap(f->stack, FIBER_STACK_BYTES + FIBER_GUARD_BYTES);
+    free(f);
+    return NULL;
+  }
+  pthread_setspecific(fiber_key, f);
+  return fibers.slot[i] = f;
+}
+
+/* Claims a member nobody runs yet and starts it here on a stack of its own. Returns whether it did. */
+static int adopt_member(void) {
+  if (fibers.used >= MAX_THREADS || __atomic_load_n(&pool.team_next, __ATOMIC_RELAXED) >= pool.team_size) return 0;
+  int slot = fibers.used ? fibers.used : 1;
+  fiber* f = fiber_slot(slot);
+  if (!f) return 0;
+  int id = __atomic_fetch_add(&pool.team_next, 1, __ATOMIC_RELAXED);
+  if (id >= pool.team_size) return 0;
+  if (!fibers.used) { /* the thread's own context joins the set */
+    fibers.used = 1;
+    fibers.cur = 0;
+    fibers.slot[0]->running = 1;
+#ifdef FIBER_TSAN
+    fibers.slot[0]->tsan = __tsan_get_current_fiber();
+#endif
+  }
+  fibers.used = slot + 1;
+  getcontext(&f->uc);
+  f->uc.uc_stack.ss_sp = f->stack + FIBER_GUARD_BYTES;
+  f->uc.uc_stack.ss_size = FIBER_STACK_BYTES;
+  f->uc.uc_link = NULL;
+  makecontext(&f->uc, fiber_main, 0);
+  f->member = (member_state){id, pool.team_size, 0};
+  f->running = 1;
+#ifdef FIBER_TSAN
+  f->tsan = __tsan_create_fiber(0);
+#endif
+  switch_fiber(slot);
+  return 1;
+}
+
+/* The thread's fibers are done (its own context waited for them): forget them. */
+static void fibers_reset(void) {
+#ifdef FIBER_TSAN
+  for (int i = 1; i < fibers.used; i++) __tsan_destroy_fiber(fibers.slot[i]->tsan);
+#endif
+  fibers.used = 0;
+  fibers.cur = 0;
+}
+
+/* A step of a team member's wait: runs a member nobody has claimed, else switches to another
+ * member this thread runs. Returns 0 when there was neither (the caller pauses). */
+static int team_wait_step(void) {
+  if (adopt_member()) return 1;
+  int next = fibers.used ? next_fiber() : -1;
+  if (next < 0) return 0;
+  switch_fiber(next);
+  return 1;
+}
+
+/* Waits (running this thread's fibers) until every fiber this thread started is done. */
+static void own_fibers_finish(void) {
+  while (fibers.used && next_fiber() >= 0)
+    if (!team_wait_step()) sched_yield();
+  if (fibers.used) fibers_reset();
+}
+
+/* A helper's share of a team: one member, and whatever members it adopts while waiting. */
 static void run_team_share(void) {
   int id = __atomic_fetch_add(&pool.team_next, 1, __ATOMIC_RELAXED);
-  if (id < pool.team_size) run_member(id);
+  if (id >= pool.team_size) return;
+  run_member(id);
+  own_fibers_finish();
+  __atomic_fetch_sub(&pool.pending, 1, __ATOMIC_RELEASE);
 }
 
 /* Claim and run chunks of the current loop until none is left: this thread's run first. */
@@ -148,13 +345,11 @@ static void* helper_main(void* p) {
     seen = g;
     cpu_set_t saved;
     int moved = step_aside(&saved);
-    if (try_join(g)) {
+    if (!__atomic_load_n(&pool.hold_helpers, __ATOMIC_RELAXED) && try_join(g)) {
       tpurt_temp_adopt(pool.temp);
-      int team = pool.team_fn != NULL;
-      if (team) run_team_share();
+      if (pool.team_fn) run_team_share();
       else run_chunks();
       tpurt_temp_adopt(NULL);
-      if (team) __atomic_fetch_sub(&pool.pending, 1, __ATOMIC_RELEASE);
       __atomic_fetch_sub(&pool.join, 1, __ATOMIC_RELEASE);
     }
     if (moved) sched_setaffinity(0, sizeof saved, &saved);
@@ -173,6 +368,7 @@ static void pool_after_fork_child(void) {
 
 static void pool_init(void) {
   pthread_atfork(NULL, NULL, pool_after_fork_child);
+  pthread_key_create(&fiber_key, fiber_slots_free);
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   int n = ncpu > 0 ? (int)ncpu : 1;
   const char* env = tpurt_env_get(TPURT_ENV_NUM_THREADS);
@@ -203,7 +399,7 @@ int tpurt_pool_threads(void) {
 static void run_job(void (*callers_share)(void)) {
   pool.temp = tpurt_temp_current();
   __atomic_store_n(&pool.caller_cpu, sched_getcpu(), __ATOMIC_RELAXED);
-  __atomic_store_n(&pool.pending, pool.nthreads - 1, __ATOMIC_RELAXED);
+  if (pool.team_fn) __atomic_store_n(&pool.pending, pool.team_size - 1, __ATOMIC_RELAXED);
   pthread_mutex_lock(&pool.mu);
   __atomic_store_n(&pool.join, (uint64_t)(uint32_t)(pool.gen + 1) << 32, __ATOMIC_RELAXED);
   __atomic_fetch_add(&pool.gen, 1, __ATOMIC_RELEASE);
@@ -212,12 +408,15 @@ static void run_job(void (*callers_share)(void)) {
   in_loop = 1;
   callers_share();
   in_loop = 0;
-  /* A team needs every member. A loop is done when its chunks are: the caller claims the
-   * chunks of helpers that have not woken yet, then closes the loop to them and waits only
-   * for those inside (it waited for a parked helper's wake-up, 0.1-0.2 ms on a VM, to learn
-   * that nothing was left). */
-  if (pool.team_fn)
-    while (__atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) > 0) sched_yield();
+  /* A team is done when its members are: the caller runs those no helper claimed (fibers).
+   * A loop is done when its chunks are: the caller claims the chunks of helpers that have not
+   * woken yet. Then it closes the job to late helpers and waits only for those inside (it
+   * waited for a parked helper's wake-up, 0.1-0.2 ms on a VM, to learn that nothing was left). */
+  if (pool.team_fn) {
+    while (__atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) > 0)
+      if (!team_wait_step()) sched_yield();
+    if (fibers.used) fibers_reset();
+  }
   __atomic_fetch_or(&pool.join, JOIN_CLOSED, __ATOMIC_ACQ_REL);
   while (__atomic_load_n(&pool.join, __ATOMIC_ACQUIRE) & JOIN_COUNT) sched_yield();
 }
@@ -268,6 +467,8 @@ void tpurt_parallel_team(int size, tpurt_team_fn fn, void* ctx) {
   pthread_mutex_unlock(&pool.busy);
 }
 
+void tpurt_pool_hold_helpers(int hold) { __atomic_store_n(&pool.hold_helpers, hold, __ATOMIC_RELAXED); }
+
 int tpurt_team_member(void) { return member.id; }
 int tpurt_team_size(void) { return member.size; }
 
@@ -282,6 +483,7 @@ void tpurt_team_barrier(void) {
     return;
   }
   for (unsigned spins = 0; __atomic_load_n(&pool.barrier_gen, __ATOMIC_ACQUIRE) == gen; spins++) {
+    if (team_wait_step()) continue;
     if (spins < 4096) tpurt_cpu_relax();
     else sched_yield();
   }
@@ -311,6 +513,7 @@ static void sliced_member(void* arg, int id, int size) {
   sliced_loop* L = arg;
   (void)size;
   void* slice = L->work + (size_t)id * L->slice_bytes;
+  if (__atomic_load_n(&L->next, __ATOMIC_RELAXED) >= L->n) return; /* came too late: no init */
   if (L->init) L->init(L->ctx, slice);
   for (int64_t b; (b = __atomic_fetch_add(&L->next, L->grain, __ATOMIC_RELAXED)) < L->n;)
     L->fn(L->ctx, slice, b, L->n - b < L->grain ? L->n : b + L->grain);

@@ -3,8 +3,9 @@
  * sliced loop claims its chunks in order with a slice per member,
  * more commands than the ring holds keep their order, small ops run inline on an idle
  * stream keep the strict-mode error contract, side streams start after the default
- * stream's earlier work, and a helper never runs beside the loop's caller on its core (nor
- * keeps the narrower CPU mask it took to avoid it). */
+ * stream's earlier work, a helper never runs beside the loop's caller on its core (nor
+ * keeps the narrower CPU mask it took to avoid it), and a team whose members no helper runs
+ * (held, or without a core) still runs every member with its own id, stack and barriers. */
 #include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
@@ -368,7 +369,80 @@ static void test_helpers_step_aside(void) {
   CHECK(narrow == 0, "%d thread(s) kept a narrower CPU mask", narrow);
 }
 
+
+/* A team like torch.compile's OpenMP regions: static splits by member id, barriers between
+ * loops, single constructs, a stack array that must survive the switches between members a
+ * thread runs as fibers. */
+#define TEAM_ITEMS 1000
+typedef struct {
+  double in[TEAM_ITEMS], mid[TEAM_ITEMS], partial[64];
+  double total;
+  int ran[64], bad, singles;
+} team_work;
+
+static void team_body(void* p, int member, int size) {
+  team_work* w = p;
+  if (tpurt_team_member() != member || tpurt_team_size() != size) __atomic_add_fetch(&w->bad, 1, __ATOMIC_RELAXED);
+  volatile int mine[256];
+  for (int i = 0; i < 256; i++) mine[i] = member * 1000 + i;
+  int64_t per = (TEAM_ITEMS + size - 1) / size, b = member * per, e = b + per < TEAM_ITEMS ? b + per : TEAM_ITEMS;
+  for (int64_t i = b; i < e; i++) w->mid[i] = w->in[i] * 2 + 1;
+  tpurt_team_barrier();
+  double s = 0; /* reads other members' writes: needs the barrier */
+  for (int64_t i = e; i < e + per; i++) s += w->mid[i % TEAM_ITEMS];
+  w->partial[member] = s;
+  if (tpurt_team_single()) __atomic_add_fetch(&w->singles, 1, __ATOMIC_RELAXED);
+  tpurt_team_barrier();
+  if (tpurt_team_single()) {
+    double t = 0;
+    for (int m = 0; m < size; m++) t += w->partial[m];
+    w->total = t;
+    __atomic_add_fetch(&w->singles, 1, __ATOMIC_RELAXED);
+  }
+  tpurt_team_barrier();
+  for (int i = 0; i < 256; i++)
+    if (mine[i] != member * 1000 + i) __atomic_add_fetch(&w->bad, 1, __ATOMIC_RELAXED);
+  if (tpurt_team_member() != member || tpurt_team_size() != size) __atomic_add_fetch(&w->bad, 1, __ATOMIC_RELAXED);
+  w->ran[member]++;
+}
+
+static double team_expected(int size) {
+  double mid[TEAM_ITEMS], t = 0;
+  for (int i = 0; i < TEAM_ITEMS; i++) mid[i] = (double)(i % 17) * 2 + 1;
+  int64_t per = (TEAM_ITEMS + size - 1) / size;
+  for (int m = 0; m < size; m++) {
+    int64_t e = m * per + per < TEAM_ITEMS ? m * per + per : TEAM_ITEMS;
+    double s = 0;
+    for (int64_t i = e; i < e + per; i++) s += mid[i % TEAM_ITEMS];
+    t += s;
+  }
+  return t;
+}
+
+static void run_team_check(const char* how, int round) {
+  static team_work w;
+  memset(&w, 0, sizeof w);
+  for (int i = 0; i < TEAM_ITEMS; i++) w.in[i] = i % 17;
+  tpurt_parallel_team(0, team_body, &w);
+  int size = tpurt_pool_threads();
+  CHECK(w.bad == 0, "%s round %d: %d wrong ids, sizes or stack values", how, round, w.bad);
+  CHECK(w.singles == 2, "%s round %d: %d single constructs ran (want 2)", how, round, w.singles);
+  for (int m = 0; m < size; m++) CHECK(w.ran[m] == 1, "%s round %d: member %d ran %d times", how, round, m, w.ran[m]);
+  CHECK(w.total == team_expected(size), "%s round %d: total %.17g, want %.17g", how, round, w.total, team_expected(size));
+}
+
+static void test_team_fibers(void) {
+  /* no helper takes the job: the caller runs members 1..T-1 on fibers, switching at barriers */
+  tpurt_pool_hold_helpers(1);
+  for (int r = 0; r < 5; r++) run_team_check("helpers held", r);
+  tpurt_pool_hold_helpers(0);
+  /* members outnumber the cores (main sets more threads than CPUs): some run as fibers */
+  for (int r = 0; r < 300; r++) run_team_check("helpers free", r);
+}
+
 int main(void) {
+  /* more pool threads than this 2-core machine has cores: a team's members outnumber them */
+  setenv("TPU_NUM_THREADS", "4", 0);
   test_scratch();
   test_parallel_for();
   test_nested_serial();
@@ -379,5 +453,6 @@ int main(void) {
   test_inline_when_idle();
   test_default_stream_first();
   test_helpers_step_aside();
+  test_team_fibers();
   return CHECK_DONE();
 }

@@ -114,8 +114,9 @@ void __tsan_destroy_fiber(void* fiber);
 void __tsan_switch_to_fiber(void* fiber, unsigned flags);
 #endif
 
-/* Generated kernels keep small arrays on the stack; pages are only committed when touched. */
-#define FIBER_STACK_BYTES ((size_t)1 << 20)
+/* A thread's default stack size (what a member running on a helper has); only the pages a
+ * member touches are ever committed. */
+#define FIBER_STACK_BYTES ((size_t)8 << 20)
 #define FIBER_GUARD_BYTES ((size_t)4096)
 
 /* A member a thread runs besides its own, or (slot 0) the thread's own stack. */

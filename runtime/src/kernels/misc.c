@@ -5,6 +5,7 @@
 #include "cmplx.h"
 #include <stdlib.h>
 
+#include "random.h"
 #include "reduce.h"
 
 /* ---------------------------------------------------------------- small helpers */
@@ -350,12 +351,11 @@ static double unit(const tpurt_op_call* c, uint64_t i) {
   return tpurt_u64_to_unit_f64(r[0], r[1]);
 }
 
-/* Standard normal as random.c draws it (Box-Muller on the counter's four words). */
+/* Standard normal as random.c draws it for the output's dtype. */
 static double std_normal(const tpurt_op_call* c, uint64_t i) {
   uint32_t r[4];
   tpurt_philox(c->rng_seed, c->rng_offset + i, r);
-  double u1 = 1.0 - tpurt_u64_to_unit_f64(r[0], r[1]), u2 = tpurt_u64_to_unit_f64(r[2], r[3]);
-  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+  return tpurt_std_normal(r, c->outs[0].dtype);
 }
 
 tpurt_status tpurt_kernel_normal_tensor(const tpurt_op_call* c) {

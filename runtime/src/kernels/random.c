@@ -1,66 +1,143 @@
 /* Random kernels. Element i (row-major over the output's shape, whatever its strides) draws
- * from Philox counter rng_offset + i, so results depend only on (seed, offset, shape). */
-#include "../internal.h"
+ * from Philox counter rng_offset + i, so results depend only on (seed, offset, shape): the
+ * pool's threads fill blocks of elements in any order, and Philox runs RNG_LANES counters at
+ * once in lanes the compiler vectorizes (the same words as tpurt_philox). */
+#include "random.h"
 
-typedef double (*draw_fn)(const uint32_t r[4], const double* p);
+#define RNG_LANES 16
+#define RNG_GRAIN 8192 /* elements a pool thread claims at once */
 
-/* Fills t element by element: v = draw(philox(seed, offset + i), params). */
-static tpurt_status fill_random(const tpurt_op_call* c, const tpurt_tensor* t, draw_fn draw, const double* p,
-                                int integer) {
-  int64_t n = tpurt_numel(t), idx[TPURT_MAX_DIMS] = {0};
-  if (n == 0) return TPURT_OK;
-  for (int64_t i = 0; i < n; i++) {
-    uint32_t r[4];
-    tpurt_philox(c->rng_seed, c->rng_offset + (uint64_t)i, r);
-    double v = draw(r, p);
-    char* e = tpurt_elem_ptr(t, idx);
-    if (integer) tpurt_store_i64(e, t->dtype, (int64_t)v);
-    else tpurt_store_f64(e, t->dtype, v);
-    tpurt_next_index(idx, t->sizes, t->ndim);
+/* Philox 4x32-10 of counters counter .. counter + RNG_LANES - 1: word w of counter j in r[w][j]. */
+static void philox_lanes(uint64_t seed, uint64_t counter, uint32_t r[4][RNG_LANES]) {
+  uint32_t c0[RNG_LANES], c1[RNG_LANES], c2[RNG_LANES] = {0}, c3[RNG_LANES] = {0};
+  for (int j = 0; j < RNG_LANES; j++) {
+    uint64_t ctr = counter + (uint64_t)j;
+    c0[j] = (uint32_t)ctr;
+    c1[j] = (uint32_t)(ctr >> 32);
   }
+  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+  for (int round = 0; round < 10; round++) {
+    for (int j = 0; j < RNG_LANES; j++) {
+      uint64_t p0 = (uint64_t)0xD2511F53u * c0[j], p1 = (uint64_t)0xCD9E8D57u * c2[j];
+      uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[j] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3[j] ^ k1;
+      c1[j] = (uint32_t)p1;
+      c3[j] = (uint32_t)p0;
+      c0[j] = n0;
+      c2[j] = n2;
+    }
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  memcpy(r[0], c0, sizeof c0);
+  memcpy(r[1], c1, sizeof c1);
+  memcpy(r[2], c2, sizeof c2);
+  memcpy(r[3], c3, sizeof c3);
+}
+
+typedef struct {
+  const tpurt_op_call* c;
+  const tpurt_tensor* t;
+  double p[2]; /* the draw's parameters */
+  int integer;
+} fill_job;
+
+/* The multi-index of row-major element lin of t. */
+static void unravel(const tpurt_tensor* t, int64_t lin, int64_t* idx) {
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    idx[d] = lin % t->sizes[d];
+    lin /= t->sizes[d];
+  }
+}
+
+/* fill_<draw>(job, b, e): elements [b, e) of the job's tensor, v = draw(philox(seed, offset + i),
+ * params); one function per draw so that the draw inlines into the loop. */
+#define FILL_BLOCK(draw)                                                                          \
+  static void fill_##draw(void* arg, int64_t b, int64_t e) {                                     \
+    const fill_job* J = arg;                                                                      \
+    const tpurt_tensor* t = J->t;                                                                 \
+    const double p[2] = {J->p[0], J->p[1]};           /* locals: the stores cannot alias them */   \
+    int64_t idx[TPURT_MAX_DIMS] = {0};                                                            \
+    unravel(t, b, idx);                                                                           \
+    float* dense = !J->integer && t->dtype == TPURT_F32 && tpurt_is_contiguous(t) ? (float*)t->data : NULL; \
+    uint32_t r[4][RNG_LANES];                                                                     \
+    for (int64_t i0 = b; i0 < e; i0 += RNG_LANES) {                                               \
+      philox_lanes(J->c->rng_seed, J->c->rng_offset + (uint64_t)i0, r);                           \
+      int m = e - i0 < RNG_LANES ? (int)(e - i0) : RNG_LANES;                                     \
+      if (dense) {                                                                                \
+        for (int j = 0; j < m; j++) {                                                             \
+          const uint32_t w[4] = {r[0][j], r[1][j], r[2][j], r[3][j]};                            \
+          dense[i0 + j] = (float)draw_##draw(w, p);                                            \
+        }                                                                                         \
+        continue;                                                                                 \
+      }                                                                                           \
+      for (int j = 0; j < m; j++) {                                                               \
+        const uint32_t w[4] = {r[0][j], r[1][j], r[2][j], r[3][j]};                              \
+        double v = draw_##draw(w, p);                                                          \
+        char* el = tpurt_elem_ptr(t, idx);                                                        \
+        if (J->integer) tpurt_store_i64(el, t->dtype, (int64_t)v);                                \
+        else tpurt_store_f64(el, t->dtype, v);                                                    \
+        tpurt_next_index(idx, t->sizes, t->ndim);                                                 \
+      }                                                                                           \
+    }                                                                                             \
+  }
+
+static tpurt_status fill_random(const tpurt_op_call* c, const tpurt_tensor* t, tpurt_pool_fn fill, const double* p,
+                                int np, int integer) {
+  fill_job J = {c, t, {0}, integer};
+  memcpy(J.p, p, sizeof(double) * (size_t)np);
+  tpurt_parallel_for(tpurt_numel(t), RNG_GRAIN, fill, &J);
   return TPURT_OK;
 }
 
-static double unit(const uint32_t r[4], int k) { return tpurt_u64_to_unit_f64(r[k], r[k + 1]); }
+static inline double unit(const uint32_t r[4], int k) { return tpurt_u64_to_unit_f64(r[k], r[k + 1]); }
 
-static double draw_normal(const uint32_t r[4], const double* p) {
-  double u1 = 1.0 - unit(r, 0), u2 = unit(r, 2); /* u1 in (0, 1] keeps log finite */
-  return p[0] + p[1] * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-static double draw_uniform(const uint32_t r[4], const double* p) { return p[0] + (p[1] - p[0]) * unit(r, 0); }
-static double draw_bernoulli(const uint32_t r[4], const double* p) { return unit(r, 0) < p[0] ? 1.0 : 0.0; }
-static double draw_exponential(const uint32_t r[4], const double* p) { return -log(1.0 - unit(r, 0)) / p[0]; }
-static double draw_geometric(const uint32_t r[4], const double* p) { /* trials until the first success */
+/* p: mean, std; in float for every dtype but float64 (random.h) */
+static inline double draw_normal(const uint32_t r[4], const double* p) { return p[0] + p[1] * tpurt_std_normal_f32(r); }
+static inline double draw_normal_f64(const uint32_t r[4], const double* p) { return p[0] + p[1] * tpurt_std_normal_f64(r); }
+static inline double draw_uniform(const uint32_t r[4], const double* p) { return p[0] + (p[1] - p[0]) * unit(r, 0); }
+static inline double draw_bernoulli(const uint32_t r[4], const double* p) { return unit(r, 0) < p[0] ? 1.0 : 0.0; }
+static inline double draw_exponential(const uint32_t r[4], const double* p) { return -log(1.0 - unit(r, 0)) / p[0]; }
+static inline double draw_geometric(const uint32_t r[4], const double* p) { /* trials until the first success */
   return ceil(log(1.0 - unit(r, 0)) / log1p(-p[0]));
 }
-static double draw_cauchy(const uint32_t r[4], const double* p) {
+static inline double draw_cauchy(const uint32_t r[4], const double* p) {
   return p[0] + p[1] * tan(3.141592653589793 * (unit(r, 0) - 0.5));
 }
-static double draw_log_normal(const uint32_t r[4], const double* p) { return exp(draw_normal(r, p)); }
-static double draw_int(const uint32_t r[4], const double* p) {
+static inline double draw_log_normal(const uint32_t r[4], const double* p) { return exp(draw_normal_f64(r, p)); }
+static inline double draw_int(const uint32_t r[4], const double* p) {
   uint64_t x = (uint64_t)r[0] << 32 | r[1];
   uint64_t range = (uint64_t)p[1];
   return p[0] + (double)(range ? x % range : 0);
 }
 
+FILL_BLOCK(normal)
+FILL_BLOCK(normal_f64)
+FILL_BLOCK(uniform)
+FILL_BLOCK(bernoulli)
+FILL_BLOCK(exponential)
+FILL_BLOCK(geometric)
+FILL_BLOCK(cauchy)
+FILL_BLOCK(log_normal)
+FILL_BLOCK(int)
+
 tpurt_status tpurt_kernel_normal(const tpurt_op_call* c) {
   /* normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) */
   double p[2] = {tpurt_value_f(TPURT_ARG(c, normal, mean)), tpurt_value_f(TPURT_ARG(c, normal, std))};
   if (p[1] < 0) return tpurt_fail(TPURT_ERR_RUNTIME, "normal expects std >= 0.0, but found std %g", p[1]);
-  return fill_random(c, &c->outs[0], draw_normal, p, 0);
+  return fill_random(c, &c->outs[0], c->outs[0].dtype == TPURT_F64 ? fill_normal_f64 : fill_normal, p, 2, 0);
 }
 
 tpurt_status tpurt_kernel_uniform(const tpurt_op_call* c) {
   /* uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) */
   double p[2] = {tpurt_value_f(TPURT_ARG(c, uniform, from)), tpurt_value_f(TPURT_ARG(c, uniform, to))};
-  return fill_random(c, &c->outs[0], draw_uniform, p, 0);
+  return fill_random(c, &c->outs[0], fill_uniform, p, 2, 0);
 }
 
 tpurt_status tpurt_kernel_bernoulli_scalar(const tpurt_op_call* c) {
   /* bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) */
   double p = tpurt_value_f(TPURT_ARG(c, bernoulli_scalar, p));
   if (!(p >= 0 && p <= 1)) return tpurt_fail(TPURT_ERR_RUNTIME, "bernoulli_ expects p to be in [0, 1], but got p=%g", p);
-  return fill_random(c, &c->outs[0], draw_bernoulli, &p, 0);
+  return fill_random(c, &c->outs[0], fill_bernoulli, &p, 1, 0);
 }
 
 /* out[i] ~ Bernoulli(prob broadcast to out) */
@@ -111,7 +188,7 @@ static tpurt_status random_range(const tpurt_op_call* c, double from, const tpur
   double p[2] = {from, (!to || to->kind == TPURT_V_NONE ? dtype_int_max(out->dtype) + 1 : (double)to->i) - from};
   if (p[1] <= 0)
     return tpurt_fail(TPURT_ERR_RUNTIME, "random_ expects 'from' to be less than 'to', but got from=%g >= to=%g", p[0], p[0] + p[1]);
-  return fill_random(c, out, draw_int, p, 1);
+  return fill_random(c, out, fill_int, p, 2, 1);
 }
 tpurt_status tpurt_kernel_random_int(const tpurt_op_call* c) { return random_range(c, 0, NULL); }
 tpurt_status tpurt_kernel_random_to(const tpurt_op_call* c) { return random_range(c, 0, TPURT_ARG(c, random_to, to)); }
@@ -123,28 +200,28 @@ tpurt_status tpurt_kernel_exponential(const tpurt_op_call* c) {
   /* exponential_(Tensor(a!) self, float lambd=1, *, Generator? generator=None) */
   double l = tpurt_value_f(TPURT_ARG(c, exponential, lambd));
   if (!(l > 0)) return tpurt_fail(TPURT_ERR_RUNTIME, "exponential_ expects lambda > 0.0, but found lambda=%g", l);
-  return fill_random(c, &c->outs[0], draw_exponential, &l, 0);
+  return fill_random(c, &c->outs[0], fill_exponential, &l, 1, 0);
 }
 
 tpurt_status tpurt_kernel_geometric(const tpurt_op_call* c) {
   /* geometric_(Tensor(a!) self, float p, *, Generator? generator=None) */
   double p = tpurt_value_f(TPURT_ARG(c, geometric, p));
   if (!(p > 0 && p < 1)) return tpurt_fail(TPURT_ERR_RUNTIME, "geometric_ expects p to be in (0, 1), but got p=%g", p);
-  return fill_random(c, &c->outs[0], draw_geometric, &p, 0);
+  return fill_random(c, &c->outs[0], fill_geometric, &p, 1, 0);
 }
 
 tpurt_status tpurt_kernel_cauchy(const tpurt_op_call* c) {
   /* cauchy_(Tensor(a!) self, float median=0, float sigma=1, *, Generator? generator=None) */
   double p[2] = {tpurt_value_f(TPURT_ARG(c, cauchy, median)), tpurt_value_f(TPURT_ARG(c, cauchy, sigma))};
   if (!(p[1] > 0)) return tpurt_fail(TPURT_ERR_RUNTIME, "cauchy_ expects sigma > 0.0, but found sigma=%g", p[1]);
-  return fill_random(c, &c->outs[0], draw_cauchy, p, 0);
+  return fill_random(c, &c->outs[0], fill_cauchy, p, 2, 0);
 }
 
 tpurt_status tpurt_kernel_log_normal(const tpurt_op_call* c) {
   /* log_normal_(Tensor(a!) self, float mean=1, float std=2, *, Generator? generator=None) */
   double p[2] = {tpurt_value_f(TPURT_ARG(c, log_normal, mean)), tpurt_value_f(TPURT_ARG(c, log_normal, std))};
   if (!(p[1] > 0)) return tpurt_fail(TPURT_ERR_RUNTIME, "log_normal_ expects std > 0.0, but found std=%g", p[1]);
-  return fill_random(c, &c->outs[0], draw_log_normal, p, 0);
+  return fill_random(c, &c->outs[0], fill_log_normal, p, 2, 0);
 }
 
 typedef struct { double scale; } dropout_ctx;
@@ -181,7 +258,7 @@ tpurt_status tpurt_kernel_native_dropout(const tpurt_op_call* c) {
     tpurt_status s = tpurt_copy_tensor(mask, &t);
     return s ? s : tpurt_copy_tensor(out, x);
   }
-  tpurt_status s = fill_random(c, mask, draw_bernoulli, &keep, 0);
+  tpurt_status s = fill_random(c, mask, fill_bernoulli, &keep, 1, 0);
   if (s) return s;
   return masked_scale(out, x, mask, keep > 0 ? 1.0 / keep : 0.0);
 }

@@ -270,7 +270,7 @@ def ew(args, mach, rows):
 
 def act(args, mach, rows):
     """Activations, their backward ops, row-wise normalizations, fmod-based division, row
-    reductions and index_select on 1M float32 elements (in
+    reductions, index_select and random fills on 1M float32 elements (in
     cache on most hosts: these rows measure the kernels' arithmetic, not memory). Each sample
     is 10 calls back to back, then one synchronize: the kernels' throughput, not the cost of
     waking the device per call (the train rows include that)."""
@@ -279,6 +279,7 @@ def act(args, mach, rows):
     base = {"x": torch.randn(n, generator=g), "g": torch.randn(n, generator=g)}
     base["y"] = torch.sigmoid(base["x"])
     base["rows"] = torch.arange(0, 1024, 2)
+    base["r"] = torch.empty(n)
     on = {"cpu": base, "tpu": {k: v.to("tpu") for k, v in base.items()}}
     aten = torch.ops.aten
     cases = {  # name: fn(tensors of one device)
@@ -304,6 +305,11 @@ def act(args, mach, rows):
         "index_select cols [1024,1024]": lambda t: t["x"].view(1024, 1024).index_select(1, t["rows"]),
         "amax over rows [1024,1024]": lambda t: t["x"].view(1024, 1024).amax(1),
         "norm over rows [1024,1024]": lambda t: t["x"].view(1024, 1024).norm(dim=1),
+        # random fills (each device its own generator: the rows time the draws, not the values)
+        "uniform_": lambda t: t["r"].uniform_(),
+        "normal_": lambda t: t["r"].normal_(),
+        "bernoulli_": lambda t: t["r"].bernoulli_(0.9),
+        "dropout (training)": lambda t: F.dropout(t["x"], 0.1, True),
     }
     out = []
     for name, fn in cases.items():

@@ -90,6 +90,9 @@ def test_each_element_depends_only_on_its_counter():
             long = _draw(op, 20_011, dtype)
             for n in (1, 15, 16, 17, 8193):
                 assert torch.equal(_draw(op, n, dtype), long[:n]), (op, dtype, n)
+    masks = _draw("bernoulli_", 20_011, torch.bool)  # dropout's masks: bool, stored directly
+    assert torch.equal(masks, _draw("bernoulli_", 20_011, torch.float32).bool())
+    assert torch.equal(_draw("bernoulli_", 17, torch.bool), masks[:17])
 
 
 def test_draws_do_not_depend_on_the_thread_count():

@@ -58,7 +58,9 @@ static void unravel(const tpurt_tensor* t, int64_t lin, int64_t* idx) {
     const double p[2] = {J->p[0], J->p[1]};           /* locals: the stores cannot alias them */   \
     int64_t idx[TPURT_MAX_DIMS] = {0};                                                            \
     unravel(t, b, idx);                                                                           \
-    float* dense = !J->integer && t->dtype == TPURT_F32 && tpurt_is_contiguous(t) ? (float*)t->data : NULL; \
+    int contiguous = tpurt_is_contiguous(t);                                                     \
+    float* dense = !J->integer && t->dtype == TPURT_F32 && contiguous ? (float*)t->data : NULL;   \
+    uint8_t* mask = !J->integer && t->dtype == TPURT_BOOL && contiguous ? (uint8_t*)t->data : NULL; \
     uint32_t r[4][RNG_LANES];                                                                     \
     for (int64_t i0 = b; i0 < e; i0 += RNG_LANES) {                                               \
       philox_lanes(J->c->rng_seed, J->c->rng_offset + (uint64_t)i0, r);                           \
@@ -67,6 +69,13 @@ static void unravel(const tpurt_tensor* t, int64_t lin, int64_t* idx) {
         for (int j = 0; j < m; j++) {                                                             \
           const uint32_t w[4] = {r[0][j], r[1][j], r[2][j], r[3][j]};                            \
           dense[i0 + j] = (float)draw_##draw(w, p);                                            \
+        }                                                                                         \
+        continue;                                                                                 \
+      }                                                                                           \
+      if (mask) { /* dropout's: bool as copy_ converts, nonzero (NaN too) to true */              \
+        for (int j = 0; j < m; j++) {                                                             \
+          const uint32_t w[4] = {r[0][j], r[1][j], r[2][j], r[3][j]};                            \
+          mask[i0 + j] = draw_##draw(w, p) != 0;                                                  \
         }                                                                                         \
         continue;                                                                                 \
       }                                                                                           \

@@ -1,4 +1,4 @@
-/* The vectorizable exp / log / erf / tanh / sin / cos of kernels/vmath.h against libm in higher
+/* The vectorizable exp / exp2 / log / log2 / log10 / erf / sinh / cosh / tanh / sin / cos of kernels/vmath.h against libm in higher
  * precision, over a strided sweep of every float (and of the doubles exp takes; sin and cos
  * over the floats their reduction holds for: callers take libm past it), plus the specials. */
 #include <float.h>
@@ -52,6 +52,11 @@ static float f_exp(float x) { return vm_expf(x); }
 static float f_erf(float x) { return vm_erff(x); }
 static float f_tanh(float x) { return vm_tanhf(x); }
 static float f_log(float x) { return vm_logf(x); }
+static float f_log2(float x) { return vm_log2f(x); }
+static float f_log10(float x) { return vm_log10f(x); }
+static float f_exp2(float x) { return vm_exp2f(x); }
+static float f_sinh(float x) { return vm_sinhf(x); }
+static float f_cosh(float x) { return vm_coshf(x); }
 static float f_sin(float x) { return vm_sinf(x); }
 static float f_cos(float x) { return vm_cosf(x); }
 static float f_expm1(float x) { return vm_expm1f(x); }
@@ -62,6 +67,11 @@ int main(void) {
   sweep_f("vm_erff", f_erf, erf, 1.5);
   sweep_f("vm_tanhf", f_tanh, tanh, 1.5);
   sweep_f("vm_logf", f_log, log, 1.0);
+  sweep_f("vm_log2f", f_log2, log2, 1.5);
+  sweep_f("vm_log10f", f_log10, log10, 2.0);
+  sweep_f("vm_exp2f", f_exp2, exp2, 1.5);
+  sweep_f("vm_sinhf", f_sinh, sinh, 0.5);
+  sweep_f("vm_coshf", f_cosh, cosh, 0.5);
   sweep_f("vm_expm1f", f_expm1, expm1, 2.0);
   sweep_f("vm_log1pf", f_log1p, log1p, 2.0);
   sweep_where("vm_sinf", f_sin, sin, 1.0, vm_trig_in_range);
@@ -78,6 +88,14 @@ int main(void) {
   CHECK(!vm_trig_in_range(INFINITY) && !vm_trig_in_range(NAN) && !vm_trig_in_range(0x1p20f) && vm_trig_in_range(1e6f),
         "sin/cos range");
   CHECK(vm_expf(INFINITY) == INFINITY && vm_expf(-INFINITY) == 0 && isnan(vm_expf(NAN)), "expf specials");
+  CHECK(vm_log2f(INFINITY) == INFINITY && vm_log2f(0.0f) == -INFINITY && isnan(vm_log2f(-1.0f)) && isnan(vm_log2f(NAN)) &&
+            vm_log2f(1024.0f) == 10 && vm_log2f(0x1p-149f) == -149 && vm_log2f(1.0f) == 0,
+        "log2 specials, powers of two exact");
+  CHECK(vm_log10f(INFINITY) == INFINITY && vm_log10f(-0.0f) == -INFINITY && isnan(vm_log10f(-1.0f)) &&
+            isnan(vm_log10f(NAN)) && vm_log10f(1.0f) == 0, "log10 specials");
+  CHECK(vm_exp2f(INFINITY) == INFINITY && vm_exp2f(-INFINITY) == 0 && isnan(vm_exp2f(NAN)) && vm_exp2f(128.0f) == INFINITY &&
+            vm_exp2f(127.0f) == 0x1p127f && vm_exp2f(-149.0f) == 0x1p-149f && vm_exp2f(-150.5f) == 0 && vm_exp2f(0) == 1,
+        "exp2 specials, integers exact");
   CHECK(vm_exp(INFINITY) == INFINITY && vm_exp(-INFINITY) == 0 && isnan(vm_exp(NAN)), "exp specials");
   CHECK(vm_exp(0) == 1 && vm_expf(0) == 1, "exp(0)");
   CHECK(vm_erff(INFINITY) == 1 && vm_erff(-INFINITY) == -1 && isnan(vm_erff(NAN)), "erf specials");

@@ -4,9 +4,10 @@
  * (runtime/Makefile: one build per x86-64 level, the widest the host runs picked at load
  * time). Worst errors over strided sweeps of all floats against libm in double
  * (runtime/tests/test_vmath.c checks them), with / without FMA: vm_expf 0.97 / 0.96 ulp,
- * vm_erff 1.05 / 1.12, vm_tanhf 1.31 / 1.31, vm_exp (double) 1.00 / 1.05. Specials: NaN
- * propagates, +-inf give the limits, underflow goes through the subnormals to 0, overflow
- * gives inf. */
+ * vm_erff 1.05 / 1.12, vm_tanhf 1.31 / 1.31, vm_exp (double) 1.00 / 1.05; vm_exp2f 1.22,
+ * vm_log2f 1.36, vm_log10f 1.78 (both); vm_sinhf and vm_coshf correctly rounded over the
+ * sweep. Specials: NaN propagates, +-inf give the limits, underflow goes through the
+ * subnormals to 0, overflow gives inf. */
 #ifndef TPURT_VMATH_H
 #define TPURT_VMATH_H
 
@@ -125,6 +126,19 @@ static inline float vm_erff_as(float x) {
   return copysignf(1.0f - e * t * r, x);
 }
 
+/* sinh and cosh from vm_exp in double: (e^|x| -+ e^-|x|) / 2 loses at most 2^-40 relative to
+ * cancellation for |x| >= 2^-12, and sinh x rounds to x below that; float's overflow comes
+ * from the final rounding (cosh 89 is finite though e^89 is not, in float). */
+static inline float vm_sinhf(float x) {
+  double e = vm_exp(fabs((double)x)), s = 0.5 * (e - 1.0 / e);
+  float r = (float)copysign(s, (double)x);
+  return fabsf(x) < 0x1p-12f ? x : r;
+}
+static inline float vm_coshf(float x) {
+  double e = vm_exp(fabs((double)x));
+  return (float)(0.5 * (e + 1.0 / e));
+}
+
 /* tanh: |x| < 0.625: x + x^3 P(x^2); else 1 - 2 / (e^{2|x|} + 1) (no cancellation there);
  * past 9.1 tanh rounds to +-1. */
 static inline float vm_tanhf(float x) {
@@ -142,8 +156,12 @@ static inline float vm_tanhf(float x) {
 }
 
 /* log: x = 2^e * m with m in [sqrt(1/2), sqrt(2)), log m = f - f^2/2 + f^3 P(f), f = m - 1
- * (Cephes' logf polynomial); subnormals are scaled into the normal range first. */
-static inline float vm_logf(float x) {
+ * (Cephes' logf polynomial); subnormals are scaled into the normal range first. vm_log_parts
+ * gives e (as a float), f, f^2 and f^3 P(f), which log, log2 and log10 combine each their way. */
+typedef struct {
+  float e, f, z, t;
+} vm_log_parts;
+static inline vm_log_parts vm_log_split(float x) {
   int sub = x < 0x1p-126f;
   float xs = sub ? x * 0x1p23f : x;
   uint32_t u = vm_bits_f32(xs);
@@ -162,15 +180,62 @@ static inline float vm_logf(float x) {
   p = p * f + 2.0000714765e-1f;
   p = p * f - 2.4999993993e-1f;
   p = p * f + 3.3333331174e-1f;
-  float fe = (float)e, y = f * z * p;
-  y = y + fe * -2.12194440e-4f; /* ln2 split: fe * hi below is exact */
-  y = y - 0.5f * z;
-  float r = f + y;
-  r = r + fe * 0.693359375f;
+  return (vm_log_parts){(float)e, f, z, f * z * p};
+}
+/* log's specials on top of r, the formula's value for finite positive x */
+static inline float vm_log_specials(float x, float r) {
   r = x == INFINITY ? x : r;
   r = x == 0 ? -INFINITY : r;
   r = x < 0 ? NAN : r; /* selects in turn: `x < 0 || x != x` kept vm_logf(vm_expf(x)) scalar */
   return x != x ? NAN : r;
+}
+static inline float vm_logf(float x) {
+  vm_log_parts q = vm_log_split(x);
+  float y = q.t + q.e * -2.12194440e-4f; /* ln2 split: e * hi below is exact */
+  y = y - 0.5f * q.z;
+  float r = q.f + y;
+  r = r + q.e * 0.693359375f;
+  return vm_log_specials(x, r);
+}
+/* log2 and log10 as Cephes' log2f and log10f combine the parts: the small terms first, log2(e)
+ * as 1 + 0.4427 and the constants split so that the large products are exact. */
+static inline float vm_log2f(float x) {
+  vm_log_parts q = vm_log_split(x);
+  float y = q.t - 0.5f * q.z;
+  float r = y * 0.44269504088896340736f;
+  r = r + q.f * 0.44269504088896340736f;
+  r = r + y;
+  r = r + q.f;
+  return vm_log_specials(x, r + q.e);
+}
+static inline float vm_log10f(float x) {
+  vm_log_parts q = vm_log_split(x);
+  float y = q.t - 0.5f * q.z;
+  float r = (q.f + y) * 7.00731903251827651129e-4f;
+  r = r + y * 4.3359375e-1f;
+  r = r + q.f * 4.3359375e-1f;
+  r = r + q.e * 2.48745663981195213739e-4f;
+  return vm_log_specials(x, r + q.e * 3.0078125e-1f);
+}
+
+/* 2^x = 2^n * 2^r, n = round(x), |r| <= 1/2 exact (Cephes' exp2f polynomial); 2^n as two
+ * factors, as vm_expf. */
+static inline float vm_exp2f(float x) {
+  x = x < -151.0f ? -151.0f : x; /* 2^-151 rounds to 0; NaN passes both clamps */
+  x = x > 129.0f ? 129.0f : x;   /* 2^129 overflows to inf */
+  float t = x + 0x1.8p23f;
+  float n = t - 0x1.8p23f;
+  int32_t ni = (int32_t)(vm_bits_f32(t) - vm_bits_f32(0x1.8p23f));
+  float r = x - n;
+  float p = 1.535336188319500e-4f;
+  p = p * r + 1.339887440266574e-3f;
+  p = p * r + 9.618437357674640e-3f;
+  p = p * r + 5.550332471162809e-2f;
+  p = p * r + 2.402264791363012e-1f;
+  p = p * r + 6.931472028550421e-1f;
+  p = p * r + 1.0f;
+  int32_t n1 = ni / 2, n2 = ni - n1;
+  return p * vm_f32_of((uint32_t)(n1 + 127) << 23) * vm_f32_of((uint32_t)(n2 + 127) << 23);
 }
 
 /* e^x - 1: |x| < 1: x + x^2 P(x), P the Taylor series to x^12 / 12! (truncation below 2^-31);

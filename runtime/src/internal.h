@@ -409,9 +409,13 @@ int tpurt_pool_threads(void);
  * loop, or while another thread's loop runs. So fn must give the same result for any
  * split: chunks must write disjoint outputs (never combine partial sums across chunks). */
 void tpurt_parallel_for(int64_t n, int64_t grain, tpurt_pool_fn fn, void* ctx);
-/* fn(ctx, member, size) on `size` threads at once (0: all of the pool's), the caller being
- * member 0, so members may wait for each other (tpurt_team_barrier). Fewer members (one,
- * inline) when the pool is busy or the call is nested: callers must not depend on the size.
+/* fn(ctx, member, size) for `size` members at once (0: as many as the pool's threads), the
+ * caller being member 0, so members may wait for each other (tpurt_team_barrier): each on a
+ * thread of its own, or, when no helper has claimed it by the time another member waits, on
+ * that member's thread as a fiber with a stack of its own (thread-local state other than the
+ * member's id, size and single constructs is the thread's: keep nothing of it across a
+ * barrier). Fewer members (one, inline) when the pool is busy or the call is nested: callers
+ * must not depend on the size.
  * What torch.compile's generated OpenMP loops run on (omp.c). */
 typedef void (*tpurt_team_fn)(void* ctx, int member, int size);
 void tpurt_parallel_team(int size, tpurt_team_fn fn, void* ctx);

@@ -258,20 +258,23 @@ static void fibers_reset(void) {
   fibers.cur = 0;
 }
 
-/* A step of a team member's wait: runs a member nobody has claimed, else switches to another
- * member this thread runs. Returns 0 when there was neither (the caller pauses). */
+/* A step of a team member's wait: runs a member nobody has claimed (WAIT_ADOPTED: that was
+ * work, look again at once), else switches to another member this thread runs until that one
+ * waits too (WAIT_SWITCHED), else nothing (WAIT_IDLE). Waiters pause after the last two: members
+ * of one thread that all wait must still let the core go to the member they wait for. */
+enum { WAIT_IDLE, WAIT_SWITCHED, WAIT_ADOPTED };
 static int team_wait_step(void) {
-  if (adopt_member()) return 1;
+  if (adopt_member()) return WAIT_ADOPTED;
   int next = fibers.used ? next_fiber() : -1;
-  if (next < 0) return 0;
+  if (next < 0) return WAIT_IDLE;
   switch_fiber(next);
-  return 1;
+  return WAIT_SWITCHED;
 }
 
 /* Waits (running this thread's fibers) until every fiber this thread started is done. */
 static void own_fibers_finish(void) {
   while (fibers.used && next_fiber() >= 0)
-    if (!team_wait_step()) sched_yield();
+    if (team_wait_step() != WAIT_ADOPTED) sched_yield();
   if (fibers.used) fibers_reset();
 }
 
@@ -415,7 +418,7 @@ static void run_job(void (*callers_share)(void)) {
    * waited for a parked helper's wake-up, 0.1-0.2 ms on a VM, to learn that nothing was left). */
   if (pool.team_fn) {
     while (__atomic_load_n(&pool.pending, __ATOMIC_ACQUIRE) > 0)
-      if (!team_wait_step()) sched_yield();
+      if (team_wait_step() != WAIT_ADOPTED) sched_yield();
     if (fibers.used) fibers_reset();
   }
   __atomic_fetch_or(&pool.join, JOIN_CLOSED, __ATOMIC_ACQ_REL);
@@ -484,7 +487,7 @@ void tpurt_team_barrier(void) {
     return;
   }
   for (unsigned spins = 0; __atomic_load_n(&pool.barrier_gen, __ATOMIC_ACQUIRE) == gen; spins++) {
-    if (team_wait_step()) continue;
+    if (team_wait_step() == WAIT_ADOPTED) continue;
     if (spins < 4096) tpurt_cpu_relax();
     else sched_yield();
   }

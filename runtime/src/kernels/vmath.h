@@ -35,8 +35,14 @@ static inline uint32_t vm_bits_f32(float f) { uint32_t u; memcpy(&u, &f, 4); ret
 static inline double vm_f64_of(uint64_t u) { double f; memcpy(&f, &u, 8); return f; }
 static inline uint64_t vm_bits_f64(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }
 
-/* e^x = 2^n * e^r, |r| <= ln2/2 (Cephes' polynomial). 2^n is applied as two factors so
- * that results in the subnormal range round once, like libm's. */
+/* p * 2^n for |n| < 254, as two factors so that results in the subnormal range round once,
+ * like libm's. */
+static inline float vm_scale2f(float p, int32_t n) {
+  int32_t n1 = n / 2, n2 = n - n1;
+  return p * vm_f32_of((uint32_t)(n1 + 127) << 23) * vm_f32_of((uint32_t)(n2 + 127) << 23);
+}
+
+/* e^x = 2^n * e^r, |r| <= ln2/2 (Cephes' polynomial). */
 static inline float vm_expf(float x) {
   x = x < -104.0f ? -104.0f : x; /* e^-104 rounds to 0; NaN passes both clamps */
   x = x > 89.0f ? 89.0f : x;     /* e^89 overflows to inf */
@@ -52,8 +58,7 @@ static inline float vm_expf(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * (r * r) + r + 1.0f;
-  int32_t n1 = ni / 2, n2 = ni - n1;
-  return p * vm_f32_of((uint32_t)(n1 + 127) << 23) * vm_f32_of((uint32_t)(n2 + 127) << 23);
+  return vm_scale2f(p, ni);
 }
 
 /* The same reduction in double with a degree-13 Taylor polynomial (truncation < 2^-57). */
@@ -218,8 +223,7 @@ static inline float vm_log10f(float x) {
   return vm_log_specials(x, r + q.e * 3.0078125e-1f);
 }
 
-/* 2^x = 2^n * 2^r, n = round(x), |r| <= 1/2 exact (Cephes' exp2f polynomial); 2^n as two
- * factors, as vm_expf. */
+/* 2^x = 2^n * 2^r, n = round(x), |r| <= 1/2 exact (Cephes' exp2f polynomial). */
 static inline float vm_exp2f(float x) {
   x = x < -151.0f ? -151.0f : x; /* 2^-151 rounds to 0; NaN passes both clamps */
   x = x > 129.0f ? 129.0f : x;   /* 2^129 overflows to inf */
@@ -234,8 +238,7 @@ static inline float vm_exp2f(float x) {
   p = p * r + 2.402264791363012e-1f;
   p = p * r + 6.931472028550421e-1f;
   p = p * r + 1.0f;
-  int32_t n1 = ni / 2, n2 = ni - n1;
-  return p * vm_f32_of((uint32_t)(n1 + 127) << 23) * vm_f32_of((uint32_t)(n2 + 127) << 23);
+  return vm_scale2f(p, ni);
 }
 
 /* e^x - 1: |x| < 1: x + x^2 P(x), P the Taylor series to x^12 / 12! (truncation below 2^-31);

@@ -237,6 +237,18 @@ static tpurt_status plan_lines(int nt, const tpurt_tensor* first, int64_t dim, t
  * as a tree. */
 #define LANES 8
 #define WIDE_LANES 32
+/* The lanes' tree: acc[0] becomes their sum, each level adding the upper half to the lower.
+ * Loops of constant length, which vectorize (a loop over the halving width became scalar
+ * additions through the stack: 15-20% of a layer norm backward of 256-wide rows). */
+static inline void fold_wide_lanes(double* acc) {
+  _Static_assert(WIDE_LANES == 32, "the fold below is written for 32 lanes");
+  for (int j = 0; j < 16; j++) acc[j] += acc[j + 16];
+  for (int j = 0; j < 8; j++) acc[j] += acc[j + 8];
+  for (int j = 0; j < 4; j++) acc[j] += acc[j + 4];
+  for (int j = 0; j < 2; j++) acc[j] += acc[j + 2];
+  acc[0] += acc[1];
+}
+
 #define LANE_SUM(name, params, term)                                      \
   static inline double name params {                                      \
     double acc[WIDE_LANES] = {0}, s = 0;                                  \
@@ -246,8 +258,7 @@ static tpurt_status plan_lines(int nt, const tpurt_tensor* first, int64_t dim, t
     for (; k + LANES <= n; k += LANES)                                    \
       for (int j = 0; j < LANES; j++) acc[j] += term(k + j);              \
     for (; k < n; k++) s += term(k);                                      \
-    for (int w = WIDE_LANES / 2; w; w /= 2)                               \
-      for (int j = 0; j < w; j++) acc[j] += acc[j + w];                   \
+    fold_wide_lanes(acc);                                                 \
     return s + acc[0];                                                    \
   }
 #define SUM_TERM(i) x[i]
@@ -514,8 +525,8 @@ static void ln_bwd_row_f32(int64_t n, float mean, float rstd, const float* restr
     sgx += (double)(g * xh);
   }
   if (!dx) return;
-  for (int w2 = WIDE_LANES / 2; w2; w2 /= 2)
-    for (int j = 0; j < w2; j++) ag[j] += ag[j + w2], agx[j] += agx[j + w2];
+  fold_wide_lanes(ag);
+  fold_wide_lanes(agx);
   const float mg = (float)((sg + ag[0]) / (double)n), mgx = (float)((sgx + agx[0]) / (double)n);
   for (int64_t j = 0; j < n; j++) {
     float xh = (x[j] - mean) * rstd;

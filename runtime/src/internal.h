@@ -242,6 +242,13 @@ static inline char* tpurt_elem_ptr(const tpurt_tensor* t, const int64_t* idx) {
   for (int d = 0; d < t->ndim; d++) off += idx[d] * t->strides[d];
   return (char*)t->data + off * (int64_t)tpurt_dtype_size((tpurt_dtype)t->dtype);
 }
+/* Multi-index of row-major linear index `lin` over sizes[0..n). */
+static inline void tpurt_unravel(int64_t lin, const int64_t* sizes, int n, int64_t* idx) {
+  for (int d = n - 1; d >= 0; d--) {
+    idx[d] = lin % sizes[d];
+    lin /= sizes[d];
+  }
+}
 /* Advance a multi-index over sizes (last dim fastest); returns 0 when done. */
 static inline int tpurt_next_index(int64_t* idx, const int64_t* sizes, int ndim) {
   for (int d = ndim - 1; d >= 0; d--) {
@@ -308,6 +315,18 @@ static inline tpurt_status tpurt_store_dense(const tpurt_tensor* t, void* data, 
 
 /* ---------------------------------------------------------------- Philox 4x32-10 */
 void tpurt_philox(uint64_t seed, uint64_t counter, uint32_t out[4]);
+/* One of Philox's ten rounds on counter words c[0..3] with key (k0, k1); the key then grows by
+ * TPURT_PHILOX_W0 / W1. random.c runs it over lanes of counters, which vectorize. */
+#define TPURT_PHILOX_W0 0x9E3779B9u
+#define TPURT_PHILOX_W1 0xBB67AE85u
+static inline void tpurt_philox_round(uint32_t* c0, uint32_t* c1, uint32_t* c2, uint32_t* c3, uint32_t k0, uint32_t k1) {
+  uint64_t p0 = (uint64_t)0xD2511F53u * *c0, p1 = (uint64_t)0xCD9E8D57u * *c2;
+  uint32_t n0 = (uint32_t)(p1 >> 32) ^ *c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ *c3 ^ k1;
+  *c1 = (uint32_t)p1;
+  *c3 = (uint32_t)p0;
+  *c0 = n0;
+  *c2 = n2;
+}
 static inline float tpurt_u32_to_unit_f32(uint32_t x) { /* [0, 1) */
   return (float)(x >> 8) * (1.0f / 16777216.0f);
 }

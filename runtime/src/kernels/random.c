@@ -17,16 +17,9 @@ static void philox_lanes(uint64_t seed, uint64_t counter, uint32_t r[4][RNG_LANE
   }
   uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
   for (int round = 0; round < 10; round++) {
-    for (int j = 0; j < RNG_LANES; j++) {
-      uint64_t p0 = (uint64_t)0xD2511F53u * c0[j], p1 = (uint64_t)0xCD9E8D57u * c2[j];
-      uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[j] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3[j] ^ k1;
-      c1[j] = (uint32_t)p1;
-      c3[j] = (uint32_t)p0;
-      c0[j] = n0;
-      c2[j] = n2;
-    }
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
+    for (int j = 0; j < RNG_LANES; j++) tpurt_philox_round(&c0[j], &c1[j], &c2[j], &c3[j], k0, k1);
+    k0 += TPURT_PHILOX_W0;
+    k1 += TPURT_PHILOX_W1;
   }
   memcpy(r[0], c0, sizeof c0);
   memcpy(r[1], c1, sizeof c1);
@@ -41,14 +34,6 @@ typedef struct {
   int integer;
 } fill_job;
 
-/* The multi-index of row-major element lin of t. */
-static void unravel(const tpurt_tensor* t, int64_t lin, int64_t* idx) {
-  for (int d = t->ndim - 1; d >= 0; d--) {
-    idx[d] = lin % t->sizes[d];
-    lin /= t->sizes[d];
-  }
-}
-
 /* fill_<draw>(job, b, e): elements [b, e) of the job's tensor, v = draw(philox(seed, offset + i),
  * params); one function per draw so that the draw inlines into the loop. */
 #define FILL_BLOCK(draw)                                                                          \
@@ -57,7 +42,7 @@ static void unravel(const tpurt_tensor* t, int64_t lin, int64_t* idx) {
     const tpurt_tensor* t = J->t;                                                                 \
     const double p[2] = {J->p[0], J->p[1]};           /* locals: the stores cannot alias them */   \
     int64_t idx[TPURT_MAX_DIMS] = {0};                                                            \
-    unravel(t, b, idx);                                                                           \
+    tpurt_unravel(b, t->sizes, t->ndim, idx);                                                     \
     int contiguous = tpurt_is_contiguous(t);                                                     \
     float* dense = !J->integer && t->dtype == TPURT_F32 && contiguous ? (float*)t->data : NULL;   \
     uint8_t* mask = !J->integer && t->dtype == TPURT_BOOL && contiguous ? (uint8_t*)t->data : NULL; \

@@ -186,14 +186,6 @@ typedef struct red_job {
 #define RED_COL_ITEMS 8
 #define RED_COL_MIN_CHUNK 128
 
-/* Multi-index of row-major linear index `lin` over sizes[0..n). */
-static void unravel(int64_t lin, const int64_t* sizes, int n, int64_t* idx) {
-  for (int d = n - 1; d >= 0; d--) {
-    idx[d] = lin % sizes[d];
-    lin /= sizes[d];
-  }
-}
-
 /* Folds the elements [l0, l1) (row-major linear index over the reduced dims) of the
  * reduced sub-space at `base` into *s; the last reduced dim is folded in dense runs. */
 static void fold_range(const red_job* J, const char* base, int64_t l0, int64_t l1, red_state* s) {
@@ -203,7 +195,7 @@ static void fold_range(const red_job* J, const char* base, int64_t l0, int64_t l
   int64_t ridx[TPURT_MAX_DIMS] = {0};
   int64_t len = p->rsize[p->nr - 1], st = p->rst[p->nr - 1];
   if (l0 >= l1) return;
-  unravel(l0 / len, p->rsize, p->nr - 1, ridx);
+  tpurt_unravel(l0 / len, p->rsize, p->nr - 1, ridx);
   for (int64_t lin = l0; lin < l1;) {
     const char* row = base + in_offset(ridx, p->rst, p->nr - 1) * (int64_t)es;
     int64_t j = lin % len, end = len < j + (l1 - lin) ? len : j + (l1 - lin);
@@ -229,7 +221,7 @@ static void run_rows(void* arg, int64_t b, int64_t e) {
   const red_plan* p = J->p;
   size_t es = tpurt_dtype_size((tpurt_dtype)J->in->dtype);
   int64_t kidx[TPURT_MAX_DIMS] = {0};
-  unravel(b, p->ksize, p->nk, kidx);
+  tpurt_unravel(b, p->ksize, p->nk, kidx);
   for (int64_t o = b; o < e; o++) {
     red_state s;
     J->op->init(&s, 1, J->ctx);
@@ -257,7 +249,7 @@ static void run_split(void* arg, int64_t b, int64_t e) {
   size_t es = tpurt_dtype_size((tpurt_dtype)S->J->in->dtype);
   for (int64_t u = b; u < e; u++) {
     int64_t kidx[TPURT_MAX_DIMS] = {0}, l0 = u % S->nblocks * S->block;
-    unravel(u / S->nblocks, p->ksize, p->nk, kidx);
+    tpurt_unravel(u / S->nblocks, p->ksize, p->nk, kidx);
     S->J->op->init(&S->parts[u], 1, S->J->ctx);
     fold_range(S->J, (const char*)S->J->in->data + in_offset(kidx, p->kin, p->nk) * (int64_t)es, l0,
                l0 + S->block < p->rcount ? l0 + S->block : p->rcount, &S->parts[u]);
@@ -304,7 +296,7 @@ static void run_cols(void* arg, int64_t b, int64_t e) {
   int64_t kidx[TPURT_MAX_DIMS], ridx[TPURT_MAX_DIMS];
   int64_t cs = p->kin[c];
   for (int64_t item = b; item < e; item++) {
-    unravel(item, J->osize, p->nk, kidx);
+    tpurt_unravel(item, J->osize, p->nk, kidx);
     int64_t c0 = kidx[c] * J->chunk;
     int64_t n = p->ksize[c] - c0 < J->chunk ? p->ksize[c] - c0 : J->chunk;
     kidx[c] = c0;

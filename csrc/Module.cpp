@@ -1,4 +1,5 @@
 // Python bindings of torch_tpu._C: thin wrappers over the runtime's C API.
+#include <torch/csrc/DynamicTypes.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
@@ -68,13 +69,25 @@ const OpHooks* hooks_of(const std::string& name) {
   auto it = op_hooks().find(name);
   return it == op_hooks().end() ? nullptr : &it->second;
 }
+// An argument as Python sees it: a dtype (the stack holds ScalarType as an int) as torch.dtype.
+pybind11::object python_value(const c10::FunctionSchema& schema, size_t i, const c10::IValue& v) {
+  if (v.isInt() && i < schema.arguments().size()) {
+    c10::TypePtr t = schema.arguments()[i].real_type();
+    if (auto opt = t->cast<c10::OptionalType>()) t = opt->getElementType();
+    if (t->kind() == c10::TypeKind::ScalarTypeType)
+      return pybind11::reinterpret_borrow<pybind11::object>(
+          reinterpret_cast<PyObject*>(torch::getTHPDtype(static_cast<c10::ScalarType>(v.toInt()))));
+  }
+  return torch::jit::toPyObject(v);
+}
+
 // The stack as a Python call: positional arguments, keyword-only ones (out=, generator=) by name.
 std::pair<pybind11::tuple, pybind11::dict> python_call_args(const c10::FunctionSchema& schema,
                                                             const torch::jit::Stack& args) {
   pybind11::list positional;
   pybind11::dict keywords;
   for (size_t i = 0; i < args.size(); i++) {
-    auto value = torch::jit::toPyObject(args[i]);
+    auto value = python_value(schema, i, args[i]);
     if (i < schema.arguments().size() && schema.arguments()[i].kwarg_only())
       keywords[pybind11::str(schema.arguments()[i].name())] = value;
     else
@@ -84,12 +97,12 @@ std::pair<pybind11::tuple, pybind11::dict> python_call_args(const c10::FunctionS
 }
 }  // namespace
 
-void run_op_check(const std::string& name, const torch::jit::Stack& args) {
+void run_op_check(const c10::FunctionSchema& schema, const std::string& name, const torch::jit::Stack& args) {
   const OpHooks* h = hooks_of(name);
   if (!h || !h->check) return;
   pybind11::gil_scoped_acquire gil;
   pybind11::tuple py_args(args.size());
-  for (size_t i = 0; i < args.size(); i++) py_args[i] = torch::jit::toPyObject(args[i]);
+  for (size_t i = 0; i < args.size(); i++) py_args[i] = python_value(schema, i, args[i]);
   h->check(*py_args);  // a raised Python exception travels to the caller with its type
 }
 
@@ -339,7 +352,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_can_hold_dtype", [](at::ScalarType dtype) { return storable(dtype); });
   m.def("_native_dtypes", [] {  // the dtypes the runtime's kernels compute in, by torch name
     py::list l;
-#define TPURT_X(e, ctype, size, name) l.append(name);
+#define TPURT_X(e, ctype, size, name, c10_name) l.append(name);
     TPURT_DTYPE_LIST(TPURT_X)
 #undef TPURT_X
     return l;

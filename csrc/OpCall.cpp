@@ -240,7 +240,7 @@ std::shared_ptr<const MetaResult> MetaCache::compute(const c10::OperatorHandle& 
   std::vector<std::vector<int64_t>> before;
   for (auto& [i, m] : written) before.push_back(m.defined() ? m.sizes().vec() : std::vector<int64_t>{});
   const std::string overload = hook_name(schema.operator_name());
-  run_op_check(overload, stack);
+  run_op_check(schema, overload, stack);
   try {
     if (!run_tpu_meta(schema, overload, stack)) op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &stack);
   } catch (const std::exception& e) {

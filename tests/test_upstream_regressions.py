@@ -878,3 +878,88 @@ def test_float_to_integer_casts_out_of_range_as_cpu(src, dst):
                  lambda t: torch.empty(t.shape, dtype=dst, device=t.device).copy_(t)):
         actual, expected = both(cast, x)
         assert_same(actual, expected)
+
+
+# test_reductions.py (torch 2.1's revision): out= dtypes CPU's reduction kernels refuse, which
+# tpu wrote into (mode's indices into a float64 tensor), and CPU's wording of the checks.
+def _pair_out(op, values_dtype, indices_dtype, *args):
+    return lambda d: op(torch.arange(12.0, device=d).reshape(3, 4), *args, out=(
+        torch.empty(3, dtype=values_dtype, device=d), torch.empty(3, dtype=indices_dtype, device=d)))
+
+
+REDUCTION_CHECKS = {
+    **{f"{name} out=({v}, {i})": _pair_out(op, v, i, *args)
+       for name, op, args in [("mode", torch.mode, (1,)), ("median", torch.median, (1,)),
+                              ("nanmedian", torch.nanmedian, (1,)), ("kthvalue", torch.kthvalue, (2, 1)),
+                              ("sort", torch.sort, (1,))]
+       for v, i in [(torch.float64, torch.int64), (torch.float32, torch.int32), (torch.float64, torch.int32),
+                    (torch.int32, torch.int64)]},
+    "aminmax out= dtype": lambda d: torch.aminmax(torch.ones(3, 4, device=d), dim=1, out=(
+        torch.empty(3, dtype=torch.float64, device=d), torch.empty(3, dtype=torch.float64, device=d))),
+    **{f"{name} into a {dt} out=": (lambda name, dt: lambda d: getattr(torch, name)(
+        torch.ones(3, 4, device=d), 1, out=torch.empty(3, dtype=dt, device=d)))(name, dt)
+       for name in ("all", "any") for dt in (torch.float32, torch.int32, torch.int64)},
+    "all over everything into a float out=": lambda d: torch.all(torch.ones(3, device=d),
+                                                                 out=torch.empty((), device=d)),
+    **{f"{name} over a repeated dim {dims}": (lambda name, dims: lambda d: getattr(torch, name)(
+        torch.ones(3, 3, device=d), dim=dims))(name, dims)
+       for name in ("sum", "mean", "nansum", "std", "var", "logsumexp", "norm", "amax", "amin", "std_mean",
+                    "var_mean", "count_nonzero") for dims in [(0, 0), (1, -1)]},
+    "linalg.vector_norm over a repeated dim": lambda d: torch.linalg.vector_norm(torch.ones(3, 3, device=d),
+                                                                                 dim=(0, 0)),
+    "median over an empty dim": lambda d: torch.median(torch.ones(2, 0, 3, device=d), dim=1),
+    "nanmedian over an empty dim": lambda d: torch.nanmedian(torch.ones(0, 3, device=d), dim=0),
+    "mean of ints": lambda d: torch.mean(torch.ones(3, dtype=torch.int32, device=d)),
+    "mean with an integer dtype=": lambda d: torch.mean(torch.ones(3, device=d), 0, dtype=torch.int32),
+    "logsumexp into an integer out=": lambda d: torch.logsumexp(torch.ones(3, 4, device=d), 1,
+                                                                out=torch.empty(3, dtype=torch.int32, device=d)),
+    "bincount of floats": lambda d: torch.bincount(torch.ones(3, device=d)),
+}
+
+
+@pytest.mark.parametrize("name", list(REDUCTION_CHECKS))
+def test_reduction_checks_as_cpu(name):
+    assert_raises_like_cpu(REDUCTION_CHECKS[name])
+
+
+@pytest.mark.parametrize("name", ["all", "any"])
+@pytest.mark.parametrize("in_dtype,out_dtype", [(torch.uint8, torch.bool), (torch.float32, torch.uint8),
+                                                (torch.int32, torch.bool), (torch.uint8, torch.uint8)], ids=str)
+def test_all_any_into_a_bool_or_uint8_out(name, in_dtype, out_dtype):
+    x = torch.tensor([[0, 1, 2], [3, 4, 5]], dtype=in_dtype)
+    for args in [(1,), ((0, 1),), ()]:
+        expected = getattr(torch, name)(x, *args, out=torch.empty(0, dtype=out_dtype))
+        actual = getattr(torch, name)(tpu(x), *args, out=torch.empty(0, dtype=out_dtype, device="tpu"))
+        assert_same(actual, expected)
+
+
+def test_nansum_with_a_dtype():
+    # the check received dtype= as an int (the dispatcher's ScalarType) and raised AttributeError
+    x = torch.tensor([1.0, float("nan"), 2.5], dtype=torch.float16)
+    for dtype in (torch.float32, torch.float64):
+        assert_same(torch.nansum(tpu(x), dtype=dtype), torch.nansum(x, dtype=dtype))
+
+
+# test_reductions.py's nansum(dtype=float16): a reduction's dtype= casts the input first (sum of
+# x.half()), as PyTorch documents and CPU does; tpu summed the float32/float64 values and rounded
+# once. The reference: the cast input reduced in float64, correctly rounded to dtype.
+NARROWING_REDUCTIONS = {
+    "sum": lambda x, dt: torch.sum(x, dtype=dt), "sum dim": lambda x, dt: torch.sum(x, 1, dtype=dt),
+    "nansum": lambda x, dt: torch.nansum(x, dtype=dt), "nansum dim": lambda x, dt: torch.nansum(x, 1, dtype=dt),
+    "mean": lambda x, dt: torch.mean(x, dtype=dt), "mean dim": lambda x, dt: torch.mean(x, 1, dtype=dt),
+    "prod dim": lambda x, dt: torch.prod(x, 1, dtype=dt), "cumsum": lambda x, dt: torch.cumsum(x, 1, dtype=dt),
+    "cumprod": lambda x, dt: torch.cumprod(x, 1, dtype=dt),
+    "sum into an out=": lambda x, dt: torch.sum(x, 1, out=torch.empty(0, dtype=dt, device=x.device)),
+}
+
+
+@pytest.mark.parametrize("src,dst", [(torch.float64, torch.float32), (torch.float64, torch.float16),
+                                     (torch.float32, torch.float16), (torch.float32, torch.bfloat16)], ids=str)
+@pytest.mark.parametrize("name", list(NARROWING_REDUCTIONS))
+def test_reduction_dtype_casts_the_input_first(name, src, dst):
+    fn = NARROWING_REDUCTIONS[name]
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 37, generator=g, dtype=torch.float64)
+    x = (x * 0.2 + 1 if "prod" in name else x * 3).to(src)
+    expected = fn(x.to(dst).double(), torch.float64).to(dst)
+    assert_same(fn(tpu(x), dst), expected)

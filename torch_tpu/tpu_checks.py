@@ -18,7 +18,7 @@ import torch
 from . import _C
 
 # c10's names, as CPU's messages print dtypes
-_C10_NAMES = {
+C10_NAMES = {
     torch.bool: "Bool", torch.uint8: "Byte", torch.int8: "Char", torch.int16: "Short", torch.int32: "Int",
     torch.int64: "Long", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.float32: "Float",
     torch.float64: "Double", torch.complex64: "ComplexFloat", torch.complex128: "ComplexDouble",
@@ -64,15 +64,15 @@ def _alpha_check(dtype, alpha):
 
 def out_cast_check(result, out):
     _check(torch.can_cast(result, out.dtype),
-           f"result type {_C10_NAMES.get(result, result)} can't be cast to the desired output type "
-           f"{_C10_NAMES.get(out.dtype, out.dtype)}")
+           f"result type {C10_NAMES.get(result, result)} can't be cast to the desired output type "
+           f"{C10_NAMES.get(out.dtype, out.dtype)}")
 
 
 def _cat_out(tensors, dim, out):
     # CPU's cat checks the cast with TORCH_CHECK_TYPE (TypeError), in its own words
     dtype = functools.reduce(torch.promote_types, [t.dtype for t in tensors], tensors[0].dtype) if tensors else out.dtype
     _check(torch.can_cast(dtype, out.dtype),
-           f"torch.cat(): input types can't be cast to the desired output type {_C10_NAMES.get(out.dtype, out.dtype)}",
+           f"torch.cat(): input types can't be cast to the desired output type {C10_NAMES.get(out.dtype, out.dtype)}",
            TypeError)
 
 
@@ -127,12 +127,12 @@ def _clamp(self, min=None, max=None, *rest):
 # ---------------------------------------------------------------- reductions and scans
 def _scalar_type_check(expected, found, words="scalar_type"):
     """CPU's dtype check of an out= (both wordings occur: "scalar_type" and "scalar type")."""
-    _check(expected == found, f"expected {words} {_C10_NAMES.get(expected, expected)} but found "
-           f"{_C10_NAMES.get(found, found)}")
+    _check(expected == found, f"expected {words} {C10_NAMES.get(expected, expected)} but found "
+           f"{C10_NAMES.get(found, found)}")
 
 
 def _not_implemented_for(kernel, dtype):
-    raise NotImplementedError(f'"{kernel}" not implemented for \'{_C10_NAMES.get(dtype, dtype)}\'')
+    raise NotImplementedError(f'"{kernel}" not implemented for \'{C10_NAMES.get(dtype, dtype)}\'')
 
 
 def _nansum(self, dim=None, keepdim=False, dtype=None, out=None):
@@ -152,6 +152,87 @@ def _cumext_out(self, dim, values, indices):
     _scalar_type_check(self.dtype, values.dtype)
     _scalar_type_check(torch.int64, indices.dtype)
 
+
+
+def _tensor_type(t):
+    """CPU's legacy type name of a tensor ("torch.FloatTensor"), which a meta tensor's .type() is not."""
+    return f"torch.{C10_NAMES[t.dtype]}Tensor"
+
+
+def _values_indices_out(kernel):
+    """dtype checks of a (values, indices) out= pair, in the order and words of CPU's kernel."""
+    def values_check(self, values):
+        if kernel == "mode":
+            _check(values.dtype == self.dtype, f"expected scalar type '{C10_NAMES[self.dtype]}' but got "
+                   f"'{C10_NAMES[values.dtype]}' for values output")
+        elif kernel == "kthvalue":
+            _check(values.dtype == self.dtype, "output values must be of same type as input")
+        elif kernel == "sort":
+            _check(values.dtype == self.dtype, f"Expected out tensor to have dtype {_CPP_NAMES[self.dtype]}, but got "
+                   f"{_CPP_NAMES[values.dtype]} instead")
+        else:  # median, nanmedian: checkSameType
+            _check(values.dtype == self.dtype, "Expected tensor for 'values' to have the same type as tensor for "
+                   f"argument #2 'self'; but type {_tensor_type(values)} does not equal {_tensor_type(self)} (while checking "
+                   "arguments for median)")
+
+    def indices_check(indices):
+        if indices.dtype == torch.int64:
+            return
+        if kernel == "mode":
+            _check(False, f"expected scalar type 'Long' but got '{C10_NAMES[indices.dtype]}' for indices output")
+        elif kernel == "kthvalue":
+            _check(False, "output indices must be of scalar type Long")
+        elif kernel == "sort":
+            _check(False, f"Expected out tensor to have dtype long int, but got {_CPP_NAMES[indices.dtype]} instead")
+        _check(False, "Expected tensor for argument #1 'indices' to have scalar type Long; but got "
+               f"{_tensor_type(indices)} instead (while checking arguments for median)")
+
+    def check(self, *rest):
+        values, indices = rest[-2:]
+        if kernel == "median":
+            indices_check(indices)
+            values_check(self, values)
+        else:
+            values_check(self, values)
+            indices_check(indices)
+    return check
+
+
+def _aminmax_out(self, *rest):
+    for out in rest[-2:]:
+        _check(out.dtype == self.dtype, f"Expected out tensor to have dtype {_CPP_NAMES[self.dtype]}, but got "
+               f"{_CPP_NAMES[out.dtype]} instead")
+
+
+def _logsumexp_out(self, dim, keepdim, out):
+    _check(out.dtype.is_floating_point, "logsumexp(): Expected floating point type for result tensor, but got: "
+           f"{C10_NAMES[out.dtype]}")
+
+
+def _unique_dims(overload):
+    """CPU's reductions refuse a dim listed twice (dim_list_to_bitset), naming the wrapped dim."""
+    name, _, variant = overload.partition(".")
+    args = getattr(torch.ops.aten, name).__getattr__(variant or "default")._schema.arguments
+    at = next(i for i, a in enumerate(args) if a.name == "dim")
+
+    def check(self, *rest):
+        dims = rest[at - 1] if at - 1 < len(rest) else None
+        if dims is None or isinstance(dims, int):
+            return
+        seen = set()
+        for d in dims:
+            d = d + max(self.dim(), 1) if d < 0 else d
+            _check(d not in seen, f"dim {d} appears multiple times in the list of dims")
+            seen.add(d)
+    return check
+
+
+def _mean(self, *rest):
+    dtype = next((a for a in rest if isinstance(a, torch.dtype)), None)
+    computed = dtype or self.dtype
+    _check(computed.is_floating_point or computed.is_complex, "mean(): could not infer output dtype. "
+           f"{'Optional' if dtype else 'Input'} dtype must be either a floating point or complex dtype. "
+           f"Got: {C10_NAMES.get(computed, computed)}")
 
 # ---------------------------------------------------------------- shape checks CPU's kernels make
 def _index_func(self, dim, index, source, *rest):
@@ -365,6 +446,13 @@ CHECKS = {
     "heaviside": _heaviside, "heaviside.out": _heaviside, "heaviside_": _heaviside,
     **{name: _clamp for name in ("clamp", "clamp_", "clamp.out", "clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out")},
     "nansum": _nansum, "nansum.out": _nansum,
+    **{n: _values_indices_out("mode") for n in ("mode.values",)},
+    **{n: _values_indices_out("median") for n in ("median.dim_values", "nanmedian.dim_values")},
+    **{n: _values_indices_out("kthvalue") for n in ("kthvalue.values",)},
+    **{n: _values_indices_out("sort") for n in ("sort.values", "sort.values_stable")},
+    **{n: _mean for n in ("mean", "mean.dim", "mean.out")},
+    "aminmax.out": _aminmax_out,
+    "logsumexp.out": _logsumexp_out,
     "logcumsumexp": _logcumsumexp, "logcumsumexp.out": _logcumsumexp,
     "cummax.out": _cumext_out, "cummin.out": _cumext_out,
     "frexp.Tensor_out": _frexp_out,
@@ -396,7 +484,14 @@ def _both(first, second):
     return check
 
 
-for _name, _fn in list(_NO_BOOL.items()) + list(_EMPTY_REDUCTIONS.items()):  # overloads with a check get both
+_UNIQUE_DIMS = {n: _unique_dims(n) for n in (
+    "sum.dim_IntList", "sum.IntList_out", "mean.dim", "mean.out", "nansum", "nansum.out", "std.correction",
+    "std.correction_out", "var.correction", "var.correction_out", "std_mean.correction", "var_mean.correction",
+    "logsumexp", "logsumexp.out", "norm.ScalarOpt_dim", "norm.ScalarOpt_dim_dtype", "norm.out", "norm.dtype_out",
+    "amax", "amax.out", "amin", "amin.out", "count_nonzero.dim_IntList", "linalg_vector_norm",
+    "linalg_vector_norm.out")}
+
+for _name, _fn in list(_NO_BOOL.items()) + list(_EMPTY_REDUCTIONS.items()) + list(_UNIQUE_DIMS.items()):  # overloads with a check get both
     CHECKS[_name] = _both(_fn, CHECKS[_name]) if _name in CHECKS else _fn
 
 # Every name is an overload of the runtime's op table (tests/test_upstream_regressions.py checks).

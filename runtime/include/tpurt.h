@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define TPURT_VERSION_MAJOR 0
-#define TPURT_VERSION_MINOR 15
+#define TPURT_VERSION_MINOR 16
 
 /* ---------------------------------------------------------------- status codes */
 /* X(code, value, the c10 error class the C++ boundary throws, which PyTorch turns into the
@@ -56,22 +56,22 @@ typedef struct tpurt_c64 {
   float re, im;
 } tpurt_c64;
 
-/* X(enum, C storage type, size in bytes, name) — order is ours, not c10's. */
-#define TPURT_DTYPE_LIST(X)                  \
-  X(TPURT_BOOL, uint8_t, 1, "bool")          \
-  X(TPURT_U8, uint8_t, 1, "uint8")           \
-  X(TPURT_I8, int8_t, 1, "int8")             \
-  X(TPURT_I16, int16_t, 2, "int16")          \
-  X(TPURT_I32, int32_t, 4, "int32")          \
-  X(TPURT_I64, int64_t, 8, "int64")          \
-  X(TPURT_F16, uint16_t, 2, "float16")       \
-  X(TPURT_BF16, uint16_t, 2, "bfloat16")     \
-  X(TPURT_F32, float, 4, "float32")          \
-  X(TPURT_F64, double, 8, "float64")        \
-  X(TPURT_C64, tpurt_c64, 8, "complex64")
+/* X(enum, C storage type, size in bytes, name, c10 name) — order is ours, not c10's. */
+#define TPURT_DTYPE_LIST(X)                               \
+  X(TPURT_BOOL, uint8_t, 1, "bool", "Bool")               \
+  X(TPURT_U8, uint8_t, 1, "uint8", "Byte")                \
+  X(TPURT_I8, int8_t, 1, "int8", "Char")                  \
+  X(TPURT_I16, int16_t, 2, "int16", "Short")              \
+  X(TPURT_I32, int32_t, 4, "int32", "Int")                \
+  X(TPURT_I64, int64_t, 8, "int64", "Long")               \
+  X(TPURT_F16, uint16_t, 2, "float16", "Half")            \
+  X(TPURT_BF16, uint16_t, 2, "bfloat16", "BFloat16")      \
+  X(TPURT_F32, float, 4, "float32", "Float")              \
+  X(TPURT_F64, double, 8, "float64", "Double")            \
+  X(TPURT_C64, tpurt_c64, 8, "complex64", "ComplexFloat")
 
 typedef enum {
-#define TPURT_X(e, ctype, size, name) e,
+#define TPURT_X(e, ctype, size, name, c10_name) e,
   TPURT_DTYPE_LIST(TPURT_X)
 #undef TPURT_X
   TPURT_DTYPE_COUNT
@@ -80,6 +80,8 @@ typedef enum {
 size_t tpurt_dtype_size(tpurt_dtype d);
 /* "float32" etc.; static storage; "?" for an unknown value. */
 const char* tpurt_dtype_name(tpurt_dtype d);
+/* "Float" etc., as PyTorch's messages name a dtype (c10::ScalarType); "?" for an unknown value. */
+const char* tpurt_dtype_c10_name(tpurt_dtype d);
 
 /* ---------------------------------------------------------------- limits */
 #define TPURT_MAX_DIMS 16

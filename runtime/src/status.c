@@ -32,7 +32,7 @@ const char* tpurt_status_name(tpurt_status s) {
 
 size_t tpurt_dtype_size(tpurt_dtype d) {
   static const size_t sizes[] = {
-#define TPURT_X(e, ctype, size, name) size,
+#define TPURT_X(e, ctype, size, name, c10_name) size,
       TPURT_DTYPE_LIST(TPURT_X)
 #undef TPURT_X
   };
@@ -41,7 +41,16 @@ size_t tpurt_dtype_size(tpurt_dtype d) {
 
 const char* tpurt_dtype_name(tpurt_dtype d) {
   static const char* names[] = {
-#define TPURT_X(e, ctype, size, name) name,
+#define TPURT_X(e, ctype, size, name, c10_name) name,
+      TPURT_DTYPE_LIST(TPURT_X)
+#undef TPURT_X
+  };
+  return (unsigned)d < TPURT_DTYPE_COUNT ? names[d] : "?";
+}
+
+const char* tpurt_dtype_c10_name(tpurt_dtype d) {
+  static const char* names[] = {
+#define TPURT_X(e, ctype, size, name, c10_name) c10_name,
       TPURT_DTYPE_LIST(TPURT_X)
 #undef TPURT_X
   };

@@ -239,7 +239,7 @@ static void test_error(void) {
   tpurt_status s = tpurt_stream_synchronize(0);
   const char* msg = tpurt_last_error();
   CHECK(s == TPURT_ERR_UNSUPPORTED, "status %s", tpurt_status_name(s));
-  CHECK(strstr(msg, "kernel 'gcd' failed") && strstr(msg, "not implemented for 'float32'") &&
+  CHECK(strstr(msg, "kernel 'gcd' failed") && strstr(msg, "not implemented for 'Float'") &&
             strstr(msg, "call 2 of a fused chain of 3"),
         "the message names the op: %s", msg);
   tpurt_metrics m1 = metrics();

@@ -78,7 +78,7 @@ static void test_plan(void) {
         (long long)p.bytes_moved);
   c.op = tpurt_op_lookup("bitwise_and.Tensor");
   c.args[0].t.dtype = c.args[1].t.dtype = c.outs[0].dtype = TPURT_F32;
-  CHECK(tpurt_op_plan(&c, &p) == TPURT_ERR_UNSUPPORTED && strstr(tpurt_last_error(), "'float32'"),
+  CHECK(tpurt_op_plan(&c, &p) == TPURT_ERR_UNSUPPORTED && strstr(tpurt_last_error(), "'Float'"),
         "bitwise_and of floats: %s", tpurt_last_error());
   c.op = tpurt_op_lookup("special_zeta");
   c.args[0].t.dtype = c.args[1].t.dtype = c.outs[0].dtype = TPURT_BF16;

@@ -661,7 +661,7 @@ static tpurt_status conv_dtype_check(const geom* g, int dtype, int transposed, i
                   : nsp == 3           ? "compute_columns3d"
                                        : "slow_conv2d_cpu";
   if (!k) return TPURT_OK;
-  return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s\" not implemented for '%s'", k, tpurt_dtype_name((tpurt_dtype)dtype));
+  return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s\" not implemented for '%s'", k, tpurt_dtype_c10_name((tpurt_dtype)dtype));
 }
 
 static void* acc_alloc(const conv_run* r, int64_t n) { return tpurt_temp_zeroed((size_t)n * r->aes); }
@@ -836,7 +836,7 @@ static int col2im_acc_dtype(int dtype) { return dtype == TPURT_F64 ? TPURT_F64 :
 /* CPU's kernels take floats and bool only. */
 static tpurt_status fold_dtype_check(const char* op, int dtype) {
   if (tpurt_is_float(dtype) || dtype == TPURT_BOOL) return TPURT_OK;
-  return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s_out_cpu\" not implemented for '%s'", op, tpurt_dtype_name((tpurt_dtype)dtype));
+  return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s_out_cpu\" not implemented for '%s'", op, tpurt_dtype_c10_name((tpurt_dtype)dtype));
 }
 
 

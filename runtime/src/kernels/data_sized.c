@@ -123,7 +123,7 @@ tpurt_status tpurt_kernel_bincount(const tpurt_op_call* c) {
   const tpurt_value* wv = TPURT_ARG(c, bincount, weights);
   int64_t minlength = TPURT_ARG(c, bincount, minlength)->i;
   if (!is_integral(self->dtype))
-    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"bincount_cpu\" not implemented for '%s'", tpurt_dtype_name(self->dtype));
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"bincount_cpu\" not implemented for '%s'", tpurt_dtype_c10_name(self->dtype));
   if (minlength < 0) return tpurt_fail(TPURT_ERR_RUNTIME, "minlength should be >= 0");
   if (self->ndim != 1) return tpurt_fail(TPURT_ERR_RUNTIME, "bincount only supports 1-d non-negative integral inputs.");
   int has_w = wv->kind == TPURT_V_TENSOR;
@@ -168,7 +168,7 @@ tpurt_status tpurt_kernel_repeat_interleave(const tpurt_op_call* c) {
    * i repeated repeats[i] times */
   const tpurt_tensor* r = &TPURT_ARG(c, repeat_interleave, repeats)->t;
   if (tpurt_is_float(r->dtype))
-    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"repeat_interleave_cpu\" not implemented for '%s'", tpurt_dtype_name(r->dtype));
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"repeat_interleave_cpu\" not implemented for '%s'", tpurt_dtype_c10_name(r->dtype));
   if (r->dtype != TPURT_I32 && r->dtype != TPURT_I64)
     return tpurt_fail(TPURT_ERR_RUNTIME, "repeats has to be Long or Int tensor");
   if (r->ndim != 1) return tpurt_fail(TPURT_ERR_RUNTIME, "repeat_interleave only accept 1D vector as repeat");

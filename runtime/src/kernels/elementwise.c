@@ -58,7 +58,7 @@ int ew_common_dtype(const ew_op* op, const tpurt_value* const* v, int complex_re
 tpurt_status ew_supported(const ew_op* op, int common) {
   if (op->fn[tpurt_ctype_of(common)]) return TPURT_OK;
   return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s\" not implemented for '%s'", op->name,
-                    tpurt_dtype_name((tpurt_dtype)common));
+                    tpurt_dtype_c10_name((tpurt_dtype)common));
 }
 
 tpurt_status tpurt_ew_plan(const tpurt_op_call* c, const ew_op* op) {

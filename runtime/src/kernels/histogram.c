@@ -50,7 +50,7 @@ static double weight_of(const points* p, int64_t i) {
 
 static tpurt_status check_float(const tpurt_tensor* in) {
   if (tpurt_is_float(in->dtype)) return TPURT_OK;
-  return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"histogramdd\" not implemented for '%s'", tpurt_dtype_name((tpurt_dtype)in->dtype));
+  return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"histogramdd\" not implemented for '%s'", tpurt_dtype_c10_name((tpurt_dtype)in->dtype));
 }
 
 /* Outer edges of dimension d: `range` (2 per dim) or the data's min and max (NaN wins),
@@ -60,7 +60,7 @@ static tpurt_status outer_edges(const points* p, const tpurt_value* range, int64
     *lo = range->floats[2 * d], *hi = range->floats[2 * d + 1];
   } else if (p->m > 0) {
     if (p->dt != TPURT_F32 && p->dt != TPURT_F64)
-      return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"histogramdd\" not implemented for '%s'", tpurt_dtype_name((tpurt_dtype)p->dt));
+      return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"histogramdd\" not implemented for '%s'", tpurt_dtype_c10_name((tpurt_dtype)p->dt));
     *lo = INFINITY, *hi = -INFINITY;
     for (int64_t i = 0; i < p->m; i++) {
       double v = coord(p, i, d);

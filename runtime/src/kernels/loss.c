@@ -139,7 +139,7 @@ static tpurt_status margin_plan(const tpurt_tensor* x, const tpurt_tensor* t, co
                                 tpurt_tensor* xv, int64_t* n, int64_t* cdim) {
   if (x->dtype != TPURT_F32 && x->dtype != TPURT_F64) /* CPU has no 16-bit kernels */
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"multi_margin_loss_cpu_kernel\" not implemented for '%s'",
-                      tpurt_dtype_name((tpurt_dtype)x->dtype));
+                      tpurt_dtype_c10_name((tpurt_dtype)x->dtype));
   if (p != 1 && p != 2) return tpurt_fail(TPURT_ERR_RUNTIME, "only p == 1 and p == 2 supported");
   *xv = *x;
   if (x->ndim <= 1) xv->ndim = 2, xv->sizes[1] = x->ndim ? x->sizes[0] : 1, xv->strides[1] = x->ndim ? x->strides[0] : 0,

@@ -1162,7 +1162,7 @@ static int64_t mlm_classes(const tpurt_tensor* x) { return x->ndim == 0 ? 1 : x-
 
 static tpurt_status mlm_init(mlm* m, const tpurt_tensor* x, const tpurt_tensor* target, const char* frame) {
   if (x->dtype != TPURT_F32 && x->dtype != TPURT_F64)
-    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s\" not implemented for '%s'", frame, tpurt_dtype_name((tpurt_dtype)x->dtype));
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s\" not implemented for '%s'", frame, tpurt_dtype_c10_name((tpurt_dtype)x->dtype));
   m->x = x;
   m->target = target;
   m->D = mlm_classes(x);

@@ -1061,23 +1061,29 @@ static const tpurt_value NONE_DIMS = {.kind = TPURT_V_NONE, .scalar_dtype = -1};
 static tpurt_status scratch_like(const tpurt_tensor* t, int dt, tpurt_tensor* s);
 static int64_t scratch_like_bytes(const tpurt_tensor* t, int dt);
 
-/* CPU reduces (and scans) in the output's dtype: a float input summed into an integer out=
- * is cast to that dtype first, element by element (sum(x, out=int64) is sum(x.long())).
- * When that changes values, *conv is the converted input (a temporary). */
-static int converts_to_out_dtype(const tpurt_tensor* in, const tpurt_tensor* out) {
-  return tpurt_is_float(in->dtype) && !tpurt_is_float(out->dtype) && !tpurt_is_complex(out->dtype) &&
-         !tpurt_is_complex(in->dtype);
+/* CPU reduces (and scans) in the output's dtype: the input is cast to it first, element by
+ * element (sum(x, out=int64) is sum(x.long()); sum(x, dtype=float16) sums x.half()). A cast
+ * that can change values (to an integer, or to a narrower float) is done here: *conv is the
+ * converted input (a temporary). Widening casts are exact and skipped. */
+int tpurt_red_casts_input(int in, int out) {
+  if (!tpurt_is_float(in) || tpurt_is_complex(out) || in == out) return 0;
+  if (!tpurt_is_float(out)) return 1;
+  int exact = out == TPURT_F64 || (out == TPURT_F32 && (in == TPURT_F16 || in == TPURT_BF16));
+  return !exact;
 }
-static tpurt_status in_out_dtype(const tpurt_tensor* in, const tpurt_tensor* out, tpurt_tensor* conv,
-                                 const tpurt_tensor** use) {
+tpurt_status tpurt_red_input_as_out(const tpurt_tensor* in, const tpurt_tensor* out, tpurt_tensor* conv,
+                                    const tpurt_tensor** use) {
   *use = in;
   conv->data = NULL;
-  if (!converts_to_out_dtype(in, out)) return TPURT_OK;
+  if (!tpurt_red_casts_input(in->dtype, out->dtype)) return TPURT_OK;
   tpurt_status s = scratch_like(in, out->dtype, conv);
   if (!s) s = tpurt_copy_tensor(conv, in);
   if (s) return s;
   *use = conv;
   return TPURT_OK;
+}
+int64_t tpurt_red_input_as_out_bytes(const tpurt_tensor* in, const tpurt_tensor* out) {
+  return tpurt_red_casts_input(in->dtype, out->dtype) ? scratch_like_bytes(in, out->dtype) : 0;
 }
 
 /* Reduce args[0] over the dims in args[dim_arg] (-1: every dim) into the call's outputs. */
@@ -1094,7 +1100,7 @@ static tpurt_status reduce(const tpurt_op_call* c, int dim_arg, const red_op* op
 static tpurt_status reduce_in_out_dtype(const tpurt_op_call* c, int dim_arg, const red_op* op, red_ctx ctx) {
   tpurt_tensor conv;
   const tpurt_tensor* in;
-  tpurt_status s = in_out_dtype(&TPURT_ARG(c, sum, self)->t, &c->outs[0], &conv, &in);
+  tpurt_status s = tpurt_red_input_as_out(&TPURT_ARG(c, sum, self)->t, &c->outs[0], &conv, &in);
   if (s || in == &TPURT_ARG(c, sum, self)->t) return s ? s : reduce(c, dim_arg, op, ctx);
   tpurt_op_call* view = tpurt_temp(sizeof *view); /* the same call over the converted input */
   if (!view) return TPURT_ERR_OOM;
@@ -1105,8 +1111,8 @@ static tpurt_status reduce_in_out_dtype(const tpurt_op_call* c, int dim_arg, con
 /* reduce_in_out_dtype's converted input and the call copied over it */
 static tpurt_status plan_in_out_dtype(const tpurt_op_call* c, tpurt_plan* p) {
   const tpurt_tensor *in = &TPURT_ARG(c, sum, self)->t, *out = &c->outs[0];
-  if (converts_to_out_dtype(in, out))
-    p->scratch_bytes += scratch_like_bytes(in, out->dtype) + tpurt_temp_bytes(sizeof(tpurt_op_call));
+  if (tpurt_red_casts_input(in->dtype, out->dtype))
+    p->scratch_bytes += tpurt_red_input_as_out_bytes(in, out) + tpurt_temp_bytes(sizeof(tpurt_op_call));
   return TPURT_OK;
 }
 
@@ -1131,9 +1137,9 @@ static double correction_of(const tpurt_value* v) { return v->kind == TPURT_V_NO
 /* sum(self, dtype) / sum.dim_IntList(self, dim, keepdim, dtype) / nansum(self, dim, keepdim, dtype) */
 RED_KERNEL_OUT_DTYPE(sum, -1, op_sum, 0)
 RED_KERNEL_OUT_DTYPE(sum_dim, TPURT_ARG_sum_dim_dim, op_sum, 0)
-RED_KERNEL(nansum, TPURT_ARG_nansum_dim, op_sum, .flag = 1)
-RED_KERNEL(mean, -1, op_mean, 0)
-RED_KERNEL(mean_dim, TPURT_ARG_mean_dim_dim, op_mean, 0)
+RED_KERNEL_OUT_DTYPE(nansum, TPURT_ARG_nansum_dim, op_sum, .flag = 1)
+RED_KERNEL_OUT_DTYPE(mean, -1, op_mean, 0)
+RED_KERNEL_OUT_DTYPE(mean_dim, TPURT_ARG_mean_dim_dim, op_mean, 0)
 RED_KERNEL_OUT_DTYPE(prod, -1, op_prod, 0)
 RED_KERNEL_OUT_DTYPE(prod_dim, TPURT_ARG_prod_dim_dim, op_prod, 0)
 RED_KERNEL(count_nonzero, TPURT_ARG_count_nonzero_dim, op_count_nonzero, 0)
@@ -1429,7 +1435,7 @@ tpurt_status tpurt_kernel_cumsum(const tpurt_op_call* c) {
   if (in->dtype != TPURT_C64 && out->dtype != TPURT_C64) {
     tpurt_tensor conv;
     const tpurt_tensor* use;
-    s = in_out_dtype(in, out, &conv, &use);
+    s = tpurt_red_input_as_out(in, out, &conv, &use);
     if (!s) cumsum_run(use, out, dim);
     return s;
   }
@@ -1441,9 +1447,9 @@ tpurt_status tpurt_kernel_cumsum(const tpurt_op_call* c) {
   cumsum_run(&pi, &po, dim);
   return TPURT_OK;
 }
-/* cumsum's input in the output's dtype (in_out_dtype) */
+/* cumsum's input in the output's dtype (tpurt_red_input_as_out) */
 tpurt_status tpurt_plan_cumsum(const tpurt_op_call* c, tpurt_plan* p) {
   const tpurt_tensor *in = &TPURT_ARG(c, cumsum, self)->t, *out = &c->outs[0];
-  if (tpurt_numel(in) && converts_to_out_dtype(in, out)) p->scratch_bytes += scratch_like_bytes(in, out->dtype);
+  if (tpurt_numel(in)) p->scratch_bytes += tpurt_red_input_as_out_bytes(in, out);
   return TPURT_OK;
 }

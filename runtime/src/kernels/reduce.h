@@ -75,6 +75,14 @@ tpurt_tensor tpurt_red_pairs(const tpurt_tensor* t);
  * an empty list does too, except when `out` has in's shape (then nothing is reduced). */
 tpurt_status tpurt_red_mask(const tpurt_tensor* in, const tpurt_value* dims,
                             const tpurt_tensor* out, uint32_t* mask);
+/* Whether CPU's cast of a reduction's (or scan's) input to the output dtype can change values:
+ * to an integer, or to a narrower float (sum(x, dtype=float16) sums x.half()). */
+int tpurt_red_casts_input(int in_dtype, int out_dtype);
+/* *use: `in`, or the converted input in *conv (a temporary) where that cast changes values;
+ * tpurt_red_input_as_out_bytes: its scratch, for a plan. */
+tpurt_status tpurt_red_input_as_out(const tpurt_tensor* in, const tpurt_tensor* out, tpurt_tensor* conv,
+                                    const tpurt_tensor** use);
+int64_t tpurt_red_input_as_out_bytes(const tpurt_tensor* in, const tpurt_tensor* out);
 /* Reduce `in` over the dims in `mask` into outs[0..nouts) (all of the same shape: keepdim
  * or not). ctx->as_int is set by the driver. */
 tpurt_status tpurt_red_run(const tpurt_tensor* in, uint32_t mask, const tpurt_tensor* outs,

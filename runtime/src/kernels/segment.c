@@ -58,7 +58,7 @@ static tpurt_status plan(const tpurt_op_call* c, const tpurt_tensor* data, const
   if (r == 5) return tpurt_fail(TPURT_ERR_RUNTIME, "unsupported reduction given! %s", reduce);
   if (!tpurt_is_float(data->dtype))
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"_segment_reduce_cpu\" not implemented for '%s'",
-                      tpurt_dtype_name((tpurt_dtype)data->dtype));
+                      tpurt_dtype_c10_name((tpurt_dtype)data->dtype));
   const tpurt_value *lv = &c->args[lengths_arg], *ov = &c->args[offsets_arg];
   int offsets = ov->kind == TPURT_V_TENSOR;
   if (!offsets && lv->kind != TPURT_V_TENSOR)
@@ -76,7 +76,7 @@ static tpurt_status plan(const tpurt_op_call* c, const tpurt_tensor* data, const
                       offsets ? "offsets" : "lengths", (long long)axis);
   if (b->dtype != TPURT_I32 && b->dtype != TPURT_I64)
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"_segment_reduce_%s_cpu_kernel1\" not implemented for '%s'",
-                      offsets ? "offsets" : "lengths", tpurt_dtype_name((tpurt_dtype)b->dtype));
+                      offsets ? "offsets" : "lengths", tpurt_dtype_c10_name((tpurt_dtype)b->dtype));
   p->op = (sr_op)r, p->dt = data->dtype, p->bounds = b, p->offsets = offsets;
   p->has_initial = initial->kind != TPURT_V_NONE;
   p->initial = p->has_initial ? tpurt_round_to(data->dtype, tpurt_value_f(initial)) : 0;

@@ -482,7 +482,7 @@ static tpurt_status median_dim(const tpurt_op_call* c, int skip_nan) {
   tpurt_status s = dim_of(c, TPURT_ARG_median_dim_dim, &dim);
   if (s) return s;
   if (in->ndim && in->sizes[dim] == 0)
-    return tpurt_fail(TPURT_ERR_INDEX, "median() cannot compute median for a dimension of size 0");
+    return tpurt_fail(TPURT_ERR_INDEX, "median(): Expected reduction dim %d to have non-zero size.", dim);
   return tpurt_lines_run(in, dim, int_keys(in), c->outs, 2, median_line, &skip_nan);
 }
 

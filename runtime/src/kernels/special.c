@@ -86,7 +86,7 @@ static tpurt_status no_half_check(const tpurt_op_call* c, const ew_op* op) {
   int dt = tpurt_promo_result(&p);
   if (dt == TPURT_F16 || dt == TPURT_BF16)
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s_cpu\" not implemented for '%s'", op->name,
-                      tpurt_dtype_name((tpurt_dtype)dt));
+                      tpurt_dtype_c10_name((tpurt_dtype)dt));
   return TPURT_OK;
 }
 #define KERNEL_NO_HALF(NAME, E)                                                             \

@@ -97,13 +97,14 @@ std::pair<pybind11::tuple, pybind11::dict> python_call_args(const c10::FunctionS
 }
 }  // namespace
 
-void run_op_check(const c10::FunctionSchema& schema, const std::string& name, const torch::jit::Stack& args) {
+bool run_op_check(const c10::FunctionSchema& schema, const std::string& name, const torch::jit::Stack& args) {
   const OpHooks* h = hooks_of(name);
-  if (!h || !h->check) return;
+  if (!h || !h->check) return false;
   pybind11::gil_scoped_acquire gil;
   pybind11::tuple py_args(args.size());
   for (size_t i = 0; i < args.size(); i++) py_args[i] = python_value(schema, i, args[i]);
-  h->check(*py_args);  // a raised Python exception travels to the caller with its type
+  // a raised Python exception travels to the caller with its type
+  return h->check(*py_args).ptr() == Py_True;
 }
 
 bool has_tpu_meta(const std::string& name) {

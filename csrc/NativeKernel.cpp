@@ -121,7 +121,7 @@ struct NativeKernel final : c10::OperatorKernel {
       } else if (sized_by_kernel && (!data_sized || aliases_output(schema))) {
         cpu_fallback(op, stack, "no meta answer: the output shape depends on tensor data, or PyTorch's meta refuses these arguments");
         return;
-      } else if (meta) {
+      } else if (meta && !meta->uncached) {
         meta_cache_.insert(sig, meta);
       }
     }

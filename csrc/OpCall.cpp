@@ -240,7 +240,7 @@ std::shared_ptr<const MetaResult> MetaCache::compute(const c10::OperatorHandle& 
   std::vector<std::vector<int64_t>> before;
   for (auto& [i, m] : written) before.push_back(m.defined() ? m.sizes().vec() : std::vector<int64_t>{});
   const std::string overload = hook_name(schema.operator_name());
-  run_op_check(schema, overload, stack);
+  bool uncached = run_op_check(schema, overload, stack);
   try {
     if (!run_tpu_meta(schema, overload, stack)) op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &stack);
   } catch (const std::exception& e) {
@@ -256,6 +256,7 @@ std::shared_ptr<const MetaResult> MetaCache::compute(const c10::OperatorHandle& 
                   m.sizes());
   }
   auto result = std::make_shared<MetaResult>();
+  result->uncached = uncached;
   for (auto& [i, m] : written) result->resized.emplace_back(i, m.defined() ? m.sizes().vec() : std::vector<int64_t>{});
   for (size_t r = 0; r < schema.returns().size(); r++) {
     MetaRet ret;

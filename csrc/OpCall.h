@@ -43,6 +43,7 @@ struct MetaResult {
   const char* unsupported_output = nullptr;  // why no kernel can write some output
   std::vector<MetaRet> rets;
   std::vector<std::pair<size_t, std::vector<int64_t>>> resized;  // out= args the meta resized
+  bool uncached = false;  // the tpu check warned: it runs (and warns, as CPU) on every call
 };
 
 // Index of the argument a return aliases (out= and in-place ops), or -1.

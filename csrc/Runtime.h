@@ -39,7 +39,8 @@ PyExc python_exception_kind(const std::exception& e, std::string* message, bool 
 
 // The tpu-only check registered for an overload ("add.Tensor"), run on the meta arguments
 // before its Meta kernel: CPU's checks that PyTorch's meta functions skip. Raises as CPU would.
-void run_op_check(const c10::FunctionSchema& schema, const std::string& name, const torch::jit::Stack& args);
+// True when the check returned True: it warned, and must run on every call (as CPU warns).
+bool run_op_check(const c10::FunctionSchema& schema, const std::string& name, const torch::jit::Stack& args);
 // The tpu-only shape function registered for an overload in place of the Meta kernel PyTorch
 // ships for it (whose behaviour must stay PyTorch's for every other device): runs it on the
 // meta arguments, leaving its returns on the stack as a Meta kernel would. False if none.

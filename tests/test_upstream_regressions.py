@@ -963,3 +963,93 @@ def test_reduction_dtype_casts_the_input_first(name, src, dst):
     x = (x * 0.2 + 1 if "prod" in name else x * 3).to(src)
     expected = fn(x.to(dst).double(), torch.float64).to(dst)
     assert_same(fn(tpu(x), dst), expected)
+
+
+# test_tensor_creation_ops.py (torch 2.1's revision): range factories into an out= of the right
+# element count keep its shape and strides (tpu resized a strided view to a vector at its offset
+# and wrote over memory outside the view), random_'s integers in int64 (an int64 random_() drew
+# only below 2^53), and CPU's checks of random_/uniform_/randperm/arange bounds.
+RANGE_INTO_VIEWS = {
+    "arange": lambda out: torch.arange(0, out.numel(), out=out),
+    "arange, float step": lambda out: torch.arange(1, 1 + 0.25 * out.numel() - 0.1, 0.25, out=out),
+    "linspace": lambda out: torch.linspace(-2, 7, out.numel(), out=out),
+    "logspace": lambda out: torch.logspace(-1, 1, out.numel(), base=3, out=out),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.complex64], ids=str)
+@pytest.mark.parametrize("view", ["narrow", "permute", "transpose"])
+@pytest.mark.parametrize("name", list(RANGE_INTO_VIEWS))
+def test_range_factories_into_a_strided_out(name, view, dtype):
+    if dtype == torch.complex64 and name.startswith("arange"):
+        pytest.skip("CPU has no complex arange")
+    if dtype == torch.int64 and name == "arange, float step":
+        pytest.skip("a step truncated to 0: CPU raises (the checks' tests)")
+    def run(device):
+        base = torch.full((4, 5, 6), -1, dtype=dtype, device=device)
+        out = {"narrow": lambda b: b.narrow(2, 1, 3), "permute": lambda b: b.permute(2, 0, 1),
+               "transpose": lambda b: b[1].t()}[view](base)
+        shape, strides = out.shape, out.stride()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no resize warning: the element count is right
+            RANGE_INTO_VIEWS[name](out)
+        assert out.shape == shape and out.stride() == strides
+        return base
+    # float32 values within rounding of CPU's (tpu spaces points in double); every element
+    # outside the view keeps its -1
+    torch.testing.assert_close(run("tpu").cpu(), run("cpu"))
+
+
+def test_arange_into_an_out_of_another_count_warns_and_resizes():
+    for device in ("cpu", "tpu"):
+        out = torch.zeros(5, device=device)
+        with pytest.warns(UserWarning, match="does not match the computed number of elements 4"):
+            torch.arange(0, 4, out=out)
+        assert out.shape == (4,)
+
+
+@pytest.mark.parametrize("args,lo,hi", [((), 0, 2**63 - 1), ((-2**63, None), -2**63, 2**63 - 1),
+                                        ((2**62, None), 2**62, 2**63 - 1), ((-2**63, 2**63 - 1), -2**63, 2**63 - 2),
+                                        ((2**53, 2**53 + 8), 2**53, 2**53 + 7)], ids=str)
+def test_int64_random_covers_its_range_exactly(args, lo, hi):
+    t = torch.empty(4000, dtype=torch.int64, device="tpu").random_(*args).cpu()
+    assert lo <= t.min().item() and t.max().item() <= hi
+    span = hi - lo + 1
+    # uniform over the span: the extremes lie within 1% of the ends (4000 draws)
+    assert t.min().item() - lo <= span // 100 and hi - t.max().item() <= span // 100
+    if span <= 8:
+        assert set(t.tolist()) == set(range(lo, hi + 1))  # exact integers above 2^53
+
+
+RANDOM_CHECKS = {
+    **{f"random_ of {dt} from {a}": (lambda dt, a: lambda d: torch.empty(3, dtype=dt, device=d).random_(*a))(dt, a)
+       for dt in (torch.int8, torch.uint8, torch.bool, torch.float16)
+       for a in [(-200, 5), (0, 300), (5, None), (-2**63, None), (0, 2**17), (3, 3), (0, -2**31 - 1)]},
+    "uniform_ beyond float": lambda d: torch.empty(3, device=d).uniform_(-1e308, 1e308),
+    "uniform_ wider than double": lambda d: torch.empty(3, dtype=torch.float64, device=d).uniform_(-1.7e308, 1.7e308),
+    "uniform_ reversed": lambda d: torch.empty(3, device=d).uniform_(1, 0),
+    "randperm into half": lambda d: torch.randperm(2**12, out=torch.empty(0, dtype=torch.float16, device=d)),
+    "randperm into int8": lambda d: torch.randperm(300, out=torch.empty(0, dtype=torch.int8, device=d)),
+    "arange to nan": lambda d: torch.arange(-5, float("nan"), device=d),
+    "arange from -inf": lambda d: torch.arange(float("-inf"), 10, device=d),
+}
+
+
+@pytest.mark.parametrize("name", [n for n in RANDOM_CHECKS])
+def test_random_checks_as_cpu(name):
+    try:
+        RANDOM_CHECKS[name]("cpu")
+    except Exception:  # noqa: BLE001 - CPU's exception is the contract
+        assert_raises_like_cpu(RANDOM_CHECKS[name])
+        return
+    RANDOM_CHECKS[name]("tpu")  # CPU accepts: so must tpu
+    torch.tpu.synchronize()
+
+
+def test_random_precision_warning_on_every_call():
+    # CPU warns on every call; the tpu check's signature is not cached once it warned
+    for device in ("cpu", "tpu"):
+        t = torch.empty(8, device=device)
+        for _ in range(2):
+            with pytest.warns(UserWarning, match="from is out of bounds"):
+                t.random_(-2**30, 5)

@@ -4,8 +4,9 @@ The generic tpu path validates a call through the op's Meta kernel; where that k
 than CPU's (a Python reference that never checks a bool subtraction, an in-place cast or a
 Boolean alpha), a bad call would compute on tpu where CPU raises. Each check here receives the
 call's arguments in schema order (tensors as meta tensors) before the Meta kernel runs, and
-raises what CPU raises. Nothing is registered with PyTorch's dispatcher: CPU, meta and
-FakeTensor behaviour are unchanged.
+raises what CPU raises. A check that warns returns True: the call's signature is then not
+cached, so the check runs (and warns, as CPU's kernel does) on every such call. Nothing is
+registered with PyTorch's dispatcher: CPU, meta and FakeTensor behaviour are unchanged.
 
 A check may raise NotImplementedError when the tpu path cannot take the call as it stands:
 the output shape depends on the data (the kernel sizes it, as for a bool mask), or PyTorch's
@@ -207,6 +208,53 @@ def _aminmax_out(self, *rest):
 def _logsumexp_out(self, dim, keepdim, out):
     _check(out.dtype.is_floating_point, "logsumexp(): Expected floating point type for result tensor, but got: "
            f"{C10_NAMES[out.dtype]}")
+
+
+_FLOAT_DIGITS = {torch.float16: 11, torch.bfloat16: 8, torch.float32: 24, torch.float64: 53}
+
+
+def _random_precision(self, from_, to=None, generator=None):
+    """CPU's warning when random_'s bounds pass the integers a float dtype holds exactly (the
+    runtime's kernel makes the checks that raise)."""
+    digits = _FLOAT_DIGITS.get(self.dtype)
+    if digits is None:
+        return False
+    warned = False
+    for value, name in ((from_, "from"), (None if to is None else to - 1, "to - 1")):
+        if value is not None and not -(1 << digits) <= value <= 1 << digits:
+            warned = True
+            warnings.warn(f"{name} is out of bounds [-(2^{digits}), 2^{digits}]. Due to precision limitations "
+                          f"{_CPP_NAMES[self.dtype]} can support discrete uniform distribution only within this range. "
+                          "This warning will become an error in version 1.7 release, please fix the code in advance")
+    return warned
+
+
+def _uniform(self, from_=0.0, to=1.0, generator=None):
+    """CPU's uniform_impl_ checks, in its order (a complex tensor draws its float parts)."""
+    dtype = self.real.dtype if self.is_complex() else self.dtype
+    info = torch.finfo(dtype)
+    for value, name in ((from_, "from"), (to, "to")):
+        _check(info.min <= value <= info.max, f"{name} is out of bounds for {_CPP_NAMES[dtype]}")
+    _check(from_ <= to, f"uniform_ expects to return a [from, to) range, but found from={from_:g} > to={to:g}")
+    _check(to - from_ <= info.max, f"uniform_ expects to-from <= std::numeric_limits<{C10_NAMES[dtype]}>::max(), but "
+           f"found to={to:g} and from={from_:g} which result in to-from to exceed the limit")
+
+
+# c10's names in Scalar's checked conversions ("value cannot be converted to type int8_t ...")
+_SCALAR_TO_NAMES = {torch.uint8: "uint8_t", torch.int8: "int8_t", torch.int16: "int16_t", torch.int32: "int",
+                    torch.int64: "int64_t"}
+
+
+def _randperm_out(n, generator=None, out=None):
+    """CPU's check_supported_max_int_with_precision: every value below n must fit out's dtype."""
+    _check(n >= 0, f"n must be non-negative, got{n}")
+    if out.dtype in _SCALAR_TO_NAMES:
+        _check(max(n - 1, 0) <= torch.iinfo(out.dtype).max,
+               f"value cannot be converted to type {_SCALAR_TO_NAMES[out.dtype]} without overflow")
+    limits = {torch.float16: (11, "2049"), torch.float32: (24, "2^24+1"), torch.float64: (53, "2^53+1")}
+    if out.dtype in limits:
+        bits, words = limits[out.dtype]
+        _check(n <= (1 << bits) + 1, f"n cannot be greater than {words} for {C10_NAMES[out.dtype]} type.")
 
 
 def _unique_dims(overload):
@@ -452,6 +500,10 @@ CHECKS = {
     **{n: _values_indices_out("sort") for n in ("sort.values", "sort.values_stable")},
     **{n: _mean for n in ("mean", "mean.dim", "mean.out")},
     "aminmax.out": _aminmax_out,
+    "random_.from": _random_precision,
+    "uniform_": _uniform,
+    "randperm.generator_out": _randperm_out,
+    "random_.to": lambda self, to, generator=None: _random_precision(self, 0, to),
     "logsumexp.out": _logsumexp_out,
     "logcumsumexp": _logcumsumexp, "logcumsumexp.out": _logcumsumexp,
     "cummax.out": _cumext_out, "cummin.out": _cumext_out,

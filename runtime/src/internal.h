@@ -249,6 +249,17 @@ static inline void tpurt_unravel(int64_t lin, const int64_t* sizes, int n, int64
     lin /= sizes[d];
   }
 }
+/* The element offset (in elements, from t->data) of t's element number lin in row-major
+ * logical order: where a factory writing "the i-th value" into an out= of any shape puts it. */
+static inline int64_t tpurt_element_offset(const tpurt_tensor* t, int64_t lin) {
+  if (t->ndim == 1) return lin * t->strides[0];
+  int64_t off = 0;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    off += lin % t->sizes[d] * t->strides[d];
+    lin /= t->sizes[d];
+  }
+  return off;
+}
 /* Advance a multi-index over sizes (last dim fastest); returns 0 when done. */
 static inline int tpurt_next_index(int64_t* idx, const int64_t* sizes, int ndim) {
   for (int d = ndim - 1; d >= 0; d--) {

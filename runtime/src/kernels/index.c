@@ -634,16 +634,17 @@ tpurt_status tpurt_kernel_tril(const tpurt_op_call* c) { return triangle(c, 1); 
 tpurt_status tpurt_kernel_triu(const tpurt_op_call* c) { return triangle(c, 0); }
 
 tpurt_status tpurt_kernel_arange(const tpurt_op_call* c) {
-  /* arange.start_out(start, end, step, *, out): out[i] = start + i*step (double for floats,
-   * as CPU's accumulate type; int64 for integers) */
+  /* arange.start_out(start, end, step, *, out): out's i-th element (in logical order, an out=
+   * of any shape) = start + i*step (double for floats, as CPU's accumulate type; int64 for
+   * integers) */
   const tpurt_tensor* out = &c->outs[0];
-  int64_t n = tpurt_numel(out), st = out->ndim ? out->strides[0] : 0;
+  int64_t n = tpurt_numel(out);
   if (tpurt_is_float(out->dtype)) {
     double a = tpurt_value_f(TPURT_ARG(c, arange, start)), step = tpurt_value_f(TPURT_ARG(c, arange, step));
-    for (int64_t i = 0; i < n; i++) tpurt_store_f64(at(out, i * st), out->dtype, a + (double)i * step);
+    for (int64_t i = 0; i < n; i++) tpurt_store_f64(at(out, tpurt_element_offset(out, i)), out->dtype, a + (double)i * step);
   } else {
     int64_t a = tpurt_value_i(TPURT_ARG(c, arange, start)), step = tpurt_value_i(TPURT_ARG(c, arange, step));
-    for (int64_t i = 0; i < n; i++) tpurt_store_i64(at(out, i * st), out->dtype, a + i * step);
+    for (int64_t i = 0; i < n; i++) tpurt_store_i64(at(out, tpurt_element_offset(out, i)), out->dtype, a + i * step);
   }
   return TPURT_OK;
 }

@@ -123,7 +123,6 @@ _Static_assert(TPURT_ARG_logspace_start == TPURT_ARG_linspace_start && TPURT_ARG
                "spaced and spaced_c64 serve linspace and logspace (base: logspace only)");
 static void spaced_c64(const tpurt_op_call* c, int64_t steps, int log_base) {
   const tpurt_tensor* out = &c->outs[0];
-  int64_t st = out->ndim ? out->strides[0] : 0;
   double base = log_base ? tpurt_value_f(TPURT_ARG(c, logspace, base)) : 0;
   tpurt_c64 a = value_c64(TPURT_ARG(c, linspace, start)), b = value_c64(TPURT_ARG(c, linspace, end)), step = {0, 0};
   if (steps > 1) {
@@ -150,13 +149,13 @@ static void spaced_c64(const tpurt_op_call* c, int64_t steps, int log_base) {
       double complex r = pow_real_base(base, y);
       v = (tpurt_c64){(float)creal(r), (float)cimag(r)};
     }
-    memcpy(at(out, i * st), &v, sizeof v);
+    memcpy(at(out, tpurt_element_offset(out, i)), &v, sizeof v);
   }
 }
 
 static tpurt_status spaced(const tpurt_op_call* c, int log_base) {
   const tpurt_tensor* out = &c->outs[0];
-  int64_t steps = TPURT_ARG(c, linspace, steps)->i, st = out->ndim ? out->strides[0] : 0;
+  int64_t steps = TPURT_ARG(c, linspace, steps)->i;
   if (steps < 0) return tpurt_fail(TPURT_ERR_RUNTIME, "number of steps must be non-negative");
   if (out->dtype == TPURT_C64) {
     spaced_c64(c, steps, log_base);
@@ -169,8 +168,8 @@ static tpurt_status spaced(const tpurt_op_call* c, int log_base) {
   for (int64_t i = 0; i < steps; i++) {
     double x = steps == 1 ? a : spaced_point(out->dtype, a, b, steps, i, log_base), v = x;
     if (log_base) v = steps == 1 || out->dtype == TPURT_F64 || integer ? pow(base, x) : powf((float)base, (float)x);
-    if (integer) tpurt_store_i64(at(out, i * st), out->dtype, (int64_t)v);
-    else tpurt_store_f64(at(out, i * st), out->dtype, v);
+    if (integer) tpurt_store_i64(at(out, tpurt_element_offset(out, i)), out->dtype, (int64_t)v);
+    else tpurt_store_f64(at(out, tpurt_element_offset(out, i)), out->dtype, v);
   }
   return TPURT_OK;
 }

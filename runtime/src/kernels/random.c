@@ -2,6 +2,8 @@
  * from Philox counter rng_offset + i, so results depend only on (seed, offset, shape): the
  * pool's threads fill blocks of elements in any order, and Philox runs RNG_LANES counters at
  * once in lanes the compiler vectorizes (the same words as tpurt_philox). */
+#include <stdlib.h>
+
 #include "random.h"
 
 #define RNG_LANES 16
@@ -32,6 +34,8 @@ typedef struct {
   const tpurt_tensor* t;
   double p[2]; /* the draw's parameters */
   int integer;
+  int64_t from;   /* random_'s integers: from + (64 random bits mod range), in int64 */
+  uint64_t range; /* 0: the full 2^64 */
 } fill_job;
 
 /* fill_<draw>(job, b, e): elements [b, e) of the job's tensor, v = draw(philox(seed, offset + i),
@@ -77,7 +81,7 @@ typedef struct {
 
 static tpurt_status fill_random(const tpurt_op_call* c, const tpurt_tensor* t, tpurt_pool_fn fill, const double* p,
                                 int np, int integer) {
-  fill_job J = {c, t, {0}, integer};
+  fill_job J = {.c = c, .t = t, .integer = integer};
   memcpy(J.p, p, sizeof(double) * (size_t)np);
   tpurt_parallel_for(tpurt_numel(t), RNG_GRAIN, fill, &J);
   return TPURT_OK;
@@ -98,12 +102,6 @@ static inline double draw_cauchy(const uint32_t r[4], const double* p) {
   return p[0] + p[1] * tan(3.141592653589793 * (unit(r, 0) - 0.5));
 }
 static inline double draw_log_normal(const uint32_t r[4], const double* p) { return exp(draw_normal_f64(r, p)); }
-static inline double draw_int(const uint32_t r[4], const double* p) {
-  uint64_t x = (uint64_t)r[0] << 32 | r[1];
-  uint64_t range = (uint64_t)p[1];
-  return p[0] + (double)(range ? x % range : 0);
-}
-
 FILL_BLOCK(normal)
 FILL_BLOCK(normal_f64)
 FILL_BLOCK(uniform)
@@ -112,7 +110,6 @@ FILL_BLOCK(exponential)
 FILL_BLOCK(geometric)
 FILL_BLOCK(cauchy)
 FILL_BLOCK(log_normal)
-FILL_BLOCK(int)
 
 tpurt_status tpurt_kernel_normal(const tpurt_op_call* c) {
   /* normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) */
@@ -161,33 +158,124 @@ tpurt_status tpurt_kernel_bernoulli_self(const tpurt_op_call* c) {
   return bernoulli_draws(c, &TPURT_ARG(c, bernoulli_self, self)->t); /* bernoulli(self, *, gen): self holds p */
 }
 
-/* Largest integer that the dtype holds exactly (floats: 2^mantissa bits). */
-static double dtype_int_max(int dt) {
-  switch (dt) {
-    case TPURT_BOOL: return 1;
-    case TPURT_U8: return 255;
-    case TPURT_I8: return 127;
-    case TPURT_I16: return 32767;
-    case TPURT_I32: return 2147483647.0;
-    case TPURT_F16: return 2048;
-    case TPURT_BF16: return 256;
-    case TPURT_F32: return 16777216;
-    default: return 9007199254740992.0;
+/* random_'s integers, exact in int64 (a double would round draws above 2^53) */
+static void fill_int(void* arg, int64_t b, int64_t e) {
+  const fill_job* J = arg;
+  const tpurt_tensor* t = J->t;
+  int64_t idx[TPURT_MAX_DIMS] = {0};
+  tpurt_unravel(b, t->sizes, t->ndim, idx);
+  uint32_t r[4][RNG_LANES];
+  for (int64_t i0 = b; i0 < e; i0 += RNG_LANES) {
+    philox_lanes(J->c->rng_seed, J->c->rng_offset + (uint64_t)i0, r);
+    int m = e - i0 < RNG_LANES ? (int)(e - i0) : RNG_LANES;
+    for (int j = 0; j < m; j++) {
+      uint64_t x = (uint64_t)r[0][j] << 32 | r[1][j];
+      tpurt_store_i64(tpurt_elem_ptr(t, idx), t->dtype, (int64_t)((uint64_t)J->from + (J->range ? x % J->range : x)));
+      tpurt_next_index(idx, t->sizes, t->ndim);
+    }
   }
 }
 
-/* Integers from [from, to); to = NULL: up to the dtype's largest exactly held integer */
-static tpurt_status random_range(const tpurt_op_call* c, double from, const tpurt_value* to) {
-  const tpurt_tensor* out = &c->outs[0];
-  double p[2] = {from, (!to || to->kind == TPURT_V_NONE ? dtype_int_max(out->dtype) + 1 : (double)to->i) - from};
-  if (p[1] <= 0)
-    return tpurt_fail(TPURT_ERR_RUNTIME, "random_ expects 'from' to be less than 'to', but got from=%g >= to=%g", p[0], p[0] + p[1]);
-  return fill_random(c, out, fill_int, p, 2, 1);
+/* std::numeric_limits<scalar_t>::digits of a float dtype */
+static int float_digits(int dt) { return dt == TPURT_F16 ? 11 : dt == TPURT_BF16 ? 8 : dt == TPURT_F32 ? 24 : 53; }
+/* the dtype's largest value (floats: 2^digits, the largest integer below which all are held) */
+static int64_t random_max(int dt) {
+  switch (dt) {
+    case TPURT_BOOL: return 1;
+    case TPURT_U8: return UINT8_MAX;
+    case TPURT_I8: return INT8_MAX;
+    case TPURT_I16: return INT16_MAX;
+    case TPURT_I32: return INT32_MAX;
+    case TPURT_I64: return INT64_MAX;
+    default: return (int64_t)1 << float_digits(dt);
+  }
 }
-tpurt_status tpurt_kernel_random_int(const tpurt_op_call* c) { return random_range(c, 0, NULL); }
-tpurt_status tpurt_kernel_random_to(const tpurt_op_call* c) { return random_range(c, 0, TPURT_ARG(c, random_to, to)); }
+static int64_t random_lowest(int dt) { return tpurt_is_float(dt) ? INT64_MIN : tpurt_int_lowest(dt); }
+/* v as the dtype holds it (CPU's static_cast<scalar_t>(v)), back in int64 */
+static int64_t held_as(int dt, int64_t v) {
+  unsigned char b[8];
+  tpurt_store_f64(b, dt, (double)v);
+  double h = tpurt_load_f64(b, dt);
+  return h >= 0x1p63 ? INT64_MAX : h < -0x1p63 ? INT64_MIN : (int64_t)h;
+}
+/* CPU's update_from / update_to: a bound the float dtype rounds past moves inside by one step */
+static int64_t log2_floor(uint64_t v) {
+  int64_t n = 0;
+  while (v >>= 1) ++n;
+  return n;
+}
+static int64_t update_from(int dt, int64_t from) {
+  int64_t up = held_as(dt, from + 1);
+  if (up < from) from = up + ((int64_t)1 << (log2_floor((uint64_t)llabs(from + 1)) - float_digits(dt) + 1));
+  return from;
+}
+static int64_t update_to(int dt, int64_t to) {
+  int64_t down = held_as(dt, to - 1);
+  if (down >= to) to = down - ((int64_t)1 << (log2_floor((uint64_t)llabs(to - 1)) - float_digits(dt) + 1));
+  return to;
+}
+/* CPU's check_from_to_in_range, in its words (the dtype as caffe2 names it); floats' precision
+ * warnings are raised by torch_tpu/tpu_checks.py */
+static const char* typemeta_name(int dt) {
+  static const char* names[] = {[TPURT_BOOL] = "bool", [TPURT_U8] = "unsigned char", [TPURT_I8] = "signed char",
+                                [TPURT_I16] = "short int", [TPURT_I32] = "int", [TPURT_I64] = "long int",
+                                [TPURT_F16] = "c10::Half", [TPURT_BF16] = "c10::BFloat16", [TPURT_F32] = "float",
+                                [TPURT_F64] = "double"};
+  return names[dt];
+}
+static tpurt_status from_to_in_range(int dt, int64_t from, int64_t to_inc) {
+  double lo = dt == TPURT_F16 ? -65504.0 : (double)random_lowest(dt), hi = dt == TPURT_F16 ? 65504.0 : tpurt_is_float(dt) ? 0x1p63 : (double)random_max(dt);
+  if (!((double)from >= lo && (double)from <= hi)) return tpurt_fail(TPURT_ERR_RUNTIME, "from is out of bounds for %s", typemeta_name(dt));
+  if (!((double)to_inc >= lo && (double)to_inc <= hi)) return tpurt_fail(TPURT_ERR_RUNTIME, "to - 1 is out of bounds for %s", typemeta_name(dt));
+  return TPURT_OK;
+}
+
+/* random_ (to = NULL, default: [0, the dtype's largest]), random_.to ([0, to)), random_.from
+ * ([from, to), or [from, the dtype's largest] without to): CPU's random_from_to_impl */
+static tpurt_status random_range(const tpurt_op_call* c, int64_t from, const tpurt_value* to, int default_range) {
+  const tpurt_tensor* out = &c->outs[0];
+  int dt = out->dtype, fl = tpurt_is_float(dt);
+  fill_job J = {.c = c, .t = out, .integer = 1, .from = from};
+  tpurt_status s = TPURT_OK;
+  if (default_range) {
+    J.range = (uint64_t)random_max(dt) + 1;
+  } else if (to && to->kind != TPURT_V_NONE) {
+    int64_t t = to->i;
+    if (from >= t)
+      return tpurt_fail(TPURT_ERR_RUNTIME, "random_ expects 'from' to be less than 'to', but got from=%lld >= to=%lld",
+                        (long long)from, (long long)t);
+    if (fl) {
+      from = update_from(dt, from), t = update_to(dt, t);
+      if (from >= t)
+        return tpurt_fail(TPURT_ERR_RUNTIME, "random_ expects 'from' casted to dtype to be less than 'to' casted to "
+                          "dtype, but got from=%lld >= to=%lld", (long long)from, (long long)t);
+    }
+    if ((s = from_to_in_range(dt, from, t - 1))) return s;
+    J.from = from, J.range = (uint64_t)t - (uint64_t)from;
+  } else if (from != INT64_MIN) {
+    int64_t to_inc = random_max(dt);
+    if (fl) {
+      from = update_from(dt, from);
+      if (from >= to_inc)
+        return tpurt_fail(TPURT_ERR_RUNTIME, "random_ expects 'from' casted to dtype to be less than or equal to "
+                          "'to_inc' casted to dtype, but got from=%lld > to_inc=%lld", (long long)from, (long long)to_inc);
+    }
+    if ((s = from_to_in_range(dt, from, to_inc))) return s;
+    J.from = from, J.range = (uint64_t)to_inc - (uint64_t)from + 1;
+  } else if (dt == TPURT_F16 || dt == TPURT_BOOL) { /* the full 2^64: CPU's kernel has no such dtype */
+    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"random_full_64_bits_range_kernel_cpu\" not implemented for '%s'",
+                      tpurt_dtype_c10_name((tpurt_dtype)dt));
+  } else if (dt != TPURT_I64 && dt != TPURT_F64 && dt != TPURT_F32 && dt != TPURT_BF16) {
+    return tpurt_fail(TPURT_ERR_RUNTIME, "random_full_64_bits_range_kernel_cpu handles only int64, double, float and "
+                      "bfloat16");
+  }
+  tpurt_parallel_for(tpurt_numel(out), RNG_GRAIN, fill_int, &J);
+  return TPURT_OK;
+}
+tpurt_status tpurt_kernel_random_int(const tpurt_op_call* c) { return random_range(c, 0, NULL, 1); }
+tpurt_status tpurt_kernel_random_to(const tpurt_op_call* c) { return random_range(c, 0, TPURT_ARG(c, random_to, to), 0); }
 tpurt_status tpurt_kernel_random_from(const tpurt_op_call* c) {
-  return random_range(c, (double)TPURT_ARG(c, random_from, from)->i, TPURT_ARG(c, random_from, to));
+  return random_range(c, TPURT_ARG(c, random_from, from)->i, TPURT_ARG(c, random_from, to), 0);
 }
 
 tpurt_status tpurt_kernel_exponential(const tpurt_op_call* c) {

@@ -1053,3 +1053,73 @@ def test_random_precision_warning_on_every_call():
         for _ in range(2):
             with pytest.warns(UserWarning, match="from is out of bounds"):
                 t.random_(-2**30, 5)
+
+
+@pytest.mark.parametrize("reduce", [None, "add", "multiply"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.complex64], ids=str)
+def test_scatter_of_a_value_rounds_it_to_self_dtype_first(dtype, reduce):
+    # test_scatter_gather_ops.py: CPU combines value.to<scalar_t>(); tpu added the double value
+    g = torch.Generator().manual_seed(0)
+    base = torch.randn(5, 6, generator=g).to(dtype)
+    idx = torch.tensor([[0, 1, 2, 3, 4, 0]])
+    kw = {} if reduce is None else {"reduce": reduce}
+    for value in (0.1, 1 / 3, 123.456789, 2.0 ** -20 + 1):
+        assert_same(tpu(base).scatter_(0, tpu(idx), value, **kw), base.clone().scatter_(0, idx, value, **kw))
+
+
+# test_type_promotion.py (torch 2.1's revision): ops whose CPU kernel keeps the input dtype refuse
+# an out= of another (tpu cast into it: neg, round, clamp, the activations), integer inputs of
+# float-only activations raise NotImplementedError, index_put of another dtype is refused.
+def _unary_out(fn):
+    return lambda src, dst: lambda d: fn(torch.tensor([1.5, -2.0, 0.25], device=d).to(src),
+                                         torch.empty(0, dtype=dst, device=d))
+
+
+SAME_DTYPE_OUTS = {
+    "neg": lambda x, o: torch.neg(x, out=o), "floor": lambda x, o: torch.floor(x, out=o),
+    "round": lambda x, o: torch.round(x, out=o), "round decimals": lambda x, o: torch.round(x, decimals=1, out=o),
+    "abs": lambda x, o: torch.abs(x, out=o), "sgn": lambda x, o: torch.sgn(x, out=o),
+    "bitwise_not": lambda x, o: torch.bitwise_not(x, out=o), "conj_physical": lambda x, o: torch.conj_physical(x, out=o),
+    "clamp": lambda x, o: torch.clamp(x, -1, 1, out=o), "clamp_max": lambda x, o: torch.clamp_max(x, 0, out=o),
+    "hardtanh": lambda x, o: torch._C._nn.hardtanh(x, out=o), "elu": lambda x, o: torch._C._nn.elu(x, out=o),
+    "leaky_relu": lambda x, o: torch._C._nn.leaky_relu(x, out=o), "gelu": lambda x, o: torch._C._nn.gelu(x, out=o),
+    "softshrink": lambda x, o: torch._C._nn.softshrink(x, out=o),
+    "log_sigmoid": lambda x, o: torch._C._nn.log_sigmoid(x, out=o), "nan_to_num": lambda x, o: torch.nan_to_num(x, out=o),
+    "signbit": lambda x, o: torch.signbit(x, out=o), "heaviside": lambda x, o: torch.heaviside(x, x, out=o),
+    "hypot": lambda x, o: torch.hypot(x, x, out=o),
+    "linalg.cross": lambda x, o: torch.linalg.cross(torch.stack([x] * 3), torch.stack([x] * 3), dim=0, out=o),
+    "abs of complex": lambda x, o: torch.abs(torch.complex(x.double(), x.double()).to(torch.complex64), out=o),
+}
+
+
+@pytest.mark.parametrize("src,dst", [(torch.float32, torch.float64), (torch.float64, torch.float32),
+                                     (torch.int64, torch.int32), (torch.int32, torch.float32),
+                                     (torch.float32, torch.int64), (torch.int64, torch.int64)], ids=str)
+@pytest.mark.parametrize("name", list(SAME_DTYPE_OUTS))
+def test_out_dtype_rules_as_cpu(name, src, dst):
+    call = _unary_out(SAME_DTYPE_OUTS[name])(src, dst)
+    try:
+        expected = call("cpu")
+    except Exception:  # noqa: BLE001 - CPU's exception is the contract
+        assert_raises_like_cpu(call)
+        return
+    assert_same(call("tpu"), expected)
+
+
+MORE_TYPE_CHECKS = {
+    **{f"{name} of integers": (lambda fn: lambda d: fn(torch.tensor([1, -2, 3], device=d)))(fn) for name, fn in [
+        ("elu", torch._C._nn.elu), ("leaky_relu", torch._C._nn.leaky_relu), ("gelu", torch._C._nn.gelu),
+        ("softshrink", torch._C._nn.softshrink), ("softplus", torch._C._nn.softplus), ("mish", torch._C._nn.mish),
+        ("softmax", lambda x: torch._softmax(x, 0, False)), ("log_softmax", lambda x: torch._log_softmax(x, 0, False)),
+        ("hypot", lambda x: torch.hypot(x, x)), ("bitwise_not of floats", lambda x: torch.bitwise_not(x.float())),
+        ("addcdiv", lambda x: torch.addcdiv(x, x, x)), ("round decimals", lambda x: torch.round(x, decimals=1))]},
+    "index_put of another dtype": lambda d: torch.ones(5, 2, dtype=torch.double, device=d).index_put_(
+        (torch.tensor([0, 1], device=d),), torch.tensor(1, dtype=torch.int32, device=d)),
+    "setitem of another dtype": lambda d: torch.ones(5, 2, dtype=torch.double, device=d).__setitem__(
+        (slice(None), [1]), torch.zeros(5, 1, dtype=torch.int, device=d)),
+}
+
+
+@pytest.mark.parametrize("name", list(MORE_TYPE_CHECKS))
+def test_type_checks_as_cpu(name):
+    assert_raises_like_cpu(MORE_TYPE_CHECKS[name])

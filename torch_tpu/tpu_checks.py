@@ -118,7 +118,8 @@ def _div_(self, other, rounding_mode=None):
 
 
 def _heaviside(self, values, out=None):
-    _check(self.dtype == _dtype_of(values), "heaviside is not yet implemented for tensors with different dtypes.")
+    _check(self.dtype == _dtype_of(values) and (out is None or out.dtype == self.dtype),
+           "heaviside is not yet implemented for tensors with different dtypes.")
 
 
 def _clamp(self, min=None, max=None, *rest):
@@ -257,6 +258,74 @@ def _randperm_out(n, generator=None, out=None):
         _check(n <= (1 << bits) + 1, f"n cannot be greater than {words} for {C10_NAMES[out.dtype]} type.")
 
 
+def _same_dtype_out(self, *rest):
+    """TensorIterator's unary ops that keep the input dtype (neg, floor, clamp, the activations):
+    CPU refuses an out= of another dtype instead of casting into it."""
+    out = rest[-1]
+    if self.is_complex() and not out.is_complex():
+        return  # abs of complex: CPU casts |z| into the out= (out_cast_check's rule)
+    _check(out.dtype == self.dtype, f"Found dtype {C10_NAMES[out.dtype]} but expected {C10_NAMES[self.dtype]}")
+
+
+def _floats_only(kernel):
+    """Activations CPU computes for floating types only: NotImplementedError in its kernel's name
+    (tpu's Python meta functions raised other types on an integer input)."""
+    def check(self, *rest):
+        if not (self.is_floating_point() or self.is_complex()):
+            _not_implemented_for(kernel, self.dtype)
+    return check
+
+
+def _log_sigmoid_out(self, output, buffer):
+    _check(output.dtype == self.dtype, f"expected scalar type {C10_NAMES[self.dtype]} but found "
+           f"{C10_NAMES[output.dtype]}")
+
+
+def _nan_to_num_out(self, nan=None, posinf=None, neginf=None, out=None):
+    _check(out.dtype == self.dtype, f"nan_to_num: dtype of out: {C10_NAMES[out.dtype]} should be same as input: "
+           f"{C10_NAMES[self.dtype]}")
+
+
+def _signbit_out(self, out):
+    _check(out.dtype == torch.bool, "signbit does not support non-boolean outputs.")
+
+
+def _cross_out(self, other, dim=-1, out=None):
+    result = torch.promote_types(self.dtype, other.dtype)
+    _check(out.dtype == result, f"Expected out tensor to have dtype {_CPP_NAMES[result]}, but got "
+           f"{_CPP_NAMES[out.dtype]} instead")
+
+
+def _softmax_of_integers(kernel):
+    def check(self, dim, half_to_float, *rest):
+        if not (self.is_floating_point() or self.is_complex()):
+            last = self.dim() == 0 or dim in (-1, self.dim() - 1)
+            _not_implemented_for(f"{kernel}_lastdim_kernel_impl" if last else f"{kernel}_kernel_impl", self.dtype)
+    return check
+
+
+def _addcdiv(self, tensor1, tensor2, *rest):
+    # before PyTorch's meta function, whose message is a tuple's repr
+    integral = [not (_dtype_of(t).is_floating_point or _dtype_of(t).is_complex) for t in (tensor1, tensor2)]
+    _check(not all(integral),
+           "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform a "
+           "true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value "
+           "* torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
+           "tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value "
+           "* tensor1 / tensor2), for all dtypes.")
+
+
+def _bitwise_not(self, *rest):
+    if self.is_floating_point() or self.is_complex():
+        _not_implemented_for("bitwise_not_cpu", self.dtype)
+
+
+def _hypot(self, other, *rest):
+    result = _result(self, other)
+    if not result.is_floating_point:
+        _not_implemented_for("hypot_cpu", result)
+
+
 def _unique_dims(overload):
     """CPU's reductions refuse a dim listed twice (dim_list_to_bitset), naming the wrapped dim."""
     name, _, variant = overload.partition(".")
@@ -345,6 +414,9 @@ def _abs_(self):
 def _abs_out(self, out):
     if self.is_complex() and out.is_complex():  # CPU stores |z| as complex; the meta refuses it
         raise NotImplementedError("abs of a complex tensor into a complex out=")
+    if self.is_complex() and out.dtype != self.dtype.to_real():
+        out_cast_check(self.dtype.to_real(), out)  # CPU casts |z| into a wider out=; the meta refuses it
+        raise NotImplementedError("abs of a complex tensor into a wider out=")
 
 
 def _angle_out(self, out):
@@ -404,6 +476,8 @@ def _index(self, indices, out=None):
 
 def _index_put(self, indices, values, accumulate=False, *rest):
     _indices_check(self, indices)
+    _check(values.dtype == self.dtype, "Index put requires the source and destination dtypes match, got "
+           f"{C10_NAMES[self.dtype]} for the destination and {C10_NAMES[values.dtype]} for the source.")
 
 
 def _no_bool(kernel):
@@ -502,6 +576,15 @@ CHECKS = {
     "aminmax.out": _aminmax_out,
     "random_.from": _random_precision,
     "uniform_": _uniform,
+    "log_sigmoid_forward.output": _log_sigmoid_out,
+    "nan_to_num.out": _nan_to_num_out,
+    "signbit.out": _signbit_out,
+    "linalg_cross.out": _cross_out,
+    **{n: _softmax_of_integers("softmax") for n in ("_softmax", "_softmax.out")},
+    **{n: _softmax_of_integers("log_softmax") for n in ("_log_softmax", "_log_softmax.out")},
+    **{n: _hypot for n in ("hypot", "hypot.out", "hypot_")},
+    **{n: _bitwise_not for n in ("bitwise_not", "bitwise_not.out", "bitwise_not_")},
+    **{n: _addcdiv for n in ("addcdiv", "addcdiv.out", "addcdiv_")},
     "randperm.generator_out": _randperm_out,
     "random_.to": lambda self, to, generator=None: _random_precision(self, 0, to),
     "logsumexp.out": _logsumexp_out,
@@ -536,6 +619,22 @@ def _both(first, second):
     return check
 
 
+_SAME_DTYPE_OUT = {n: _same_dtype_out for n in (
+    "abs.out", "neg.out", "floor.out", "ceil.out", "trunc.out", "frac.out", "round.out", "round.decimals_out",
+    "sign.out", "sgn.out", "bitwise_not.out", "conj_physical.out", "clamp.out", "clamp_min.out", "clamp_max.out",
+    "hardtanh.out", "elu.out", "leaky_relu.out", "softplus.out", "hardswish.out", "hardsigmoid.out", "mish.out",
+    "softshrink.out", "gelu.out")}
+
+# (overloads, CPU's kernel name); a check of the out= dtype runs first except where CPU
+# dispatches on the input dtype before it (log_sigmoid, softshrink)
+_FLOATS_ONLY = {n: _floats_only(kernel) for names, kernel in [
+    (("elu", "elu.out"), "elu_cpu"), (("leaky_relu", "leaky_relu.out"), "leaky_relu_cpu"),
+    (("softplus", "softplus.out"), "softplus_cpu"), (("hardswish", "hardswish.out"), "hardswish_cpu"),
+    (("hardsigmoid", "hardsigmoid.out"), "hardsigmoid_cpu"), (("mish", "mish.out"), "mish_cpu"),
+    (("gelu", "gelu.out"), "GeluKernelImpl"), (("round.decimals", "round.decimals_out"), "round_cpu"),
+    (("log_sigmoid_forward", "log_sigmoid_forward.output"), "log_sigmoid_cpu"),
+    (("softshrink", "softshrink.out"), "softshrink_check")] for n in names}
+
 _UNIQUE_DIMS = {n: _unique_dims(n) for n in (
     "sum.dim_IntList", "sum.IntList_out", "mean.dim", "mean.out", "nansum", "nansum.out", "std.correction",
     "std.correction_out", "var.correction", "var.correction_out", "std_mean.correction", "var_mean.correction",
@@ -543,8 +642,11 @@ _UNIQUE_DIMS = {n: _unique_dims(n) for n in (
     "amax", "amax.out", "amin", "amin.out", "count_nonzero.dim_IntList", "linalg_vector_norm",
     "linalg_vector_norm.out")}
 
-for _name, _fn in list(_NO_BOOL.items()) + list(_EMPTY_REDUCTIONS.items()) + list(_UNIQUE_DIMS.items()):  # overloads with a check get both
-    CHECKS[_name] = _both(_fn, CHECKS[_name]) if _name in CHECKS else _fn
+for _name, _fn in [*_NO_BOOL.items(), *_EMPTY_REDUCTIONS.items(), *_UNIQUE_DIMS.items(), *_SAME_DTYPE_OUT.items()]:
+    CHECKS[_name] = _both(_fn, CHECKS[_name]) if _name in CHECKS else _fn  # overloads with a check get both
+for _name, _fn in _FLOATS_ONLY.items():
+    _first = _name.startswith(("log_sigmoid", "softshrink"))
+    CHECKS[_name] = _fn if _name not in CHECKS else _both(_fn, CHECKS[_name]) if _first else _both(CHECKS[_name], _fn)
 
 # Every name is an overload of the runtime's op table (tests/test_upstream_regressions.py checks).
 for _name, _fn in CHECKS.items():

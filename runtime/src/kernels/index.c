@@ -295,10 +295,15 @@ static tpurt_status scatter_into(const tpurt_op_call* c, reduce_op red) {
   if (!s) s = tpurt_check_scalar_fits(srcv, o.dtype);
   if (!s) s = tpurt_copy_tensor(&c->outs[0], &TPURT_ARG(c, scatter, self)->t);
   if (s || tpurt_numel(&ix) == 0) return s;
-  char scalar[8];
+  char scalar[8], held[8];
   tpurt_tensor src = tpurt_scalar_tensor(srcv, scalar);
   int scalar_src = srcv->kind != TPURT_V_TENSOR;
   if (!scalar_src) src = at_least_1d(&src);
+  if (scalar_src) { /* CPU combines value.to<scalar_t>(): the value rounded to self's dtype first */
+    tpurt_convert_elem(held, o.dtype, scalar, src.dtype);
+    src.data = held;
+    src.dtype = o.dtype;
+  }
   tpurt_tensor acc = o;
   if (red == RED_ADD && (s = sums_begin(&o, &acc))) return sums_end(&o, &acc, s);
   int64_t i[TPURT_MAX_DIMS] = {0};

@@ -55,7 +55,10 @@ static tpurt_status plan(const tpurt_op_call* c, const tpurt_tensor* data, const
                          int* axis_out) {
   int r = 0;
   while (r < 5 && strcmp(reduce, SR_NAMES[r])) r++;
-  if (r == 5) return tpurt_fail(TPURT_ERR_RUNTIME, "unsupported reduction given! %s", reduce);
+  if (!strcmp(reduce, "amax")) r = SR_MAX; /* CPU's get_reduction_enum takes both names */
+  if (!strcmp(reduce, "amin")) r = SR_MIN;
+  if (r == 5)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "reduce argument must be either sum, prod, mean, amax or amin, got %s", reduce);
   if (!tpurt_is_float(data->dtype))
     return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"_segment_reduce_cpu\" not implemented for '%s'",
                       tpurt_dtype_c10_name((tpurt_dtype)data->dtype));

@@ -130,7 +130,7 @@ struct NativeKernel final : c10::OperatorKernel {
       return ai && ai->isWrite() && args[i].isTensor() && args[i].toTensor().defined();
     };
     for (size_t i = 0; i < nargs; i++)  // as CPU: no writing through expanded (self-overlapping) views
-      if (written(i)) at::assert_no_internal_overlap(args[i].toTensor());
+      if (written(i) && !(flags_ & TPURT_OPF_SELF_OVERLAP_OK)) at::assert_no_internal_overlap(args[i].toTensor());
     if (meta && !complex_ok && meta->complex_output) {
       cpu_fallback(op, stack, kNoComplex);
       return;

@@ -55,6 +55,19 @@ SAMPLES = {
     "bernoulli.out": [lambda: A.bernoulli.out(t(3), out=t(3, dtype=torch.int64))],
     "amax": [lambda: A.amax(t(0, 3), [0]), lambda: A.amax(t(2, 3), [1])],
     "amin": [lambda: A.amin(t(3, 0), [1]), lambda: A.amin(t(2, 3), [0], True)],
+    **{f"{name}.out": [(lambda name: lambda: getattr(A, name).out(t(3, 4), 1, out=t(3, dtype=torch.float32)))(name),
+                       (lambda name: lambda: getattr(A, name).out(t(3, 4, dtype=torch.uint8), 1,
+                                                                out=t(3, dtype=torch.bool)))(name)]
+       for name in ("all", "any")},
+    **{f"{name}.dims_out": [(lambda name: lambda: getattr(A, name).dims_out(t(3, 4), [0, 1], out=t(0, dtype=torch.bool)))(name)]
+       for name in ("all", "any")},
+    **{f"{name}.all_out": [(lambda name: lambda: getattr(A, name).all_out(t(3, 4), out=t(0, dtype=torch.int32)))(name)]
+       for name in ("all", "any")},
+    "arange.start_out": [lambda: A.arange.start_out(0, 4, 1, out=t(2, 2)), lambda: A.arange.start_out(0, 4, 1, out=t(5))],
+    "linspace.out": [lambda: A.linspace.out(0, 1, 4, out=t(2, 2)), lambda: A.linspace.out(0, 1, 4, out=t(3))],
+    "logspace.out": [lambda: A.logspace.out(0, 1, 4, 2.0, out=t(4, 1))],
+    "polar.out": [lambda: A.polar.out(t(3), t(3, dtype=torch.float64), out=t(3, dtype=torch.complex128)),
+                  lambda: A.polar.out(t(3), t(3), out=t(3))],
     "mish_backward": [lambda: A.mish_backward(t(2, 3), t(2, 3)), lambda: A.mish_backward(t(3), t(2, 3, dtype=bf))],
 }
 

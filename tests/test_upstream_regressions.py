@@ -1123,3 +1123,46 @@ MORE_TYPE_CHECKS = {
 @pytest.mark.parametrize("name", list(MORE_TYPE_CHECKS))
 def test_type_checks_as_cpu(name):
     assert_raises_like_cpu(MORE_TYPE_CHECKS[name])
+
+
+# test_tensor_creation_ops.py: fill_ and zero_ write through an expanded view as CPU does (its
+# Tensor overload refuses), roll checks shifts before wrapping dims, polar checks dtypes as complex.
+def test_fill_through_an_expanded_view():
+    for make in (lambda d: torch.empty_strided((4, 3, 2), (10, 0, 3), device=d).fill_(1.5),
+                 lambda d: torch.ones(3, device=d).expand(4, 3).zero_()):
+        assert_same(make("tpu"), make("cpu"))
+
+
+CREATION_CHECKS = {
+    "fill_ of a tensor through an expanded view": lambda d: torch.zeros(3, device=d).expand(4, 3).fill_(
+        torch.tensor(2.0, device=d)),
+    "roll without shifts": lambda d: torch.ones(2, 4, device=d).roll(shifts=(), dims=()),
+    "roll with more dims than shifts": lambda d: torch.ones(2, 4, device=d).roll(shifts=(1,), dims=(1, 2)),
+    "roll with more shifts than dims": lambda d: torch.ones(2, 4, device=d).roll(shifts=(1, 2), dims=(1,)),
+    "polar of mixed dtypes": lambda d: torch.polar(torch.ones(2, device=d), torch.ones(2, device=d, dtype=torch.float64)),
+    "polar into a real out=": lambda d: torch.polar(torch.ones(2, device=d), torch.ones(2, device=d),
+                                                    out=torch.zeros(2, device=d)),
+}
+
+
+@pytest.mark.parametrize("name", list(CREATION_CHECKS))
+def test_creation_checks_as_cpu(name):
+    assert_raises_like_cpu(CREATION_CHECKS[name])
+
+
+def test_searchsorted_warns_about_non_contiguous_operands():
+    # test_reductions.py's test_bucketization: CPU's TORCH_WARN_ONCE (every call with warn_always)
+    torch.set_warn_always(True)
+    try:
+        for device in ("cpu", "tpu"):
+            boundaries = torch.arange(10.0, device=device).view(2, 5).t().contiguous().t()
+            values = torch.tensor([[1.5, 3.5], [2.5, 7.5]], device=device).t()
+            for _ in range(2):
+                with pytest.warns(UserWarning) as record:
+                    torch.searchsorted(boundaries, values)
+                assert sorted(str(w.message).split(" tensor")[0] for w in record) == [
+                    "torch.searchsorted(): boundary", "torch.searchsorted(): input value"]
+            with pytest.warns(UserWarning, match="input value tensor is non-contiguous"):
+                torch.bucketize(values, boundaries[0].contiguous())
+    finally:
+        torch.set_warn_always(False)

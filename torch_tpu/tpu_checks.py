@@ -5,7 +5,8 @@ than CPU's (a Python reference that never checks a bool subtraction, an in-place
 Boolean alpha), a bad call would compute on tpu where CPU raises. Each check here receives the
 call's arguments in schema order (tensors as meta tensors) before the Meta kernel runs, and
 raises what CPU raises. A check that warns returns True: the call's signature is then not
-cached, so the check runs (and warns, as CPU's kernel does) on every such call. Nothing is
+cached, so the check runs (and warns as CPU's kernel does: each time, or once per process)
+on every such call. Nothing is
 registered with PyTorch's dispatcher: CPU, meta and FakeTensor behaviour are unchanged.
 
 A check may raise NotImplementedError when the tpu path cannot take the call as it stands:
@@ -315,6 +316,53 @@ def _addcdiv(self, tensor1, tensor2, *rest):
            "* tensor1 / tensor2), for all dtypes.")
 
 
+_WARNED_ONCE = set()
+
+
+def _warn_once(message):
+    """TORCH_WARN_ONCE: once per process unless torch.set_warn_always(True). The caller returns
+    True so that the call's signature stays uncached and the rule applies on every call."""
+    if torch.is_warn_always_enabled() or message not in _WARNED_ONCE:
+        _WARNED_ONCE.add(message)
+        warnings.warn(message)
+    return True
+
+
+def _searchsorted_copies(values=None, boundaries=None, sorter=None):
+    """CPU's searchsorted/bucketize copy non-contiguous operands and warn once about it."""
+    uncached = False
+    for t, what in ((values, "input value"), (boundaries, "boundary"), (sorter, "sorter")):
+        if isinstance(t, torch.Tensor) and not t.is_contiguous():
+            uncached = _warn_once(f"torch.searchsorted(): {what} tensor is non-contiguous, this will lower the "
+                                  "performance due to extra data copy when converting non-contiguous tensor to "
+                                  f"contiguous, please use contiguous {what} tensor if possible. This message will "
+                                  "only appear once per program.")
+    return uncached
+
+
+def _searchsorted(sorted_sequence, self, out_int32=False, right=False, side=None, sorter=None, *rest):
+    return _searchsorted_copies(self, sorted_sequence, sorter)
+
+
+def _bucketize(self, boundaries, *rest):
+    return _searchsorted_copies(self, boundaries)
+
+
+def _fill_tensor(self, value):
+    # fill_ writes through an expanded view (TPURT_OPF_SELF_OVERLAP_OK); its Tensor overload
+    # on CPU does not
+    _check(torch._debug_has_internal_overlap(self) != 1, "unsupported operation: more than one element of the "
+           "written-to tensor refers to a single memory location. Please clone() the tensor before performing the "
+           "operation.")
+
+
+def _roll(self, shifts, dims=()):
+    # CPU's roll_common, before the dims are wrapped (PyTorch's reference wraps them first)
+    _check(len(shifts) > 0, "`shifts` required")
+    _check(len(dims) == len(shifts) or (not dims and len(shifts) == 1),
+           f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+
+
 def _bitwise_not(self, *rest):
     if self.is_floating_point() or self.is_complex():
         _not_implemented_for("bitwise_not_cpu", self.dtype)
@@ -585,6 +633,11 @@ CHECKS = {
     **{n: _hypot for n in ("hypot", "hypot.out", "hypot_")},
     **{n: _bitwise_not for n in ("bitwise_not", "bitwise_not.out", "bitwise_not_")},
     **{n: _addcdiv for n in ("addcdiv", "addcdiv.out", "addcdiv_")},
+    "roll": _roll,
+    "fill_.Tensor": _fill_tensor,
+    **{n: _searchsorted for n in ("searchsorted.Tensor", "searchsorted.Tensor_out", "searchsorted.Scalar",
+                                  "searchsorted.Scalar_out")},
+    **{n: _bucketize for n in ("bucketize.Tensor", "bucketize.Tensor_out")},
     "randperm.generator_out": _randperm_out,
     "random_.to": lambda self, to, generator=None: _random_precision(self, 0, to),
     "logsumexp.out": _logsumexp_out,

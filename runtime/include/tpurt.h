@@ -187,6 +187,8 @@ enum {
                                         device first, as CUDA's advanced indexing does */
   TPURT_OPF_EAGER_INT_ERRORS = 1 << 8, /* as EAGER_ERRORS when the op's result is integral: CPU checks integer
                                           data eagerly (a division by zero, a negative integer power) */
+  TPURT_OPF_SELF_OVERLAP_OK = 1 << 9,  /* may write through a self-overlapping (expanded) view: every element
+                                          gets the same value (fill_), as CPU allows */
 };
 
 /* ---------------------------------------------------------------- affine quantization (since 0.7) */

@@ -1166,3 +1166,23 @@ def test_searchsorted_warns_about_non_contiguous_operands():
                 torch.bucketize(values, boundaries[0].contiguous())
     finally:
         torch.set_warn_always(False)
+
+
+DRAW_CHECKS = {
+    **{f"{name} into {dt}": (lambda fn, dt: lambda d: fn(torch.empty(3, dtype=dt, device=d)))(fn, dt)
+       for name, fn in [("uniform_", lambda t: t.uniform_()), ("normal_", lambda t: t.normal_()),
+                        ("exponential_", lambda t: t.exponential_()), ("cauchy_", lambda t: t.cauchy_()),
+                        ("log_normal_", lambda t: t.log_normal_()), ("geometric_", lambda t: t.geometric_(0.5)),
+                        ("rand", lambda t: torch.rand(t.shape, dtype=t.dtype, device=t.device))]
+       for dt in (torch.int32, torch.bool)},
+    "arange past int64": lambda d: torch.arange(1.175494351e-38, 3.402823466e38, device=d),
+    "searchsorted of a scalar in 2-d boundaries": lambda d: torch.searchsorted(torch.ones(2, 3, device=d), 1),
+}
+
+
+@pytest.mark.parametrize("name", list(DRAW_CHECKS))
+def test_draw_checks_as_cpu(name):
+    if name == "geometric_ into torch.int32":
+        DRAW_CHECKS[name]("tpu")  # CPU draws integers: so does tpu
+        return
+    assert_raises_like_cpu(DRAW_CHECKS[name])

@@ -231,9 +231,23 @@ def _random_precision(self, from_, to=None, generator=None):
     return warned
 
 
+def _geometric(self, *rest):
+    if self.dtype == torch.bool:
+        _not_implemented_for("geometric_cpu", self.dtype)
+
+
+def _continuous(name, names):
+    def check(self, *rest):
+        _check(self.is_floating_point(), f"{name} distribution is a continuous probability distribution. dtype must be "
+               f"a floating point but you specified {names[self.dtype]}")
+    return check
+
+
 def _uniform(self, from_=0.0, to=1.0, generator=None):
     """CPU's uniform_impl_ checks, in its order (a complex tensor draws its float parts)."""
     dtype = self.real.dtype if self.is_complex() else self.dtype
+    if not dtype.is_floating_point:
+        _not_implemented_for("check_uniform_bounds", dtype)
     info = torch.finfo(dtype)
     for value, name in ((from_, "from"), (to, "to")):
         _check(info.min <= value <= info.max, f"{name} is out of bounds for {_CPP_NAMES[dtype]}")
@@ -341,6 +355,10 @@ def _searchsorted_copies(values=None, boundaries=None, sorter=None):
 
 
 def _searchsorted(sorted_sequence, self, out_int32=False, right=False, side=None, sorter=None, *rest):
+    if not isinstance(self, torch.Tensor):  # PyTorch's meta function reads a Scalar's .shape
+        _check(sorted_sequence.dim() == 1, "torch.searchsorted(): input value can be a scalar only when boundaries "
+               f"tensor dimension is 1, but we got boundaries tensor dim({sorted_sequence.dim()}) and input value's "
+               "dim(0) numel(1)")
     return _searchsorted_copies(self, sorted_sequence, sorter)
 
 
@@ -624,6 +642,9 @@ CHECKS = {
     "aminmax.out": _aminmax_out,
     "random_.from": _random_precision,
     "uniform_": _uniform,
+    "normal_": _floats_only("normal_kernel_cpu"), "log_normal_": _floats_only("log_normal_cpu"),
+    "geometric_": _geometric,
+    "exponential_": _continuous("Exponential", C10_NAMES), "cauchy_": _continuous("Cauchy", _CPP_NAMES),
     "log_sigmoid_forward.output": _log_sigmoid_out,
     "nan_to_num.out": _nan_to_num_out,
     "signbit.out": _signbit_out,

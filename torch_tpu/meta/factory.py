@@ -26,6 +26,8 @@ def arange_out(start, end, step=1, *, out):
     for bound in (start, end):  # CPU's first check, before the step's sign
         if isinstance(bound, float) and not math.isfinite(bound):
             raise RuntimeError(f"unsupported range: {start:g} -> {end:g}")
+    if step and (end - start) / step > 2 ** 63 - 1:  # before PyTorch's reference passes it to prims.iota
+        raise RuntimeError("invalid size, possible overflow?")
     count = torch.ops.aten.arange.start_step(start, end, step, dtype=out.dtype, device="meta").numel()
     return _into(out, count, warn_arange=True)
 

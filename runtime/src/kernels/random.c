@@ -111,9 +111,18 @@ FILL_BLOCK(geometric)
 FILL_BLOCK(cauchy)
 FILL_BLOCK(log_normal)
 
+/* CPU's continuous draws have no integer kernels: its NotImplementedError, in its kernel's name */
+static tpurt_status floats_only(const tpurt_op_call* c, const char* kernel) {
+  int dt = c->outs[0].dtype;
+  if (tpurt_is_float(dt) || dt == TPURT_C64) return TPURT_OK;
+  return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"%s\" not implemented for '%s'", kernel, tpurt_dtype_c10_name((tpurt_dtype)dt));
+}
+
 tpurt_status tpurt_kernel_normal(const tpurt_op_call* c) {
   /* normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) */
   double p[2] = {tpurt_value_f(TPURT_ARG(c, normal, mean)), tpurt_value_f(TPURT_ARG(c, normal, std))};
+  tpurt_status s = floats_only(c, "normal_kernel_cpu");
+  if (s) return s;
   if (p[1] < 0) return tpurt_fail(TPURT_ERR_RUNTIME, "normal expects std >= 0.0, but found std %g", p[1]);
   return fill_random(c, &c->outs[0], c->outs[0].dtype == TPURT_F64 ? fill_normal_f64 : fill_normal, p, 2, 0);
 }
@@ -121,7 +130,8 @@ tpurt_status tpurt_kernel_normal(const tpurt_op_call* c) {
 tpurt_status tpurt_kernel_uniform(const tpurt_op_call* c) {
   /* uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) */
   double p[2] = {tpurt_value_f(TPURT_ARG(c, uniform, from)), tpurt_value_f(TPURT_ARG(c, uniform, to))};
-  return fill_random(c, &c->outs[0], fill_uniform, p, 2, 0);
+  tpurt_status s = floats_only(c, "check_uniform_bounds");
+  return s ? s : fill_random(c, &c->outs[0], fill_uniform, p, 2, 0);
 }
 
 tpurt_status tpurt_kernel_bernoulli_scalar(const tpurt_op_call* c) {
@@ -288,6 +298,7 @@ tpurt_status tpurt_kernel_exponential(const tpurt_op_call* c) {
 tpurt_status tpurt_kernel_geometric(const tpurt_op_call* c) {
   /* geometric_(Tensor(a!) self, float p, *, Generator? generator=None) */
   double p = tpurt_value_f(TPURT_ARG(c, geometric, p));
+  if (c->outs[0].dtype == TPURT_BOOL) return tpurt_fail(TPURT_ERR_UNSUPPORTED, "\"geometric_cpu\" not implemented for 'Bool'");
   if (!(p > 0 && p < 1)) return tpurt_fail(TPURT_ERR_RUNTIME, "geometric_ expects p to be in (0, 1), but got p=%g", p);
   return fill_random(c, &c->outs[0], fill_geometric, &p, 1, 0);
 }
@@ -302,6 +313,8 @@ tpurt_status tpurt_kernel_cauchy(const tpurt_op_call* c) {
 tpurt_status tpurt_kernel_log_normal(const tpurt_op_call* c) {
   /* log_normal_(Tensor(a!) self, float mean=1, float std=2, *, Generator? generator=None) */
   double p[2] = {tpurt_value_f(TPURT_ARG(c, log_normal, mean)), tpurt_value_f(TPURT_ARG(c, log_normal, std))};
+  tpurt_status s = floats_only(c, "log_normal_cpu");
+  if (s) return s;
   if (!(p[1] > 0)) return tpurt_fail(TPURT_ERR_RUNTIME, "log_normal_ expects std > 0.0, but found std=%g", p[1]);
   return fill_random(c, &c->outs[0], fill_log_normal, p, 2, 0);
 }

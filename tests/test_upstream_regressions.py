@@ -1186,3 +1186,31 @@ def test_draw_checks_as_cpu(name):
         DRAW_CHECKS[name]("tpu")  # CPU draws integers: so does tpu
         return
     assert_raises_like_cpu(DRAW_CHECKS[name])
+
+
+@pytest.mark.parametrize("dtype,out_int32", [(torch.float32, False), (torch.int32, False), (torch.int64, True),
+                                             (torch.int16, False)], ids=str)
+@pytest.mark.parametrize("op", ["searchsorted", "bucketize"])
+def test_searchsorted_out_dtype_as_cpu(op, dtype, out_int32):
+    # test_reductions.py's test_bucketization: tpu wrote indices into a float out=
+    def call(d):
+        values, boundaries = torch.tensor([[1.0, 2.5], [3.5, 4.0]], device=d), torch.tensor([1.0, 2.0, 3.0], device=d)
+        out = torch.empty(2, 2, dtype=dtype, device=d)
+        if op == "searchsorted":
+            return torch.searchsorted(boundaries, values, out=out, out_int32=out_int32)
+        return torch.bucketize(values, boundaries, out=out, out_int32=out_int32)
+    assert_raises_like_cpu(call)
+
+
+SEARCHSORTED_CHECKS = {
+    "side 'bad'": lambda d: torch.searchsorted(torch.tensor([1.0, 2, 3], device=d), torch.ones(2, device=d), side="bad"),
+    "a float sorter": lambda d: torch.searchsorted(torch.tensor([1.0, 2, 3], device=d), torch.ones(2, device=d),
+                                                   sorter=torch.tensor([0.0, 1, 2], device=d)),
+    "a sorter of another size": lambda d: torch.searchsorted(torch.tensor([1.0, 2, 3], device=d), torch.ones(2, device=d),
+                                                             sorter=torch.tensor([0, 1], device=d)),
+}
+
+
+@pytest.mark.parametrize("name", list(SEARCHSORTED_CHECKS))
+def test_searchsorted_checks_as_cpu(name):
+    assert_raises_like_cpu(SEARCHSORTED_CHECKS[name])

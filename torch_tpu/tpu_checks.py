@@ -354,15 +354,32 @@ def _searchsorted_copies(values=None, boundaries=None, sorter=None):
     return uncached
 
 
-def _searchsorted(sorted_sequence, self, out_int32=False, right=False, side=None, sorter=None, *rest):
+def _searchsorted_out_dtype(out, out_int32):
+    _check(out.dtype == (torch.int32 if out_int32 else torch.int64), "torch.searchsorted(): output tensor's dtype is "
+           "wrong, it can only be Int(int32) or Long(int64) depending on whether out_int32 flag is True, but we got "
+           f"output tensor's dtype {C10_NAMES[out.dtype]} and out_int32 flag is {out_int32}")
+
+
+def _searchsorted(sorted_sequence, self, out_int32=False, right=False, side=None, sorter=None, out=None):
+    """CPU's searchsorted_pre_check, in its order and words (the size message's missing space included)."""
+    _check(side in (None, "left", "right"), f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+    if sorter is not None:
+        _check(sorter.shape == sorted_sequence.shape, "torch.searchsorted(): boundary and sorter must have the same "
+               f"size, but got boundary tensor {list(sorted_sequence.shape)}and got sorter tensor {list(sorter.shape)}")
+        _check(sorter.dtype == torch.int64, "torch.searchsorted(): sorter must be a tensor of long dtype but got dtype "
+               f"{C10_NAMES[sorter.dtype]}")
     if not isinstance(self, torch.Tensor):  # PyTorch's meta function reads a Scalar's .shape
         _check(sorted_sequence.dim() == 1, "torch.searchsorted(): input value can be a scalar only when boundaries "
                f"tensor dimension is 1, but we got boundaries tensor dim({sorted_sequence.dim()}) and input value's "
                "dim(0) numel(1)")
+    if out is not None:
+        _searchsorted_out_dtype(out, out_int32)
     return _searchsorted_copies(self, sorted_sequence, sorter)
 
 
-def _bucketize(self, boundaries, *rest):
+def _bucketize(self, boundaries, out_int32=False, right=False, out=None):
+    if out is not None:
+        _searchsorted_out_dtype(out, out_int32)
     return _searchsorted_copies(self, boundaries)
 
 

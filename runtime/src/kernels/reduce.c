@@ -1096,23 +1096,34 @@ static tpurt_status reduce(const tpurt_op_call* c, int dim_arg, const red_op* op
   return tpurt_red_run(in, mask, c->outs, c->nouts, op, &ctx);
 }
 
-/* sum / prod: the input in the output's dtype, as CPU */
-static tpurt_status reduce_in_out_dtype(const tpurt_op_call* c, int dim_arg, const red_op* op, red_ctx ctx) {
+tpurt_status tpurt_red_call_as_out(const tpurt_op_call* c, int self_arg, const tpurt_op_call** use) {
   tpurt_tensor conv;
   const tpurt_tensor* in;
-  tpurt_status s = tpurt_red_input_as_out(&TPURT_ARG(c, sum, self)->t, &c->outs[0], &conv, &in);
-  if (s || in == &TPURT_ARG(c, sum, self)->t) return s ? s : reduce(c, dim_arg, op, ctx);
+  *use = c;
+  tpurt_status s = tpurt_red_input_as_out(&c->args[self_arg].t, &c->outs[0], &conv, &in);
+  if (s || !conv.data) return s;
   tpurt_op_call* view = tpurt_temp(sizeof *view); /* the same call over the converted input */
   if (!view) return TPURT_ERR_OOM;
   memcpy(view, c, sizeof *view);
-  TPURT_ARG(view, sum, self)->t = conv;
-  return reduce(view, dim_arg, op, ctx);
+  view->args[self_arg].t = conv;
+  *use = view;
+  return TPURT_OK;
 }
-/* reduce_in_out_dtype's converted input and the call copied over it */
+int64_t tpurt_red_call_as_out_bytes(const tpurt_op_call* c, int self_arg) {
+  const tpurt_tensor *in = &c->args[self_arg].t, *out = &c->outs[0];
+  return tpurt_red_casts_input(in->dtype, out->dtype)
+             ? tpurt_red_input_as_out_bytes(in, out) + tpurt_temp_bytes(sizeof(tpurt_op_call))
+             : 0;
+}
+
+/* sum / prod / nansum / mean: the input in the output's dtype, as CPU */
+static tpurt_status reduce_in_out_dtype(const tpurt_op_call* c, int dim_arg, const red_op* op, red_ctx ctx) {
+  const tpurt_op_call* use;
+  tpurt_status s = tpurt_red_call_as_out(c, TPURT_ARG_sum_self, &use);
+  return s ? s : reduce(use, dim_arg, op, ctx);
+}
 static tpurt_status plan_in_out_dtype(const tpurt_op_call* c, tpurt_plan* p) {
-  const tpurt_tensor *in = &TPURT_ARG(c, sum, self)->t, *out = &c->outs[0];
-  if (tpurt_red_casts_input(in->dtype, out->dtype))
-    p->scratch_bytes += tpurt_red_input_as_out_bytes(in, out) + tpurt_temp_bytes(sizeof(tpurt_op_call));
+  p->scratch_bytes += tpurt_red_call_as_out_bytes(c, TPURT_ARG_sum_self);
   return TPURT_OK;
 }
 

@@ -83,6 +83,10 @@ int tpurt_red_casts_input(int in_dtype, int out_dtype);
 tpurt_status tpurt_red_input_as_out(const tpurt_tensor* in, const tpurt_tensor* out, tpurt_tensor* conv,
                                     const tpurt_tensor** use);
 int64_t tpurt_red_input_as_out_bytes(const tpurt_tensor* in, const tpurt_tensor* out);
+/* *use: c, or a copy of c whose argument self_arg is that converted input (a temporary);
+ * tpurt_red_call_as_out_bytes: its scratch, for a plan. */
+tpurt_status tpurt_red_call_as_out(const tpurt_op_call* c, int self_arg, const tpurt_op_call** use);
+int64_t tpurt_red_call_as_out_bytes(const tpurt_op_call* c, int self_arg);
 /* Reduce `in` over the dims in `mask` into outs[0..nouts) (all of the same shape: keepdim
  * or not). ctx->as_int is set by the driver. */
 tpurt_status tpurt_red_run(const tpurt_tensor* in, uint32_t mask, const tpurt_tensor* outs,

@@ -1,7 +1,6 @@
 /* Cumulative ops (cumprod, logcumsumexp, cummax/cummin) on the line driver of sort.c, and
  * lookups in sorted data (searchsorted, bucketize), histc and isin. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "reduce.h"
 #include "sort.h"
@@ -72,17 +71,10 @@ tpurt_status tpurt_kernel_cumprod(const tpurt_op_call* c) {
   /* cumprod(self, dim, *, dtype) / cumprod_ / cumprod.out: an integer result multiplies as
    * int64 (wrapping), from the input truncated to integers first as CPU casts it; a narrower
    * float result from the input cast to it first (tpurt_red_input_as_out) */
-  const tpurt_tensor* out = &c->outs[0];
-  if (!tpurt_is_float(out->dtype)) return scan(c, 1, cumprod_line, NULL);
-  tpurt_tensor conv;
-  const tpurt_tensor* use;
-  tpurt_status s = tpurt_red_input_as_out(&TPURT_ARG(c, cumprod, self)->t, out, &conv, &use);
-  if (s || !conv.data) return s ? s : scan(c, 0, cumprod_line, NULL);
-  tpurt_op_call* view = tpurt_temp(sizeof *view); /* the same call over the converted input */
-  if (!view) return TPURT_ERR_OOM;
-  memcpy(view, c, sizeof *view);
-  TPURT_ARG(view, cumprod, self)->t = conv;
-  return scan(view, 0, cumprod_line, NULL);
+  if (!tpurt_is_float(c->outs[0].dtype)) return scan(c, 1, cumprod_line, NULL);
+  const tpurt_op_call* use;
+  tpurt_status s = tpurt_red_call_as_out(c, TPURT_ARG_cumprod_self, &use);
+  return s ? s : scan(use, 0, cumprod_line, NULL);
 }
 tpurt_status tpurt_kernel_logcumsumexp(const tpurt_op_call* c) { return scan(c, 0, logcumsumexp_line, NULL); }
 tpurt_status tpurt_kernel_cummax(const tpurt_op_call* c) {
@@ -103,9 +95,7 @@ static tpurt_status plan_scan(const tpurt_op_call* c, tpurt_plan* p) {
   return s;
 }
 tpurt_status tpurt_plan_cumprod(const tpurt_op_call* c, tpurt_plan* p) {
-  const tpurt_tensor *in = &TPURT_ARG(c, cumprod, self)->t, *out = &c->outs[0];
-  if (tpurt_is_float(out->dtype) && tpurt_red_casts_input(in->dtype, out->dtype))
-    p->scratch_bytes += tpurt_red_input_as_out_bytes(in, out) + tpurt_temp_bytes(sizeof(tpurt_op_call));
+  if (tpurt_is_float(c->outs[0].dtype)) p->scratch_bytes += tpurt_red_call_as_out_bytes(c, TPURT_ARG_cumprod_self);
   return plan_scan(c, p);
 }
 tpurt_status tpurt_plan_logcumsumexp(const tpurt_op_call* c, tpurt_plan* p) { return plan_scan(c, p); }

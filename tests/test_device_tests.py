@@ -67,3 +67,34 @@ def test_runs_tpu_beside_cpu_and_classifies(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "| test_toy.py | 2 / 5 | 4 / 3 |" in printed and "v2.13" in printed
     assert "test_wrong_on_tpu" in (out / "report.md").read_text()
+
+
+PRECISION_SUITE = textwrap.dedent('''
+    import torch
+    from torch.testing._internal.common_device_type import instantiate_device_type_tests
+    from torch.testing._internal.common_utils import TestCase
+
+
+    class TestMatmul(TestCase):
+        def test_float32_mm_as_cpu_rounds(self, device):
+            g = torch.Generator().manual_seed(0)
+            a, b = torch.randn(64, 64, generator=g), torch.randn(64, 64, generator=g)
+            self.assertEqual((a.to(device) @ b.to(device)).cpu(), a @ b)
+
+
+    instantiate_device_type_tests(TestMatmul, globals())
+''')
+
+
+def test_matmul_precision_option_separates_tpu_numerics(tmp_path):
+    # a float32 test written for CPU's rounding fails at a TPU's default one bf16 pass, and
+    # passes at "highest": the option tells numerics by design from a wrong result
+    suite = tmp_path / "test_mm.py"
+    suite.write_text(PRECISION_SUITE)
+    counts = {}
+    for precision in ("default", "highest"):
+        out = tmp_path / precision
+        assert device_tests.main([str(suite), "--out", str(out), "--matmul-precision", precision]) == 0
+        report = json.loads((out / "report.json").read_text())["summaries"][0]
+        counts[precision] = (report["tpu_passed"], report["tpu_failed"])
+    assert counts == {"default": (0, 1), "highest": (1, 0)}

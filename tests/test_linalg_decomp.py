@@ -55,6 +55,66 @@ def test_svd_rank_deficient_full_matrices_orthogonal():
     torch.testing.assert_close(U[:, :4] * S @ Vh, a)
 
 
+# From 24 columns (of the tall orientation) the SVD bidiagonalizes (linalg_bidiag.c) instead of
+# Jacobi: the same contract, checked across the switch, complex, rank-deficient and graded input.
+@pytest.mark.parametrize("shape", [(23, 23), (24, 24), (60, 30), (30, 60), (3, 40, 25), (97, 97)])
+@pytest.mark.parametrize("dtype", [F64, torch.complex64])
+@pytest.mark.parametrize("full", [False, True])
+def test_svd_bidiagonal_path(shape, dtype, full):
+    a = rand(*shape, dtype=dtype)
+    U, S, Vh = (t.cpu() for t in torch.linalg.svd(a.to("tpu"), full_matrices=full))
+    S0 = torch.linalg.svdvals(a.to(torch.complex128 if dtype.is_complex else F64)).to(S.dtype)
+    # the bidiagonal path's bound (LAPACK gesdd's): a small multiple of k eps |A|
+    k = S.shape[-1]
+    torch.testing.assert_close(S, S0, atol=k * torch.finfo(S.dtype).eps * S0.max().item(), rtol=0)
+    k = S.shape[-1]
+    torch.testing.assert_close((U[..., :k] * S.unsqueeze(-2).to(dtype)) @ Vh[..., :k, :], a)
+    eye = lambda n: torch.eye(n, dtype=dtype).expand(*shape[:-2], n, n)  # noqa: E731
+    torch.testing.assert_close(U.mH @ U, eye(U.shape[-1]))
+    torch.testing.assert_close(Vh @ Vh.mH, eye(Vh.shape[-2]))
+    assert (S[..., :-1] >= S[..., 1:]).all()
+    longer = U if shape[-2] >= shape[-1] else Vh.mH
+    top = longer.abs().argmax(-2, keepdim=True)
+    lead = longer.gather(-2, top)
+    assert (lead.real > 0).all() and (not lead.is_complex() or (lead.imag == 0).all())
+
+
+@pytest.mark.parametrize("m,n,rank", [(200, 200, 12), (300, 40, 5), (40, 300, 40)])
+def test_svd_bidiagonal_rank_deficient(m, n, rank):
+    a = rand(m, rank, seed=1) @ rand(rank, n, seed=2)
+    S = torch.linalg.svdvals(a.to("tpu")).cpu()
+    S0 = torch.linalg.svdvals(a)
+    torch.testing.assert_close(S, S0, atol=1e-12 * S0[0].item(), rtol=0)
+    U, S, Vh = (t.cpu() for t in torch.linalg.svd(a.to("tpu"), full_matrices=True))
+    torch.testing.assert_close(U.mT @ U, torch.eye(m, dtype=F64))
+    torch.testing.assert_close(Vh @ Vh.mT, torch.eye(n, dtype=F64))
+    k = min(m, n)
+    torch.testing.assert_close(U[:, :k] * S @ Vh[:k], a)
+
+
+def test_svd_bidiagonal_zero_and_graded_columns():
+    # exact zeros in the bidiagonal (zero rows/columns) and singular values over 30 decades
+    a = rand(50, 40)
+    a[:, 7] = 0
+    a[13, :] = 0
+    a = a * torch.logspace(0, -30, 40, dtype=F64)
+    U, S, Vh = (t.cpu() for t in torch.linalg.svd(a.to("tpu"), full_matrices=False))
+    S0 = torch.linalg.svdvals(a)
+    torch.testing.assert_close(S, S0, atol=1e-13 * S0[0].item(), rtol=0)
+    torch.testing.assert_close(U * S @ Vh, a, atol=1e-14, rtol=0)
+    torch.testing.assert_close(U.mT @ U, torch.eye(40, dtype=F64))
+    z = torch.linalg.svd(torch.zeros(30, 30, dtype=F64).to("tpu"))
+    assert (z.S.cpu() == 0).all()
+    torch.testing.assert_close(z.U.cpu().mT @ z.U.cpu(), torch.eye(30, dtype=F64))
+
+
+def test_svd_float32_large():
+    a = rand(128, 96, dtype=torch.float32)
+    U, S, Vh = (t.cpu() for t in torch.linalg.svd(a.to("tpu"), full_matrices=False))
+    torch.testing.assert_close(S, torch.linalg.svdvals(a.double()).float())
+    torch.testing.assert_close(U * S @ Vh, a, atol=1e-4, rtol=1e-4)
+
+
 @pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0, 0), (0, 2, 2), (2, 0, 3)])
 @pytest.mark.parametrize("full", [False, True])
 def test_svd_empty(shape, full):

@@ -8,6 +8,10 @@ _log = None
 
 def pytest_configure(config):
     global _log
+    precision = os.environ.get("TORCH_TPU_DEVICE_TESTS_PRECISION")
+    if precision:
+        from torch_tpu.precision import set_matmul_precision
+        set_matmul_precision(precision)
     path = os.environ.get("TORCH_TPU_DEVICE_TESTS_LOG")
     if path:
         _log = open(path, "a", buffering=1)

@@ -126,12 +126,13 @@ def read_records(path, out_dir, *_):
             "returncode": None, "crashed": False, "seconds": 0}
 
 
-def run_file(path, out_dir, timeout, pytest_args):
+def run_file(path, out_dir, timeout, pytest_args, matmul_precision="default"):
     name = os.path.splitext(os.path.basename(path))[0]
     log = os.path.join(out_dir, f"{name}.jsonl")
     if os.path.exists(log):
         os.remove(log)
-    env = dict(os.environ, TORCH_TPU_DEVICE_TESTS_LOG=log, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, TORCH_TPU_DEVICE_TESTS_LOG=log, PYTHONUNBUFFERED="1",
+               TORCH_TPU_DEVICE_TESTS_PRECISION=matmul_precision)
     cmd = [sys.executable, "-m", "pytest", path, "-p", "torch_tpu._device_tests_plugin", "-q", "-p",
            "no:cacheprovider", "--tb=line", "-k", "CPU or PRIVATEUSE1 or TPU", *pytest_args]
     start = time.time()
@@ -199,6 +200,10 @@ def main(argv=None):
     p.add_argument("--out", default="device_tests_report", help="folder for records and the report")
     p.add_argument("--timeout", type=float, default=4 * 3600, help="seconds per file before it is stopped")
     p.add_argument("--jobs", type=int, default=1, help="files run at once")
+    p.add_argument("--matmul-precision", default="default", choices=("default", "high", "highest"),
+                   help="tpu's float32 matmul precision in the tests (torch.tpu.set_matmul_precision): "
+                        "'default' is a TPU's one bf16 pass, which float32 tests written for CPU's rounding "
+                        "fail by design; 'highest' separates those from wrong results")
     p.add_argument("--report-only", action="store_true",
                    help="no run: summarize the records an earlier run left in --out")
     p.epilog = (p.epilog or "") + "Arguments after -- go to pytest (e.g. -- -x -k view)."
@@ -215,7 +220,8 @@ def main(argv=None):
     out = os.path.abspath(args.out)
     run = read_records if args.report_only else run_file
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        futures = [pool.submit(run, os.path.abspath(f), out, args.timeout, extra) for f in args.files]
+        futures = [pool.submit(run, os.path.abspath(f), out, args.timeout, extra, args.matmul_precision)
+                   for f in args.files]
         summaries = []
         for f, fut in zip(args.files, futures):
             s = summarize(fut.result())

@@ -9,8 +9,9 @@
  * Singular and eigen vectors are unique only up to a phase (a sign when real): each is returned
  * with its largest-magnitude component real and positive (the first such on ties; for an SVD
  * pair the longer vector decides), so results are deterministic. Jacobi is chosen for its
- * accuracy (tiny singular values to full relative precision) and simplicity on the small
- * matrices these ops see. */
+ * accuracy (tiny singular values to full relative precision) and simplicity on small matrices;
+ * from LA_BIDIAG_MIN columns the SVD bidiagonalizes instead (linalg_bidiag.c), whose cost does
+ * not grow with Jacobi's sweeps. */
 #include <float.h>
 
 #include "linalg.h"
@@ -96,7 +97,8 @@ static int64_t argmax_abs(const la_t* q, int64_t rows, int64_t cols, int64_t c) 
 /* Scratch (in la_t elements) svd_one needs for an m x n matrix. */
 static int64_t svd_scratch(int64_t m, int64_t n) {
   int64_t p = m > n ? m : n, q = m < n ? m : n;
-  return p * q + q * q + p * p + p + q + q + p; /* the last q + q + p: sd (double), idx (int64), have (char) */
+  /* the q + q + p after p: sd (double), idx (int64), have (char); then la_svd_bidiag's */
+  return p * q + q * q + p * p + p + q + q + p + (q >= LA_BIDIAG_MIN ? la_bidiag_scratch(p, q) : 0);
 }
 
 /* SVD of row-major a (m x n), k = min(m, n): s[0..k) descending; when u/v are not NULL,
@@ -112,12 +114,16 @@ static void svd_one(const la_t* a, int64_t m, int64_t n, int full, double* s, la
   char* have = (char*)(idx + q);
   for (int64_t i = 0; i < p; i++)
     for (int64_t j = 0; j < q; j++) w[i * q + j] = tr ? conj(a[j * n + i]) : a[i * n + j];
-  for (int64_t i = 0; i < q * q; i++) vv[i] = i % (q + 1) == 0;
-  jacobi_columns(w, p, q, vv);
-  for (int64_t j = 0; j < q; j++) {
-    double t = 0;
-    for (int64_t i = 0; i < p; i++) t += la_abs2(w[i * q + j]);
-    sd[j] = sqrt(t);
+  if (q >= LA_BIDIAG_MIN) {
+    la_svd_bidiag(w, p, q, vv, sd, u != NULL, ws + (p * q + q * q + p * p + p + q + q + p));
+  } else {
+    for (int64_t i = 0; i < q * q; i++) vv[i] = i % (q + 1) == 0;
+    jacobi_columns(w, p, q, vv);
+    for (int64_t j = 0; j < q; j++) {
+      double t = 0;
+      for (int64_t i = 0; i < p; i++) t += la_abs2(w[i * q + j]);
+      sd[j] = sqrt(t);
+    }
   }
   /* descending, stable among equal values */
   for (int64_t j = 0; j < q; j++) {
@@ -139,9 +145,12 @@ static void svd_one(const la_t* a, int64_t m, int64_t n, int full, double* s, la
   /* canonical phase: the largest-magnitude component of each left vector real and positive
    * (the pair's right vector turns with it, leaving u v^H unchanged) */
   for (int64_t j = 0; j < pc; j++) {
-    la_t ph = la_phase(big[argmax_abs(big, p, pc, j) * pc + j]);
+    int64_t at = argmax_abs(big, p, pc, j);
+    la_t ph = la_phase(big[at * pc + j]);
     if (ph == 1) continue;
+    double lead = cabs(big[at * pc + j]);
     for (int64_t i = 0; i < p; i++) big[i * pc + j] *= conj(ph);
+    big[at * pc + j] = lead; /* exactly real, not real to rounding */
     if (j < k)
       for (int64_t i = 0; i < q; i++) vv[i * q + idx[j]] *= conj(ph);
   }
@@ -298,9 +307,10 @@ static int eigh_matrix(void* ctx, const int64_t* b, la_t* ws) {
   mv_store_real(&J->W, b, J->nb, w);
   if (!J->want_v) return 0;
   for (int64_t j = 0; j < n; j++) {
-    int64_t c = ord[j];
-    la_t ph = conj(la_phase(v[argmax_abs(v, n, n, c) * n + c]));
+    int64_t c = ord[j], at = argmax_abs(v, n, n, c);
+    la_t ph = conj(la_phase(v[at * n + c]));
     for (int64_t i = 0; i < n; i++) o[i * n + j] = ph * v[i * n + c];
+    o[at * n + j] = cabs(v[at * n + c]); /* exactly real, not real to rounding */
   }
   mv_store(&J->V, b, J->nb, o, LA_PLAIN);
   return 0;

@@ -305,3 +305,13 @@ def test_householder_product_partial_reflectors():
     for k in (0, 2, 4):
         exp = torch.linalg.householder_product(a, tau[..., :k])
         torch.testing.assert_close(torch.linalg.householder_product(a.to("tpu"), tau[..., :k].to("tpu")).cpu(), exp)
+
+
+def test_svd_of_a_very_wide_matrix_sizes_its_scratch_by_min_dim():
+    # PyTorch's test_svd_memory_allocation: 3 x 2^20 asked for a 2^20 x 2^20 buffer (16 TiB)
+    a = rand(3, 2 ** 20, dtype=torch.float32)
+    S = torch.linalg.svdvals(a.to("tpu")).cpu()
+    torch.testing.assert_close(S.double(), torch.linalg.svdvals(a.double()), atol=1e-3, rtol=1e-6)
+    U, S, Vh = torch.linalg.svd(a.to("tpu"), full_matrices=False)
+    assert U.shape == (3, 3) and Vh.shape == (3, 2 ** 20)
+    torch.testing.assert_close((U.cpu() * S.cpu()) @ Vh.cpu(), a, atol=1e-5, rtol=1e-5)

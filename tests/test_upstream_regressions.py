@@ -1214,3 +1214,102 @@ SEARCHSORTED_CHECKS = {
 @pytest.mark.parametrize("name", list(SEARCHSORTED_CHECKS))
 def test_searchsorted_checks_as_cpu(name):
     assert_raises_like_cpu(SEARCHSORTED_CHECKS[name])
+
+
+# ---------------------------------------------------------------- linalg (test_linalg)
+def _singular_batch(d, n=3, batch=5, bad=3):
+    a = torch.eye(n, dtype=torch.float64).repeat(batch, 1, 1)
+    a[bad, -2, -2] = 0
+    return a.to(d)
+
+
+LINALG_BATCH_ERRORS = {
+    "cholesky_ex": lambda d: torch.linalg.cholesky_ex(_singular_batch(d), check_errors=True),
+    "cholesky": lambda d: torch.linalg.cholesky(_singular_batch(d)),
+    "cholesky of one matrix": lambda d: torch.linalg.cholesky_ex(_singular_batch(d)[3], check_errors=True),
+    "lu_factor_ex": lambda d: torch.linalg.lu_factor_ex(_singular_batch(d), check_errors=True),
+    "inv": lambda d: torch.linalg.inv(_singular_batch(d)),
+    "inv_ex": lambda d: torch.linalg.inv_ex(_singular_batch(d), check_errors=True),
+    "solve": lambda d: torch.linalg.solve(_singular_batch(d), torch.ones(5, 3, 2, dtype=torch.float64, device=d)),
+    "solve_ex": lambda d: torch.linalg.solve_ex(_singular_batch(d), torch.ones(5, 3, 2, dtype=torch.float64, device=d),
+                                                check_errors=True),
+    # A's batch (1, 5) broadcast over B's (2, 5): the element is A's
+    "solve, broadcast": lambda d: torch.linalg.solve(_singular_batch(d)[None],
+                                                     torch.ones(2, 5, 3, 2, dtype=torch.float64, device=d)),
+    # no right-hand sides at all: A is still factored and its singularity still raises
+    "solve, empty broadcast batch": lambda d: torch.linalg.solve(_singular_batch(d)[3],
+                                                                 torch.ones(2, 0, 3, 2, dtype=torch.float64, device=d)),
+}
+
+
+@pytest.mark.parametrize("name", list(LINALG_BATCH_ERRORS))
+def test_linalg_errors_name_the_batch_element(name):
+    assert_raises_like_cpu(LINALG_BATCH_ERRORS[name])
+
+
+def test_solve_ex_with_empty_broadcast_batch_factors_a():
+    # X has no elements (B's batch has a 0), but LU, pivots and info describe A, as on CPU
+    a = torch.randn(5, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    b = torch.randn(2, 0, 5, 3, dtype=torch.float64)
+    for _ in range(3):  # fresh outputs may reuse memory holding anything
+        expected = torch.ops.aten._linalg_solve_ex(a, b)
+        actual = torch.ops.aten._linalg_solve_ex(a.to("tpu"), b.to("tpu"))
+        for x, y in zip(actual, expected):
+            assert x.shape == y.shape
+            torch.testing.assert_close(x.cpu(), y, rtol=1e-14, atol=1e-14)
+
+
+def test_svd_of_a_large_matrix_is_quick_and_right():
+    # pca_lowrank's check took minutes per 1000 x 1000 svdvals with Jacobi
+    a = torch.randn(400, 12, dtype=torch.float64) @ torch.randn(12, 400, dtype=torch.float64)
+    s = torch.linalg.svdvals(a.to("tpu")).cpu()
+    torch.testing.assert_close(s, torch.linalg.svdvals(a), atol=1e-11 * s[0].item(), rtol=0)
+
+
+def _r(*shape, d, dtype=torch.float32):
+    return torch.ones(*shape, dtype=dtype, device=d)
+
+
+# CPU's messages for the matrix products (PyTorch's meta functions word them differently) and
+# the calls the meta functions accept where CPU refuses (addmv of a 2-D input, addr's scalars)
+MATRIX_PRODUCT_ERRORS = {
+    "mm shapes": lambda d: torch.mm(_r(2, 3, d=d), _r(2, 4, d=d)),
+    "mm of a vector": lambda d: torch.mm(_r(3, d=d), _r(3, 4, d=d)),
+    "mm dtypes": lambda d: torch.mm(_r(2, 3, d=d), _r(3, 4, d=d, dtype=torch.float64)),
+    "linear shapes": lambda d: torch.nn.functional.linear(_r(2, 5, 3, d=d), _r(4, 2, d=d), _r(4, d=d)),
+    "matmul shapes": lambda d: torch.matmul(_r(2, 3, d=d), _r(4, 5, d=d)),
+    "addmm shapes": lambda d: torch.addmm(_r(2, 4, d=d), _r(2, 3, d=d), _r(2, 4, d=d)),
+    "addmm input": lambda d: torch.addmm(_r(3, 4, d=d), _r(2, 3, d=d), _r(3, 4, d=d)),
+    "addmm dtypes": lambda d: torch.addmm(_r(2, 4, d=d, dtype=torch.float64), _r(2, 3, d=d), _r(3, 4, d=d)),
+    "addmm_ shape": lambda d: _r(3, 4, d=d).addmm_(_r(2, 3, d=d), _r(3, 4, d=d)),
+    "mv sizes": lambda d: torch.mv(_r(2, 3, d=d), _r(4, d=d)),
+    "mv dtypes": lambda d: torch.mv(_r(2, 3, d=d), _r(3, d=d, dtype=torch.float64)),
+    "addmv of a 2-D input": lambda d: torch.addmv(_r(2, 2, d=d), _r(2, 3, d=d), _r(3, d=d)),
+    "dot sizes": lambda d: torch.dot(_r(2, d=d), _r(3, d=d)),
+    "vdot dtypes": lambda d: torch.vdot(_r(3, d=d), _r(3, d=d, dtype=torch.float64)),
+    "bmm dtypes": lambda d: torch.bmm(_r(2, 2, 3, d=d), _r(2, 3, 4, d=d, dtype=torch.float64)),
+    "baddbmm dtypes": lambda d: torch.baddbmm(_r(2, 2, 4, d=d, dtype=torch.float64), _r(2, 2, 3, d=d),
+                                              _r(2, 3, 4, d=d)),
+    "addr float beta on integers": lambda d: torch.addr(_r(3, 3, d=d, dtype=torch.int64), _r(3, d=d, dtype=torch.int64),
+                                                        _r(3, d=d, dtype=torch.int64), beta=2.0),
+    "addr_ float alpha on integers": lambda d: _r(3, 3, d=d, dtype=torch.int64).addr_(
+        _r(3, d=d, dtype=torch.int64), _r(3, d=d, dtype=torch.int64), alpha=1.5),
+    "addr Boolean beta on floats": lambda d: torch.addr(_r(3, 3, d=d), _r(3, d=d), _r(3, d=d), beta=True),
+    "addr of a matrix": lambda d: torch.addr(_r(2, 3, d=d), _r(2, 2, d=d), _r(3, d=d)),
+}
+
+
+@pytest.mark.parametrize("name", list(MATRIX_PRODUCT_ERRORS))
+def test_matrix_product_errors_as_cpu(name):
+    assert_raises_like_cpu(MATRIX_PRODUCT_ERRORS[name])
+
+
+def test_addr_valid_scalars_still_compute():
+    v = torch.arange(3)
+    for self, beta, alpha in [(torch.ones(3, 3, dtype=torch.int64), 2, 3), (torch.ones(3, 3), 0.5, 2.5),
+                              (torch.ones(3, 3, dtype=torch.bool), True, False)]:
+        vec = v.to(self.dtype)
+        expected = torch.addr(self, vec, vec, beta=beta, alpha=alpha)
+        actual = torch.addr(tpu(self), tpu(vec), tpu(vec), beta=beta, alpha=alpha).cpu()
+        assert actual.dtype == expected.dtype
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)

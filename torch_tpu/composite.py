@@ -1,7 +1,7 @@
 """ATen ops composed from native tpu kernels and registered for the tpu device: equal (returns a
 Python value, which the generic C++ path cannot express; the one device->host read is the result
-itself), `addr.out` (PyTorch's composite copies into an out= on any device; CPU refuses one on another
-device, as the native tpu path does), `flip` of a quantized tensor (its integers flipped, the
+itself), `addr` (CPU's checks of beta and alpha, then PyTorch's composite) and `addr.out` (PyTorch's
+composite copies into an out= on any device; CPU refuses one on another device, as the native tpu path does), `flip` of a quantized tensor (its integers flipped, the
 quantizer kept: QuantizedCPU's kernel moves the same bytes), the foreach ops whose per-tensor scalars arrive packed in a CPU tensor
 (`_foreach_addcdiv/addcmul(_).Tensor`), which run as their native Scalar[] overloads, and the
 fused weight norm pair, whose CPU kernels are a norm and two broadcasts."""
@@ -9,7 +9,7 @@ fused weight norm pair, whose CPU kernels are a norm and two broadcasts."""
 import torch
 from torch._prims_common.wrappers import _maybe_resize_out
 
-from .tpu_checks import out_cast_check
+from .tpu_checks import addr_checks, out_cast_check
 
 _lib = torch.library.Library("aten", "IMPL")
 
@@ -25,6 +25,24 @@ def equal(self, other):
 
 
 _lib.impl("equal", equal, "PrivateUse1")
+
+
+_COMPOSITE = torch._C.DispatchKeySet(torch._C.DispatchKey.CompositeExplicitAutograd)
+
+
+def addr(self, vec1, vec2, *, beta=1, alpha=1):
+    # PyTorch's composite (outer, mul, add) skips CPU's checks of the scalars
+    addr_checks(self, vec1, vec2, beta, alpha)
+    return torch.ops.aten.addr.default.redispatch(_COMPOSITE, self, vec1, vec2, beta=beta, alpha=alpha)
+
+
+def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+    addr_checks(self, vec1, vec2, beta, alpha)
+    return torch.ops.aten.addr_.default.redispatch(_COMPOSITE, self, vec1, vec2, beta=beta, alpha=alpha)
+
+
+_lib.impl("addr", addr, "PrivateUse1")
+_lib.impl("addr_", addr_, "PrivateUse1")
 
 
 def addr_out(self, vec1, vec2, *, beta=1, alpha=1, out):

@@ -445,8 +445,103 @@ def _index_func(self, dim, index, source, *rest):
            f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
 
 
+# ---------------------------------------------------------------- matrix products
+# CPU's messages, in CPU's order (PyTorch's meta functions word them differently: "a and b must
+# have same reduction dim" for the best-known error of all, "mat1 and mat2 shapes cannot be
+# multiplied"), and the checks the meta functions skip (addmv of a 2-D input; addr's scalars, which
+# composite.py runs: addr reaches tpu as PyTorch's composite of outer, mul and add).
+def _shapes_multiply(mat1, mat2):
+    _check(mat1.shape[1] == mat2.shape[0], f"mat1 and mat2 shapes cannot be multiplied "
+           f"({mat1.shape[0]}x{mat1.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
+
+
+def _mm(self, mat2, out=None):
+    _check(self.dim() == 2, "self must be a matrix")
+    _check(mat2.dim() == 2, "mat2 must be a matrix")
+    _check(self.dtype == mat2.dtype, "expected m1 and m2 to have the same dtype, but got: "
+           f"{_CPP_NAMES.get(self.dtype, self.dtype)} != {_CPP_NAMES.get(mat2.dtype, mat2.dtype)}")
+    _shapes_multiply(self, mat2)
+
+
+def _addmm_checks(self, mat1, mat2):
+    _check(self.dtype == mat2.dtype,
+           f"self and mat2 must have the same dtype, but got {C10_NAMES[self.dtype]} and {C10_NAMES[mat2.dtype]}")
+    _check(mat1.dtype == mat2.dtype,
+           f"mat1 and mat2 must have the same dtype, but got {C10_NAMES[mat1.dtype]} and {C10_NAMES[mat2.dtype]}")
+    _check(mat1.dim() == 2, f"mat1 must be a matrix, got {mat1.dim()}-D tensor")
+    _check(mat2.dim() == 2, f"mat2 must be a matrix, got {mat2.dim()}-D tensor")
+    _shapes_multiply(mat1, mat2)
+
+
+def _addmm(self, mat1, mat2, *rest):
+    _addmm_checks(self, mat1, mat2)
+    self.expand(mat1.shape[0], mat2.shape[1])  # CPU's expand_size message
+
+
+def _addmm_(self, mat1, mat2, *rest):
+    _addmm_checks(self, mat1, mat2)
+    result = [mat1.shape[0], mat2.shape[1]]
+    _check(list(self.shape) == result,
+           f"Bad in-place call: input tensor size {list(self.shape)} and output tensor size {result} should match")
+
+
+def _addmv_checks(self, mat, vec):
+    _check(mat.dim() == 2 and vec.dim() == 1 and self.dim() <= 1,
+           f"vector + matrix @ vector expected, got {self.dim()}, {mat.dim()}, {vec.dim()}")
+    _check(mat.shape[1] == vec.shape[0] and (mat.shape[0] == self.numel() or self.numel() == 1),
+           f"size mismatch, got input ({self.shape[0] if self.dim() else 1}), mat ({mat.shape[0]}x{mat.shape[1]}), "
+           f"vec ({vec.shape[0]})")
+
+
+def _addmv(self, mat, vec, *rest):
+    _addmv_checks(self, mat, vec)
+
+
 def _mv(self, vec, out=None):
+    # CPU: addmv_ into empty({self.size(0)}) of vec's dtype
     _check(self.dim() > 0, "Dimension specified as 0 but tensor has no dimensions", IndexError)
+    _addmv_checks(torch.empty(self.shape[0], device="meta"), self, vec)
+    _check(self.dtype == vec.dtype, "addmv input tensors must have the same dtype, but got "
+           f"{C10_NAMES[vec.dtype]}, {C10_NAMES[self.dtype]}, and {C10_NAMES[vec.dtype]}")
+
+
+def _dot(self, tensor, *rest):
+    _check(self.dim() == 1 and tensor.dim() == 1,
+           f"1D tensors expected, but got {self.dim()}D and {tensor.dim()}D tensors")
+    _check(self.dtype == tensor.dtype, "dot : expected both vectors to have same dtype, but found "
+           f"{C10_NAMES[self.dtype]} and {C10_NAMES[tensor.dtype]}")
+    _check(self.numel() == tensor.numel(),
+           f"inconsistent tensor size, expected tensor [{self.numel()}] and src [{tensor.numel()}] to have the same "
+           f"number of elements, but got {self.numel()} and {tensor.numel()} elements respectively")
+
+
+def _bmm(self, mat2, out=None):
+    if self.dim() == 3 and mat2.dim() == 3 and mat2.shape[:2] == (self.shape[0], self.shape[2]):
+        _check(self.dtype == mat2.dtype,
+               f"expected scalar type {C10_NAMES[self.dtype]} but found {C10_NAMES[mat2.dtype]}")
+
+
+def _baddbmm(self, batch1, batch2, *rest):
+    _check(self.dtype == batch1.dtype == batch2.dtype, "Input dtypes must be the same, got: input "
+           f"{_CPP_NAMES.get(self.dtype)}, batch1: {_CPP_NAMES.get(batch1.dtype)}, batch2: {_CPP_NAMES.get(batch2.dtype)}")
+
+
+def addr_checks(self, vec1, vec2, beta=1, alpha=1, out=None):
+    _check(vec1.dim() == 1, f"addr: Expected 1-D argument vec1, but got {vec1.dim()}-D")
+    _check(vec2.dim() == 1, f"addr: Expected 1-D argument vec2, but got {vec2.dim()}-D")
+    dtype = torch.promote_types(torch.promote_types(self.dtype, vec1.dtype), vec2.dtype)
+    for name, scalar in (("beta", beta), ("alpha", alpha)):
+        _check(not isinstance(scalar, bool) or dtype == torch.bool, f"Boolean {name} only supported for Boolean results.")
+        _check(dtype.is_floating_point or dtype.is_complex or isinstance(scalar, int),
+               f"For integral input tensors, argument {name} must not be a floating point number.")
+
+
+_MATRIX_PRODUCTS = {
+    "mm": _mm, "mm.out": _mm, "addmm": _addmm, "addmm.out": _addmm, "addmm_": _addmm_,
+    "addmv": _addmv, "addmv.out": _addmv, "addmv_": _addmv, "mv": _mv, "mv.out": _mv,
+    "dot": _dot, "dot.out": _dot, "vdot": _dot, "vdot.out": _dot, "bmm": _bmm, "bmm.out": _bmm,
+    "baddbmm": _baddbmm, "baddbmm.out": _baddbmm, "baddbmm_": _baddbmm,
+}
 
 
 def _softmax_backward(name):
@@ -685,7 +780,7 @@ CHECKS = {
     "cat.out": _cat_out,
     **{name: _index_func for name in ("index_add", "index_add_", "index_add.out", "index_reduce", "index_reduce_",
                                       "index_reduce.out")},
-    "mv": _mv, "mv.out": _mv,
+    **_MATRIX_PRODUCTS,
     "_softmax_backward_data": _softmax_backward("softmax_backward"),
     "_softmax_backward_data.out": _softmax_backward("softmax_backward"),
     "max_pool2d_with_indices": _pool2d, "max_pool2d_with_indices.out": _pool2d,

@@ -107,9 +107,11 @@ tpurt_status tpurt_kernel_lu_factor_ex(const tpurt_op_call* c) {
     put_pivots(&c->outs[1], b, nb, s.piv, k);
     put_info(&c->outs[2], b, nb, info);
     if (info && TPURT_ARG(c, lu_factor_ex, check_errors)->i) {
-      st = tpurt_fail(TPURT_ERR_RUNTIME, "torch.linalg.lu_factor_ex: U[%lld,%lld] is zero and using it on lu_solve would "
+      char at[48];
+      la_batch_element(at, sizeof at, bs, nb, b, nb);
+      st = tpurt_fail(TPURT_ERR_RUNTIME, "torch.linalg.lu_factor_ex: %sU[%lld,%lld] is zero and using it on lu_solve would "
                       "result in a division by zero. If you still want to perform the factorization, consider calling "
-                      "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)", (long long)info, (long long)info);
+                      "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)", at, (long long)info, (long long)info);
       break;
     }
   }
@@ -329,6 +331,40 @@ static la_dims inv_ex_dims(const tpurt_op_call* c) { return solve_dims(c, &c->ou
 LA_SCRATCH_PLAN(solve_ex, solve_ex_dims)
 LA_SCRATCH_PLAN(inv_ex, inv_ex_dims)
 
+/* CPU's error for a singular A (batched: the element's index in info) */
+static tpurt_status singular_fail(const char* api, int ident, int64_t info, const tpurt_tensor* o_info,
+                                  const int64_t* b, int nb) {
+  char at[48];
+  la_batch_element(at, sizeof at, o_info->sizes, o_info->ndim, b, nb);
+  return ident ? tpurt_fail(TPURT_ERR_LINALG, "%s: %sThe diagonal element %lld is zero, the inversion could not be "
+                            "completed because the input matrix is singular.", api, at, (long long)info)
+               : tpurt_fail(TPURT_ERR_LINALG, "%s: %sThe solver failed because the input matrix is singular.", api, at);
+}
+
+/* solve's outputs when X has no elements: A's LU, pivots and info over A's own batch */
+static tpurt_status solve_factor_only(const tpurt_tensor* A, const tpurt_tensor* o_lu, const tpurt_tensor* o_piv,
+                                      const tpurt_tensor* o_info, int check, int ident, const char* api,
+                                      const scratch* s) {
+  int nb;
+  int64_t bs[TPURT_MAX_DIMS];
+  if (!batch_of(o_info, 0, &nb, bs) || tpurt_numel(A) == 0) return TPURT_OK;
+  mview a, lu = {0};
+  mv_init(&a, A, nb, 0);
+  if (o_lu) mv_init(&lu, o_lu, nb, 0);
+  int64_t n = a.rows;
+  FOR_BATCH(b, nb, bs) {
+    mv_load(&a, b, nb, s->a, LA_PLAIN);
+    int64_t info = getrf(s->a, n, n, s->piv);
+    if (o_lu) {
+      mv_store(&lu, b, nb, s->a, LA_PLAIN);
+      put_pivots(o_piv, b, nb, s->piv, n);
+    }
+    put_info(o_info, b, nb, info);
+    if (info && check) return singular_fail(api, ident, info, o_info, b, nb);
+  }
+  return TPURT_OK;
+}
+
 /* X with A X = B (left) or X A = B, B = identity when ident; LU/pivots/info report A's
  * factorization. */
 _Static_assert(TPURT_ARG_inv_ex_A == TPURT_ARG_solve_ex_A, "solve serves _linalg_solve_ex and linalg_inv_ex");
@@ -340,14 +376,22 @@ static tpurt_status solve(const tpurt_op_call* c, const tpurt_tensor* B, int lef
   if (st) return st;
   int vec = o_x->ndim == A->ndim - 1, nb;
   int64_t bs[TPURT_MAX_DIMS];
-  if (!batch_of(o_x, vec ? 1 : 2, &nb, bs)) return TPURT_OK;
+  /* no right-hand sides (an empty broadcast batch): LU, pivots and info still describe A, and a
+   * singular A still raises, as on CPU */
+  scratch s = {0};
+  if (!batch_of(o_x, vec ? 1 : 2, &nb, bs)) {
+    if (tpurt_numel(o_info) == 0 || tpurt_numel(A) == 0) return TPURT_OK;
+    if ((st = scratch_alloc(&s, solve_dims(c, o_x, left)))) return st;
+    st = solve_factor_only(A, o_lu, o_piv, o_info, check, ident, api, &s);
+    tpurt_temp_release(s.a);
+    return st;
+  }
   mview a, x, b_ = {0}, lu = {0};
   mv_init(&a, A, nb, 0);
   mv_init(&x, o_x, nb, vec);
   if (!ident) mv_init(&b_, B, nb, vec);
   if (o_lu) mv_init(&lu, o_lu, nb, 0);
   int64_t n = a.rows, r = left ? x.cols : x.rows;
-  scratch s = {0};
   if ((st = scratch_alloc(&s, solve_dims(c, o_x, left)))) return st;
   FOR_BATCH(b, nb, bs) {
     mv_load(&a, b, nb, s.a, LA_PLAIN);
@@ -358,9 +402,7 @@ static tpurt_status solve(const tpurt_op_call* c, const tpurt_tensor* B, int lef
     }
     put_info(o_info, b, nb, info);
     if (info && check) {
-      st = ident ? tpurt_fail(TPURT_ERR_LINALG, "%s: The diagonal element %lld is zero, the inversion could not be "
-                              "completed because the input matrix is singular.", api, (long long)info)
-                 : tpurt_fail(TPURT_ERR_LINALG, "%s: The solver failed because the input matrix is singular.", api);
+      st = singular_fail(api, ident, info, o_info, b, nb);
       break;
     }
     if (ident) {
@@ -378,12 +420,12 @@ static tpurt_status solve(const tpurt_op_call* c, const tpurt_tensor* B, int lef
 tpurt_status tpurt_kernel_solve_ex(const tpurt_op_call* c) {
   /* _linalg_solve_ex(A, B, *, left, check_errors) -> (result, LU, pivots, info) */
   return solve(c, &TPURT_ARG(c, solve_ex, B)->t, (int)TPURT_ARG(c, solve_ex, left)->i, 0, &c->outs[0], &c->outs[1], &c->outs[2], &c->outs[3],
-               (int)TPURT_ARG(c, solve_ex, check_errors)->i, "torch.linalg.solve");
+               (int)TPURT_ARG(c, solve_ex, check_errors)->i, "torch.linalg.solve_ex");
 }
 
 tpurt_status tpurt_kernel_inv_ex(const tpurt_op_call* c) {
   /* linalg_inv_ex(A, *, check_errors) -> (inverse, info): solve A X = I */
-  return solve(c, NULL, 1, 1, &c->outs[0], NULL, NULL, &c->outs[1], (int)TPURT_ARG(c, inv_ex, check_errors)->i, "linalg.inv");
+  return solve(c, NULL, 1, 1, &c->outs[0], NULL, NULL, &c->outs[1], (int)TPURT_ARG(c, inv_ex, check_errors)->i, "linalg.inv_ex");
 }
 
 /* ---------------------------------------------------------------- Cholesky */
@@ -438,8 +480,10 @@ static tpurt_status cholesky_run(const char* name, const tpurt_tensor* A, int up
     mv_store(&l, b, nb, L, upper ? LA_ADJ : LA_PLAIN);
     if (o_info) put_info(o_info, b, nb, info);
     if (info && check_errors) {
-      st = tpurt_fail(TPURT_ERR_LINALG, "%s: The factorization could not be completed because the input is not "
-                      "positive-definite (the leading minor of order %lld is not positive-definite).", name,
+      char at[48];
+      la_batch_element(at, sizeof at, A->sizes, nb, b, nb);
+      st = tpurt_fail(TPURT_ERR_LINALG, "%s: %sThe factorization could not be completed because the input is not "
+                      "positive-definite (the leading minor of order %lld is not positive-definite).", name, at,
                       (long long)info);
       break;
     }
@@ -450,7 +494,7 @@ static tpurt_status cholesky_run(const char* name, const tpurt_tensor* A, int up
 
 tpurt_status tpurt_kernel_cholesky_ex(const tpurt_op_call* c) {
   /* linalg_cholesky_ex(A, *, upper, check_errors) -> (L or L^H, info) */
-  return cholesky_run("linalg.cholesky", &TPURT_ARG(c, cholesky_ex, self)->t, (int)TPURT_ARG(c, cholesky_ex, upper)->i, &c->outs[0], &c->outs[1],
+  return cholesky_run("linalg.cholesky_ex", &TPURT_ARG(c, cholesky_ex, self)->t, (int)TPURT_ARG(c, cholesky_ex, upper)->i, &c->outs[0], &c->outs[1],
                       (int)TPURT_ARG(c, cholesky_ex, check_errors)->i);
 }
 

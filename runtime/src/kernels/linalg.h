@@ -10,6 +10,7 @@
 #ifndef TPURT_KERNELS_LINALG_H
 #define TPURT_KERNELS_LINALG_H
 #include "cmplx.h"
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "reduce.h"
@@ -124,6 +125,17 @@ static inline int batch_of(const tpurt_tensor* t, int mdims, int* nb, int64_t* s
 }
 #define FOR_BATCH(b, nb, sizes) \
   for (int64_t b[TPURT_MAX_DIMS] = {0}, _go = 1; _go; _go = (nb) > 0 && tpurt_next_index(b, sizes, nb))
+
+/* CPU's "(Batch element i): " before a failed element's message, i its index in the failing
+ * op's batch sizes[0..nd) (the last nd of the iteration's nb dims; a size-1 dim broadcasts);
+ * "" when the op is not batched */
+static inline void la_batch_element(char* buf, size_t cap, const int64_t* sizes, int nd, const int64_t* b, int nb) {
+  buf[0] = 0;
+  if (nd <= 0) return;
+  int64_t lin = 0;
+  for (int d = 0; d < nd; d++) lin = lin * sizes[d] + (sizes[d] == 1 ? 0 : b[nb - nd + d]);
+  snprintf(buf, cap, "(Batch element %lld): ", (long long)lin);
+}
 
 static inline int is_float_ok(int dt) { return dt == TPURT_F32 || dt == TPURT_F64 || dt == TPURT_C64; }
 static inline tpurt_status dtype_check(const char* api, const tpurt_tensor* t) {

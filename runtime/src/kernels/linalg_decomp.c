@@ -94,28 +94,30 @@ static int64_t argmax_abs(const la_t* q, int64_t rows, int64_t cols, int64_t c) 
   return at;
 }
 
-/* Scratch (in la_t elements) svd_one needs for an m x n matrix. */
-static int64_t svd_scratch(int64_t m, int64_t n) {
-  int64_t p = m > n ? m : n, q = m < n ? m : n;
+/* Scratch (in la_t elements) svd_one needs for an m x n matrix; the left vectors' buffer only
+ * when it computes vectors (uv), of min(m, n) columns unless full (p x p would be 16 TiB for a
+ * 3 x 2^20 matrix). */
+static int64_t svd_scratch(int64_t m, int64_t n, int full, int uv) {
+  int64_t p = m > n ? m : n, q = m < n ? m : n, big = uv ? p * (full ? p : q) : 0;
   /* the q + q + p after p: sd (double), idx (int64), have (char); then la_svd_bidiag's */
-  return p * q + q * q + p * p + p + q + q + p + (q >= LA_BIDIAG_MIN ? la_bidiag_scratch(p, q) : 0);
+  return p * q + q * q + big + p + q + q + p + (q >= LA_BIDIAG_MIN ? la_bidiag_scratch(p, q) : 0);
 }
 
 /* SVD of row-major a (m x n), k = min(m, n): s[0..k) descending; when u/v are not NULL,
  * u (row-major m x uc, uc = m when full else k) and v (row-major n x vc, likewise) hold the
- * singular vectors as columns, A = U diag(s) V^H. ws: svd_scratch(m, n) elements. */
+ * singular vectors as columns, A = U diag(s) V^H. ws: svd_scratch(m, n, full, u != NULL) elements. */
 static void svd_one(const la_t* a, int64_t m, int64_t n, int full, double* s, la_t* u, la_t* v, la_t* ws) {
   /* Jacobi orthogonalizes the columns of the tall orientation: B = A (m >= n) or A^H */
   int tr = m < n;
   int64_t p = tr ? n : m, q = tr ? m : n, k = q;
-  la_t *w = ws, *vv = w + p * q, *big = vv + q * q, *e = big + p * p;
+  la_t *w = ws, *vv = w + p * q, *big = vv + q * q, *e = big + (u ? p * (full ? p : q) : 0);
   double* sd = (double*)(e + p);
   int64_t* idx = (int64_t*)(sd + q);
   char* have = (char*)(idx + q);
   for (int64_t i = 0; i < p; i++)
     for (int64_t j = 0; j < q; j++) w[i * q + j] = tr ? conj(a[j * n + i]) : a[i * n + j];
   if (q >= LA_BIDIAG_MIN) {
-    la_svd_bidiag(w, p, q, vv, sd, u != NULL, ws + (p * q + q * q + p * p + p + q + q + p));
+    la_svd_bidiag(w, p, q, vv, sd, u != NULL, e + p + q + q + p);
   } else {
     for (int64_t i = 0; i < q * q; i++) vv[i] = i % (q + 1) == 0;
     jacobi_columns(w, p, q, vv);
@@ -182,8 +184,8 @@ typedef struct svd_job {
 static int svd_matrix(void* ctx, const int64_t* b, la_t* ws) {
   svd_job* J = ctx;
   int64_t m = J->m, n = J->n, k = m < n ? m : n, uc = J->full ? m : k;
-  la_t *a = ws, *u = a + m * n, *v = u + m * uc, *w = v + n * (J->full ? n : k);
-  double* sv = (double*)(w + svd_scratch(m, n));
+  la_t *a = ws, *u = a + m * n, *v = u + (J->uv ? m * uc : 0), *w = v + (J->uv ? n * (J->full ? n : k) : 0);
+  double* sv = (double*)(w + svd_scratch(m, n, J->full, J->uv));
   mv_load(&J->a, b, J->nb, a, LA_PLAIN);
   if (!all_finite(a, m * n)) return 1;
   svd_one(a, m, n, J->full, sv, J->uv ? u : NULL, J->uv ? v : NULL, w);
@@ -196,9 +198,9 @@ static int svd_matrix(void* ctx, const int64_t* b, la_t* ws) {
 }
 
 /* la_for_batch's scratch per matrix (svd_matrix's layout) and work per matrix, for an m x n A */
-static int64_t svd_ws(int64_t m, int64_t n, int full) {
+static int64_t svd_ws(int64_t m, int64_t n, int full, int uv) {
   int64_t k = m < n ? m : n;
-  return m * n + k + (full ? m * m + n * n : (m + n) * k) + svd_scratch(m, n);
+  return m * n + k + (!uv ? 0 : full ? m * m + n * n : (m + n) * k) + svd_scratch(m, n, full, uv);
 }
 static int64_t svd_flops(int64_t m, int64_t n) {
   int64_t k = m < n ? m : n, p = m > n ? m : n;
@@ -207,7 +209,8 @@ static int64_t svd_flops(int64_t m, int64_t n) {
 
 tpurt_status tpurt_plan_svd(const tpurt_op_call* c, tpurt_plan* p) {
   const tpurt_tensor* A = &TPURT_ARG(c, svd, A)->t;
-  int64_t m = la_rows(A, 0), n = la_cols(A, 0), ws = svd_ws(m, n, (int)TPURT_ARG(c, svd, full_matrices)->i);
+  int64_t m = la_rows(A, 0), n = la_cols(A, 0), ws = svd_ws(m, n, (int)TPURT_ARG(c, svd, full_matrices)->i,
+                                                             (int)TPURT_ARG(c, svd, compute_uv)->i);
   p->scratch_bytes += la_batch_bytes(A->ndim - 2, A->sizes, ws, svd_flops(m, n));
   return TPURT_OK;
 }
@@ -229,7 +232,7 @@ tpurt_status tpurt_kernel_svd(const tpurt_op_call* c) {
   }
   int64_t m = J.m = J.a.rows, n = J.n = J.a.cols;
   int code;
-  st = la_for_batch(J.nb, bs, svd_ws(m, n, J.full), svd_flops(m, n), svd_matrix, &J, &code, &at);
+  st = la_for_batch(J.nb, bs, svd_ws(m, n, J.full, J.uv), svd_flops(m, n), svd_matrix, &J, &code, &at);
   if (!st && code)
     st = batch_fail("linalg.svd", J.nb, at, "The algorithm failed to converge because the input matrix contained "
                     "non-finite values.");
@@ -355,7 +358,7 @@ tpurt_status tpurt_kernel_eigh(const tpurt_op_call* c) {
 static la_dims lstsq_dims(const tpurt_op_call* c) {
   const tpurt_tensor *A = &TPURT_ARG(c, lstsq, self)->t, *B = &TPURT_ARG(c, lstsq, b)->t;
   int64_t m = la_rows(A, 0), n = la_cols(A, 0), k = m < n ? m : n, r = la_cols(&c->outs[0], B->ndim == A->ndim - 1);
-  return (la_dims){m * n + k + m * k + n * k + k * r + n * r + r, m * r + svd_scratch(m, n), 0};
+  return (la_dims){m * n + k + m * k + n * k + k * r + n * r + r, m * r + svd_scratch(m, n, 0, 1), 0};
 }
 LA_SCRATCH_PLAN(lstsq, lstsq_dims)
 
@@ -595,7 +598,9 @@ tpurt_status tpurt_kernel_ldl_factor_ex(const tpurt_op_call* c) {
     for (int64_t i = 0; i < n; i++) tpurt_store_i64(mv_ptr(&pv, b, nb, i, 0), pv.t->dtype, s.piv[i]);
     put_info(&c->outs[2], b, nb, info);
     if (info && TPURT_ARG(c, ldl_factor_ex, check_errors)->i) {
-      st = tpurt_fail(TPURT_ERR_RUNTIME, "torch.linalg.ldl_factor_ex: Unknown error code: %lld.", (long long)info);
+      char at[48];
+      la_batch_element(at, sizeof at, bs, nb, b, nb);
+      st = tpurt_fail(TPURT_ERR_RUNTIME, "torch.linalg.ldl_factor_ex: %sUnknown error code: %lld.", at, (long long)info);
       break;
     }
   }

@@ -228,18 +228,37 @@ void MetaCache::insert(const Signature& sig, std::shared_ptr<const MetaResult> m
   cache_[sig.hash].emplace_back(std::vector<int64_t>(sig.key.begin(), sig.key.end()), std::move(meta));
 }
 
+namespace {
+// args[i] shares memory with another tensor argument (add(a, b, out=a))
+bool aliases_other_arg(c10::ArrayRef<c10::IValue> args, size_t i) {
+  const auto& t = args[i].toTensor();
+  for (size_t j = 0; j < args.size(); j++)
+    if (j != i && args[j].isTensor() && args[j].toTensor().defined() && args[j].toTensor().is_alias_of(t)) return true;
+  return false;
+}
+}  // namespace
+
 std::shared_ptr<const MetaResult> MetaCache::compute(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args) {
   const auto& schema = op.schema();
   torch::jit::Stack stack(args.begin(), args.end());
   for (auto& v : stack) v = to_meta(v);
+  const std::string overload = hook_name(schema.operator_name());
+  const bool pytorch_meta = !has_tpu_meta(overload);
   std::vector<std::pair<size_t, at::Tensor>> written;
   for (size_t i = 0; i < args.size(); i++) {
     const auto* ai = schema.arguments()[i].alias_info();
-    if (ai && ai->isWrite() && stack[i].isTensor()) written.emplace_back(i, stack[i].toTensor());
+    if (!ai || !ai->isWrite() || !stack[i].isTensor()) continue;
+    // A non-empty out= reaches PyTorch's meta function empty: allocate_outputs then resizes it
+    // with CPU's check and warning (resize_output_check) on every call, where Python meta
+    // functions warn with another text, identical for each out (so Python shows one of two).
+    // torch_tpu's own shape functions see the out= as it is (a range factory keeps its shape).
+    if (pytorch_meta && schema.arguments()[i].is_out() && stack[i].toTensor().numel() > 0 &&
+        !aliases_other_arg(args, i))
+      stack[i] = at::empty({0}, stack[i].toTensor().options());
+    written.emplace_back(i, stack[i].toTensor());
   }
   std::vector<std::vector<int64_t>> before;
   for (auto& [i, m] : written) before.push_back(m.defined() ? m.sizes().vec() : std::vector<int64_t>{});
-  const std::string overload = hook_name(schema.operator_name());
   bool uncached = run_op_check(schema, overload, stack);
   try {
     if (!run_tpu_meta(schema, overload, stack)) op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &stack);
@@ -257,6 +276,7 @@ std::shared_ptr<const MetaResult> MetaCache::compute(const c10::OperatorHandle& 
   }
   auto result = std::make_shared<MetaResult>();
   result->uncached = uncached;
+  result->meta_warns_resize = !pytorch_meta;
   for (auto& [i, m] : written) result->resized.emplace_back(i, m.defined() ? m.sizes().vec() : std::vector<int64_t>{});
   for (size_t r = 0; r < schema.returns().size(); r++) {
     MetaRet ret;
@@ -288,7 +308,7 @@ void allocate_outputs(const MetaResult& meta, c10::ArrayRef<c10::IValue> args, c
   for (const auto& [i, sizes] : meta.resized) {
     const auto& real = args[i].toTensor();
     if (real.sizes() == c10::IntArrayRef(sizes)) continue;
-    if (cached) at::native::resize_output_check(real, sizes);
+    if (cached || !meta.meta_warns_resize) at::native::resize_output_check(real, sizes);
     resize_(real, sizes, std::nullopt);
   }
   results.reserve(meta.rets.size());

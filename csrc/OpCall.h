@@ -44,6 +44,7 @@ struct MetaResult {
   std::vector<MetaRet> rets;
   std::vector<std::pair<size_t, std::vector<int64_t>>> resized;  // out= args the meta resized
   bool uncached = false;  // the tpu check warned: it runs (and warns, as CPU) on every call
+  bool meta_warns_resize = false;  // torch_tpu's shape function ran, with CPU's out= resize warning
 };
 
 // Index of the argument a return aliases (out= and in-place ops), or -1.
@@ -80,8 +81,9 @@ class MetaCache {
 };
 
 // The outputs a meta answer describes, allocated on device (aliased ones are the arguments),
-// after resizing out= arguments the answer resized. cached: the meta function did not run for
-// this call, so CPU's warning for resizing a non-empty out= (given on every call) comes from here.
+// after resizing out= arguments the answer resized, with CPU's warning for a non-empty out= (on
+// every call: PyTorch's meta functions saw such an out= empty; torch_tpu's warned themselves
+// on the call that computed the answer, not cached).
 void allocate_outputs(const MetaResult& meta, c10::ArrayRef<c10::IValue> args, c10::Device device,
                       std::vector<c10::IValue>& results, bool cached);
 

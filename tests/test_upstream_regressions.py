@@ -1313,3 +1313,86 @@ def test_addr_valid_scalars_still_compute():
         actual = torch.addr(tpu(self), tpu(vec), tpu(vec), beta=beta, alpha=alpha).cpu()
         assert actual.dtype == expected.dtype
         torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+
+
+def test_out_resize_warns_once_per_output_with_cpu_text():
+    # PyTorch's Python meta functions warn with one text for every out= (a literal
+    # "{str(shape)}"), so Python's default filter showed one warning of eigh's two
+    a = torch.randn(3, 3, dtype=torch.float64)
+    a = a + a.T
+    texts = {}
+    for device in ("cpu", "tpu"):
+        for call in range(2):  # the call that runs the meta function, then a cached one
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("default")
+                torch.linalg.eigh(a.to(device), out=(torch.empty(7, 7, dtype=torch.float64, device=device),
+                                                     torch.empty(7, 7, dtype=torch.float64, device=device)))
+            # (the order of the two differs: CPU resizes the vectors first)
+            texts[device, call] = sorted(str(w.message) for w in caught if "was resized" in str(w.message))
+    assert texts["tpu", 0] == texts["tpu", 1] == texts["cpu", 0]
+    assert len(texts["cpu", 0]) == 2 and texts["cpu", 0][0] != texts["cpu", 0][1]
+
+
+def _spd(d):
+    a = torch.randn(3, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    return (a @ a.T + torch.eye(3, dtype=torch.float64)).to(d)
+
+
+def _rhs(d):
+    return torch.ones(3, 2, dtype=torch.float64, device=d)
+
+
+def _e(d, dtype):
+    return torch.empty(0, dtype=dtype, device=d)
+
+
+_F, _I, _L = torch.float64, torch.int32, torch.int64
+# out= of another dtype: structured kernels want each output's exact dtype (PyTorch's meta
+# functions cast, so an int64 pivots, a float info or an int32 solution was written)
+LINALG_OUT_DTYPES = {
+    "slogdet": lambda d: torch.linalg.slogdet(_spd(d), out=(_e(d, _I), _e(d, _F))),
+    "solve": lambda d: torch.linalg.solve(_spd(d), _rhs(d), out=_e(d, _I)),
+    "solve_ex float info": lambda d: torch.linalg.solve_ex(_spd(d), _rhs(d), out=(_e(d, _F), _e(d, _F))),
+    "lu_factor int64 pivots": lambda d: torch.linalg.lu_factor(_spd(d), out=(_e(d, _F), _e(d, _L))),
+    "lu": lambda d: torch.linalg.lu(_spd(d), out=(_e(d, _I), _e(d, _F), _e(d, _F))),
+    "lu_solve": lambda d: torch.linalg.lu_solve(*torch.linalg.lu_factor(_spd(d)), _rhs(d), out=_e(d, _I)),
+    "qr": lambda d: torch.linalg.qr(_spd(d), out=(_e(d, _I), _e(d, _F))),
+    "eigh": lambda d: torch.linalg.eigh(_spd(d), out=(_e(d, _F), _e(d, _I))),
+    "eigvalsh": lambda d: torch.linalg.eigvalsh(_spd(d), out=_e(d, _I)),
+    "ldl_factor": lambda d: torch.linalg.ldl_factor(_spd(d), out=(_e(d, _I), _e(d, _I))),
+    "triangular_solve": lambda d: torch.triangular_solve(_rhs(d), _spd(d), out=(_e(d, _I), _e(d, _F))),
+    "matrix_exp": lambda d: torch.ops.aten.linalg_matrix_exp.out(_spd(d), out=_e(d, _I)),
+    "vector_norm": lambda d: torch.linalg.vector_norm(_spd(d), out=_e(d, _I)),
+    "cholesky_inverse": lambda d: torch.cholesky_inverse(_spd(d), out=_e(d, _I)),
+    "householder_product": lambda d: torch.linalg.householder_product(_spd(d), _spd(d)[:, 0], out=_e(d, _I)),
+    "lstsq int32 solution": lambda d: torch.linalg.lstsq(_spd(d), _rhs(d), out=(_e(d, _I), _e(d, _F), _e(d, _L),
+                                                                                _e(d, _F))),
+    "lstsq int32 residuals": lambda d: torch.linalg.lstsq(_spd(d), _rhs(d), out=(_e(d, _F), _e(d, _I), _e(d, _L),
+                                                                                 _e(d, _F))),
+    "geqrf": lambda d: torch.geqrf(_spd(d), out=(_e(d, _F), _e(d, _I))),
+    "ormqr": lambda d: torch.ormqr(_spd(d), _spd(d)[:, 0], _rhs(d), out=_e(d, _I)),
+    "lstsq of a vector of another length": lambda d: torch.linalg.lstsq(_spd(d), torch.ones(4, dtype=_F, device=d)),
+}
+
+
+@pytest.mark.parametrize("name", list(LINALG_OUT_DTYPES))
+def test_linalg_out_dtypes_checked_as_cpu(name):
+    assert_raises_like_cpu(LINALG_OUT_DTYPES[name])
+
+
+def test_linalg_out_variants_run_natively():
+    # the out= overloads of det, slogdet, solve_ex, inv_ex, cholesky_ex, lu*, qr and matrix_exp
+    # ran on the CPU fallback, in CPU's float32 where the functional ones compute in double
+    torch_tpu.metrics.reset()
+    a = _spd("tpu").float()
+    sign, logabsdet = torch.linalg.slogdet(a)
+    out = (torch.empty(0, device="tpu"), torch.empty(0, device="tpu"))
+    torch.linalg.slogdet(a, out=out)
+    assert torch.equal(out[0].cpu(), sign.cpu()) and torch.equal(out[1].cpu(), logabsdet.cpu())
+    for call in (lambda o: torch.linalg.det(a, out=o), lambda o: torch.linalg.inv(a, out=o),
+                 lambda o: torch.linalg.cholesky(a, out=o), lambda o: torch.ops.aten.linalg_matrix_exp.out(a, out=o)):
+        o = torch.empty(0, device="tpu")
+        call(o)
+    torch.linalg.lu_factor(a, out=(torch.empty(0, device="tpu"), torch.empty(0, dtype=torch.int32, device="tpu")))
+    torch.linalg.qr(a, out=(torch.empty(0, device="tpu"), torch.empty(0, device="tpu")))
+    assert not torch_tpu.metrics.fallback_ops()

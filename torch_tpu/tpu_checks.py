@@ -536,6 +536,65 @@ def addr_checks(self, vec1, vec2, beta=1, alpha=1, out=None):
                f"For integral input tensors, argument {name} must not be a floating point number.")
 
 
+# ---------------------------------------------------------------- linalg out= dtypes
+def _structured_out(name):
+    """CPU's check of a structured kernel's out= (every output exactly the functional result's
+    dtype), where PyTorch's meta function casts when it can (an int64 pivots or a float info
+    out= was written)."""
+    op, overload = name.split(".")
+    packet = getattr(torch.ops.aten, op)
+    n_out = sum(a.is_out for a in getattr(packet, overload)._schema.arguments)
+    functional = packet.default
+    params = functional._schema.arguments
+
+    def check(*args):
+        ins, outs = args[:len(args) - n_out], args[len(args) - n_out:]
+        expected = functional(*[v for a, v in zip(params, ins) if not a.kwarg_only],
+                              **{a.name: v for a, v in zip(params, ins) if a.kwarg_only})
+        for e, o in zip(expected if isinstance(expected, tuple) else (expected,), outs):
+            _check(o.dtype == e.dtype, f"Expected out tensor to have dtype {_CPP_NAMES.get(e.dtype, e.dtype)}, "
+                   f"but got {_CPP_NAMES.get(o.dtype, o.dtype)} instead")
+    return check
+
+
+def _castable(api, dtype, out, name="result"):
+    _check(torch.can_cast(dtype, out.dtype), f"{api}: Expected {name} to be safely castable from {C10_NAMES[dtype]} "
+           f"dtype, but got {name} with dtype {C10_NAMES[out.dtype]}")
+
+
+def _real(dtype):
+    return torch.empty(0, dtype=dtype, device="meta").real.dtype if dtype.is_complex else dtype
+
+
+def _lstsq_out(self, b, rcond=None, driver=None, solution=None, residuals=None, rank=None, singular_values=None):
+    _castable("torch.linalg.lstsq", self.dtype, solution, "solution")
+    _castable("torch.linalg.lstsq", self.dtype, residuals, "solution")  # sic: CPU names residuals so
+    _castable("torch.linalg.lstsq", _real(self.dtype), singular_values, "singular_values")
+
+
+def _geqrf_out(self, a, tau):
+    _castable("torch.geqrf", self.dtype, a, "a")
+    _castable("torch.geqrf", self.dtype, tau, "tau")
+
+
+def _ormqr_out(self, input2, input3, left=True, transpose=False, out=None):
+    _check(out.dtype == self.dtype, "torch.ormqr: Expected input and result to have the same dtype, but input has "
+           f"dtype{C10_NAMES[self.dtype]} and result has dtype {C10_NAMES[out.dtype]}")
+
+
+_LINALG_OUTS = {
+    **{n: _structured_out(n) for n in (
+        "_linalg_det.result", "_linalg_slogdet.sign", "_linalg_solve_ex.result", "linalg_inv_ex.inverse",
+        "linalg_cholesky_ex.L", "linalg_lu_factor_ex.out", "linalg_lu.out", "linalg_lu_solve.out", "linalg_qr.out",
+        "_linalg_eigh.eigenvalues", "_linalg_svd.U", "linalg_ldl_factor_ex.out", "linalg_ldl_solve.out",
+        "triangular_solve.X", "linalg_matrix_exp.out", "linalg_vector_norm.out")},
+    "cholesky_inverse.out": lambda self, upper=False, out=None: _castable("cholesky_inverse", self.dtype, out),
+    "linalg_householder_product.out": lambda input, tau, out=None: _castable(
+        "torch.linalg.householder_product", input.dtype, out),
+    "linalg_lstsq.out": _lstsq_out, "geqrf.a": _geqrf_out, "ormqr.out": _ormqr_out,
+}
+
+
 _MATRIX_PRODUCTS = {
     "mm": _mm, "mm.out": _mm, "addmm": _addmm, "addmm.out": _addmm, "addmm_": _addmm_,
     "addmv": _addmv, "addmv.out": _addmv, "addmv_": _addmv, "mv": _mv, "mv.out": _mv,
@@ -781,6 +840,7 @@ CHECKS = {
     **{name: _index_func for name in ("index_add", "index_add_", "index_add.out", "index_reduce", "index_reduce_",
                                       "index_reduce.out")},
     **_MATRIX_PRODUCTS,
+    **_LINALG_OUTS,
     "_softmax_backward_data": _softmax_backward("softmax_backward"),
     "_softmax_backward_data.out": _softmax_backward("softmax_backward"),
     "max_pool2d_with_indices": _pool2d, "max_pool2d_with_indices.out": _pool2d,

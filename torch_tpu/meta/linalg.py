@@ -42,7 +42,8 @@ def lstsq_out(input, b, rcond=None, *, driver=None, solution, residuals, rank, s
                  "(input.dim() - other.dim()) <= 1")
     vector = dim_diff == 1
     b2 = b.unsqueeze(-1) if vector else b
-    torch._check(input.size(-2) == b2.size(-2), lambda: api + "input.size(-2) should match other.size(-2)")
+    torch._check(input.size(-2) == b2.size(-2),
+                 lambda: api + f"input.size(-2) should match other.size({-1 if vector else -2})")
     torch._check(input.dtype in (torch.float32, torch.float64, torch.complex64, torch.complex128),
                  lambda: "This function doesn't handle types other than float and double")
     driver = driver or "gelsy"

@@ -115,6 +115,36 @@ def test_svd_float32_large():
     torch.testing.assert_close(U * S @ Vh, a, atol=1e-4, rtol=1e-4)
 
 
+# From 24 columns eigh reduces to a real tridiagonal (linalg_householder.c) instead of Jacobi.
+@pytest.mark.parametrize("shape", [(23, 23), (24, 24), (60, 60), (3, 30, 30), (97, 97)])
+@pytest.mark.parametrize("dtype", [F64, torch.complex64])
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigh_tridiagonal_path(shape, dtype, uplo):
+    a = rand(*shape, dtype=dtype)
+    a = a + a.mH
+    w, v = (t.cpu() for t in torch.linalg.eigh(a.to("tpu"), UPLO=uplo))
+    w0 = torch.linalg.eigvalsh(a.to(torch.complex128 if dtype.is_complex else F64)).to(w.dtype)
+    n = shape[-1]
+    torch.testing.assert_close(w, w0, atol=n * torch.finfo(w.dtype).eps * w0.abs().max().item(), rtol=0)
+    torch.testing.assert_close((v * w.unsqueeze(-2).to(dtype)) @ v.mH, a)
+    torch.testing.assert_close(v.mH @ v, torch.eye(n, dtype=dtype).expand_as(v))
+    assert (w[..., :-1] <= w[..., 1:]).all()
+    lead = v.gather(-2, v.abs().argmax(-2, keepdim=True))
+    assert (lead.real > 0).all() and (not lead.is_complex() or (lead.imag == 0).all())
+    torch.testing.assert_close(torch.linalg.eigvalsh(a.to("tpu"), UPLO=uplo).cpu(), w, rtol=0, atol=0)
+
+
+def test_eigh_tridiagonal_repeated_and_graded():
+    q, _ = torch.linalg.qr(rand(50, 50, seed=3))
+    for values in (torch.cat([torch.ones(30), 2 * torch.ones(20)]), torch.logspace(0, -12, 50)):
+        a = (q * values.double()) @ q.T
+        a = (a + a.T) / 2
+        w, v = (t.cpu() for t in torch.linalg.eigh(a.to("tpu")))
+        torch.testing.assert_close(w, values.double().sort().values, atol=1e-13, rtol=0)
+        torch.testing.assert_close(v.T @ v, torch.eye(50, dtype=F64))
+        torch.testing.assert_close((v * w) @ v.T, a, atol=1e-14, rtol=0)
+
+
 @pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0, 0), (0, 2, 2), (2, 0, 3)])
 @pytest.mark.parametrize("full", [False, True])
 def test_svd_empty(shape, full):

@@ -254,13 +254,18 @@ void la_householder_qr(la_t* x, int64_t m, int64_t n, la_t* tau);
  * reflectors below the diagonal of v (row stride ldv) and tau. */
 void la_apply_q(const la_t* v, int64_t ldv, const la_t* tau, int64_t k, la_t* y, int64_t rows, int64_t r, int adj);
 
-/* ---------------------------------------------------------------- bidiagonal SVD (linalg_bidiag.c) */
-/* From this many columns of the tall orientation the SVD bidiagonalizes instead of Jacobi. */
-#define LA_BIDIAG_MIN 24
-/* la_svd_bidiag's scratch in la_t elements */
+/* ---------------------------------------------------------------- larger matrices (linalg_householder.c) */
+/* From this many columns (of the SVD's tall orientation, or of eigh's matrix) the SVD and eigh
+ * reduce by Householder reflectors instead of Jacobi. */
+#define LA_HOUSEHOLDER_MIN 24
+/* la_svd_bidiag's and la_eigh_tridiag's scratch in la_t elements */
 int64_t la_bidiag_scratch(int64_t p, int64_t q);
+int64_t la_tridiag_scratch(int64_t n);
 /* SVD of row-major w (p x q, p >= q): s[0..q) the singular values (unsorted, >= 0); when vectors,
  * w becomes U diag(s) and vv (q x q) V, so that A = w vv^H and w's columns are orthogonal. */
 void la_svd_bidiag(la_t* w, int64_t p, int64_t q, la_t* vv, double* s, int vectors, la_t* ws);
+/* Eigen-decomposition of row-major Hermitian a (n x n, both triangles): afterwards a's diagonal
+ * holds the eigenvalues (unsorted) and v, when not NULL, the eigenvectors as columns. */
+void la_eigh_tridiag(la_t* a, int64_t n, la_t* v, la_t* ws);
 
 #endif

@@ -1,8 +1,9 @@
 /* Spectral and symmetric-indefinite linear algebra, in complex double whatever the dtype (see
- * linalg.h): SVD by one-sided Jacobi, eigh by cyclic Jacobi, least squares through the SVD,
+ * linalg.h): SVD by one-sided Jacobi, eigh by cyclic Jacobi (both by Householder reduction
+ * from LA_HOUSEHOLDER_MIN columns, linalg_householder.c), least squares through the SVD,
  * Bunch-Kaufman LDL^T / LDL^H (LAPACK sytf2's and hetf2's pivot choices and pivots, sytrs's and
- * hetrs's solves), matrix_exp
- * (ATen's Taylor degrees, thresholds and scaling), householder_product (orgqr).
+ * hetrs's solves), matrix_exp (ATen's Taylor degrees, thresholds and scaling),
+ * householder_product (orgqr).
  *
  * The complex Jacobi rotations are the real ones applied after turning the off-diagonal entry
  * real by its phase; on real input the phase is +-1 and they are the real rotations exactly.
@@ -10,8 +11,8 @@
  * with its largest-magnitude component real and positive (the first such on ties; for an SVD
  * pair the longer vector decides), so results are deterministic. Jacobi is chosen for its
  * accuracy (tiny singular values to full relative precision) and simplicity on small matrices;
- * from LA_BIDIAG_MIN columns the SVD bidiagonalizes instead (linalg_bidiag.c), whose cost does
- * not grow with Jacobi's sweeps. */
+ * the Householder reductions for the larger ones, whose cost does not grow with Jacobi's
+ * sweeps. */
 #include <float.h>
 
 #include "linalg.h"
@@ -100,7 +101,7 @@ static int64_t argmax_abs(const la_t* q, int64_t rows, int64_t cols, int64_t c) 
 static int64_t svd_scratch(int64_t m, int64_t n, int full, int uv) {
   int64_t p = m > n ? m : n, q = m < n ? m : n, big = uv ? p * (full ? p : q) : 0;
   /* the q + q + p after p: sd (double), idx (int64), have (char); then la_svd_bidiag's */
-  return p * q + q * q + big + p + q + q + p + (q >= LA_BIDIAG_MIN ? la_bidiag_scratch(p, q) : 0);
+  return p * q + q * q + big + p + q + q + p + (q >= LA_HOUSEHOLDER_MIN ? la_bidiag_scratch(p, q) : 0);
 }
 
 /* SVD of row-major a (m x n), k = min(m, n): s[0..k) descending; when u/v are not NULL,
@@ -116,7 +117,7 @@ static void svd_one(const la_t* a, int64_t m, int64_t n, int full, double* s, la
   char* have = (char*)(idx + q);
   for (int64_t i = 0; i < p; i++)
     for (int64_t j = 0; j < q; j++) w[i * q + j] = tr ? conj(a[j * n + i]) : a[i * n + j];
-  if (q >= LA_BIDIAG_MIN) {
+  if (q >= LA_HOUSEHOLDER_MIN) {
     la_svd_bidiag(w, p, q, vv, sd, u != NULL, e + p + q + q + p);
   } else {
     for (int64_t i = 0; i < q * q; i++) vv[i] = i % (q + 1) == 0;
@@ -299,8 +300,12 @@ static int eigh_matrix(void* ctx, const int64_t* b, la_t* ws) {
     a[i * n + i] = creal(a[i * n + i]);
   }
   if (!all_finite(a, n * n)) return 1;
-  for (int64_t i = 0; i < n * n; i++) v[i] = i % (n + 1) == 0;
-  jacobi_eigh(a, n, v);
+  if (n >= LA_HOUSEHOLDER_MIN) {
+    la_eigh_tridiag(a, n, J->want_v ? v : NULL, (la_t*)(ord + n));
+  } else {
+    for (int64_t i = 0; i < n * n; i++) v[i] = i % (n + 1) == 0;
+    jacobi_eigh(a, n, v);
+  }
   for (int64_t j = 0; j < n; j++) { /* ascending, stable among equal values */
     int64_t t = j;
     while (t > 0 && creal(a[ord[t - 1] * (n + 1)]) > creal(a[j * (n + 1)])) ord[t] = ord[t - 1], t--;
@@ -320,7 +325,7 @@ static int eigh_matrix(void* ctx, const int64_t* b, la_t* ws) {
 }
 
 /* la_for_batch's scratch per matrix (eigh_matrix's layout) and work per matrix, for an n x n A */
-static int64_t eigh_ws(int64_t n) { return 3 * n * n + 2 * n; }
+static int64_t eigh_ws(int64_t n) { return 3 * n * n + 2 * n + (n >= LA_HOUSEHOLDER_MIN ? la_tridiag_scratch(n) : 0); }
 static int64_t eigh_flops(int64_t n) { return 16 * n * n * n + 1; }
 
 tpurt_status tpurt_plan_eigh(const tpurt_op_call* c, tpurt_plan* p) {

@@ -1,15 +1,17 @@
-/* SVD by Golub-Kahan-Reinsch for the larger matrices (linalg_decomp.c's svd_one picks it from
- * LA_BIDIAG_MIN columns): Householder bidiagonalization (LAPACK zgebd2's reflectors, whose
- * zlarfg betas make the bidiagonal real), then implicit-shift QR on the real bidiagonal
- * (EISPACK svd / Golub and Van Loan 8.6), its rotations applied to the reflectors' products.
+/* SVD and eigh of the larger matrices (linalg_decomp.c picks these from LA_HOUSEHOLDER_MIN
+ * columns): Householder reduction to a real bidiagonal (SVD, LAPACK zgebd2's reflectors) or
+ * real symmetric tridiagonal (eigh, zhetd2's), whose zlarfg betas make the reduced matrix real;
+ * then implicit-shift QR on the bidiagonal (EISPACK svd / Golub and Van Loan 8.6) or QL on the
+ * tridiagonal (EISPACK tql2), the rotations applied to the reflectors' products.
  *
- * Why not Jacobi everywhere: one-sided Jacobi costs about 10 sweeps of n^2/2 column pairs, each
- * pair a pass over both columns; at 1000 x 1000 that was minutes where LAPACK takes a fraction
- * of a second. This costs one bidiagonalization (4 p q^2 flops) plus the rotations. Its
- * singular values are accurate to eps times the largest (LAPACK gesdd's bound), not each to its
- * own relative precision as Jacobi's are: the small matrices keep Jacobi.
+ * Why not Jacobi everywhere: Jacobi costs about 10 sweeps of n^2/2 rotations, each a pass over
+ * two columns (or rows and columns); at 1000 x 1000 that was minutes where LAPACK takes a
+ * fraction of a second. These cost one reduction (4 p q^2 or 4/3 n^3 flops... times the
+ * complex factor) plus the rotations. Their values are accurate to eps times the largest
+ * (LAPACK's bound), not each to its own relative precision as Jacobi's are: the small matrices
+ * keep Jacobi.
  *
- * Vectors are held transposed (row j = the j-th column of U or V) so that reflectors and
+ * Vectors are held transposed (row j = the j-th column of U, V or Q) so that reflectors and
  * rotations run over contiguous memory. */
 #include <float.h>
 
@@ -62,6 +64,7 @@ static void reflect_rows(la_t* y, int64_t len, int64_t c0, int64_t c1, int64_t f
 }
 
 int64_t la_bidiag_scratch(int64_t p, int64_t q) { return p * q + q * q + 4 * q + 2 * p; }
+int64_t la_tridiag_scratch(int64_t n) { return n * n + 4 * n; }
 
 /* Implicit-shift QR on the upper bidiagonal (d, the diagonal; f[i] = the entry above d[i],
  * f[0] = 0) until f is negligible, the rotations applied to the rows of ut (U^T, q x p) and
@@ -207,4 +210,89 @@ void la_svd_bidiag(la_t* w, int64_t p, int64_t q, la_t* vv, double* s, int vecto
     for (int64_t j = 0; j < q; j++) w[r * q + j] = ut[j * p + r] * d[j];
   for (int64_t r = 0; r < q; r++)
     for (int64_t j = 0; j < q; j++) vv[r * q + j] = vt[j * q + r];
+}
+
+/* Implicit QL on the symmetric tridiagonal (diagonal d, e[i] between i and i + 1, e[n - 1] = 0)
+ * until e is negligible, the rotations applied to the rows of zt (Q^T, n x n) when not NULL. */
+static void tridiag_ql(double* d, double* e, int64_t n, la_t* zt) {
+  for (int64_t l = 0; l < n; l++) {
+    for (int its = 0; its < 60; its++) {
+      int64_t m = l;
+      for (; m < n - 1; m++)
+        if (fabs(e[m]) <= DBL_EPSILON * (fabs(d[m]) + fabs(d[m + 1]))) break;
+      if (m == l) break;
+      double g = (d[l + 1] - d[l]) / (2 * e[l]), r = hypot(g, 1);
+      g = d[m] - d[l] + e[l] / (g + copysign(r, g));
+      double s = 1, c = 1, p = 0;
+      int64_t i = m - 1;
+      for (; i >= l; i--) {
+        double f = s * e[i], b = c * e[i];
+        e[i + 1] = r = hypot(f, g);
+        if (r == 0) { /* recover from underflow: deflate and restart */
+          d[i + 1] -= p;
+          e[m] = 0;
+          break;
+        }
+        s = f / r;
+        c = g / r;
+        g = d[i + 1] - p;
+        r = (d[i] - g) * s + 2 * c * b;
+        p = s * r;
+        d[i + 1] = g + p;
+        g = c * r - b;
+        if (zt) rotate_rows(zt, n, i, i + 1, c, -s);
+      }
+      if (r == 0 && i >= l) continue;
+      d[l] -= p;
+      e[l] = g;
+      e[m] = 0;
+    }
+  }
+}
+
+void la_eigh_tridiag(la_t* a, int64_t n, la_t* v, la_t* ws) {
+  la_t *zt = ws, *tau = zt + n * n, *x = tau + n, *u = x + n;
+  double *d = (double*)(u + n), *e = d + n;
+  for (int64_t k = 0; k + 1 < n; k++) {
+    /* H_k zeroes column k below the subdiagonal (the last one, of length 1, makes it real);
+     * then A22 <- H_k^H A22 H_k = A22 - u x'^H - x' u^H with x = tau A22 u and
+     * x' = x - tau (x^H u) u / 2 (zhetd2), u = (1, the reflector's tail) */
+    int64_t m = n - k - 1;
+    la_t* col = a + (k + 1) * n + k;
+    tau[k] = reflector(col, m, n);
+    e[k] = creal(col[0]);
+    if (tau[k] == 0) continue;
+    u[0] = 1;
+    for (int64_t r = 1; r < m; r++) u[r] = col[r * n];
+    la_t xhu = 0;
+    for (int64_t r = 0; r < m; r++) {
+      const la_t* row = a + (k + 1 + r) * n + k + 1;
+      la_t t = 0;
+      for (int64_t c = 0; c < m; c++) t += c_mul(row[c], u[c]);
+      x[r] = c_mul(t, tau[k]);
+      xhu += cj_mul(x[r], u[r]);
+    }
+    la_t alpha = -0.5 * c_mul(tau[k], xhu);
+    for (int64_t r = 0; r < m; r++) x[r] += c_mul(alpha, u[r]);
+    for (int64_t r = 0; r < m; r++) {
+      la_t* row = a + (k + 1 + r) * n + k + 1;
+      la_t ur = u[r], xr = x[r];
+      for (int64_t c = 0; c < m; c++) row[c] -= cj_mul(x[c], ur) + cj_mul(u[c], xr);
+    }
+  }
+  for (int64_t i = 0; i < n; i++) d[i] = creal(a[i * n + i]);
+  e[n - 1] = 0;
+  if (v) { /* Q = H_0 ... H_{n-2}, built backwards */
+    for (int64_t i = 0; i < n * n; i++) zt[i] = i % (n + 1) == 0;
+    for (int64_t k = n - 2; k >= 0; k--) {
+      if (tau[k] == 0) continue;
+      for (int64_t r = k + 2; r < n; r++) x[r] = a[r * n + k];
+      reflect_rows(zt, n, k + 1, n, k + 1, x, tau[k]);
+    }
+  }
+  tridiag_ql(d, e, n, v ? zt : NULL);
+  for (int64_t i = 0; i < n; i++) a[i * n + i] = d[i];
+  if (v)
+    for (int64_t r = 0; r < n; r++)
+      for (int64_t j = 0; j < n; j++) v[r * n + j] = zt[j * n + r];
 }

@@ -240,31 +240,56 @@ bool aliases_other_arg(c10::ArrayRef<c10::IValue> args, size_t i) {
 
 std::shared_ptr<const MetaResult> MetaCache::compute(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args) {
   const auto& schema = op.schema();
-  torch::jit::Stack stack(args.begin(), args.end());
-  for (auto& v : stack) v = to_meta(v);
   const std::string overload = hook_name(schema.operator_name());
   const bool pytorch_meta = !has_tpu_meta(overload);
+  // The call as meta tensors, and the written arguments among them. With empty_outs, a non-empty
+  // out= reaches PyTorch's meta function empty: allocate_outputs then resizes it with CPU's check
+  // and warning (resize_output_check), where Python meta functions warn with another text,
+  // identical for each out (so Python shows one of two). torch_tpu's own shape functions see
+  // the out= as it is (a range factory keeps its shape).
   std::vector<std::pair<size_t, at::Tensor>> written;
-  for (size_t i = 0; i < args.size(); i++) {
-    const auto* ai = schema.arguments()[i].alias_info();
-    if (!ai || !ai->isWrite() || !stack[i].isTensor()) continue;
-    // A non-empty out= reaches PyTorch's meta function empty: allocate_outputs then resizes it
-    // with CPU's check and warning (resize_output_check) on every call, where Python meta
-    // functions warn with another text, identical for each out (so Python shows one of two).
-    // torch_tpu's own shape functions see the out= as it is (a range factory keeps its shape).
-    if (pytorch_meta && schema.arguments()[i].is_out() && stack[i].toTensor().numel() > 0 &&
-        !aliases_other_arg(args, i))
-      stack[i] = at::empty({0}, stack[i].toTensor().options());
-    written.emplace_back(i, stack[i].toTensor());
-  }
+  std::vector<size_t> emptied;
+  auto meta_stack = [&](bool empty_outs) {
+    torch::jit::Stack stack(args.begin(), args.end());
+    for (auto& v : stack) v = to_meta(v);
+    written.clear();
+    emptied.clear();
+    for (size_t i = 0; i < args.size(); i++) {
+      const auto* ai = schema.arguments()[i].alias_info();
+      if (!ai || !ai->isWrite() || !stack[i].isTensor()) continue;
+      if (empty_outs && pytorch_meta && schema.arguments()[i].is_out() && stack[i].toTensor().numel() > 0 &&
+          !aliases_other_arg(args, i)) {
+        stack[i] = at::empty({0}, stack[i].toTensor().options());
+        emptied.push_back(i);
+      }
+      written.emplace_back(i, stack[i].toTensor());
+    }
+    return stack;
+  };
+  auto run_meta = [&](torch::jit::Stack& stack) {
+    try {
+      if (!run_tpu_meta(schema, overload, stack)) op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &stack);
+    } catch (const std::exception& e) {
+      rethrow_with_cpu_wording(e);
+      throw;
+    }
+  };
+  torch::jit::Stack stack = meta_stack(false);
+  bool uncached = run_op_check(schema, overload, stack);  // the checks see the out= as given
   std::vector<std::vector<int64_t>> before;
   for (auto& [i, m] : written) before.push_back(m.defined() ? m.sizes().vec() : std::vector<int64_t>{});
-  bool uncached = run_op_check(schema, overload, stack);
-  try {
-    if (!run_tpu_meta(schema, overload, stack)) op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &stack);
-  } catch (const std::exception& e) {
-    rethrow_with_cpu_wording(e);
-    throw;
+  stack = meta_stack(true);
+  run_meta(stack);
+  bool meta_warns_resize = !pytorch_meta;
+  // A meta function that leaves its out= as it finds it (CPU's kernel resizes it later) would
+  // size it empty: it runs again on the out= as given, and warns (or not) itself.
+  bool unsized = false;
+  for (auto& [i, m] : written)
+    for (size_t e : emptied) unsized |= i == e && m.sizes() == c10::IntArrayRef({0});
+  if (unsized) {
+    stack = meta_stack(false);
+    run_meta(stack);
+    meta_warns_resize = true;
   }
   // Some Python meta functions of in-place ops (pow_) resize self like an out=: CPU's
   // TensorIterator refuses to broadcast self instead, and so must we.
@@ -276,7 +301,7 @@ std::shared_ptr<const MetaResult> MetaCache::compute(const c10::OperatorHandle& 
   }
   auto result = std::make_shared<MetaResult>();
   result->uncached = uncached;
-  result->meta_warns_resize = !pytorch_meta;
+  result->meta_warns_resize = meta_warns_resize;
   for (auto& [i, m] : written) result->resized.emplace_back(i, m.defined() ? m.sizes().vec() : std::vector<int64_t>{});
   for (size_t r = 0; r < schema.returns().size(); r++) {
     MetaRet ret;

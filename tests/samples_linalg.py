@@ -248,3 +248,30 @@ register("linalg_householder_product", lambda a, t: torch.linalg.householder_pro
 register("linalg_householder_product.out",
          lambda a, t: torch.linalg.householder_product(a, t, out=a.new_empty(0)),
          lambda dt: list(torch.geqrf(make((2, 4, 4), dt, -2, 2))), dtypes=LA, grad=False)
+
+# ---------------------------------------------------------------- out= overloads (the functional
+# results written into the given tensors; a wrong dtype is tests/test_upstream_regressions.py's)
+def _e(t, dtype=None):
+    return torch.empty(0, dtype=dtype or t.dtype, device=t.device)
+
+
+register("_linalg_det.result", lambda a: torch.linalg.det(a, out=_e(a)), dominant(2, 3, 3), dtypes=LA, grad=False)
+register("_linalg_slogdet.sign", lambda a: torch.linalg.slogdet(a, out=(_e(a), _e(a.real))), general(2, 3, 3),
+         dtypes=LA, grad=False)
+register("_linalg_solve_ex.result", lambda a, b: torch.linalg.solve_ex(a, b, out=(_e(b), _e(a, torch.int32))),
+         two(dominant(2, 3, 3), general(2, 3, 2)), dtypes=LA, grad=False)
+register("linalg_inv_ex.inverse", lambda a: torch.linalg.inv_ex(a, out=(_e(a), _e(a, torch.int32))),
+         dominant(2, 3, 3), dtypes=LA, grad=False)
+register("linalg_cholesky_ex.L", lambda a: torch.linalg.cholesky_ex(a, out=(_e(a), _e(a, torch.int32))),
+         spd(2, 3, 3), dtypes=LA, grad=False)
+register("linalg_lu_factor_ex.out", lambda a: torch.linalg.lu_factor_ex(
+    a, out=(_e(a), _e(a, torch.int32), _e(a, torch.int32))), general(2, 4, 3), dtypes=LA, grad=False)
+register("linalg_lu.out", lambda a: torch.linalg.lu(a, out=(_e(a), _e(a), _e(a))), general(4, 3), dtypes=LA,
+         grad=False)
+register("linalg_lu_solve.out", lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b, out=_e(b)),
+         two(dominant(3, 3), general(3, 2)), dtypes=LA, grad=False)
+register("linalg_qr.out", lambda a: torch.linalg.qr(a, out=(_e(a), _e(a))), general(5, 3), dtypes=LA, grad=False)
+register("linalg_matrix_exp.out", lambda a: torch.ops.aten.linalg_matrix_exp.out(a, out=_e(a)), general(3, 3),
+         dtypes=LA, grad=False)
+register("_cholesky_solve_helper.out", lambda l, b: torch.ops.aten._cholesky_solve_helper.out(b, l, False, out=_e(b)),
+         two(lambda dtype: [torch.linalg.cholesky(spd(3, 3)(dtype)[0])], general(3, 2)), dtypes=LA, grad=False)

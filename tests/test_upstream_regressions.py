@@ -1396,3 +1396,39 @@ def test_linalg_out_variants_run_natively():
     torch.linalg.lu_factor(a, out=(torch.empty(0, device="tpu"), torch.empty(0, dtype=torch.int32, device="tpu")))
     torch.linalg.qr(a, out=(torch.empty(0, device="tpu"), torch.empty(0, device="tpu")))
     assert not torch_tpu.metrics.fallback_ops()
+
+
+# ---------------------------------------------------------------- reduced-float accumulation (test_torch)
+@pytest.mark.parametrize("dtype", REDUCED, ids=str)
+@pytest.mark.parametrize("reduce", ["sum", "prod"])
+def test_scatter_reduce_of_reduced_floats_combines_in_float32_as_cpu(dtype, reduce):
+    # tpu rounded at every step where CPU combines in float32: now bit for bit CPU's
+    g = torch.Generator().manual_seed(0)
+    for include_self in (True, False):
+        x = torch.randn(20, generator=g).to(dtype)
+        idx = torch.randint(0, 20, (60,), generator=g)
+        v = (torch.rand(60, generator=g) + 0.5).to(dtype)
+        actual, expected = both(lambda a, i, s: a.clone().scatter_reduce_(0, i, s, reduce, include_self=include_self),
+                                x, idx, v)
+        assert torch.equal(actual.cpu(), expected)
+
+
+@pytest.mark.parametrize("dtype", REDUCED, ids=str)
+def test_accumulating_writes_of_reduced_floats_agree(dtype):
+    # put_ and index_put_ with accumulate, index_add_ and scatter_add_ all sum duplicates in
+    # float32 and round once: one result on tpu (PyTorch's test_put compares put_ with
+    # index_add_), never further from float64 than CPU's (which rounds per step in three of them)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(20, generator=g).to(dtype)
+    idx = torch.randint(0, 20, (80,), generator=g)
+    v = torch.randn(80, generator=g).to(dtype)
+    calls = [lambda a, i, s: a.put_(i, s, accumulate=True), lambda a, i, s: a.index_put_((i,), s, accumulate=True),
+             lambda a, i, s: a.index_add_(0, i, s), lambda a, i, s: a.scatter_add_(0, i, s)]
+    exact = x.double().index_add_(0, idx, v.double())
+    results = [f(x.to("tpu"), idx.to("tpu"), v.to("tpu")).cpu() for f in calls]
+    for r in results[1:]:
+        assert torch.equal(r, results[0])
+    assert torch.equal(results[0], exact.to(dtype))  # float32 sums of these round like float64's
+    for f in calls:
+        cpu = f(x.clone(), idx, v)
+        assert (results[0].double() - exact).abs().sum() <= (cpu.double() - exact).abs().sum()

@@ -87,6 +87,11 @@ TPU_NUMERICS = {
     "test_reductions.py::TestReductions::test_ref_extremal_values_mean":
         "mean of complex64 with an inf: tpu divides the sum by the real count (C99 Annex G, as CUDA does), "
         "inf+0.131j; numpy and CPU divide by the complex count 5+0j, whose inf*0 makes the imaginary part NaN",
+    "test_linalg.py::TestLinalg::test_linalg_solve_triangular_broadcasting":
+        "float32 triangular systems with diagonals down to 1e-6: tpu solves in double and rounds (X within 0.5 "
+        "ulp of float64's solution of the same system; CPU's float32 solve within 1e-6 relative); the test "
+        "compares A @ X with B, whose rounding error grows with |X| on both devices (CPU's reaches 0.03 of the "
+        "0.01 allowed on other draws)",
 }
 
 

@@ -568,7 +568,7 @@ def _real(dtype):
 
 def _lstsq_out(self, b, rcond=None, driver=None, solution=None, residuals=None, rank=None, singular_values=None):
     _castable("torch.linalg.lstsq", self.dtype, solution, "solution")
-    _castable("torch.linalg.lstsq", self.dtype, residuals, "solution")  # sic: CPU names residuals so
+    _castable("torch.linalg.lstsq", _real(self.dtype), residuals, "solution")  # sic: CPU names residuals so
     _castable("torch.linalg.lstsq", _real(self.dtype), singular_values, "singular_values")
 
 
@@ -627,7 +627,19 @@ def _batch_norm(input, *rest):
 
 
 def _grid_sampler_2d(input, grid, *rest):
+    # CPU's check_grid_sampler_common and check_grid_sampler_2d, in order (PyTorch's
+    # decomposition unpacks a 5-D input's shape into four names: ValueError)
     _check(input.dim() > 0 and grid.dim() > 0, "Dimension specified as 0 but tensor has no dimensions", IndexError)
+    sizes = f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}"
+    _check(input.shape[0] == grid.shape[0], f"grid_sampler(): expected grid and input to have same batch size, but got {sizes}")
+    _check(grid.shape[-1] == input.dim() - 2, f"grid_sampler(): expected grid to have size {input.dim() - 2} in last "
+           f"dimension, but got grid with sizes {list(grid.shape)}")
+    for i in range(2, input.dim()):
+        _check(input.shape[i] > 0, "grid_sampler(): expected input to have non-empty spatial dimensions, but input has "
+               f"sizes {list(input.shape)} with dimension {i} being empty")
+    _check(input.dim() == 4 and grid.dim() == 4,
+           f"grid_sampler(): expected 4D input and grid with same number of dimensions, but got {sizes}")
+    _check(input.dtype == grid.dtype, f"expected scalar type {C10_NAMES[input.dtype]} but found {C10_NAMES[grid.dtype]}")
 
 
 def _segment_reduce(data, reduce, lengths=None, indices=None, offsets=None, *rest):

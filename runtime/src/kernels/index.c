@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "../internal.h"
+#include "f32_sums.h"
 
 /* ---------------------------------------------------------------- helpers */
 static size_t esize(const tpurt_tensor* t) { return tpurt_dtype_size((tpurt_dtype)t->dtype); }
@@ -221,47 +222,19 @@ tpurt_status tpurt_kernel_gather(const tpurt_op_call* c) {
 }
 
 /* ---------------------------------------------------------------- scatter */
-/* Adding many sources into a float16/bfloat16 output sums them in a float32 copy of it and
- * rounds once, as PyTorch CPU does (scatter_add, index_add): repeated indices would otherwise
- * round at every add. sums_begin gives the tensor to add into (the output itself for other
- * dtypes); sums_end writes it back and gives the copy back. */
-static int sums_in_f32(const tpurt_tensor* out) { return out->dtype == TPURT_F16 || out->dtype == TPURT_BF16; }
-
-static int64_t sums_scratch(const tpurt_op_call* c) {
-  return c->nouts > 0 && sums_in_f32(&c->outs[0]) ? tpurt_temp_bytes(tpurt_numel(&c->outs[0]) * sizeof(float)) : 0;
-}
-
-static tpurt_status sums_begin(const tpurt_tensor* out, tpurt_tensor* acc) {
-  *acc = *out;
-  if (!sums_in_f32(out)) return TPURT_OK;
-  acc->dtype = TPURT_F32;
-  acc->data = tpurt_temp(tpurt_numel(out) * sizeof(float));
-  if (!acc->data) return TPURT_ERR_OOM;
-  int64_t stride = 1;
-  for (int d = out->ndim - 1; d >= 0; stride *= out->sizes[d], d--) acc->strides[d] = stride;
-  return tpurt_copy_tensor(acc, out);
-}
-
-static tpurt_status sums_end(const tpurt_tensor* out, tpurt_tensor* acc, tpurt_status s) {
-  if (acc->data == out->data) return s;
-  if (acc->data && !s) s = tpurt_copy_tensor(out, acc);
-  if (acc->data) tpurt_temp_release(acc->data);
-  return s;
-}
-
 tpurt_status tpurt_plan_index_add(const tpurt_op_call* c, tpurt_plan* p) {
-  p->scratch_bytes += sums_scratch(c);
+  p->scratch_bytes += f32_sums_scratch(c);
   return TPURT_OK;
 }
 
 tpurt_status tpurt_plan_scatter_add(const tpurt_op_call* c, tpurt_plan* p) {
-  p->scratch_bytes += sums_scratch(c);
+  p->scratch_bytes += f32_sums_scratch(c);
   return TPURT_OK;
 }
 
 tpurt_status tpurt_plan_scatter(const tpurt_op_call* c, tpurt_plan* p) {
   const tpurt_value* r = c->nargs > 4 ? TPURT_ARG(c, scatter, reduce) : NULL;
-  if (r && r->kind == TPURT_V_STRING && strcmp(r->s, "add") == 0) p->scratch_bytes += sums_scratch(c);
+  if (r && r->kind == TPURT_V_STRING && strcmp(r->s, "add") == 0) p->scratch_bytes += f32_sums_scratch(c);
   return TPURT_OK;
 }
 typedef enum { RED_NONE, RED_ADD, RED_MUL } reduce_op;
@@ -305,7 +278,7 @@ static tpurt_status scatter_into(const tpurt_op_call* c, reduce_op red) {
     src.dtype = o.dtype;
   }
   tpurt_tensor acc = o;
-  if (red == RED_ADD && (s = sums_begin(&o, &acc))) return sums_end(&o, &acc, s);
+  if (red == RED_ADD && (s = f32_sums_begin(&o, &acc))) return f32_sums_end(&o, &acc, s);
   int64_t i[TPURT_MAX_DIMS] = {0};
   do {
     int64_t dst[TPURT_MAX_DIMS];
@@ -314,7 +287,7 @@ static tpurt_status scatter_into(const tpurt_op_call* c, reduce_op red) {
     const char* sp = scalar_src ? (const char*)src.data : at(&src, offset_of(&src, i));
     combine(at(&acc, offset_of(&acc, dst)), sp, src.dtype, acc.dtype, red);
   } while (tpurt_next_index(i, ix.sizes, ix.ndim));
-  return sums_end(&o, &acc, TPURT_OK);
+  return f32_sums_end(&o, &acc, TPURT_OK);
 }
 
 tpurt_status tpurt_kernel_scatter(const tpurt_op_call* c) {
@@ -350,7 +323,7 @@ tpurt_status tpurt_kernel_index_add(const tpurt_op_call* c) {
   double alpha = c->nargs > 4 ? tpurt_value_f(TPURT_ARG(c, index_add, alpha)) : 1.0;
   int64_t alpha_i = c->nargs > 4 ? tpurt_value_i(TPURT_ARG(c, index_add, alpha)) : 1;
   tpurt_tensor acc;
-  s = sums_begin(&o, &acc);
+  s = f32_sums_begin(&o, &acc);
   int64_t i[TPURT_MAX_DIMS] = {0};
   if (!s) do {
     int64_t dst[TPURT_MAX_DIMS];
@@ -362,7 +335,7 @@ tpurt_status tpurt_kernel_index_add(const tpurt_op_call* c) {
     else tpurt_store_i64(dp, acc.dtype, (int64_t)((uint64_t)tpurt_load_i64(dp, acc.dtype) +
                                                    (uint64_t)alpha_i * (uint64_t)tpurt_load_i64(sp, src.dtype)));
   } while (tpurt_next_index(i, src.sizes, src.ndim));
-  return sums_end(&o, &acc, s);
+  return f32_sums_end(&o, &acc, s);
 }
 
 /* ---------------------------------------------------------------- advanced indexing */
@@ -584,16 +557,20 @@ tpurt_status tpurt_kernel_index_put(const tpurt_op_call* c) {
     s = tpurt_fail(TPURT_ERR_RUNTIME, "shape mismatch: value tensor of shape %s cannot be broadcast to indexing result "
                    "of shape %s", tpurt_shape_str(vals), tpurt_shape_str(&result));
   if (!s && n) {
+    tpurt_tensor sums = *out;
+    if (acc) s = f32_sums_begin(out, &sums);
     int64_t i[TPURT_MAX_DIMS] = {0};
-    do combine(at(out, plan_offset(&p, out, i)), at(&v, offset_of(&v, i)), v.dtype, out->dtype,
-               acc ? RED_ADD : RED_NONE);
-    while (tpurt_next_index(i, p.shape, p.ndim));
+    if (!s) do combine(at(&sums, plan_offset(&p, &sums, i)), at(&v, offset_of(&v, i)), v.dtype, sums.dtype,
+                       acc ? RED_ADD : RED_NONE);
+    while (!s && tpurt_next_index(i, p.shape, p.ndim));
+    if (acc) s = f32_sums_end(out, &sums, s);
   }
   tpurt_temp_release(p.masks);
   return s;
 }
 tpurt_status tpurt_plan_index_put(const tpurt_op_call* c, tpurt_plan* p) {
   p->scratch_bytes += tpurt_temp_bytes(masks_size(TPURT_ARG(c, index_put, indices)));
+  if (TPURT_ARG(c, index_put, accumulate)->i) p->scratch_bytes += f32_sums_scratch(c);
   return TPURT_OK;
 }
 

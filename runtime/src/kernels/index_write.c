@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "../internal.h"
+#include "f32_sums.h"
 
 static size_t esize(const tpurt_tensor* t) { return tpurt_dtype_size((tpurt_dtype)t->dtype); }
 static char* at(const tpurt_tensor* t, int64_t off) { return (char*)t->data + off * (int64_t)esize(t); }
@@ -208,14 +209,14 @@ static int srd_of(const tpurt_op_call* c) {
 }
 
 /* *d (op)= *s in d's dtype, rounding like CPU's scalar_t loop after each element; ints wrap. */
-static void srd_combine(char* d, const char* s, int dt, srd_op r) {
+static void srd_combine(char* d, const char* s, int dt, int src_dt, srd_op r) {
   if (tpurt_is_float(dt)) {
-    double a = tpurt_load_f64(d, dt), b = tpurt_load_f64(s, dt);
+    double a = tpurt_load_f64(d, dt), b = tpurt_load_f64(s, src_dt);
     double v = r == SRD_PROD ? a * b : r == SRD_AMAX ? (isnan(b) || a < b ? b : a)
              : r == SRD_AMIN ? (isnan(b) || b < a ? b : a) : a + b;
     tpurt_store_f64(d, dt, v);
   } else {
-    int64_t a = tpurt_load_i64(d, dt), b = tpurt_load_i64(s, dt);
+    int64_t a = tpurt_load_i64(d, dt), b = tpurt_load_i64(s, src_dt);
     int64_t v = r == SRD_PROD ? (int64_t)((uint64_t)a * (uint64_t)b) : r == SRD_AMAX ? (a < b ? b : a)
               : r == SRD_AMIN ? (b < a ? b : a) : (int64_t)((uint64_t)a + (uint64_t)b);
     tpurt_store_i64(d, dt, dt == TPURT_BOOL ? v != 0 : v);
@@ -257,9 +258,17 @@ tpurt_status tpurt_kernel_scatter_reduce(const tpurt_op_call* c) {
   }
   tpurt_status s = tpurt_copy_tensor(out, &TPURT_ARG(c, scatter_reduce, self)->t);
   if (s || n == 0) return s;
+  /* sum, prod and mean of float16/bfloat16 combine in float32 (as CPU), amax/amin are exact */
+  tpurt_tensor sums = *out;
+  if (r != SRD_AMAX && r != SRD_AMIN && (s = f32_sums_begin(out, &sums))) return f32_sums_end(out, &sums, s);
+  if (sums.data != out->data) {
+    int nd = o.ndim;
+    o = sums, dt = sums.dtype;
+    if (out->ndim == 0) o.ndim = nd, o.sizes[0] = 1, o.strides[0] = 0;
+  }
   int64_t* count = NULL;
   if (r == SRD_MEAN && !(count = tpurt_temp_calloc((size_t)total, sizeof *count)))
-    return TPURT_ERR_OOM;
+    return f32_sums_end(out, &sums, TPURT_ERR_OOM);
   /* dense row-major position of an out element, for the counts */
   tpurt_tensor dense = o;
   int64_t st = 1;
@@ -274,7 +283,7 @@ tpurt_status tpurt_kernel_scatter_reduce(const tpurt_op_call* c) {
       if (pass == 0) {
         srd_identity(d, dt, (srd_op)r);
       } else {
-        srd_combine(d, at(&src, offset_of(&src, i)), dt, (srd_op)r);
+        srd_combine(d, at(&src, offset_of(&src, i)), dt, src.dtype, (srd_op)r);
         if (count) count[offset_of(&dense, dst)]++;
       }
     } while (tpurt_next_index(i, ix.sizes, ix.ndim));
@@ -294,12 +303,14 @@ tpurt_status tpurt_kernel_scatter_reduce(const tpurt_op_call* c) {
     } while (tpurt_next_index(i, o.sizes, o.ndim));
     tpurt_temp_release(count);
   }
-  return TPURT_OK;
+  return f32_sums_end(out, &sums, TPURT_OK);
 }
-/* mean's count per element of out */
+/* mean's count per element of out; the float32 copy */
 tpurt_status tpurt_plan_scatter_reduce(const tpurt_op_call* c, tpurt_plan* p) {
-  if (srd_of(c) == SRD_MEAN && tpurt_numel(&TPURT_ARG(c, scatter_reduce, index)->t))
+  int r = srd_of(c);
+  if (r == SRD_MEAN && tpurt_numel(&TPURT_ARG(c, scatter_reduce, index)->t))
     p->scratch_bytes += tpurt_temp_bytes((size_t)tpurt_numel(&c->outs[0]) * sizeof(int64_t));
+  if (r != SRD_AMAX && r != SRD_AMIN) p->scratch_bytes += f32_sums_scratch(c);
   return TPURT_OK;
 }
 
@@ -339,6 +350,9 @@ tpurt_status tpurt_kernel_put(const tpurt_op_call* c) {
   tpurt_status s = check_flat_indices(ix, numel);
   if (!s) s = tpurt_copy_tensor(out, &TPURT_ARG(c, put, self)->t); /* out may be a private buffer (self overlaps it) */
   if (s) return s;
+  tpurt_tensor sums = *out;
+  if (acc && (s = f32_sums_begin(out, &sums))) return f32_sums_end(out, &sums, s);
+  out = &sums;
   for (int64_t k = 0; k < n; k++) {
     int64_t v = tpurt_load_i64(at(ix, flat_offset(ix, k)), ix->dtype);
     char* d = at(out, flat_offset(out, v < 0 ? v + numel : v));
@@ -353,6 +367,10 @@ tpurt_status tpurt_kernel_put(const tpurt_op_call* c) {
       tpurt_store_i64(d, out->dtype, (int64_t)((acc ? (uint64_t)tpurt_load_i64(d, out->dtype) : 0u) +
                                                (uint64_t)tpurt_load_i64(e, src->dtype)));
   }
+  return f32_sums_end(&c->outs[0], &sums, TPURT_OK);
+}
+tpurt_status tpurt_plan_put(const tpurt_op_call* c, tpurt_plan* p) {
+  if (TPURT_ARG(c, put, accumulate)->i) p->scratch_bytes += f32_sums_scratch(c);
   return TPURT_OK;
 }
 

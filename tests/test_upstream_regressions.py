@@ -1371,6 +1371,8 @@ LINALG_OUT_DTYPES = {
                                                                                  _e(d, _F))),
     "geqrf": lambda d: torch.geqrf(_spd(d), out=(_e(d, _F), _e(d, _I))),
     "ormqr": lambda d: torch.ormqr(_spd(d), _spd(d)[:, 0], _rhs(d), out=_e(d, _I)),
+    "householder_product of an int32 tau": lambda d: torch.linalg.householder_product(
+        _spd(d), torch.ones(3, dtype=_I, device=d)),
     "lstsq of a vector of another length": lambda d: torch.linalg.lstsq(_spd(d), torch.ones(4, dtype=_F, device=d)),
 }
 

@@ -566,6 +566,13 @@ def _real(dtype):
     return torch.empty(0, dtype=dtype, device="meta").real.dtype if dtype.is_complex else dtype
 
 
+def _householder_product(input, tau, out=None):
+    _check(tau.dtype == input.dtype, "torch.linalg.householder_product: tau dtype "
+           f"{C10_NAMES[tau.dtype]} does not match input dtype {C10_NAMES[input.dtype]}")
+    if out is not None:
+        _castable("torch.linalg.householder_product", input.dtype, out)
+
+
 def _lstsq_out(self, b, rcond=None, driver=None, solution=None, residuals=None, rank=None, singular_values=None):
     _castable("torch.linalg.lstsq", self.dtype, solution, "solution")
     _castable("torch.linalg.lstsq", _real(self.dtype), residuals, "solution")  # sic: CPU names residuals so
@@ -589,8 +596,8 @@ _LINALG_OUTS = {
         "_linalg_eigh.eigenvalues", "_linalg_svd.U", "linalg_ldl_factor_ex.out", "linalg_ldl_solve.out",
         "triangular_solve.X", "linalg_matrix_exp.out", "linalg_vector_norm.out")},
     "cholesky_inverse.out": lambda self, upper=False, out=None: _castable("cholesky_inverse", self.dtype, out),
-    "linalg_householder_product.out": lambda input, tau, out=None: _castable(
-        "torch.linalg.householder_product", input.dtype, out),
+    "linalg_householder_product": lambda input, tau: _householder_product(input, tau),
+    "linalg_householder_product.out": lambda input, tau, out=None: _householder_product(input, tau, out),
     "linalg_lstsq.out": _lstsq_out, "geqrf.a": _geqrf_out, "ormqr.out": _ormqr_out,
 }
 

@@ -31,6 +31,8 @@ SAMPLES = {
                                                                     [1, 1], False, [0, 0], 1)],
     "convolution_backward_overrideable": [lambda: A.convolution_backward_overrideable(
         t(1, 3, 3, 3), t(1, 2, 5, 5), t(3, 2, 3, 3), [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, True])],
+    "histc": [lambda: A.histc(t(5), 4), lambda: A.histc(t(5, dtype=torch.int64), 4), lambda: A.histc(t(5), 0)],
+    "histc.out": [lambda: A.histc.out(t(5), 4, out=t(0, dtype=torch.float64)), lambda: A.histc.out(t(5), 4, out=t(0))],
     "_histogramdd_from_bin_cts.out": [lambda: A._histogramdd_from_bin_cts.out(t(5, 2), [3, 4], out=t(1))],
     "_histogramdd_from_bin_tensors.out": [lambda: A._histogramdd_from_bin_tensors.out(t(5, 2), [t(3), t(4)], out=t(1))],
     "repeat_interleave.Tensor": [lambda: A.repeat_interleave.Tensor(t(3, dtype=torch.int64)),

@@ -1434,3 +1434,32 @@ def test_accumulating_writes_of_reduced_floats_agree(dtype):
     for f in calls:
         cpu = f(x.clone(), idx, v)
         assert (results[0].double() - exact).abs().sum() <= (cpu.double() - exact).abs().sum()
+
+
+# ---------------------------------------------------------------- histc (test_torch)
+HISTC_ERRORS = {
+    "integers": lambda d: torch.histc(torch.arange(5, device=d), bins=4),
+    "no bins": lambda d: torch.histc(torch.ones(5, device=d), bins=0),
+    "min above max": lambda d: torch.histc(torch.ones(5, device=d), bins=4, min=3, max=1),
+    "a float64 out= of float32": lambda d: torch.histc(torch.ones(5, device=d), bins=4,
+                                                       out=torch.empty(0, dtype=torch.float64, device=d)),
+}
+
+
+@pytest.mark.parametrize("name", list(HISTC_ERRORS))
+def test_histc_checks_as_cpu(name):
+    # PyTorch's histc meta function treats every device but CPU as CUDA: it skipped CPU's
+    # float-only and out= dtype checks (an int64 histogram was computed)
+    assert_raises_like_cpu(HISTC_ERRORS[name])
+
+
+def test_histc_is_deterministic():
+    # ... and raised CUDA's "_histc_cuda ... does not have a deterministic implementation"
+    # under torch.use_deterministic_algorithms(True); tpu's histc is deterministic
+    x = torch.tensor([0.1, 0.5, 0.7, 2.0, -1.0])
+    previous = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        assert torch.equal(torch.histc(tpu(x), bins=4).cpu(), torch.histc(x, bins=4))
+    finally:
+        torch.use_deterministic_algorithms(previous)

@@ -1,6 +1,6 @@
 """Meta functions for histc, histogram and histogramdd's parts (PyTorch ships none for the
 latter; its histc meta treats any device but CPU as CUDA: it raises CUDA's determinism alert
-under torch.use_deterministic_algorithms and skips CPU's float-only check):
+under torch.use_deterministic_algorithms and skips CPU's out= dtype check):
 output shapes follow from the bin counts or bin tensors, and the argument checks raise
 what CPU's Histogram.cpp raises (RuntimeError, same wording). The data-dependent check
 (a non-finite range) is the kernel's."""
@@ -75,16 +75,15 @@ _FLOAT_NAMES = {torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16", tor
 
 
 def histc(self, bins=100, min=0, max=0, *, out=None):
-    """CPU's histogram_histc_out: hist's dtype, the bin count, the range, then floats only (the
-    kernel's dispatch: NotImplementedError sends the call to the CPU fallback, which raises it)."""
+    """CPU's histogram_histc_out checks: hist's dtype, the bin count, the range. Integer inputs
+    count on tpu as on CUDA (MoE routing counts expert ids: tests/test_moe_routing.py), where
+    CPU's kernel is float-only."""
     hist = out if out is not None else self
     torch._check(hist.dtype == self.dtype, lambda: "torch.histogram: input tensor and hist tensor should have the same "
                  f"dtype, but got input {_FLOAT_NAMES.get(self.dtype, self.dtype)} and hist "
                  f"{_FLOAT_NAMES.get(hist.dtype, hist.dtype)}")
     torch._check(bins > 0, lambda: f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
     torch._check(not min > max, lambda: "torch.histc: max must be larger than min")
-    if not self.dtype.is_floating_point:
-        raise NotImplementedError(f"histc of {self.dtype}: CPU raises")
     if out is not None:
         resize_output(out, (bins,))
         return out

@@ -562,10 +562,6 @@ def _castable(api, dtype, out, name="result"):
            f"dtype, but got {name} with dtype {C10_NAMES[out.dtype]}")
 
 
-def _real(dtype):
-    return torch.empty(0, dtype=dtype, device="meta").real.dtype if dtype.is_complex else dtype
-
-
 def _householder_product(input, tau, out=None):
     _check(tau.dtype == input.dtype, "torch.linalg.householder_product: tau dtype "
            f"{C10_NAMES[tau.dtype]} does not match input dtype {C10_NAMES[input.dtype]}")
@@ -575,8 +571,8 @@ def _householder_product(input, tau, out=None):
 
 def _lstsq_out(self, b, rcond=None, driver=None, solution=None, residuals=None, rank=None, singular_values=None):
     _castable("torch.linalg.lstsq", self.dtype, solution, "solution")
-    _castable("torch.linalg.lstsq", _real(self.dtype), residuals, "solution")  # sic: CPU names residuals so
-    _castable("torch.linalg.lstsq", _real(self.dtype), singular_values, "singular_values")
+    _castable("torch.linalg.lstsq", self.dtype.to_real(), residuals, "solution")  # sic: CPU names residuals so
+    _castable("torch.linalg.lstsq", self.dtype.to_real(), singular_values, "singular_values")
 
 
 def _geqrf_out(self, a, tau):
@@ -596,8 +592,7 @@ _LINALG_OUTS = {
         "_linalg_eigh.eigenvalues", "_linalg_svd.U", "linalg_ldl_factor_ex.out", "linalg_ldl_solve.out",
         "triangular_solve.X", "linalg_matrix_exp.out", "linalg_vector_norm.out")},
     "cholesky_inverse.out": lambda self, upper=False, out=None: _castable("cholesky_inverse", self.dtype, out),
-    "linalg_householder_product": lambda input, tau: _householder_product(input, tau),
-    "linalg_householder_product.out": lambda input, tau, out=None: _householder_product(input, tau, out),
+    "linalg_householder_product": _householder_product, "linalg_householder_product.out": _householder_product,
     "linalg_lstsq.out": _lstsq_out, "geqrf.a": _geqrf_out, "ormqr.out": _ormqr_out,
 }
 

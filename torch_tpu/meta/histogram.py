@@ -6,6 +6,7 @@ what CPU's Histogram.cpp raises (RuntimeError, same wording). The data-dependent
 (a non-finite range) is the kernel's."""
 import torch
 from . import register, resize_output
+from ..tpu_checks import _CPP_NAMES
 
 
 
@@ -70,18 +71,14 @@ def histogramdd_from_bin_tensors(self, bins, *, weight=None, density=False):
     return self.new_empty([b.numel() - 1 for b in bins])
 
 
-_FLOAT_NAMES = {torch.float16: "c10::Half", torch.bfloat16: "c10::BFloat16", torch.float32: "float",
-                torch.float64: "double"}
-
-
 def histc(self, bins=100, min=0, max=0, *, out=None):
     """CPU's histogram_histc_out checks: hist's dtype, the bin count, the range. Integer inputs
     count on tpu as on CUDA (MoE routing counts expert ids: tests/test_moe_routing.py), where
     CPU's kernel is float-only."""
     hist = out if out is not None else self
     torch._check(hist.dtype == self.dtype, lambda: "torch.histogram: input tensor and hist tensor should have the same "
-                 f"dtype, but got input {_FLOAT_NAMES.get(self.dtype, self.dtype)} and hist "
-                 f"{_FLOAT_NAMES.get(hist.dtype, hist.dtype)}")
+                 f"dtype, but got input {_CPP_NAMES.get(self.dtype, self.dtype)} and hist "
+                 f"{_CPP_NAMES.get(hist.dtype, hist.dtype)}")
     torch._check(bins > 0, lambda: f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
     torch._check(not min > max, lambda: "torch.histc: max must be larger than min")
     if out is not None:

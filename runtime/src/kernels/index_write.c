@@ -208,7 +208,8 @@ static int srd_of(const tpurt_op_call* c) {
   return r;
 }
 
-/* *d (op)= *s in d's dtype, rounding like CPU's scalar_t loop after each element; ints wrap. */
+/* *d (op)= *s in d's dtype (float32 for a float16/bfloat16 out: f32_sums.h), rounding after each
+ * element like CPU's loop; ints wrap. */
 static void srd_combine(char* d, const char* s, int dt, int src_dt, srd_op r) {
   if (tpurt_is_float(dt)) {
     double a = tpurt_load_f64(d, dt), b = tpurt_load_f64(s, src_dt);

@@ -86,6 +86,7 @@ struct NativeKernel final : c10::OperatorKernel {
       return;
     }
     c10::DeviceGuard guard(*device);
+    check_in_place_overlap(schema, args);
     if (math_bits) {  // kernels see stored bytes: materialize the conjugated/negated inputs
       resolve_math_bits(*stack, nargs);
       args = torch::jit::last(*stack, nargs);
@@ -141,7 +142,7 @@ struct NativeKernel final : c10::OperatorKernel {
     }
     auto check_outs = [&] {
       for (size_t i = 0; i < nargs; i++)
-        if (written(i) && schema.arguments()[i].is_out()) check_out_overlap(args, i, flags_ & TPURT_OPF_NO_OUT_OVERLAP);
+        if (written(i) && schema.arguments()[i].is_out()) check_out_overlap(args, i, flags_ & TPURT_OPF_NO_OUT_OVERLAP, flags_ & TPURT_OPF_INDEXED_WRITE);
     };
     // As CPU: its elementwise ops (TensorIterator) check out= against the inputs before
     // resizing it (a smaller view of an input is a partial overlap, whatever resizing makes of
@@ -261,18 +262,56 @@ struct NativeKernel final : c10::OperatorKernel {
                     has_tpu_meta(hook_name(op.operator_name()));
     return meta_known_ == 1;
   }
+  // As CPU, before anything else looks at the arguments: an in-place op may not write through
+  // an expanded self, nor read an input that shares part of self's memory (x[1:].add_(x[:-1])
+  // would read values it already overwrote); indexed writes (index_add_, scatter_, put_, ...)
+  // may not read any memory they write. A 0-dim tensor `value` (masked_fill_, fill_) is read as
+  // a scalar before the write, as CPU reads it.
+  void check_in_place_overlap(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args) const {
+    const bool elementwise = flags_ & TPURT_OPF_ALIAS_SAFE, indexed = flags_ & TPURT_OPF_INDEXED_WRITE;
+    for (size_t w = 0; w < args.size(); w++) {
+      const auto& arg = schema.arguments()[w];
+      if (arg.is_out() || !arg.alias_info() || !arg.alias_info()->isWrite() || !args[w].isTensor()) continue;
+      const auto& self = args[w].toTensor();
+      if (!self.defined()) continue;
+      if (!(flags_ & TPURT_OPF_SELF_OVERLAP_OK)) at::assert_no_internal_overlap(self);
+      if (!elementwise && !indexed) continue;
+      auto check = [&](const at::Tensor& t) {
+        if (!t.defined()) return;
+        if (indexed) at::assert_no_overlap(self, t);
+        else at::assert_no_partial_overlap(self, t);
+      };
+      for (size_t i = 0; i < args.size(); i++) {
+        if (i == w) continue;
+        const auto& a = args[i];
+        if (a.isTensor()) {
+          if (!(a.toTensor().dim() == 0 && schema.arguments()[i].name() == "value")) check(a.toTensor());
+        } else if (a.isTensorList()) {
+          for (const auto& t : a.toTensorList()) check(t);
+        } else if (a.isOptionalTensorList()) {
+          for (std::optional<at::Tensor> t : a.toOptionalTensorList())
+            if (t.has_value()) check(*t);
+        }
+      }
+    }
+  }
   // As CPU: an out= tensor may not share some (but not all) of its memory with an input.
   // Elementwise kernels may write over an input they read in step (full overlap); the rest,
   // like CPU's, refuse an out= that shares any memory with an input.
-  static void check_out_overlap(c10::ArrayRef<c10::IValue> args, size_t out, bool no_overlap) {
+  // An indexed write's out= (a copy of self, then written) may be self itself, and may share
+  // no memory with the other inputs.
+  static void check_out_overlap(c10::ArrayRef<c10::IValue> args, size_t out, bool no_overlap, bool indexed) {
     const auto& o = args[out].toTensor();
     auto check = [&](const at::Tensor& t) {
-      if (no_overlap) at::assert_no_overlap(o, t);
+      if (no_overlap || indexed) at::assert_no_overlap(o, t);
       else at::assert_no_partial_overlap(o, t);
     };
     for (size_t i = 0; i < args.size(); i++) {
       if (i == out) continue;
-      if (args[i].isTensor() && args[i].toTensor().defined()) check(args[i].toTensor());
+      if (args[i].isTensor() && args[i].toTensor().defined()) {
+        if (indexed && i == 0) at::assert_no_partial_overlap(o, args[i].toTensor());
+        else check(args[i].toTensor());
+      }
       else if (args[i].isTensorList())
         for (const auto& t : args[i].toTensorList()) check(t);
     }

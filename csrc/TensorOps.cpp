@@ -248,6 +248,11 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   TORCH_CHECK(c10::IntArrayRef(shape) == dst.sizes(), "output with shape ", dst.sizes(),
               " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
   if (dst.numel() == 0) return dst;
+  // As CPU's copy_: no writing through an expanded dst, no source sharing part of dst's memory.
+  if (dst.device().type() == kTpu) {
+    at::assert_no_internal_overlap(dst);
+    if (self.device().type() == kTpu) at::assert_no_partial_overlap(dst, self);
+  }
   check_dtype(dst.scalar_type());
   check_dtype(self.scalar_type());
   at::Tensor out = physical(dst);

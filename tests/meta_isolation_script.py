@@ -31,6 +31,13 @@ SAMPLES = {
                                                                     [1, 1], False, [0, 0], 1)],
     "convolution_backward_overrideable": [lambda: A.convolution_backward_overrideable(
         t(1, 3, 3, 3), t(1, 2, 5, 5), t(3, 2, 3, 3), [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, True])],
+    "convolution_overrideable.channels_last": [lambda: A.convolution_overrideable(
+        t(1, 2, 5, 5).contiguous(memory_format=torch.channels_last), t(3, 2, 3, 3), None, [1, 1], [0, 0], [1, 1], False,
+        [0, 0], 1)],
+    **{pad: [lambda pad=pad: getattr(A, pad)(t(2, 3, 4, 4).contiguous(memory_format=torch.channels_last), [1, 1, 2, 2]),
+             lambda pad=pad: getattr(A, pad)(t(3, 4, 4), [1, 1, 2, 2])] for pad in ("reflection_pad2d", "replication_pad2d")},
+    **{pad: [lambda pad=pad: getattr(A, pad)(t(2, 3, 4, 4, 4).contiguous(memory_format=torch.channels_last_3d), [1] * 6),
+             lambda pad=pad: getattr(A, pad)(t(3, 4, 4, 4), [1] * 6)] for pad in ("reflection_pad3d", "replication_pad3d")},
     "histc": [lambda: A.histc(t(5), 4), lambda: A.histc(t(5, dtype=torch.int64), 4), lambda: A.histc(t(5), 0)],
     "histc.out": [lambda: A.histc.out(t(5), 4, out=t(0, dtype=torch.float64)), lambda: A.histc.out(t(5), 4, out=t(0))],
     "_histogramdd_from_bin_cts.out": [lambda: A._histogramdd_from_bin_cts.out(t(5, 2), [3, 4], out=t(1))],

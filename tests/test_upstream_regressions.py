@@ -2,6 +2,7 @@
 test_ops, ...) found on tpu, each reproduced here against PyTorch CPU so CI catches them
 without the upstream test files. Results must match CPU bit for bit where CPU's are exact
 (integers, rounding of one float16 operation); float64 decides elsewhere."""
+import copy
 import itertools
 import warnings
 
@@ -1462,3 +1463,40 @@ def test_histc_is_deterministic():
         assert torch.equal(torch.histc(tpu(x), bins=4).cpu(), torch.histc(x, bins=4))
     finally:
         torch.use_deterministic_algorithms(previous)
+
+
+# test_modules' test_memory_format: convolutions and reflection/replication padding return a
+# channels-last result (and gradients) when CPU's float32 kernels (oneDNN) and CUDA's do: when
+# the input or the weight is channels-last (CPU's float64 Conv3d answers contiguous: its slow path).
+_CL_MODULES = {
+    "Conv2d": (lambda: torch.nn.Conv2d(3, 4, 3), (2, 3, 6, 6)),
+    "Conv2d 1x1": (lambda: torch.nn.Conv2d(3, 4, 1), (2, 3, 6, 6)),
+    "ConvTranspose2d": (lambda: torch.nn.ConvTranspose2d(3, 4, 3, stride=2), (2, 3, 6, 6)),
+    "Conv3d": (lambda: torch.nn.Conv3d(3, 4, 2), (2, 3, 4, 4, 4)),
+    "ReflectionPad2d": (lambda: torch.nn.ReflectionPad2d(2), (2, 3, 6, 6)),
+    "ReplicationPad2d": (lambda: torch.nn.ReplicationPad2d(2), (2, 3, 6, 6)),
+    "ReflectionPad3d": (lambda: torch.nn.ReflectionPad3d(1), (2, 3, 4, 4, 4)),
+    "ReplicationPad3d": (lambda: torch.nn.ReplicationPad3d(1), (2, 3, 4, 4, 4)),
+}
+
+
+@pytest.mark.parametrize("module_cl", [False, True])
+@pytest.mark.parametrize("input_cl", [False, True])
+@pytest.mark.parametrize("name", sorted(_CL_MODULES))
+def test_memory_format_of_results_as_cpu(name, input_cl, module_cl):
+    make, shape = _CL_MODULES[name]
+    fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    torch.manual_seed(0)
+    cpu = make()
+    x = torch.randn(shape)
+    results = []
+    for model, d in ((cpu, "cpu"), (copy.deepcopy(cpu).to("tpu"), "tpu")):
+        model.to(memory_format=fmt if module_cl else torch.contiguous_format)
+        xd = x.to(d).clone(memory_format=fmt if input_cl else torch.contiguous_format).requires_grad_()
+        with torch.tpu.precision("highest"):
+            y = model(xd)
+            y.backward(torch.linspace(-1, 1, y.numel(), device=d).view(y.shape))
+        results.append((y, xd.grad))
+    for (e, a) in zip(*results):
+        assert a.stride() == e.stride()
+        torch.testing.assert_close(a.cpu(), e, rtol=1e-5, atol=1e-5)

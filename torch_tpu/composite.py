@@ -147,5 +147,34 @@ def _thnn_fused_lstm_cell_backward_impl(grad_hy, grad_cy, cx, cy, workspace, has
     return grad_gates, grad_c * f, grad_gates.sum(0) if has_bias else None
 
 
+def _thnn_fused_gru_cell(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=None):
+    # nn.GRU/GRUCell on an accelerator call the fused cell too. The workspace is CUDA's: the
+    # reset, update and new gates, hx and the hidden half of the new gate, side by side.
+    if input_bias is not None:
+        input_gates = input_gates + input_bias
+        hidden_gates = hidden_gates + hidden_bias
+    ir, ii, in_ = input_gates.chunk(3, 1)
+    hr, hi, hn = hidden_gates.chunk(3, 1)
+    r = (ir + hr).sigmoid()
+    z = (ii + hi).sigmoid()
+    n = (in_ + r * hn).tanh()
+    return n + z * (hx - n), torch.cat([r, z, n, hx, hn], 1)
+
+
+def _thnn_fused_gru_cell_backward(grad_hy, workspace, has_bias):
+    r, z, n, hx, hn = workspace.chunk(5, 1)
+    grad_hx = grad_hy * z
+    grad_z = grad_hy * (hx - n) * (1 - z) * z
+    grad_in = grad_hy * (1 - z) * (1 - n * n)
+    grad_r = grad_in * hn * (1 - r) * r
+    grad_input_gates = torch.cat([grad_r, grad_z, grad_in], 1)
+    grad_hidden_gates = torch.cat([grad_r, grad_z, grad_in * r], 1)
+    if not has_bias:
+        return grad_input_gates, grad_hidden_gates, grad_hx, None, None
+    return grad_input_gates, grad_hidden_gates, grad_hx, grad_input_gates.sum(0), grad_hidden_gates.sum(0)
+
+
+_lib.impl("_thnn_fused_gru_cell", _thnn_fused_gru_cell, "PrivateUse1")
+_lib.impl("_thnn_fused_gru_cell_backward", _thnn_fused_gru_cell_backward, "PrivateUse1")
 _lib.impl("_thnn_fused_lstm_cell", _thnn_fused_lstm_cell, "PrivateUse1")
 _lib.impl("_thnn_fused_lstm_cell_backward_impl", _thnn_fused_lstm_cell_backward_impl, "PrivateUse1")

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define TPURT_VERSION_MAJOR 0
-#define TPURT_VERSION_MINOR 16
+#define TPURT_VERSION_MINOR 17
 
 /* ---------------------------------------------------------------- status codes */
 /* X(code, value, the c10 error class the C++ boundary throws, which PyTorch turns into the
@@ -189,6 +189,9 @@ enum {
                                           data eagerly (a division by zero, a negative integer power) */
   TPURT_OPF_SELF_OVERLAP_OK = 1 << 9,  /* may write through a self-overlapping (expanded) view: every element
                                           gets the same value (fill_), as CPU allows */
+  TPURT_OPF_INDEXED_WRITE = 1 << 10,   /* writes self (or a copy of it, out=) at indices (index_add_, scatter_,
+                                          put_): as CPU, the written tensor shares no memory with the other
+                                          inputs (index, source, values) (since 0.17) */
 };
 
 /* ---------------------------------------------------------------- affine quantization (since 0.7) */

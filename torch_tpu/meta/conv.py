@@ -3,8 +3,8 @@
 CPU's convolution, for tpu tensors only."""
 import torch
 from torch._meta_registrations import calc_conv_nd_return_shape
+from torch._prims_common import suggest_memory_format
 from . import register
-
 
 
 def _check_dtypes(input, weight, bias):
@@ -29,6 +29,16 @@ def _transposed_shape(input, weight, stride, padding, dilation, output_padding, 
     return [input.shape[0], weight.shape[1] * groups] + out
 
 
+def _memory_format(input, weight):
+    """As CPU's and CUDA's convolutions: channels-last results when the input or the weight is
+    channels-last (PyTorch's own meta, which cannot see the device, leaves them contiguous)."""
+    formats = (suggest_memory_format(input), suggest_memory_format(weight))
+    for f in (torch.channels_last, torch.channels_last_3d):
+        if f in formats:
+            return f
+    return torch.contiguous_format
+
+
 def convolution_overrideable(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     _check_dtypes(input, weight, bias)
     if transposed:
@@ -37,15 +47,16 @@ def convolution_overrideable(input, weight, bias, stride, padding, dilation, tra
         shape = calc_conv_nd_return_shape(input, weight, stride, padding, dilation, transposed, groups, None)
     if input.size(1) == 0:
         shape[1] = 0
-    return input.new_empty(shape)
+    return input.new_empty(shape).contiguous(memory_format=_memory_format(input, weight))
 
 
 def convolution_backward_overrideable(grad_output, input, weight, stride, padding, dilation, transposed,
                                       output_padding, groups, output_mask):
     _check_dtypes(input, weight, None)
     channels = weight.size(1) * groups if transposed else weight.size(0)
-    return (input.new_empty(input.shape) if output_mask[0] else None,
-            weight.new_empty(weight.shape) if output_mask[1] else None,
+    fmt = _memory_format(input, weight)
+    return (input.new_empty(input.shape).contiguous(memory_format=fmt) if output_mask[0] else None,
+            weight.new_empty(weight.shape).contiguous(memory_format=fmt) if output_mask[1] else None,
             grad_output.new_empty((channels,)) if output_mask[2] else None)
 
 

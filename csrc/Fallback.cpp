@@ -176,4 +176,21 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("_to_cpu", to_cpu); }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) { m.fallback(torch::CppFunction::makeFromBoxedFunction<&fallback_kernel>()); }
 
+namespace {
+// PyTorch's nested tensor kernels are CPU's and CUDA's; the common way to meet one is
+// nn.TransformerEncoder's inference fast path, which packs a padded batch into a nested tensor
+// for every device type it lists, tpu included.
+void nested_unsupported(const c10::OperatorHandle& op, torch::jit::Stack*) {
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "torch_tpu: ", op.schema().operator_name(),
+                              " of a nested tensor: tpu has no nested tensors. nn.TransformerEncoder in eval mode "
+                              "makes one from its input when given src_key_padding_mask: construct it with "
+                              "enable_nested_tensor=False (the same outputs, but for padding positions, which then hold "
+                              "values instead of zeros).");
+}
+}  // namespace
+
+TORCH_LIBRARY_IMPL(_, NestedTensorPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&nested_unsupported>());
+}
+
 }  // namespace torch_tpu

@@ -38,6 +38,21 @@ SAMPLES = {
              lambda pad=pad: getattr(A, pad)(t(3, 4, 4), [1, 1, 2, 2])] for pad in ("reflection_pad2d", "replication_pad2d")},
     **{pad: [lambda pad=pad: getattr(A, pad)(t(2, 3, 4, 4, 4).contiguous(memory_format=torch.channels_last_3d), [1] * 6),
              lambda pad=pad: getattr(A, pad)(t(3, 4, 4, 4), [1] * 6)] for pad in ("reflection_pad3d", "replication_pad3d")},
+    **{name: [lambda call=call, dt=dt: call(dt) for dt in (torch.int64, torch.uint8, torch.int32)] for name, call in {
+        "nll_loss_forward": lambda dt: A.nll_loss_forward(t(5, 3), t(5, dtype=dt), None, 1, -100),
+        "nll_loss_forward.output": lambda dt: A.nll_loss_forward.output(t(5, 3), t(5, dtype=dt), None, 1, -100,
+                                                                        output=t(0), total_weight=t(0)),
+        "nll_loss_backward": lambda dt: A.nll_loss_backward(t(), t(5, 3), t(5, dtype=dt), None, 1, -100, t()),
+        "nll_loss_backward.grad_input": lambda dt: A.nll_loss_backward.grad_input(
+            t(), t(5, 3), t(5, dtype=dt), None, 1, -100, t(), grad_input=t(0)),
+        "nll_loss2d_forward": lambda dt: A.nll_loss2d_forward(t(2, 3, 2, 2), t(2, 2, 2, dtype=dt), None, 1, -100),
+        "nll_loss2d_forward.output": lambda dt: A.nll_loss2d_forward.output(
+            t(2, 3, 2, 2), t(2, 2, 2, dtype=dt), None, 1, -100, output=t(0), total_weight=t(0)),
+        "nll_loss2d_backward": lambda dt: A.nll_loss2d_backward(t(), t(2, 3, 2, 2), t(2, 2, 2, dtype=dt), None, 1,
+                                                                -100, t()),
+        "nll_loss2d_backward.grad_input": lambda dt: A.nll_loss2d_backward.grad_input(
+            t(), t(2, 3, 2, 2), t(2, 2, 2, dtype=dt), None, 1, -100, t(), grad_input=t(0)),
+    }.items()},
     "histc": [lambda: A.histc(t(5), 4), lambda: A.histc(t(5, dtype=torch.int64), 4), lambda: A.histc(t(5), 0)],
     "histc.out": [lambda: A.histc.out(t(5), 4, out=t(0, dtype=torch.float64)), lambda: A.histc.out(t(5), 4, out=t(0))],
     "_histogramdd_from_bin_cts.out": [lambda: A._histogramdd_from_bin_cts.out(t(5, 2), [3, 4], out=t(1))],

@@ -211,3 +211,52 @@ def test_gru_matches_cpu_in_float64_without_fallback(module, bias):
             results.append([g.cpu() for g in grads])
         for a, e in zip(*results[::-1]):
             torch.testing.assert_close(a, e, atol=1e-12, rtol=1e-10)
+
+
+_PAD = torch.tensor([[False] * 5, [False] * 3 + [True] * 2, [False] * 4 + [True]])
+_ENCODER_MASKS = {
+    "none": (None, None),
+    "src_mask": (torch.triu(torch.full((5, 5), float("-inf")), 1), None),
+    "boolean src_mask": (torch.triu(torch.ones(5, 5, dtype=torch.bool), 1), None),
+    "key padding": (None, _PAD),
+    "both": (torch.triu(torch.full((5, 5), float("-inf")), 1), _PAD),
+    "a sequence all padding (NaN, as CPU)": (None, torch.tensor([[False] * 5, [True] * 5, [False] * 4 + [True]])),
+}
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+@pytest.mark.parametrize("masks", sorted(_ENCODER_MASKS))
+def test_transformer_encoder_inference_fast_path_matches_cpu(masks, activation, norm_first):
+    # PyTorch's test_nn: an eval-mode TransformerEncoderLayer under no_grad takes its fast path
+    # (_transformer_encoder_layer_fwd) on tpu as on CUDA; it ran on the CPU fallback
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(16, 4, 32, batch_first=True, norm_first=norm_first,
+                                             activation=activation).eval()
+    x = torch.randn(3, 5, 16)
+    src_mask, pad = _ENCODER_MASKS[masks]
+    tpu_layer = copy.deepcopy(layer).to("tpu")
+    with torch.no_grad():
+        expected = layer(x, src_mask=src_mask, src_key_padding_mask=pad)
+        torch_tpu.metrics.reset()
+        with torch.tpu.precision("highest"):
+            actual = tpu_layer(x.to("tpu"), src_mask=None if src_mask is None else src_mask.to("tpu"),
+                               src_key_padding_mask=None if pad is None else pad.to("tpu"))
+    assert not torch_tpu.metrics.fallback_ops()
+    torch.testing.assert_close(actual.cpu(), expected, atol=2e-6, rtol=1e-5, equal_nan=True)
+
+
+def test_transformer_encoder_nested_fast_path_explains_itself():
+    # nn.TransformerEncoder packs a padded batch into a nested tensor, which tpu does not have:
+    # a NotImplementedError that names the way out, which gives CPU's result but at the padding
+    layer = torch.nn.TransformerEncoderLayer(16, 4, 32, batch_first=True)
+    x = torch.randn(3, 5, 16)
+    with torch.no_grad():
+        expected = torch.nn.TransformerEncoder(layer, 2).eval()(x, src_key_padding_mask=_PAD)
+        with pytest.raises(NotImplementedError, match="enable_nested_tensor=False"):
+            torch.nn.TransformerEncoder(layer, 2).eval().to("tpu")(x.to("tpu"), src_key_padding_mask=_PAD.to("tpu"))
+        encoder = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval().to("tpu")
+        with torch.tpu.precision("highest"):
+            actual = encoder(x.to("tpu"), src_key_padding_mask=_PAD.to("tpu"))
+    keep = ~_PAD
+    torch.testing.assert_close(actual.cpu()[keep], expected[keep], atol=2e-6, rtol=1e-5)

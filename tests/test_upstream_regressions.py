@@ -4,6 +4,7 @@ without the upstream test files. Results must match CPU bit for bit where CPU's 
 (integers, rounding of one float16 operation); float64 decides elsewhere."""
 import copy
 import itertools
+import re
 import warnings
 
 import pytest
@@ -1500,3 +1501,67 @@ def test_memory_format_of_results_as_cpu(name, input_cl, module_cl):
     for (e, a) in zip(*results):
         assert a.stride() == e.stride()
         torch.testing.assert_close(a.cpu(), e, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dim", [-1, 0])
+@pytest.mark.parametrize("dtype,offset", [(torch.float32, 1e7), (torch.float64, 1e15), (torch.float16, 1.5e3)])
+def test_log_softmax_of_large_values_as_of_small_ones(dtype, offset, dim):
+    # test_nn's test_log_softmax_big: x - (max + log(sum)) rounded the sum to x's magnitude (0.31 off
+    # at 1e7); CPU computes (x - max) - log(sum)
+    x = torch.randint(100, (16, 4), dtype=dtype, generator=torch.Generator().manual_seed(0)).to("tpu")
+    small = torch.nn.functional.log_softmax(x, dim)
+    assert torch.equal(torch.nn.functional.log_softmax(x + offset, dim), small)
+    torch.testing.assert_close(small.cpu(), torch.nn.functional.log_softmax(x.cpu().double(), dim).to(dtype))
+
+
+_NLL_CALLS = {
+    "nll_loss_forward": lambda x, t, x2, t2, g: torch.ops.aten.nll_loss_forward(x, t, None, 1, -100)[0],
+    "nll_loss_backward": lambda x, t, x2, t2, g: torch.ops.aten.nll_loss_backward(g, x, t, None, 1, -100, g),
+    "nll_loss2d_forward": lambda x, t, x2, t2, g: torch.ops.aten.nll_loss2d_forward(x2, t2, None, 1, -100)[0],
+    "nll_loss2d_backward": lambda x, t, x2, t2, g: torch.ops.aten.nll_loss2d_backward(g, x2, t2, None, 1, -100, g),
+    "nll_loss_forward.output": lambda x, t, x2, t2, g: torch.ops.aten.nll_loss_forward.output(
+        x, t, None, 0, -100, output=torch.empty(0, device=x.device), total_weight=torch.empty(0, device=x.device))[0],
+}
+
+
+@pytest.mark.parametrize("target_dtype", [torch.int64, torch.uint8, torch.int32, torch.int16])
+@pytest.mark.parametrize("name", sorted(_NLL_CALLS))
+def test_nll_loss_target_dtypes_as_cpu(name, target_dtype):
+    # test_nn's test_nll_loss_byte_target_matches_long: PyTorch's meta refused uint8 targets
+    # (a decomposition through gather) and took int32 ones, which CPU refuses
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(10, 4, generator=gen).log_softmax(-1)
+    x2 = torch.randn(2, 4, 3, 3, generator=gen).log_softmax(1)
+    t, t2 = torch.randint(0, 4, (10,), generator=gen), torch.randint(0, 4, (2, 3, 3), generator=gen)
+    args = (x, t.to(target_dtype), x2, t2.to(target_dtype), torch.tensor(1.0))
+    try:
+        expected = _NLL_CALLS[name](*args)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match=re.escape(str(e))):
+            _NLL_CALLS[name](*[tpu(a) for a in args])
+        return
+    torch.testing.assert_close(_NLL_CALLS[name](*[tpu(a) for a in args]).cpu(), expected)  # sums: not bit for bit
+
+
+@pytest.mark.parametrize("forward", [
+    lambda x: torch.nn.functional.elu_(x, alpha=-2), lambda x: torch.nn.functional.celu_(x, alpha=-2),
+    lambda x: torch.nn.functional.leaky_relu_(x, -2), lambda x: torch.nn.functional.rrelu_(x, -5.0, 1.0)])
+def test_in_place_activation_with_negative_slope_refuses_backward(forward):
+    # test_nn: an in-place activation with a negative slope cannot recover its input
+    for device in ("cpu", "tpu"):
+        a = torch.tensor([-1.0, 1.0], device=device, requires_grad=True)
+        b = forward(a.clone())
+        with pytest.raises(RuntimeError, match="call out-of-place version"):
+            b.backward(torch.ones(2, device=device))
+
+
+def test_threshold_in_place_through_an_expanded_view():
+    # test_nn's test_threshold_inplace_overlap: CPU allows it (threshold is idempotent)
+    base = torch.randn(1, 6, generator=torch.Generator().manual_seed(0))
+    results = []
+    for device in ("cpu", "tpu"):
+        x = base.to(device).expand(6, 6)
+        torch.nn.functional.threshold(x, 0.5, 0.5, inplace=True)
+        torch.nn.functional.threshold_(x, 0.5, -1.0)
+        results.append(x.cpu())
+    assert torch.equal(results[0], results[1])

@@ -4,7 +4,11 @@ itself), `addr` (CPU's checks of beta and alpha, then PyTorch's composite) and `
 composite copies into an out= on any device; CPU refuses one on another device, as the native tpu path does), `flip` of a quantized tensor (its integers flipped, the
 quantizer kept: QuantizedCPU's kernel moves the same bytes), the foreach ops whose per-tensor scalars arrive packed in a CPU tensor
 (`_foreach_addcdiv/addcmul(_).Tensor`), which run as their native Scalar[] overloads, and the
-fused weight norm pair, whose CPU kernels are a norm and two broadcasts."""
+fused weight norm pair, whose CPU kernels are a norm and two broadcasts; and the ops PyTorch calls
+only on accelerators, which CPU has no kernel for: the fused LSTM and GRU cells, and
+nn.TransformerEncoderLayer's inference fast path (`_transformer_encoder_layer_fwd`)."""
+
+import math
 
 import torch
 from torch._prims_common.wrappers import _maybe_resize_out
@@ -178,3 +182,49 @@ _lib.impl("_thnn_fused_gru_cell", _thnn_fused_gru_cell, "PrivateUse1")
 _lib.impl("_thnn_fused_gru_cell_backward", _thnn_fused_gru_cell_backward, "PrivateUse1")
 _lib.impl("_thnn_fused_lstm_cell", _thnn_fused_lstm_cell, "PrivateUse1")
 _lib.impl("_thnn_fused_lstm_cell_backward_impl", _thnn_fused_lstm_cell_backward_impl, "PrivateUse1")
+
+
+def _native_self_attention(x, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, mask_type):
+    # PyTorch's _native_multi_head_attention as its encoder fast path calls it (query, key and value
+    # all x, batch first): a mask counts as boolean (nonzero masks), shaped [L, L] (mask_type 0),
+    # [B, L] (1) or [B, H, L, L] (2); a row with every key masked is NaN, as on CPU.
+    batch, length, embed = x.shape
+    head = embed // num_heads
+    q, k, v = torch.nn.functional.linear(x, qkv_weight, qkv_bias).view(batch, length, 3, num_heads, head).permute(
+        2, 0, 3, 1, 4)
+    scores = (q / math.sqrt(head)) @ k.transpose(-2, -1)
+    if mask is None:
+        weights = scores.softmax(-1)
+    else:
+        masked = mask.to(torch.bool)
+        masked = masked.view(batch, 1, 1, length) if mask_type == 1 else masked
+        weights = scores.masked_fill(masked, float("-inf")).softmax(-1)
+    out = (weights @ v).transpose(1, 2).reshape(batch, length, embed)
+    return torch.nn.functional.linear(out, proj_weight, proj_bias)
+
+
+def _transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu,
+                                   norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2,
+                                   ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2, mask=None, mask_type=None):
+    # nn.TransformerEncoderLayer's inference fast path (eval, no grad), which PyTorch takes for
+    # tpu as for CUDA; the layer as ATen's transformer_encoder_layer_forward composes it.
+    if src.numel() == 0:
+        return src.clone()
+
+    def norm(x, weight, bias):
+        return torch.nn.functional.layer_norm(x, (embed_dim,), weight, bias, eps)
+
+    x = norm(src, norm_weight_1, norm_bias_1) if norm_first else src
+    x = _native_self_attention(x, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, mask, mask_type) + src
+    if not norm_first:
+        x = norm(x, norm_weight_1, norm_bias_1)
+    residual = x
+    if norm_first:
+        x = norm(x, norm_weight_2, norm_bias_2)
+    hidden = torch.nn.functional.linear(x, ffn_weight_1, ffn_bias_1)
+    hidden = torch.nn.functional.gelu(hidden) if use_gelu else torch.relu(hidden)
+    x = torch.nn.functional.linear(hidden, ffn_weight_2, ffn_bias_2) + residual
+    return x if norm_first else norm(x, norm_weight_2, norm_bias_2)
+
+
+_lib.impl("_transformer_encoder_layer_fwd", _transformer_encoder_layer_fwd, "PrivateUse1")

@@ -118,6 +118,23 @@ def _div_(self, other, rounding_mode=None):
     out_cast_check(_result(self, other, to_float=rounding_mode is None), self)
 
 
+# ---------------------------------------------------------------- activation backwards
+# An in-place activation with a negative slope cannot recover its input from its result.
+_NEGATIVE_SLOPE_IN_PLACE = ("backward calculation is triggered with a negative slope which is not supported. This is "
+                            "caused by calling in-place forward function with a negative slope, please call "
+                            "out-of-place version instead.")
+
+
+def _elu_backward(grad_output, alpha, scale, input_scale, is_result, self_or_result, grad_input=None):
+    _check(not is_result or alpha >= 0, "In-place elu " + _NEGATIVE_SLOPE_IN_PLACE)
+
+
+def _leaky_relu_backward(grad_output, self, negative_slope, self_is_result, grad_input=None):
+    _check(not self_is_result or negative_slope >= 0,
+           "In-place leakyReLu " + _NEGATIVE_SLOPE_IN_PLACE + " File an issue at https://github.com/pytorch/pytorch "
+           "if you do require supporting in-place leakRelu backward calculation with negative slope")
+
+
 def _heaviside(self, values, out=None):
     _check(self.dtype == _dtype_of(values) and (out is None or out.dtype == self.dtype),
            "heaviside is not yet implemented for tensors with different dtypes.")
@@ -816,6 +833,8 @@ CHECKS = {
     **_ALPHA_OPS,
     **_IN_PLACE_OPS,
     "heaviside": _heaviside, "heaviside.out": _heaviside, "heaviside_": _heaviside,
+    "elu_backward": _elu_backward, "elu_backward.grad_input": _elu_backward,
+    "leaky_relu_backward": _leaky_relu_backward, "leaky_relu_backward.grad_input": _leaky_relu_backward,
     **{name: _clamp for name in ("clamp", "clamp_", "clamp.out", "clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out")},
     "nansum": _nansum, "nansum.out": _nansum,
     **{n: _values_indices_out("mode") for n in ("mode.values",)},

@@ -188,7 +188,8 @@ enum {
   TPURT_OPF_EAGER_INT_ERRORS = 1 << 8, /* as EAGER_ERRORS when the op's result is integral: CPU checks integer
                                           data eagerly (a division by zero, a negative integer power) */
   TPURT_OPF_SELF_OVERLAP_OK = 1 << 9,  /* may write through a self-overlapping (expanded) view: every element
-                                          gets the same value (fill_), as CPU allows */
+                                          gets the same value (fill_) or an idempotent one
+                                          (threshold_), as CPU allows */
   TPURT_OPF_INDEXED_WRITE = 1 << 10,   /* writes self (or a copy of it, out=) at indices (index_add_, scatter_,
                                           put_): as CPU, the written tensor shares no memory with the other
                                           inputs (index, source, values) (since 0.17) */

@@ -1,9 +1,11 @@
 """Meta functions for loss ops: the backwards PyTorch ships without one (grad_input is shaped
 like the input), and multilabel_margin_loss's forward and multi_margin_loss, whose own give an
 unreduced loss of shape [1] where CPU gives a 0-dim tensor (on tpu only): a 1-d input's for the
-first, a 0-dim target's for the second."""
+first, a 0-dim target's for the second. nll_loss's take CPU's target dtypes (int64 and uint8;
+PyTorch's, a decomposition through gather, refuse uint8 and take int32)."""
 import torch
 from torch._C import DispatchKey
+from ..tpu_checks import C10_NAMES
 from . import register, resize_output
 
 
@@ -55,3 +57,28 @@ register("multi_margin_loss_backward.grad_input", multi_margin_loss_backward_out
 register("multilabel_margin_loss_forward", multilabel_margin_loss_forward)
 register("multilabel_margin_loss_backward", multilabel_margin_loss_backward)
 register("multilabel_margin_loss_backward.grad_input", multilabel_margin_loss_backward_grad_input)
+
+
+def _nll_target(op, target_at, message, byte_ok):
+    def shape(*args, **kwargs):
+        target = args[target_at]
+        name = C10_NAMES.get(target.dtype, target.dtype)
+        torch._check(target.dtype in (torch.int64, torch.uint8), lambda: message.format(name))
+        torch._check(byte_ok or target.dtype == torch.int64, lambda: f"expected scalar type Long but found {name}")
+        return op(*args[:target_at], target.long(), *args[target_at + 1:], **kwargs)
+    return shape
+
+
+# overloads -> where the target is, CPU's message, whether CPU's kernel takes uint8 targets (its
+# 2-d ones check for either and then dispatch on int64 alone)
+_LONG_OR_BYTE = "expected target dtype to be Long or Byte, but got {}"
+for _names, _at, _message, _byte_ok in [
+    (("nll_loss_forward", "nll_loss_forward.output"), 1, _LONG_OR_BYTE, True),
+    (("nll_loss_backward", "nll_loss_backward.grad_input"), 2, "expected scalar type Long but found {}", True),
+    (("nll_loss2d_forward", "nll_loss2d_forward.output"), 1, _LONG_OR_BYTE, False),
+    (("nll_loss2d_backward", "nll_loss2d_backward.grad_input"), 2, _LONG_OR_BYTE, False),
+]:
+    for _name in _names:
+        _op, _, _overload = _name.partition(".")
+        register(_name, _nll_target(getattr(getattr(torch.ops.aten, _op), _overload or "default"), _at, _message,
+                                    _byte_ok))

@@ -300,8 +300,8 @@ static void log_softmax_line(double* const* l, int64_t n) {
   double* y = l[1];
   double m = line_max(x, n);
   for (int64_t k = 0; k < n; k++) y[k] = vm_exp(x[k] - m);
-  double lse = m + log(line_sum(y, n));
-  for (int64_t k = 0; k < n; k++) y[k] = x[k] - lse;
+  double log_sum = log(line_sum(y, n));
+  for (int64_t k = 0; k < n; k++) y[k] = (x[k] - m) - log_sum;
 }
 /* lines: [0] grad_output, [1] output, [2] grad_input */
 static void softmax_bwd_line(double* const* l, int64_t n) {
@@ -329,8 +329,10 @@ static void log_softmax_line_f(float* const* l, int64_t n) {
   const float* x = l[0];
   float* y = l[1];
   float m = line_max_f(x, n);
-  float lse = (float)(m + log(line_sumexp_f(x, m, n))); /* y is not written before: it may be x */
-  for (int64_t k = 0; k < n; k++) y[k] = x[k] - lse;
+  /* y is not written before: it may be x. As CPU, (x - max) - log(sum): x - (max + log(sum))
+   * rounds the sum to x's magnitude (0.31 off for values near 1e7) */
+  float log_sum = (float)log(line_sumexp_f(x, m, n));
+  for (int64_t k = 0; k < n; k++) y[k] = (x[k] - m) - log_sum;
 }
 static void softmax_bwd_line_f(float* const* l, int64_t n) {
   float dot = (float)line_dot_f(l[0], l[1], n);

@@ -1565,3 +1565,12 @@ def test_threshold_in_place_through_an_expanded_view():
         torch.nn.functional.threshold_(x, 0.5, -1.0)
         results.append(x.cpu())
     assert torch.equal(results[0], results[1])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+def test_softshrink_negative_lambda_in_cpu_words(dtype):
+    # test_nn's test_softshrink_negative: PyTorch's meta words the bound and dtype its own way
+    with pytest.raises(RuntimeError) as cpu:
+        torch.nn.functional.softshrink(torch.ones(3, dtype=dtype), -1)
+    with pytest.raises(RuntimeError, match=re.escape(str(cpu.value))):
+        torch.nn.functional.softshrink(torch.ones(3, dtype=dtype, device="tpu"), -1)

@@ -135,6 +135,13 @@ def _leaky_relu_backward(grad_output, self, negative_slope, self_is_result, grad
            "if you do require supporting in-place leakRelu backward calculation with negative slope")
 
 
+def _softshrink(self, lambd, out=None):
+    # CPU's words; PyTorch's meta prints the bound and dtype its own way
+    top = torch.finfo(self.dtype).max if self.dtype.is_floating_point else float("inf")
+    _check(0 <= lambd <= top, f"lambda must be in range [0, {top:g}] for input dtype "
+                              f"{C10_NAMES.get(self.dtype, self.dtype)}, but found {lambd:g}")
+
+
 def _heaviside(self, values, out=None):
     _check(self.dtype == _dtype_of(values) and (out is None or out.dtype == self.dtype),
            "heaviside is not yet implemented for tensors with different dtypes.")
@@ -833,6 +840,7 @@ CHECKS = {
     **_ALPHA_OPS,
     **_IN_PLACE_OPS,
     "heaviside": _heaviside, "heaviside.out": _heaviside, "heaviside_": _heaviside,
+    "softshrink": _softshrink, "softshrink.out": _softshrink,
     "elu_backward": _elu_backward, "elu_backward.grad_input": _elu_backward,
     "leaky_relu_backward": _leaky_relu_backward, "leaky_relu_backward.grad_input": _leaky_relu_backward,
     **{name: _clamp for name in ("clamp", "clamp_", "clamp.out", "clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out")},

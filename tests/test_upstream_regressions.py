@@ -1574,3 +1574,17 @@ def test_softshrink_negative_lambda_in_cpu_words(dtype):
         torch.nn.functional.softshrink(torch.ones(3, dtype=dtype), -1)
     with pytest.raises(RuntimeError, match=re.escape(str(cpu.value))):
         torch.nn.functional.softshrink(torch.ones(3, dtype=dtype, device="tpu"), -1)
+
+
+@pytest.mark.parametrize("mask_shape", [(4, 3), (2, 3), (3,), (1, 3)])
+def test_masked_scatter_in_place_mask_broadcasts_to_self_only(mask_shape):
+    # test_torch's test_broadcast_fn_masked_scatter: a mask larger than self computed on tpu
+    gen = torch.Generator().manual_seed(0)
+    self_, mask, source = torch.randn(3, generator=gen), torch.randn(mask_shape, generator=gen) < 0.5, torch.randn(12)
+    try:
+        expected = self_.clone().masked_scatter_(mask, source)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match=re.escape(str(e).split("):")[-1])):
+            self_.to("tpu").masked_scatter_(mask.to("tpu"), source.to("tpu"))
+        return
+    assert torch.equal(self_.to("tpu").masked_scatter_(mask.to("tpu"), source.to("tpu")).cpu(), expected)

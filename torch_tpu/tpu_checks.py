@@ -142,6 +142,14 @@ def _softshrink(self, lambd, out=None):
                               f"{C10_NAMES.get(self.dtype, self.dtype)}, but found {lambd:g}")
 
 
+def _masked_scatter_(self, mask, source):
+    # as CPU's in-place kernel: the mask broadcasts to self, never self to the mask
+    try:
+        mask.expand(self.shape)
+    except RuntimeError as e:  # PyTorch's expand message, about the tpu tensor rather than its meta stand-in
+        raise RuntimeError(str(e).replace("expand(Meta", "expand(tpu", 1)) from None
+
+
 def _heaviside(self, values, out=None):
     _check(self.dtype == _dtype_of(values) and (out is None or out.dtype == self.dtype),
            "heaviside is not yet implemented for tensors with different dtypes.")
@@ -841,6 +849,7 @@ CHECKS = {
     **_IN_PLACE_OPS,
     "heaviside": _heaviside, "heaviside.out": _heaviside, "heaviside_": _heaviside,
     "softshrink": _softshrink, "softshrink.out": _softshrink,
+    "masked_scatter_": _masked_scatter_,
     "elu_backward": _elu_backward, "elu_backward.grad_input": _elu_backward,
     "leaky_relu_backward": _leaky_relu_backward, "leaky_relu_backward.grad_input": _leaky_relu_backward,
     **{name: _clamp for name in ("clamp", "clamp_", "clamp.out", "clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out")},

@@ -67,6 +67,9 @@ struct NativeKernel final : c10::OperatorKernel {
         if (!a.isTensor() || !a.toTensor().defined() || a.toTensor().device().type() == kTpu) continue;
         // a 0-dim CPU tensor may be read as a scalar, never written (out=, in-place self)
         const auto* ai = schema.arguments()[i].alias_info();
+        // a host tensor indexed with tpu indices: CPU's (and CUDA's) words
+        TORCH_CHECK(!(i == 0 && (flags_ & TPURT_OPF_HOST_INDICES)), "indices should be either on ", c10::kCPU,
+                    " or on the same device as the indexed tensor (", a.toTensor().device(), ")");
         TORCH_CHECK(!(ai && ai->isWrite()), "Expected out tensor to have device ", *device, ", but got ",
                     a.toTensor().device(), " instead");
         TORCH_CHECK(a.toTensor().dim() == 0, "Expected all tensors to be on the same device, but found at least two devices, ",

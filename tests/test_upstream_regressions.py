@@ -1588,3 +1588,14 @@ def test_masked_scatter_in_place_mask_broadcasts_to_self_only(mask_shape):
             self_.to("tpu").masked_scatter_(mask.to("tpu"), source.to("tpu"))
         return
     assert torch.equal(self_.to("tpu").masked_scatter_(mask.to("tpu"), source.to("tpu")).cpu(), expected)
+
+
+@pytest.mark.parametrize("index", [
+    lambda x, i: x[:, i, None, i, 0], lambda x, i: x[i], lambda x, i: x[i.cpu(), None, i],
+    lambda x, i: x.index_put_((i,), torch.tensor(1.0))])
+def test_host_tensor_indexed_with_tpu_indices_in_cpu_words(index):
+    # test_torch's test_advancedindex_mixed_devices_error (CUDA's indices on a CPU tensor say the same)
+    x, i = torch.randn(3, 4, 4, 4, 3), torch.tensor([0, 2, 1], device="tpu")
+    with pytest.raises(RuntimeError, match=re.escape("indices should be either on cpu or on the same device as the "
+                                                     "indexed tensor (cpu)")):
+        index(x, i)

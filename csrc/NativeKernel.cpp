@@ -133,8 +133,9 @@ struct NativeKernel final : c10::OperatorKernel {
       const auto* ai = schema.arguments()[i].alias_info();
       return ai && ai->isWrite() && args[i].isTensor() && args[i].toTensor().defined();
     };
-    for (size_t i = 0; i < nargs; i++)  // as CPU: no writing through expanded (self-overlapping) views
-      if (written(i) && !(flags_ & TPURT_OPF_SELF_OVERLAP_OK)) at::assert_no_internal_overlap(args[i].toTensor());
+    for (size_t i = 0; i < nargs; i++)  // as CPU: no out= through expanded views (in-place self: checked above)
+      if (written(i) && schema.arguments()[i].is_out() && !(flags_ & TPURT_OPF_SELF_OVERLAP_OK))
+        at::assert_no_internal_overlap(args[i].toTensor());
     if (meta && !complex_ok && meta->complex_output) {
       cpu_fallback(op, stack, kNoComplex);
       return;
@@ -279,22 +280,27 @@ struct NativeKernel final : c10::OperatorKernel {
       if (!self.defined()) continue;
       if (!(flags_ & TPURT_OPF_SELF_OVERLAP_OK)) at::assert_no_internal_overlap(self);
       if (!elementwise && !indexed) continue;
-      auto check = [&](const at::Tensor& t) {
-        if (!t.defined()) return;
+      for_each_tensor(args, w, [&](size_t i, const at::Tensor& t) {
+        if (t.dim() == 0 && args[i].isTensor() && schema.arguments()[i].name() == "value") return;
         if (indexed) at::assert_no_overlap(self, t);
         else at::assert_no_partial_overlap(self, t);
-      };
-      for (size_t i = 0; i < args.size(); i++) {
-        if (i == w) continue;
-        const auto& a = args[i];
-        if (a.isTensor()) {
-          if (!(a.toTensor().dim() == 0 && schema.arguments()[i].name() == "value")) check(a.toTensor());
-        } else if (a.isTensorList()) {
-          for (const auto& t : a.toTensorList()) check(t);
-        } else if (a.isOptionalTensorList()) {
-          for (std::optional<at::Tensor> t : a.toOptionalTensorList())
-            if (t.has_value()) check(*t);
-        }
+      });
+    }
+  }
+  // fn(i, t) for every defined tensor of the arguments but args[skip], lists included.
+  template <class Fn>
+  static void for_each_tensor(c10::ArrayRef<c10::IValue> args, size_t skip, Fn&& fn) {
+    for (size_t i = 0; i < args.size(); i++) {
+      if (i == skip) continue;
+      const auto& a = args[i];
+      if (a.isTensor()) {
+        if (a.toTensor().defined()) fn(i, a.toTensor());
+      } else if (a.isTensorList()) {
+        for (const at::Tensor t : a.toTensorList())
+          if (t.defined()) fn(i, t);
+      } else if (a.isOptionalTensorList()) {
+        for (std::optional<at::Tensor> t : a.toOptionalTensorList())
+          if (t.has_value() && t->defined()) fn(i, *t);
       }
     }
   }
@@ -305,19 +311,11 @@ struct NativeKernel final : c10::OperatorKernel {
   // no memory with the other inputs.
   static void check_out_overlap(c10::ArrayRef<c10::IValue> args, size_t out, bool no_overlap, bool indexed) {
     const auto& o = args[out].toTensor();
-    auto check = [&](const at::Tensor& t) {
-      if (no_overlap || indexed) at::assert_no_overlap(o, t);
-      else at::assert_no_partial_overlap(o, t);
-    };
-    for (size_t i = 0; i < args.size(); i++) {
-      if (i == out) continue;
-      if (args[i].isTensor() && args[i].toTensor().defined()) {
-        if (indexed && i == 0) at::assert_no_partial_overlap(o, args[i].toTensor());
-        else check(args[i].toTensor());
-      }
-      else if (args[i].isTensorList())
-        for (const auto& t : args[i].toTensorList()) check(t);
-    }
+    for_each_tensor(args, out, [&](size_t i, const at::Tensor& t) {
+      const bool may_be_it = indexed ? i == 0 : !no_overlap;  // the very same tensor allowed
+      if (may_be_it) at::assert_no_partial_overlap(o, t);
+      else at::assert_no_overlap(o, t);
+    });
   }
 
   int op_;

@@ -79,6 +79,12 @@ void check_no_host_output(const c10::OperatorHandle& op, const torch::jit::Stack
   }
 }
 
+namespace {
+thread_local int fallback_depth = 0;
+}  // namespace
+
+bool in_cpu_fallback() { return fallback_depth > 0; }
+
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const char* why) {
   check_no_host_output(op, *stack);
   const auto& name = op.schema().operator_name();
@@ -99,7 +105,13 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const
   const size_t nargs = op.schema().arguments().size();
   auto device = tpu_device_of(torch::jit::last(*stack, nargs));
   std::vector<c10::IValue> inputs(stack->end() - nargs, stack->end());
-  at::native::cpu_fallback(op, stack);
+  {
+    struct Scope {
+      Scope() { fallback_depth++; }
+      ~Scope() { fallback_depth--; }
+    } scope;
+    at::native::cpu_fallback(op, stack);
+  }
   if (!device) return;
   const size_t nrets = op.schema().returns().size();
   auto is_input = [&](const at::Tensor& t) {

@@ -89,6 +89,10 @@ struct NativeKernel final : c10::OperatorKernel {
       return;
     }
     c10::DeviceGuard guard(*device);
+    if ((flags_ & TPURT_OPF_EXPANDED_SELF_SERIAL) && expanded_self(schema, args)) {
+      cpu_fallback(op, stack, "an expanded self, which CPU writes element by element");
+      return;
+    }
     check_in_place_overlap(schema, args);
     if (math_bits) {  // kernels see stored bytes: materialize the conjugated/negated inputs
       resolve_math_bits(*stack, nargs);
@@ -286,6 +290,16 @@ struct NativeKernel final : c10::OperatorKernel {
         else at::assert_no_partial_overlap(self, t);
       });
     }
+  }
+  // Whether an in-place op writes through an expanded (self-overlapping) self.
+  static bool expanded_self(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args) {
+    for (size_t w = 0; w < args.size(); w++) {
+      const auto& arg = schema.arguments()[w];
+      if (arg.is_out() || !arg.alias_info() || !arg.alias_info()->isWrite() || !args[w].isTensor()) continue;
+      const auto& self = args[w].toTensor();
+      if (self.defined() && at::has_internal_overlap(self) == at::MemOverlap::Yes) return true;
+    }
+    return false;
   }
   // fn(i, t) for every defined tensor of the arguments but args[skip], lists included.
   template <class Fn>

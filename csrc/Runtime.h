@@ -62,5 +62,7 @@ int64_t span_of(const at::Tensor& t);
 
 // Counted CPU fallback entry (Fallback.cpp); also used for ops whose native path declines.
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack, const char* why);
+// True on a thread while the CPU fallback runs (its copy-back of written arguments included).
+bool in_cpu_fallback();
 
 }  // namespace torch_tpu

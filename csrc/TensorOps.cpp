@@ -248,6 +248,17 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   TORCH_CHECK(c10::IntArrayRef(shape) == dst.sizes(), "output with shape ", dst.sizes(),
               " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
   if (dst.numel() == 0) return dst;
+  // The CPU fallback writing back an expanded self that CPU's kernel wrote (index_fill_ does,
+  // with a warning): its host copy (to_cpu) has dst's layout, so the bytes it spans go back as
+  // they are.
+  if (dst.device().type() == kTpu && self.device().is_cpu() && in_cpu_fallback() &&
+      at::has_internal_overlap(dst) == at::MemOverlap::Yes && self.scalar_type() == dst.scalar_type() &&
+      self.sizes() == dst.sizes() && self.strides() == dst.strides() && self.is_conj() == dst.is_conj() &&
+      self.is_neg() == dst.is_neg()) {
+    check(tpurt_memcpy_h2d(current_stream(dst.device().index()), dst.data_ptr(), self.data_ptr(),
+                           static_cast<size_t>(span_of(dst)) * dst.element_size()));
+    return dst;
+  }
   // As CPU's copy_: no writing through an expanded dst, no source sharing part of dst's memory.
   if (dst.device().type() == kTpu) {
     at::assert_no_internal_overlap(dst);

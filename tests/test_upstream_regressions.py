@@ -1599,3 +1599,53 @@ def test_host_tensor_indexed_with_tpu_indices_in_cpu_words(index):
     with pytest.raises(RuntimeError, match=re.escape("indices should be either on cpu or on the same device as the "
                                                      "indexed tensor (cpu)")):
         index(x, i)
+
+
+# ---------------------------------------------------------------- test/nn: embedding_bag, pooling (fifth round)
+_W, _IDX, _OFF = (lambda: torch.zeros(5, 2)), (lambda: torch.tensor([1, 2, 3])), (lambda: torch.tensor([0, 1]))
+NN_ERRORS = {
+    # CPU's _embedding_bag checks, which PyTorch's meta function lacks (tpu read a 5-D input's offsets)
+    "embedding_bag 5-D input": lambda d: torch._embedding_bag(
+        torch.zeros(2, 6, dtype=torch.float64, device=d), torch.full((2, 0, 0, 6, 6), 2, device=d),
+        torch.zeros((2, 0, 0, 6, 6), dtype=torch.int64, device=d)),
+    "embedding_bag 0-dim input": lambda d: torch._embedding_bag_forward_only(_W().to(d), torch.tensor(1, device=d),
+                                                                           _OFF().to(d)),
+    "embedding_bag 2-D offsets": lambda d: torch._embedding_bag(_W().to(d), _IDX().to(d),
+                                                               torch.zeros(1, 2, dtype=torch.long, device=d)),
+    "embedding_bag 3-D weight": lambda d: torch._embedding_bag(torch.zeros(2, 2, 2, device=d), _IDX().to(d), _OFF().to(d)),
+    "embedding_bag float indices": lambda d: torch._embedding_bag(_W().to(d), _IDX().float().to(d), _OFF().to(d)),
+    "embedding_bag integer weight": lambda d: torch._embedding_bag(_W().long().to(d), _IDX().to(d), _OFF().to(d)),
+    "embedding_bag per_sample_weights of another dtype": lambda d: torch._embedding_bag(
+        _W().to(d), _IDX().to(d), _OFF().to(d), False, 0, False, torch.ones(3, dtype=torch.float64, device=d)),
+    # fractional max pooling reads one row of samples per plane: too few rows were read past
+    "fractional_max_pool3d samples for fewer samples than the batch": lambda d: torch.nn.FractionalMaxPool3d(
+        [3, 2, 2], output_size=[1, 1, 1], _random_samples=torch.rand([0, 16, 3], device=d))(
+        torch.randn([1, 16, 10, 8, 8], device=d)),
+    "fractional_max_pool3d samples for fewer channels": lambda d: torch.ops.aten.fractional_max_pool3d(
+        torch.randn([2, 16, 10, 8, 8], device=d), [3, 2, 2], [1, 1, 1], torch.rand([2, 15, 3], device=d)),
+    "fractional_max_pool3d samples of 2 dims": lambda d: torch.ops.aten.fractional_max_pool3d(
+        torch.randn([2, 16, 10, 8, 8], device=d), [3, 2, 2], [1, 1, 1], torch.rand([2, 16, 2], device=d)),
+    "fractional_max_pool3d 2-D samples": lambda d: torch.ops.aten.fractional_max_pool3d(
+        torch.randn([2, 16, 10, 8, 8], device=d), [3, 2, 2], [1, 1, 1], torch.rand([2, 16], device=d)),
+    "fractional_max_pool2d kernel_size of 3": lambda d: torch.ops.aten.fractional_max_pool2d(
+        torch.randn(1, 1, 8, 8, device=d), [2, 2, 2], [4, 4], torch.rand(1, 1, 2, device=d)),
+    "fractional_max_pool3d output_size of 2": lambda d: torch.ops.aten.fractional_max_pool3d(
+        torch.randn(1, 1, 8, 8, 8, device=d), [2, 2, 2], [4, 4], torch.rand(1, 1, 3, device=d)),
+    # CPU's adaptive pooling takes floating point only (tpu computed integers)
+    **{f"adaptive {kind} pool {n}d of {dt}": (lambda d, kind=kind, n=n, dt=dt: getattr(
+        torch.nn, f"Adaptive{kind}Pool{n}d")((2,) * n)(torch.ones((4,) * (n + 1), device=d).to(dt)))
+       for kind in ("Avg", "Max") for n in (1, 2, 3) for dt in (torch.int32, torch.uint8, torch.bool)},
+    # CPU's words where PyTorch's meta functions have others
+    **{f"{fn.__name__} backward of an empty output size": (lambda d, fn=fn: fn(
+        torch.randn(1, 64, 10, 9, device=d, requires_grad=True), 0).sum().backward())
+       for fn in (torch.nn.functional.adaptive_avg_pool2d, torch.nn.functional.adaptive_max_pool2d,
+                  torch.nn.functional.adaptive_avg_pool3d, torch.nn.functional.adaptive_max_pool3d)},
+    "max_pool2d of no channels": lambda d: torch.nn.MaxPool2d(3, stride=2)(torch.randn(1, 0, 50, 32, device=d)),
+    "max_pool2d of a 5-D input": lambda d: torch.ops.aten.max_pool2d_with_indices(torch.randn(1, 3, 3, 5, 8, device=d),
+                                                                                  [3, 3], [2, 2]),
+}
+
+
+@pytest.mark.parametrize("name", list(NN_ERRORS))
+def test_nn_errors_as_cpu(name):
+    assert_raises_like_cpu(NN_ERRORS[name], sync=False)

@@ -31,6 +31,7 @@ _DEVICE_CLASS = re.compile(r"(CPU|PRIVATEUSE1|TPU)$")
 # expectedFailure marks are bookkeeping of CPU's and CUDA's known bugs.
 PASSED, FAILED = ("passed", "xpassed"), ("failed", "error", "xfailed")
 CLASSES = ("wrong result", "missing check", "tpu error", "assumes CUDA or another device", "tpu numerics by design",
+           "fails by chance on either device",
            "crash or timeout")
 _ASSUMES_DEVICE = re.compile(r"\bcuda\b|torch\.cuda|\bmps\b|\bxla\b|\bMTIA\b|TEST_CUDA|only runs on|requires .*GPU", re.I)
 _WRONG_RESULT = re.compile(r"not close|not equal|mismatch|Tensor-likes|Scalars are|Booleans|!=|differ", re.I)
@@ -74,6 +75,13 @@ ASSUMES_CUDA = {
     "test_binary_ufuncs.py::TestBinaryUfuncs::test_type_promotion__refs_copysign":
         "PyTorch's reference refuses a CPU scalar divisor on any non-CPU device (cuda too); its skip names "
         "an older class, TestBinaryUfuncsDevice",
+    "test_convolution.py::TestConvolutionNNDeviceType::test_conv_backend_*":
+        "asserts the backend CPU and CUDA select (slow2d, ...); PyTorch selects Overrideable for every "
+        "PrivateUse1 device. With that one assertion relaxed, the rest of each test (forward AD, gradcheck and "
+        "gradgradcheck of the convolution on tpu) passes: 144 of 144",
+    "test_embedding.py::TestEmbeddingNNDeviceType::test_EmbeddingBag_per_sample_weights_failures":
+        "expects CUDA's words for a per_sample_weights dtype unlike weight's ('expected scalar type') on every "
+        "device but CPU; tpu raises CPU's RuntimeError and words",
 }
 
 
@@ -92,16 +100,37 @@ TPU_NUMERICS = {
         "ulp of float64's solution of the same system; CPU's float32 solve within 1e-6 relative); the test "
         "compares A @ X with B, whose rounding error grows with |X| on both devices (CPU's reaches 0.03 of the "
         "0.01 allowed on other draws)",
+    "test_embedding.py::TestEmbeddingNNDeviceType::test_EmbeddingBag_per_sample_weights_and_new_offsets":
+        "float16/bfloat16 bags: tpu's sum of weight x per_sample_weight is the correctly rounded one (float64 "
+        "decides, 600 of 600 draws); the test's reference rounds every product first, and CPU's kernel differs from "
+        "tpu's in 47 of 600 draws (ties); either device misses the reference by one ulp on about 1 draw in 10",
 }
+
+# Statistical tests whose bound fails by chance on either device (measured over many draws): the
+# devices' random streams differ, so which draws fail differs too.
+BY_CHANCE = {
+    "test_dropout.py::TestDropoutNNDeviceType::test_Dropout1d":
+        "the kept fraction of 100-225 channels must be within 0.05 of 0.8: 2,000 draws of 12 x 12 channels "
+        "fail 15.1% on CPU and 14.3% on tpu (mean 0.7999 and standard deviation 0.033 on both)",
+}
+
+
+def _listed(table, key):
+    """Whether a test (its key without the device and dtype suffixes) is in a table; a key ending
+    in '*' lists every test whose name starts with it."""
+    base = key.split("[")[0].rsplit("_DEVICE", 1)[0]
+    return base in table or any(k.endswith("*") and base.startswith(k[:-1]) for k in table)
 
 
 def classify(record):
     message = f"{record['exception']}: {record['message']}"
     key = pair_key(record["test"], "tpu")
-    if key.split("[")[0].rsplit("_DEVICE", 1)[0] in ASSUMES_CUDA:
+    if _listed(ASSUMES_CUDA, key):
         return "assumes CUDA or another device"
-    if key.split("[")[0].rsplit("_DEVICE", 1)[0] in TPU_NUMERICS:
+    if _listed(TPU_NUMERICS, key):
         return "tpu numerics by design"
+    if _listed(BY_CHANCE, key):
+        return "fails by chance on either device"
     if record["outcome"] == "crash":
         return "crash or timeout"
     if _ASSUMES_DEVICE.search(message) or _ASSUMES_DEVICE.search(record["test"].split("::")[-1]):

@@ -159,6 +159,63 @@ def _clamp(self, min=None, max=None, *rest):
     _check(min is not None or max is not None, "torch.clamp: At least one of 'min' or 'max' must not be None")
 
 
+# ---------------------------------------------------------------- embedding_bag
+def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None,
+                   *rest):
+    """CPU's argument checks, in its order (PyTorch's meta function checks only the dtypes)."""
+    _check(indices.dim() in (1, 2), f"input has to be a 1D or 2D Tensor, but got Tensor of dimension {indices.dim()}")
+    if indices.dim() == 1:
+        _check(offsets.dim() == 1, f"offsets has to be a 1D Tensor, but got Tensor of dimension {offsets.dim()}")
+    _check(weight.dim() == 2, f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
+    while_checking = "(while checking arguments for embedding_bag)"
+    _check(indices.dtype in (torch.int64, torch.int32), "Expected tensor for argument #1 'indices' to have one of the "
+           f"following scalar types: Long, Int; but got {_tensor_type(indices)} instead {while_checking}")
+    _check(weight.dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64),
+           "Expected tensor for argument #1 'weight' to have one of the following scalar types: Half, BFloat16, "
+           f"Float, Double; but got {_tensor_type(weight)} instead {while_checking}")
+    if per_sample_weights is not None:
+        _check(per_sample_weights.dtype == weight.dtype, "Expected tensor for argument #1 'weight' to have the same "
+               f"type as tensor for argument #1 'per_sample_weights'; but type {_tensor_type(weight)} does not equal "
+               f"{_tensor_type(per_sample_weights)} {while_checking}")
+
+
+# ---------------------------------------------------------------- pooling
+def _fractional_samples(nsp):
+    """CPU's checks of fractional max pooling's _random_samples: one row of nsp samples per plane
+    (PyTorch's meta function for the 3-d op has none)."""
+    ints = "Ints" if nsp == 2 else "three Ints"
+
+    def check(self, kernel_size, output_size, random_samples, *rest):
+        for name, value in (("kernel_size", kernel_size), ("output_size", output_size)):
+            _check(len(value) == nsp, f"fractional_max_pool{nsp}d: {name} must either be a single Int or tuple of {ints}")
+        if self.dim() not in (nsp + 1, nsp + 2):
+            return  # the meta function's message
+        _check(random_samples.dim() == 3, f"Expect _random_samples to have 3 dimensions, got {random_samples.dim()}")
+        _check(random_samples.size(0) >= (self.size(0) if self.dim() == nsp + 2 else 1),
+               "Expect _random_samples.size(0) no less then input batch size.")
+        _check(random_samples.size(1) == self.size(-nsp - 1), "Expect _random_samples.size(1) equals to input channel size.")
+        _check(random_samples.size(2) == nsp, f"Expect _random_samples.size(2) equals to {nsp}; got {random_samples.size(2)}.")
+    return check
+
+
+def _grad_output_non_empty(name):
+    """CPU's check (and words) of the adaptive poolings' backward: only the batch may be empty."""
+    def check(grad_output, *rest):
+        for d in range(1, grad_output.dim()):
+            _check(grad_output.size(d) != 0, f"{name}(): Expected grad_output to have non-zero size for non-batch "
+                   f"dimensions, but grad_output has sizes [{', '.join(map(str, grad_output.shape))}] with dimension "
+                   f"{d} being empty")
+    return check
+
+
+def _adaptive_pool_floats_only(kernel):
+    """CPU's adaptive pooling kernels take floating point only."""
+    def check(self, *rest):
+        if not (self.is_floating_point() or self.is_complex()):
+            _not_implemented_for(kernel, self.dtype)
+    return check
+
+
 # ---------------------------------------------------------------- reductions and scans
 def _scalar_type_check(expected, found, words="scalar_type"):
     """CPU's dtype check of an out= (both wordings occur: "scalar_type" and "scalar type")."""
@@ -646,8 +703,9 @@ def _softmax_backward(name):
 
 
 def _pool2d(self, *rest):
-    _check(self.dim() in (3, 4) and all(n for n in self.shape[1:]),
-           "non-empty 3D or 4D (batch mode) tensor expected for input")
+    _check(self.dim() in (3, 4), "non-empty 3D or 4D (batch mode) tensor expected for input")
+    _check(0 not in self.shape[self.dim() - 3:], "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
+           f"for input, but got:[{', '.join(map(str, self.shape))}]")
 
 
 def _pool2d_backward(grad_output, self, *rest):
@@ -850,6 +908,20 @@ CHECKS = {
     "heaviside": _heaviside, "heaviside.out": _heaviside, "heaviside_": _heaviside,
     "softshrink": _softshrink, "softshrink.out": _softshrink,
     "masked_scatter_": _masked_scatter_,
+    "_embedding_bag": _embedding_bag, "_embedding_bag_forward_only": _embedding_bag,
+    **{n: _fractional_samples(2) for n in ("fractional_max_pool2d", "fractional_max_pool2d.output")},
+    **{n: _fractional_samples(3) for n in ("fractional_max_pool3d", "fractional_max_pool3d.output")},
+    **{n: _adaptive_pool_floats_only(k) for names, k in [
+        (("_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out"), "adaptive_avg_pool2d"),
+        (("_adaptive_avg_pool3d",), "adaptive_avg_pool3d_cpu"),
+        (("adaptive_max_pool2d", "adaptive_max_pool2d.out"), "adaptive_max_pool2d"),
+        (("adaptive_max_pool3d", "adaptive_max_pool3d.out"), "adaptive_max_pool3d_cpu")] for n in names},
+    **{n: _grad_output_non_empty(k) for names, k in [
+        (("_adaptive_avg_pool2d_backward",), "adaptive_avg_pool2d_backward"),
+        (("_adaptive_avg_pool3d_backward",), "adaptive_avg_pool3d_backward"),
+        (("adaptive_max_pool2d_backward", "adaptive_max_pool2d_backward.grad_input"), "adaptive_max_pool2d_backward"),
+        (("adaptive_max_pool3d_backward", "adaptive_max_pool3d_backward.grad_input"), "adaptive_max_pool3d_backward")]
+       for n in names},
     "elu_backward": _elu_backward, "elu_backward.grad_input": _elu_backward,
     "leaky_relu_backward": _leaky_relu_backward, "leaky_relu_backward.grad_input": _leaky_relu_backward,
     **{name: _clamp for name in ("clamp", "clamp_", "clamp.out", "clamp.Tensor", "clamp_.Tensor", "clamp.Tensor_out")},

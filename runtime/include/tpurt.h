@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define TPURT_VERSION_MAJOR 0
-#define TPURT_VERSION_MINOR 17
+#define TPURT_VERSION_MINOR 18
 
 /* ---------------------------------------------------------------- status codes */
 /* X(code, value, the c10 error class the C++ boundary throws, which PyTorch turns into the
@@ -193,6 +193,10 @@ enum {
   TPURT_OPF_INDEXED_WRITE = 1 << 10,   /* writes self (or a copy of it, out=) at indices (index_add_, scatter_,
                                           put_): as CPU, the written tensor shares no memory with the other
                                           inputs (index, source, values) (since 0.17) */
+  TPURT_OPF_EXPANDED_SELF_SERIAL = 1 << 11, /* CPU writes an expanded (self-overlapping) self one element after
+                                               another, with a deprecation warning (index_fill_, masked_fill_,
+                                               index_put_; x[mask] = v): the caller runs such calls on the host
+                                               for that order (since 0.18) */
 };
 
 /* ---------------------------------------------------------------- affine quantization (since 0.7) */

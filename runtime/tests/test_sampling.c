@@ -90,6 +90,27 @@ static void test_fractional_extreme_samples(void) {
   }
 }
 
+/* Samples for fewer planes than the input has (a batch of 2 with samples for 1, or for 1 of 2
+ * channels), or of the wrong width, are refused before anything reads past them. */
+static void test_fractional_samples_cover_every_plane(void) {
+  float in[2 * 2 * 7 * 6] = {0}, out[2 * 2 * 3 * 2], samples[2 * 2 * 2] = {0};
+  int64_t idx[2 * 2 * 3 * 2];
+  int64_t si[4] = {2, 2, 7, 6}, so[4] = {2, 2, 3, 2}, k[2] = {3, 2}, osz[2] = {3, 2};
+  int64_t bad[4][3] = {{1, 2, 2}, {2, 1, 2}, {2, 2, 1}, {2, 2, 2}};
+  for (int b = 0; b < 4; b++) {
+    tpurt_op_call c = {.struct_size = sizeof c, .op = tpurt_op_lookup("fractional_max_pool2d"), .nargs = 4, .nouts = 2};
+    c.args[0] = tv(dense(in, 4, si));
+    c.args[1] = ints(k, 2);
+    c.args[2] = ints(osz, 2);
+    c.args[3] = tv(dense(samples, b == 3 ? 2 : 3, bad[b]));
+    c.outs[0] = dense(out, 4, so);
+    c.outs[1] = dense((float*)idx, 4, so);
+    c.outs[1].dtype = TPURT_I64;
+    CHECK(tpurt_op_run(&c) == TPURT_ERR_RUNTIME, "samples %lld x %lld x %lld (%d-D) accepted", (long long)bad[b][0],
+          (long long)bad[b][1], (long long)bad[b][2], b == 3 ? 2 : 3);
+  }
+}
+
 static void test_unfold_backward_overlap(void) {
   float g[3 * 3], out[7];
   for (int i = 0; i < 9; i++) g[i] = 1;
@@ -109,6 +130,7 @@ static void test_unfold_backward_overlap(void) {
 int main(void) {
   test_grid_sampler_wild_grid();
   test_fractional_extreme_samples();
+  test_fractional_samples_cover_every_plane();
   test_unfold_backward_overlap();
   return CHECK_DONE();
 }

@@ -181,6 +181,13 @@ static tpurt_status fractional_max_pool(const tpurt_op_call* c, int nsp) {
   if (s) return s;
   int64_t P = g.sp.P, C = in->sizes[in->ndim - nsp - 1];
   g.sp.P = 1;
+  /* CPU's checks and words: each plane reads its own nsp samples */
+  if (rs->ndim != 3) return tpurt_fail(TPURT_ERR_RUNTIME, "Expect _random_samples to have 3 dimensions, got %d", rs->ndim);
+  if (C > 0 && rs->sizes[0] < P / C)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "Expect _random_samples.size(0) no less then input batch size.");
+  if (rs->sizes[1] != C) return tpurt_fail(TPURT_ERR_RUNTIME, "Expect _random_samples.size(1) equals to input channel size.");
+  if (rs->sizes[2] != nsp)
+    return tpurt_fail(TPURT_ERR_RUNTIME, "Expect _random_samples.size(2) equals to %d; got %lld.", nsp, (long long)rs->sizes[2]);
   size_t rses = tpurt_dtype_size((tpurt_dtype)rs->dtype);
   for (int64_t p = 0; p < P; p++) {
     const char* u = (const char*)rs->data + ((p / C) * rs->strides[0] + (p % C) * rs->strides[1]) * (int64_t)rses;

@@ -14,6 +14,8 @@
 #include <ATen/ops/_sparse_coo_tensor_with_dims_native.h>
 #include <ATen/ops/_to_sparse_native.h>
 #include <ATen/ops/_values_native.h>
+#include <ATen/ops/add_native.h>
+#include <ATen/ops/mul_native.h>
 #include <ATen/ops/clone_native.h>
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/copy_sparse_to_sparse_native.h>
@@ -75,6 +77,10 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("zero_", at::native::zero_sparse_);
   m.impl("sparse_resize_", at::native::sparse_resize_);
   m.impl("sparse_resize_and_clear_", at::native::sparse_resize_and_clear_);
+  m.impl("add.Tensor", at::native::add_sparse);
+  m.impl("add_.Tensor", at::native::add_sparse_);
+  m.impl("mul.Tensor", at::native::mul_sparse);
+  m.impl("mul_.Tensor", at::native::mul_sparse_);
   m.impl("_to_sparse.sparse_dim", coo_to_sparse_dim);
   m.impl("_to_sparse", coo_to_sparse_layout);
 }

@@ -113,7 +113,7 @@ def bag_inputs(dt, n=10, with_psw=False):
 
 def dense_bag_backward(w, i, o, mode):
     """_embedding_bag_dense_backward straight from the forward's own auxiliary outputs (autograd
-    reaches _embedding_bag_backward, which tpu runs as one kernel)."""
+    reaches it through _embedding_bag_backward)."""
     i, o = i.contiguous(), o.contiguous()  # as F.embedding_bag hands them to the internal op (CPU's reads them raw)
     out, o2b, bsz, maxi = torch.ops.aten._embedding_bag(w, i, o, False, mode, False, None, False, -1)
     grad = torch.arange(out.numel(), dtype=torch.float32).reshape(out.shape).to(out.device, out.dtype)
@@ -125,7 +125,7 @@ for mode, code in (("mean", 1), ("max", 2)):
     register("_embedding_bag_dense_backward", lambda w, i, o, code=code: dense_bag_backward(w, i, o, code), bag_inputs,
              dtypes=(torch.float32,), grad=False, name=f"embedding_bag dense backward {mode}")
 for mode in ("sum", "mean", "max"):
-    register("_embedding_bag _embedding_bag_backward",
+    register("_embedding_bag _embedding_bag_dense_backward",
              lambda w, i, o, mode=mode: F.embedding_bag(i, w, o, mode=mode), bag_inputs, dtypes=BAG,
              name=f"embedding_bag {mode}")
     register("_embedding_bag", lambda w, i, o, mode=mode: F.embedding_bag(i, w, o, mode=mode, include_last_offset=True,

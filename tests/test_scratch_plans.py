@@ -184,11 +184,10 @@ CASES["embedding_bag"] = [
     lambda d, m=m: torch.nn.functional.embedding_bag(_bag_i.to(d), _bag_w.to(d), _bag_o.to(d), mode=m)
     for m in ("sum", "mean", "max")
 ]
-CASES["embedding_bag_backward"] = [
-    lambda d, m=m: _grad(lambda w: torch.nn.functional.embedding_bag(_bag_i.to(d), w, _bag_o.to(d), mode=m), _bag_w, d)
-    for m in ("sum", "mean", "max")
-]
-CASES["embedding_bag_dense_backward"] = [  # offset2bag and bag_size of _bag_o
+CASES["embedding_bag_dense_backward"] = [
+    *(lambda d, m=m: _grad(lambda w: torch.nn.functional.embedding_bag(_bag_i.to(d), w, _bag_o.to(d), mode=m), _bag_w, d)
+      for m in ("sum", "mean", "max")),
+    # offset2bag and bag_size of _bag_o
     lambda d: torch.ops.aten._embedding_bag_dense_backward(
         _randn(5, 70).to(d), _bag_i.to(d), torch.tensor([0] * 5 + [2] * 12 + [3] * 13 + [4] * 10).to(d),
         torch.tensor([5, 0, 12, 13, 10]).to(d), torch.zeros(5, 70, dtype=torch.long).to(d), 30, False, 1, None, -1)

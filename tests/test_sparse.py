@@ -1,5 +1,9 @@
 """Sparse COO tensors on tpu, against CPU: dense <-> COO, the structure queries, coalesce,
-copies both ways, clone; and ops beyond those raising NotImplementedError."""
+copies both ways, clone; add, mul and sparse_mask, and the sparse gradients of nn.Embedding and
+nn.EmbeddingBag (sparse=True) trained with the optimizers that take them; and ops beyond those
+raising NotImplementedError."""
+import warnings
+
 import pytest
 import torch
 
@@ -132,7 +136,7 @@ def test_unsupported_sparse_ops_raise_not_implemented():
     s = dense_input((3, 3), torch.float32).to("tpu").to_sparse()
     d = torch.ones(3, 3, device="tpu")
     torch_tpu.metrics.reset()
-    for op in (lambda: s + s, lambda: torch.mm(s, d), lambda: s * 2, lambda: d + s, lambda: torch.equal(s, s)):
+    for op in (lambda: torch.mm(s, d), lambda: s.sum(0), lambda: torch.equal(s, s), lambda: s - s):
         with pytest.raises(NotImplementedError, match="Sparsetpu"):
             op()
     assert torch_tpu.metrics.fallback_ops() == {}  # nothing reached the dense CPU fallback
@@ -170,3 +174,105 @@ def test_coalesce_many_duplicates():
         torch.testing.assert_close(t._values().cpu(), cc._values(), rtol=1e-5, atol=1e-4)
         assert v.is_floating_point() or torch.equal(t._values().cpu(), cc._values())
         assert torch.equal(c.to("tpu").to_dense().cpu(), c.to_dense())
+
+
+def _coo(d, indices, values, size):
+    return torch.sparse_coo_tensor(torch.tensor(indices), torch.tensor(values), size, device=d)
+
+
+_S = lambda d: _coo(d, [[2, 0, 2]], [1.0, 2.0, 3.0], (4,))  # noqa: E731 - uncoalesced: two entries at 2
+_H = lambda d: _coo(d, [[0, 2]], [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], (4, 3))  # noqa: E731 - hybrid
+ARITHMETIC = {
+    "dense + sparse": lambda d: torch.arange(4.0, device=d) + _S(d),
+    "dense.add_(sparse, alpha)": lambda d: torch.ones(4, device=d).add_(_S(d), alpha=-0.5),
+    "dense float64 + sparse float32": lambda d: torch.ones(4, dtype=torch.float64, device=d).add_(_S(d)),
+    "integer dense + float sparse": lambda d: torch.ones(4, dtype=torch.int64, device=d) + _S(d),
+    "hybrid dense.add_(sparse)": lambda d: torch.ones(4, 3, device=d).add_(_H(d), alpha=0.5),
+    "add out=": lambda d: torch.add(torch.ones(4, device=d), _S(d), out=torch.empty(2, device=d)),
+    "sparse + sparse": lambda d: _S(d) + _S(d).coalesce(),
+    "coalesced + coalesced": lambda d: torch.add(_S(d).coalesce(), _S(d).coalesce(), alpha=2),
+    "sparse.add_(sparse)": lambda d: _S(d).add_(_S(d)),
+    "hybrid + hybrid": lambda d: _H(d) + _H(d),
+    "sparse * scalar": lambda d: _S(d) * 2,
+    "coalesced * scalar": lambda d: _S(d).coalesce() * 2,
+    "coalesced.mul_(0-dim)": lambda d: _S(d).coalesce().mul_(torch.tensor(0.5, device=d)),
+    "integer sparse * 0.5": lambda d: _coo(d, [[2, 0, 2]], [1, 2, 3], (4,)) * 0.5,
+    "sparse * dense": lambda d: _S(d) * torch.arange(4.0, device=d),
+    "coalesced * coalesced": lambda d: _S(d).coalesce() * _S(d).coalesce(),
+    "sparse * coalesced": lambda d: _S(d) * _S(d).coalesce(),
+    "coalesced * sparse": lambda d: _S(d).coalesce() * _S(d),
+    "sparse * disjoint sparse": lambda d: _S(d) * _coo(d, [[1]], [5.0], (4,)),
+    "sparse * empty sparse": lambda d: _S(d) * _coo(d, [[]], [], (4,)).to(torch.float32),
+    "hybrid * hybrid": lambda d: _H(d) * _H(d),
+    "sparse_mask": lambda d: torch.arange(12.0, device=d).view(4, 3).sparse_mask(_H(d)),
+    "sparse_mask of an uncoalesced mask": lambda d: torch.arange(12.0, device=d).view(4, 3).sparse_mask(
+        _coo(d, [[2, 0, 2], [1, 1, 1]], [1.0, 1.0, 1.0], (4, 3))),
+}
+ARITHMETIC_ERRORS = {
+    "sparse + dense": lambda d: _S(d) + torch.ones(4, device=d),
+    "dense + sparse of another size": lambda d: torch.ones(5, device=d) + _S(d),
+    "sparse + sparse of another size": lambda d: _S(d) + _coo(d, [[0]], [1.0], (5,)),
+    "sparse + sparse of another density": lambda d: _H(d) + _coo(d, [[0, 1], [0, 1]], [1.0, 1.0], (4, 3)),
+    "sparse_mask of another size": lambda d: torch.ones(3, 4, device=d).sparse_mask(_H(d)),
+}
+
+
+@pytest.mark.parametrize("name", list(ARITHMETIC))
+def test_arithmetic_as_cpu(name):
+    expected, actual = ARITHMETIC[name]("cpu"), ARITHMETIC[name]("tpu")
+    assert actual.device.type == "tpu"
+    if expected.is_sparse and not expected.is_coalesced():
+        # which entries an uncoalesced sum lists is CPU's loop's (its merge of an unsorted operand
+        # reorders them): the tensor they make, and the flag, are the contract
+        assert not actual.is_coalesced()
+        assert_same_coo(actual.coalesce(), expected.coalesce())
+    elif expected.is_sparse:
+        assert_same_coo(actual, expected)
+    else:
+        assert actual.dtype == expected.dtype and torch.equal(actual.cpu(), expected)
+
+
+@pytest.mark.parametrize("name", list(ARITHMETIC_ERRORS))
+def test_arithmetic_errors_as_cpu(name):
+    with pytest.raises(RuntimeError) as cpu:
+        ARITHMETIC_ERRORS[name]("cpu")
+    with pytest.raises(type(cpu.value), match=str(cpu.value).split(" (Triggered")[0][:40].replace("(", ".").replace(")", ".")):
+        ARITHMETIC_ERRORS[name]("tpu")
+
+
+def _train(device, module, optimizer, micro_batches):
+    torch.manual_seed(0)
+    model = module().double().to(device)
+    opt = optimizer(model.parameters())
+    g = torch.Generator().manual_seed(1)
+    for _ in range(3):
+        opt.zero_grad()
+        for _ in range(micro_batches):  # two: the sparse gradients accumulate
+            out = model(torch.randint(0, 50, (6, 4), generator=g).to(device))
+            (out * torch.arange(out.numel(), device=device).view_as(out)).sum().backward()
+        assert model.weight.grad.is_sparse
+        opt.step()
+    return model.weight.detach().cpu()
+
+
+MODULES = {"Embedding": lambda: torch.nn.Embedding(50, 8, sparse=True),
+           "EmbeddingBag sum": lambda: torch.nn.EmbeddingBag(50, 8, mode="sum", sparse=True),
+           "EmbeddingBag mean": lambda: torch.nn.EmbeddingBag(50, 8, mode="mean", sparse=True)}
+OPTIMIZERS = {"SGD": lambda p: torch.optim.SGD(p, lr=0.1),
+              "SGD momentum": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+              "SparseAdam": lambda p: torch.optim.SparseAdam(p, lr=0.01),
+              "Adagrad": lambda p: torch.optim.Adagrad(p, lr=0.1)}
+
+
+@pytest.mark.parametrize("micro_batches", [1, 2])
+@pytest.mark.parametrize("optimizer", list(OPTIMIZERS))
+@pytest.mark.parametrize("module", list(MODULES))
+def test_sparse_embedding_gradients_train_as_cpu(module, optimizer, micro_batches):
+    # float64: CPU adds duplicate entries into the weight one after another, tpu's index_put_
+    # sums them first, so the weights agree to rounding, not bit for bit
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # a CPU fallback would warn
+        warnings.filterwarnings("ignore", "Sparse invariant checks")
+        actual = _train("tpu", MODULES[module], OPTIMIZERS[optimizer], micro_batches)
+    expected = _train("cpu", MODULES[module], OPTIMIZERS[optimizer], micro_batches)
+    torch.testing.assert_close(actual, expected, rtol=1e-13, atol=1e-13)

@@ -1617,6 +1617,9 @@ NN_ERRORS = {
     "embedding_bag integer weight": lambda d: torch._embedding_bag(_W().long().to(d), _IDX().to(d), _OFF().to(d)),
     "embedding_bag per_sample_weights of another dtype": lambda d: torch._embedding_bag(
         _W().to(d), _IDX().to(d), _OFF().to(d), False, 0, False, torch.ones(3, dtype=torch.float64, device=d)),
+    **{f"embedding_bag {mode} of index {i}": (lambda d, mode=mode, i=i: torch.nn.functional.embedding_bag(
+        torch.tensor([[i, 1]], device=d), torch.randn(10, 2, device=d), padding_idx=0, mode=mode))
+       for mode in ("sum", "mean", "max") for i in (-1, 10)},  # CPU's RuntimeError, not IndexError
     # fractional max pooling reads one row of samples per plane: too few rows were read past
     "fractional_max_pool3d samples for fewer samples than the batch": lambda d: torch.nn.FractionalMaxPool3d(
         [3, 2, 2], output_size=[1, 1, 1], _random_samples=torch.rand([0, 16, 3], device=d))(

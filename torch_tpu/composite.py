@@ -4,7 +4,8 @@ itself), `addr` (CPU's checks of beta and alpha, then PyTorch's composite) and `
 composite copies into an out= on any device; CPU refuses one on another device, as the native tpu path does), `flip` of a quantized tensor (its integers flipped, the
 quantizer kept: QuantizedCPU's kernel moves the same bytes), the foreach ops whose per-tensor scalars arrive packed in a CPU tensor
 (`_foreach_addcdiv/addcmul(_).Tensor`), which run as their native Scalar[] overloads, and the
-fused weight norm pair, whose CPU kernels are a norm and two broadcasts; and the ops PyTorch calls
+fused weight norm pair, whose CPU kernels are a norm and two broadcasts; embedding_bag's weight
+gradient, dense or sparse; and the ops PyTorch calls
 only on accelerators, which CPU has no kernel for: the fused LSTM and GRU cells, and
 nn.TransformerEncoderLayer's inference fast path (`_transformer_encoder_layer_fwd`)."""
 
@@ -94,6 +95,22 @@ def _packed_scalars(overload):
 
 for _name in ("_foreach_addcdiv", "_foreach_addcdiv_", "_foreach_addcmul", "_foreach_addcmul_"):
     _lib.impl(f"{_name}.Tensor", _packed_scalars(getattr(torch.ops.aten, _name).ScalarList), "PrivateUse1")
+
+
+def _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights,
+                            scale_grad_by_freq, mode, sparse, per_sample_weights=None, padding_idx=-1):
+    # CPU's and CUDA's kernel for the weight's gradient: dense from the native kernel, sparse
+    # (EmbeddingBag(sparse=True)) from PyTorch's composite over tpu ops, a COO tensor on tpu. The
+    # tpu forward always fills offset2bag, which CPU's recomputes where its fast path left it empty.
+    if sparse:
+        return torch.ops.aten._embedding_bag_sparse_backward(grad, indices, offsets, offset2bag, bag_size, num_weights,
+                                                             scale_grad_by_freq, mode, per_sample_weights, padding_idx)
+    return torch.ops.aten._embedding_bag_dense_backward(grad, indices, offset2bag, bag_size, maximum_indices,
+                                                        num_weights, scale_grad_by_freq, mode, per_sample_weights,
+                                                        padding_idx)
+
+
+_lib.impl("_embedding_bag_backward", _embedding_bag_backward, "PrivateUse1")
 
 
 def _weight_norm_parts(v, dim):

@@ -309,18 +309,6 @@
 #define TPURT_ARG_embedding_bag_per_sample_weights 6
 #define TPURT_ARG_embedding_bag_include_last_offset 7
 #define TPURT_ARG_embedding_bag_padding_idx 8
-#define TPURT_ARG_embedding_bag_backward_grad 0
-#define TPURT_ARG_embedding_bag_backward_indices 1
-#define TPURT_ARG_embedding_bag_backward_offsets 2
-#define TPURT_ARG_embedding_bag_backward_offset2bag 3
-#define TPURT_ARG_embedding_bag_backward_bag_size 4
-#define TPURT_ARG_embedding_bag_backward_maximum_indices 5
-#define TPURT_ARG_embedding_bag_backward_num_weights 6
-#define TPURT_ARG_embedding_bag_backward_scale_grad_by_freq 7
-#define TPURT_ARG_embedding_bag_backward_mode 8
-#define TPURT_ARG_embedding_bag_backward_sparse 9
-#define TPURT_ARG_embedding_bag_backward_per_sample_weights 10
-#define TPURT_ARG_embedding_bag_backward_padding_idx 11
 #define TPURT_ARG_embedding_bag_dense_backward_grad 0
 #define TPURT_ARG_embedding_bag_dense_backward_indices 1
 #define TPURT_ARG_embedding_bag_dense_backward_offset2bag 2
@@ -1544,7 +1532,6 @@
 #define TPURT_KINDS_elu_backward {7, {0x21f, 0x21c, 0x21c, 0x21c, 0x14, 0x21f, 0x21f}}
 #define TPURT_KINDS_embedding {6, {0x21f, 0x21f, 0x14, 0x14, 0x14, 0x21f}}
 #define TPURT_KINDS_embedding_bag {9, {0x21f, 0x21f, 0x21f, 0x14, 0x14, 0x14, 0x21f, 0x14, 0x14}}
-#define TPURT_KINDS_embedding_bag_backward {12, {0x21f, 0x21f, 0x21f, 0x21f, 0x21f, 0x21f, 0x14, 0x14, 0x14, 0x14, 0x21f, 0x14}}
 #define TPURT_KINDS_embedding_bag_dense_backward {10, {0x21f, 0x21f, 0x21f, 0x21f, 0x21f, 0x14, 0x14, 0x14, 0x21f, 0x14}}
 #define TPURT_KINDS_embedding_bag_psw_backward {7, {0x21f, 0x21f, 0x21f, 0x21f, 0x21f, 0x14, 0x14}}
 #define TPURT_KINDS_embedding_dense_backward {5, {0x21f, 0x21f, 0x14, 0x14, 0x14}}

@@ -519,7 +519,8 @@ tpurt_status tpurt_kernel_embedding_bag(const tpurt_op_call* c) {
     for (int64_t i = start; i < end; i++) {
       int64_t k = ld_i(ind, i);
       if (k < 0 || k >= nw) {
-        s = tpurt_fail(TPURT_ERR_INDEX, "index out of range in self");
+        s = tpurt_fail(TPURT_ERR_RUNTIME, "embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be %lld",
+                       (long long)k);
         break;
       }
       tpurt_store_i64(at(o2b, i * o2b->strides[0]), o2b->dtype, b);
@@ -605,20 +606,11 @@ static tpurt_status bag_backward(const tpurt_op_call* c, bag_grad_args A) {
   return s;
 }
 
-tpurt_status tpurt_plan_embedding_bag_backward(const tpurt_op_call* c, tpurt_plan* p) {
-  p->scratch_bytes += bag_backward_scratch(c);
-  return TPURT_OK;
-}
 tpurt_status tpurt_plan_embedding_bag_dense_backward(const tpurt_op_call* c, tpurt_plan* p) {
   p->scratch_bytes += bag_backward_scratch(c);
   return TPURT_OK;
 }
 
-tpurt_status tpurt_kernel_embedding_bag_backward(const tpurt_op_call* c) { /* ... offsets ..., sparse, ... */
-  if (TPURT_ARG(c, embedding_bag_backward, sparse)->i)
-    return tpurt_fail(TPURT_ERR_UNSUPPORTED, "embedding_bag: sparse gradients are not supported on tpu");
-  return bag_backward(c, BAG_GRAD_ARGS(c, embedding_bag_backward));
-}
 tpurt_status tpurt_kernel_embedding_bag_dense_backward(const tpurt_op_call* c) {
   return bag_backward(c, BAG_GRAD_ARGS(c, embedding_bag_dense_backward));
 }

@@ -17,6 +17,7 @@
 #include <ATen/ops/add_native.h>
 #include <ATen/ops/mul_native.h>
 #include <ATen/ops/clone_native.h>
+#include <ATen/ops/conj_physical_native.h>
 #include <ATen/ops/copy_native.h>
 #include <ATen/ops/copy_sparse_to_sparse_native.h>
 #include <ATen/ops/dense_dim_native.h>
@@ -81,6 +82,7 @@ TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("add_.Tensor", at::native::add_sparse_);
   m.impl("mul.Tensor", at::native::mul_sparse);
   m.impl("mul_.Tensor", at::native::mul_sparse_);
+  m.impl("conj_physical.out", at::native::conj_physical_out_sparse);
   m.impl("_to_sparse.sparse_dim", coo_to_sparse_dim);
   m.impl("_to_sparse", coo_to_sparse_layout);
 }

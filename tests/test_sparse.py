@@ -204,6 +204,8 @@ ARITHMETIC = {
     "sparse * disjoint sparse": lambda d: _S(d) * _coo(d, [[1]], [5.0], (4,)),
     "sparse * empty sparse": lambda d: _S(d) * _coo(d, [[]], [], (4,)).to(torch.float32),
     "hybrid * hybrid": lambda d: _H(d) * _H(d),
+    "conj of a complex sparse tensor, resolved": lambda d: _coo(d, [[0, 1]], [1 + 2j, 3 - 1j], (2,)).conj().resolve_conj(),
+    "conj_physical of a real sparse tensor": lambda d: torch.conj_physical(_S(d)),
     "sparse_mask": lambda d: torch.arange(12.0, device=d).view(4, 3).sparse_mask(_H(d)),
     "sparse_mask of an uncoalesced mask": lambda d: torch.arange(12.0, device=d).view(4, 3).sparse_mask(
         _coo(d, [[2, 0, 2], [1, 1, 1]], [1.0, 1.0, 1.0], (4, 3))),

@@ -1601,9 +1601,9 @@ def test_host_tensor_indexed_with_tpu_indices_in_cpu_words(index):
         index(x, i)
 
 
-# ---------------------------------------------------------------- test/nn: embedding_bag, pooling (fifth round)
+# ---------------------------------------------------------------- fifth round: test/nn (embedding_bag, pooling), test_foreach
 _W, _IDX, _OFF = (lambda: torch.zeros(5, 2)), (lambda: torch.tensor([1, 2, 3])), (lambda: torch.tensor([0, 1]))
-NN_ERRORS = {
+ROUND5_ERRORS = {
     # CPU's _embedding_bag checks, which PyTorch's meta function lacks (tpu read a 5-D input's offsets)
     "embedding_bag 5-D input": lambda d: torch._embedding_bag(
         torch.zeros(2, 6, dtype=torch.float64, device=d), torch.full((2, 0, 0, 6, 6), 2, device=d),
@@ -1643,12 +1643,18 @@ NN_ERRORS = {
         torch.randn(1, 64, 10, 9, device=d, requires_grad=True), 0).sum().backward())
        for fn in (torch.nn.functional.adaptive_avg_pool2d, torch.nn.functional.adaptive_max_pool2d,
                   torch.nn.functional.adaptive_avg_pool3d, torch.nn.functional.adaptive_max_pool3d)},
+    # PyTorch's meta function of _foreach_sub checks two bool lists only
+    "_foreach_sub of bools and an int": lambda d: torch._foreach_sub([torch.ones(3, dtype=torch.bool, device=d)], 1),
+    "_foreach_sub of expanded bools": lambda d: torch._foreach_sub(
+        [torch.ones(1, 1, dtype=torch.bool, device=d).expand(2, 1, 3)], 1),
+    "_foreach_sub_ of bools and True": lambda d: torch._foreach_sub_([torch.ones(3, dtype=torch.bool, device=d)], True),
+    "_foreach_sub of floats and [True]": lambda d: torch._foreach_sub([torch.ones(3, device=d)], [True]),
     "max_pool2d of no channels": lambda d: torch.nn.MaxPool2d(3, stride=2)(torch.randn(1, 0, 50, 32, device=d)),
     "max_pool2d of a 5-D input": lambda d: torch.ops.aten.max_pool2d_with_indices(torch.randn(1, 3, 3, 5, 8, device=d),
                                                                                   [3, 3], [2, 2]),
 }
 
 
-@pytest.mark.parametrize("name", list(NN_ERRORS))
-def test_nn_errors_as_cpu(name):
-    assert_raises_like_cpu(NN_ERRORS[name], sync=False)
+@pytest.mark.parametrize("name", list(ROUND5_ERRORS))
+def test_fifth_round_errors_as_cpu(name):
+    assert_raises_like_cpu(ROUND5_ERRORS[name], sync=False)

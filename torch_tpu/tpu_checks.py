@@ -56,6 +56,12 @@ def _sub_check(self, other):
            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
+def _foreach_sub(self, other, *rest):
+    # CPU's foreach_sub runs sub per tensor; PyTorch's meta checks only two bool lists
+    for t, o in zip(self, other if isinstance(other, (list, tuple)) else [other] * len(self)):
+        _sub_check(t, o)
+
+
 def _alpha_check(dtype, alpha):
     _check(not isinstance(alpha, bool) or dtype == torch.bool, "Boolean alpha only supported for Boolean results.")
     _check(dtype.is_floating_point or dtype.is_complex or not isinstance(alpha, (float, complex)),
@@ -908,6 +914,7 @@ CHECKS = {
     "heaviside": _heaviside, "heaviside.out": _heaviside, "heaviside_": _heaviside,
     "softshrink": _softshrink, "softshrink.out": _softshrink,
     "masked_scatter_": _masked_scatter_,
+    **{f"_foreach_sub{inplace}.{ov}": _foreach_sub for inplace in ("", "_") for ov in ("List", "Scalar", "ScalarList")},
     "_embedding_bag": _embedding_bag, "_embedding_bag_forward_only": _embedding_bag,
     **{n: _fractional_samples(2) for n in ("fractional_max_pool2d", "fractional_max_pool2d.output")},
     **{n: _fractional_samples(3) for n in ("fractional_max_pool3d", "fractional_max_pool3d.output")},

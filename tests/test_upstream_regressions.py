@@ -1658,3 +1658,25 @@ ROUND5_ERRORS = {
 @pytest.mark.parametrize("name", list(ROUND5_ERRORS))
 def test_fifth_round_errors_as_cpu(name):
     assert_raises_like_cpu(ROUND5_ERRORS[name], sync=False)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+@pytest.mark.parametrize("inp,target", [(0.5, [0]), (0.5, 0), ([0.5], 0), ([0.5, 0.2, 0.9], [2, 0, -1]),
+                                        ([0.5, 0.2], [[1, -1]]), ([[0.5, 0.2]], [1, -1]), (0.5, [0, 0])], ids=str)
+def test_multilabel_margin_loss_target_shapes_as_cpu(inp, target, reduction):
+    # test_torch: CPU takes a 0-dim or 1-d input with any target of at most one dim holding as
+    # many elements; PyTorch's meta function wanted the input's shape
+    def run(d):
+        x = torch.tensor(inp, device=d, requires_grad=True)
+        loss = torch.nn.functional.multilabel_margin_loss(x, torch.tensor(target, device=d), reduction=reduction)
+        loss.sum().backward()
+        return loss, x.grad
+
+    try:
+        expected = run("cpu")
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match=re.escape(str(e))):
+            run("tpu")
+        return
+    for a, b in zip(run("tpu"), expected):
+        assert a.shape == b.shape and torch.equal(a.cpu(), b)

@@ -1,7 +1,8 @@
 """Meta functions for loss ops: the backwards PyTorch ships without one (grad_input is shaped
 like the input), and multilabel_margin_loss's forward and multi_margin_loss, whose own give an
 unreduced loss of shape [1] where CPU gives a 0-dim tensor (on tpu only): a 1-d input's for the
-first, a 0-dim target's for the second. nll_loss's take CPU's target dtypes (int64 and uint8;
+first (whose own also wants the target shaped as a 0-dim or 1-d input, where CPU counts its
+elements), a 0-dim target's for the second. nll_loss's take CPU's target dtypes (int64 and uint8;
 PyTorch's, a decomposition through gather, refuse uint8 and take int32)."""
 import torch
 from torch._C import DispatchKey
@@ -18,10 +19,21 @@ def multi_margin_loss_backward_out(grad_output, self, target, p, margin, weight=
     return resize_output(grad_input, self.shape)
 
 
+def _multilabel_shape_check(self, target):
+    # CPU's multilabel_margin_loss_shape_check: a 0-dim or 1-d input takes any target of at most
+    # one dim with as many elements (PyTorch's meta function wants the same shape)
+    nd = self.dim()
+    torch._check((nd == 2 and self.size(0) > 0 and self.size(1) > 0) or (nd == 1 and self.size(0) > 0) or nd == 0,
+                 lambda: f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: {list(self.shape)}")
+    fits = target.dim() <= 1 and target.numel() == (self.numel() if nd <= 1 else -1) or \
+        (nd == 2 and target.shape == self.shape)
+    torch._check(fits, lambda: f"inconsistent target size: {list(target.shape)} for input of size: {list(self.shape)}")
+
+
 def multilabel_margin_loss_backward(grad_output, self, target, reduction, is_target):
-    torch._check(target.shape == self.shape and is_target.shape == self.shape,
-                 lambda: f"multilabel_margin_loss_backward: inconsistent target size {list(target.shape)} "
-                         f"for input of size {list(self.shape)}")
+    _multilabel_shape_check(self, target)
+    torch._check(is_target.shape == target.shape, lambda: (
+        f"inconsistent is_target size: {list(is_target.shape)} for target of size: {list(target.shape)}"))
     return self.new_empty(self.shape)
 
 
@@ -34,8 +46,10 @@ _forward_ref = torch.ops.aten.multilabel_margin_loss_forward.default.py_kernels[
 
 
 def multilabel_margin_loss_forward(self, target, reduction):
-    out, is_target = _forward_ref(self, target, reduction)
-    return (out if self.dim() == 2 else out.reshape(())), is_target
+    _multilabel_shape_check(self, target)
+    if self.dim() <= 1:
+        return self.new_empty(()), self.new_empty(target.shape)
+    return _forward_ref(self, target, reduction)
 
 
 _multi_margin_ref = torch.ops.aten.multi_margin_loss.default.py_kernels[DispatchKey.Meta]

@@ -24,6 +24,13 @@ def _flat_index(indices, sizes):
     return (indices * weights.unsqueeze(1)).sum(0)
 
 
+def _sparse_like(template, indices, values, is_coalesced):
+    """A COO tensor of template's shape and dims from these indices and values."""
+    return torch.ops.aten._sparse_coo_tensor_with_dims_and_tensors(
+        template.sparse_dim(), template.dense_dim(), template.shape, indices, values, dtype=values.dtype,
+        layout=torch.sparse_coo, device=template.device, is_coalesced=is_coalesced)
+
+
 def _coalesce(self):
     if self._nnz() < 2:  # CPU's fast path: a copy marked coalesced
         return self.clone()._coalesced_(True)
@@ -39,9 +46,7 @@ def _coalesce(self):
     new_values = values.index_select(0, heads)
     rest = ~first
     new_values.index_add_(0, group[rest], values.index_select(0, perm[rest]))
-    return torch.ops.aten._sparse_coo_tensor_with_dims_and_tensors(
-        sparse_dim, self.dense_dim(), self.shape, indices.index_select(1, heads), new_values,
-        dtype=self.dtype, layout=torch.sparse_coo, device=self.device, is_coalesced=True)
+    return _sparse_like(self, indices.index_select(1, heads), new_values, True)
 
 
 def _to_dense(self, dtype=None, masked_grad=None):
@@ -82,18 +87,10 @@ def _add_out(self, other, *, alpha=1, out):
     dtype = out.dtype
     other_values = other._values().to(dtype)
     values = torch.cat([self._values().to(dtype), other_values if alpha == 1 else other_values * alpha])
-    result = torch.ops.aten._sparse_coo_tensor_with_dims_and_tensors(
-        self.sparse_dim(), self.dense_dim(), self.shape, torch.cat([self._indices(), other._indices()], 1), values,
-        dtype=dtype, layout=torch.sparse_coo, device=self.device, is_coalesced=False)
+    result = _sparse_like(self, torch.cat([self._indices(), other._indices()], 1), values, False)
     if self.is_coalesced() and other.is_coalesced():
         result = result.coalesce()
     return out.copy_(result)
-
-
-def _sparse_like(template, indices, values, is_coalesced):
-    return torch.ops.aten._sparse_coo_tensor_with_dims_and_tensors(
-        template.sparse_dim(), template.dense_dim(), template.shape, indices, values, dtype=values.dtype,
-        layout=torch.sparse_coo, device=template.device, is_coalesced=is_coalesced)
 
 
 def _mul_out(self, other, *, out):

@@ -209,16 +209,8 @@ def _grad_output_non_empty(name):
     def check(grad_output, *rest):
         for d in range(1, grad_output.dim()):
             _check(grad_output.size(d) != 0, f"{name}(): Expected grad_output to have non-zero size for non-batch "
-                   f"dimensions, but grad_output has sizes [{', '.join(map(str, grad_output.shape))}] with dimension "
+                   f"dimensions, but grad_output has sizes {list(grad_output.shape)} with dimension "
                    f"{d} being empty")
-    return check
-
-
-def _adaptive_pool_floats_only(kernel):
-    """CPU's adaptive pooling kernels take floating point only."""
-    def check(self, *rest):
-        if not (self.is_floating_point() or self.is_complex()):
-            _not_implemented_for(kernel, self.dtype)
     return check
 
 
@@ -377,8 +369,9 @@ def _same_dtype_out(self, *rest):
 
 
 def _floats_only(kernel):
-    """Activations CPU computes for floating types only: NotImplementedError in its kernel's name
-    (tpu's Python meta functions raised other types on an integer input)."""
+    """Ops CPU computes for floating types only (activations, adaptive pooling): NotImplementedError
+    in its kernel's name (tpu's Python meta functions raised other types, or computed, on an
+    integer input)."""
     def check(self, *rest):
         if not (self.is_floating_point() or self.is_complex()):
             _not_implemented_for(kernel, self.dtype)
@@ -711,7 +704,7 @@ def _softmax_backward(name):
 def _pool2d(self, *rest):
     _check(self.dim() in (3, 4), "non-empty 3D or 4D (batch mode) tensor expected for input")
     _check(0 not in self.shape[self.dim() - 3:], "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
-           f"for input, but got:[{', '.join(map(str, self.shape))}]")
+           f"for input, but got:{list(self.shape)}")
 
 
 def _pool2d_backward(grad_output, self, *rest):
@@ -918,11 +911,6 @@ CHECKS = {
     "_embedding_bag": _embedding_bag, "_embedding_bag_forward_only": _embedding_bag,
     **{n: _fractional_samples(2) for n in ("fractional_max_pool2d", "fractional_max_pool2d.output")},
     **{n: _fractional_samples(3) for n in ("fractional_max_pool3d", "fractional_max_pool3d.output")},
-    **{n: _adaptive_pool_floats_only(k) for names, k in [
-        (("_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out"), "adaptive_avg_pool2d"),
-        (("_adaptive_avg_pool3d",), "adaptive_avg_pool3d_cpu"),
-        (("adaptive_max_pool2d", "adaptive_max_pool2d.out"), "adaptive_max_pool2d"),
-        (("adaptive_max_pool3d", "adaptive_max_pool3d.out"), "adaptive_max_pool3d_cpu")] for n in names},
     **{n: _grad_output_non_empty(k) for names, k in [
         (("_adaptive_avg_pool2d_backward",), "adaptive_avg_pool2d_backward"),
         (("_adaptive_avg_pool3d_backward",), "adaptive_avg_pool3d_backward"),
@@ -1008,7 +996,11 @@ _FLOATS_ONLY = {n: _floats_only(kernel) for names, kernel in [
     (("hardsigmoid", "hardsigmoid.out"), "hardsigmoid_cpu"), (("mish", "mish.out"), "mish_cpu"),
     (("gelu", "gelu.out"), "GeluKernelImpl"), (("round.decimals", "round.decimals_out"), "round_cpu"),
     (("log_sigmoid_forward", "log_sigmoid_forward.output"), "log_sigmoid_cpu"),
-    (("softshrink", "softshrink.out"), "softshrink_check")] for n in names}
+    (("softshrink", "softshrink.out"), "softshrink_check"),
+    (("_adaptive_avg_pool2d", "_adaptive_avg_pool2d.out"), "adaptive_avg_pool2d"),
+    (("_adaptive_avg_pool3d",), "adaptive_avg_pool3d_cpu"),
+    (("adaptive_max_pool2d", "adaptive_max_pool2d.out"), "adaptive_max_pool2d"),
+    (("adaptive_max_pool3d", "adaptive_max_pool3d.out"), "adaptive_max_pool3d_cpu")] for n in names}
 
 _UNIQUE_DIMS = {n: _unique_dims(n) for n in (
     "sum.dim_IntList", "sum.IntList_out", "mean.dim", "mean.out", "nansum", "nansum.out", "std.correction",
